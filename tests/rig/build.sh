@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds the rig's upstream binaries (Kubernetes control plane + kubectl, etcd, kwok, helm)
+# from their Go modules, once, into a cache outside the repo keyed by their versions.
+# Prints the bin directory on its last line.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+cache_root=${LIQO_RIG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/liqo-bun/rig}
+out="$cache_root/$key"
+bin="$out/bin"
+if [[ -f "$out/.complete" ]]; then
+  echo "$bin"
+  exit 0
+fi
+command -v go >/dev/null || { echo "build.sh: Go is required to build the rig's binaries (apt-get install golang, or install Go >= 1.24)" >&2; exit 1; }
+mkdir -p "$bin"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export GOFLAGS="${GOFLAGS:-} -trimpath" CGO_ENABLED=0
+step() { printf '[rig build] %s\n' "$*" >&2; }
+
+have() { [[ -x "$bin/$1" ]]; }
+
+if ! have kube-apiserver || ! have kube-controller-manager || ! have kube-scheduler || ! have kubectl; then
+  step "Kubernetes ${K8S_VERSION}: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (one go build; ~15-25 min cold on 2 cores)"
+  staging=${K8S_VERSION/v1./v0.}
+  mkdir -p "$work/k8s" && cd "$work/k8s"
+  {
+    echo "module liqo-bun/rig/k8s"
+    echo "go 1.24.0"
+    echo "require k8s.io/kubernetes ${K8S_VERSION}"
+    echo "replace ("
+    for m in api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider \
+      cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api \
+      cri-client csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms \
+      kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics \
+      mount-utils pod-security-admission sample-apiserver sample-cli-plugin sample-controller; do
+      echo "  k8s.io/$m => k8s.io/$m $staging"
+    done
+    echo ")"
+  } > go.mod
+  echo 'package tools
+import (
+  _ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+)' > tools.go
+  go mod tidy >&2
+  minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=${K8S_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
+  done
+  go get k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler >&2
+  go build -ldflags "$ld" -o "$bin/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2
+fi
+
+if ! have etcd; then
+  step "etcd ${ETCD_VERSION} (a wrapper main around etcdmain)"
+  mkdir -p "$work/etcd" && cd "$work/etcd"
+  printf 'module liqo-bun/rig/etcd\n\ngo 1.24.0\n' > go.mod
+  printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' > main.go
+  go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >&2
+  go mod tidy >&2
+  go build -ldflags "-s -w" -o "$bin/etcd" . >&2
+fi
+
+if ! have kwok; then
+  step "kwok ${KWOK_VERSION}"
+  GOBIN="$bin" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}" >&2
+fi
+
+if ! have helm; then
+  step "helm ${HELM_VERSION}"
+  GOBIN="$bin" go install -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" >&2
+fi
+
+touch "$out/.complete"
+step "binaries ready in $bin"
+echo "$bin"
