@@ -15,6 +15,17 @@ if [[ -f "$out/.complete" ]]; then
   echo "$bin"
   exit 0
 fi
+mkdir -p "$cache_root"
+# One build at a time per cache: a second caller waits, then finds the cache complete.
+exec 9>"$cache_root/.build.lock"
+if ! flock -n 9; then
+  echo "[rig build] another build of the rig's binaries is running; waiting for it" >&2
+  flock 9
+fi
+if [[ -f "$out/.complete" ]]; then
+  echo "$bin"
+  exit 0
+fi
 command -v go >/dev/null || { echo "build.sh: Go is required to build the rig's binaries (apt-get install golang, or install Go >= 1.24)" >&2; exit 1; }
 mkdir -p "$bin"
 work=$(mktemp -d)
@@ -42,17 +53,14 @@ if ! have kube-apiserver || ! have kube-controller-manager || ! have kube-schedu
     done
     echo ")"
   } > go.mod
-  echo 'package tools
-import (
-  _ "k8s.io/kubernetes/cmd/kube-apiserver/app"
-)' > tools.go
-  go mod tidy >&2
   minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
   ld="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=${K8S_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
   done
-  go get k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler >&2
+  # Each package pinned @version: a bare 'go get pkg' would move k8s.io/kubernetes to its newest release.
+  cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  go get $(for c in "${cmds[@]}"; do printf 'k8s.io/kubernetes/cmd/%s@%s ' "$c" "$K8S_VERSION"; done) >&2
   go build -ldflags "$ld" -o "$bin/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2

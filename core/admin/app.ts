@@ -1,0 +1,125 @@
+// The admin HTTP app every role serves: liveness, readiness, Prometheus metrics and the role's
+// own JSON views. Auth (when configured) is the first middleware, so routes a role mounts later
+// with app.route() are protected too.
+import { Hono } from "hono";
+import * as v from "valibot";
+import { silentLogger, type Logger } from "../log.ts";
+import { createRegistry, PROMETHEUS_CONTENT_TYPE, registerProcessMetrics, type Registry } from "../metrics/index.ts";
+import { createAuthMiddleware, type AdminAuthOptions, type AdminEnv } from "./auth.ts";
+import { createErrorHandler, notFound, parseInput, ProblemError } from "./problem.ts";
+import { CHECK_NAME_PATTERN, createReadiness, type CheckResult, type Readiness } from "./readiness.ts";
+
+/** A JSON view of a role's state, e.g. the peerings it knows; gets the query string, returns JSON-able data. */
+export type View = (request: { query: Record<string, string> }) => unknown | Promise<unknown>;
+
+export interface AdminAppOptions {
+  /** The role's metrics; a fresh registry when absent. */
+  registry?: Registry;
+  /** Add process_* metrics to the registry unless it has them already (default true). */
+  processMetrics?: boolean;
+  readiness?: Readiness;
+  auth?: AdminAuthOptions;
+  /** Served at GET /views/<name>; listed at GET /views. */
+  views?: Record<string, View>;
+  logger?: Logger;
+}
+
+export type AdminApp = Hono<AdminEnv>;
+
+const apps = new WeakSet<object>();
+
+/** True when the app was built with auth, so the server does not stack a second layer. */
+export function hasBuiltInAuth(app: object): boolean {
+  return apps.has(app);
+}
+
+const VIEW_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+// c.req.queries() gives every parameter as a list; verbose may appear once, with no value or a boolean.
+const VerboseFlag = v.tuple([v.picklist(["", "true", "1", "false", "0"], "verbose takes no value, or true/false")], "verbose may appear once");
+const ReadyzQuery = v.strictObject(
+  {
+    verbose: v.optional(VerboseFlag),
+    exclude: v.optional(v.array(v.pipe(v.string(), v.regex(CHECK_NAME_PATTERN, "exclude names a readiness check")))),
+  },
+  "unknown query parameter",
+);
+
+function isOn(value: string | undefined): boolean {
+  return value !== undefined && value !== "false" && value !== "0";
+}
+
+function notReady(failed: CheckResult[], shown: CheckResult[]): ProblemError {
+  const list = failed.map((c) => `${c.name} (${c.reason})`).join(", ");
+  return new ProblemError({
+    status: 503,
+    reason: "NotReady",
+    title: "Not ready",
+    detail: `${failed.length} readiness check${failed.length === 1 ? "" : "s"} failed: ${list}`,
+    extra: { checks: shown },
+  });
+}
+
+export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
+  const logger = options.logger ?? silentLogger;
+  const registry = options.registry ?? createRegistry({ logger });
+  if (options.processMetrics !== false && !registry.has("process_cpu_seconds_total")) registerProcessMetrics(registry);
+  const readiness = options.readiness ?? createReadiness({ logger });
+  const views = new Map(Object.entries(options.views ?? {}));
+  for (const [name, view] of views) {
+    if (!VIEW_NAME.test(name)) throw new TypeError(`view name ${JSON.stringify(name)} must be lowercase letters, digits and "-"`);
+    if (typeof view !== "function") throw new TypeError(`view ${name} must be a function`);
+  }
+
+  const app: AdminApp = new Hono<AdminEnv>();
+  app.onError(createErrorHandler(logger));
+  app.notFound(notFound);
+  if (options.auth) {
+    app.use("*", createAuthMiddleware(options.auth));
+    apps.add(app);
+  }
+
+  app.get("/healthz", (c) => c.json({ status: "ok" }, 200, { "cache-control": "no-store" }));
+
+  app.get("/readyz", async (c) => {
+    const query = parseInput(ReadyzQuery, c.req.queries(), "readyz query");
+    const verbose = isOn(query.verbose?.[0]);
+    const report = await readiness.run({ exclude: query.exclude });
+    const failed = report.checks.filter((check) => !check.ok);
+    if (!report.ready) throw notReady(failed, verbose ? report.checks : failed);
+    return c.json(verbose ? { status: "ready", checks: report.checks } : { status: "ready" }, 200, { "cache-control": "no-store" });
+  });
+
+  app.get("/readyz/:check", async (c) => {
+    const name = c.req.param("check");
+    if (!readiness.has(name)) throw new ProblemError({ status: 404, reason: "NotFound", detail: `no readiness check named ${JSON.stringify(name)}` });
+    const report = await readiness.run({ only: name });
+    if (!report.ready) throw notReady(report.checks, report.checks);
+    return c.json({ status: "ready", checks: report.checks }, 200, { "cache-control": "no-store" });
+  });
+
+  app.get("/metrics", async (c) => {
+    return c.body(await registry.expose(), 200, { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" });
+  });
+
+  app.get("/views", (c) => c.json({ views: [...views.keys()].sort() }));
+
+  app.get("/views/:name", async (c) => {
+    const name = c.req.param("name");
+    const view = views.get(name);
+    if (!view) throw new ProblemError({ status: 404, reason: "NotFound", detail: `no view named ${JSON.stringify(name)}` });
+    let data: unknown;
+    try {
+      data = await view({ query: c.req.query() });
+    } catch (err) {
+      if (err instanceof ProblemError) throw err;
+      logger.warn("admin view failed", { view: name, err });
+      throw new ProblemError(
+        { status: 500, reason: "ViewFailed", detail: `view ${name} failed: ${err instanceof Error ? err.message : String(err)}` },
+        { cause: err },
+      );
+    }
+    return c.json(data === undefined ? null : data);
+  });
+
+  return app;
+}

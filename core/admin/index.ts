@@ -1,0 +1,15 @@
+// Public surface of the admin HTTP base; roles import from here only.
+export { createAdminApp, type AdminApp, type AdminAppOptions, type View } from "./app.ts";
+export { startAdminServer, isLoopbackHost, type AdminServer, type AdminServerOptions, type AdminTlsOptions } from "./server.ts";
+export { createReadiness, type Readiness, type ReadinessCheck, type ReadinessReport, type CheckResult, type CheckAnswer } from "./readiness.ts";
+export {
+  createAuthMiddleware,
+  AdminConfigError,
+  DEFAULT_OPEN_PATHS,
+  type AdminAuthOptions,
+  type AdminToken,
+  type TokenRole,
+  type Principal,
+  type AdminEnv,
+} from "./auth.ts";
+export { ProblemError, problemResponse, parseInput, problemType, PROBLEM_CONTENT_TYPE, type ProblemInit } from "./problem.ts";

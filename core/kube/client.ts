@@ -1,0 +1,263 @@
+// A thin Kubernetes REST client on Bun's fetch. The kubeconfig (and its auth plug-ins) comes from
+// @kubernetes/client-node; requests go through Bun's own TLS options, which carry the CA and the
+// client certificate on Bun (client-node 2.x's undici dispatcher silently drops them).
+import type { KubeConfig } from "@kubernetes/client-node";
+import { apiErrorFromStatus, KubeApiError, transportError, type StatusBody } from "./errors.ts";
+import { loadKubeConfig, type KubeConfigOptions, type LoadedKubeConfig } from "./config.ts";
+import {
+  builtinResource, keyOf, objectKey, resourcePath, splitApiVersion,
+  type KubeObject, type ObjectList, type ResourceRef,
+} from "./resources.ts";
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+  /** The object's key, for error messages. */
+  key?: string;
+  timeoutMs?: number;
+}
+
+export interface ListOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+  signal?: AbortSignal;
+}
+
+export interface WatchOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  resourceVersion?: string;
+  allowWatchBookmarks?: boolean;
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+export interface WatchEvent<T extends KubeObject = KubeObject> {
+  type: WatchEventType;
+  object: T;
+}
+
+export interface DeleteOptions {
+  /** Delete only if the object still has this UID (never another object of the same name). */
+  uid?: string;
+  resourceVersion?: string;
+  gracePeriodSeconds?: number;
+  propagationPolicy?: "Foreground" | "Background" | "Orphan";
+}
+
+export interface ApplyOptions {
+  fieldManager: string;
+  force?: boolean;
+  subresource?: string;
+}
+
+interface Connection {
+  headers: Record<string, string>;
+  tls: { ca?: string | Buffer | (string | Buffer)[]; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean };
+}
+
+export interface KubeClientOptions {
+  userAgent?: string;
+  /** Per-request timeout for everything but watches. */
+  timeoutMs?: number;
+}
+
+export class KubeClient {
+  readonly server: string;
+  private connection?: Promise<Connection>;
+  private discovery = new Map<string, Promise<ResourceRef[]>>();
+  private readonly timeoutMs: number;
+  private readonly userAgent: string;
+  /** Counts requests by verb and outcome, for the roles' /metrics. */
+  readonly stats = { requests: 0, errors: 0 };
+
+  constructor(readonly kc: KubeConfig, options: KubeClientOptions = {}) {
+    const cluster = kc.getCurrentCluster();
+    if (!cluster) throw new KubeApiError("the kubeconfig has no current cluster; pass --context", 0, "NoCluster", "");
+    this.server = cluster.server.replace(/\/+$/, "");
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.userAgent = options.userAgent ?? "liqo-bun";
+  }
+
+  private async connect(): Promise<Connection> {
+    const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; headers?: Record<string, string>; auth?: string } = {};
+    await this.kc.applyToHTTPSOptions(opts as never);
+    const headers: Record<string, string> = { "user-agent": this.userAgent };
+    for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = String(v);
+    if (opts.auth) headers.authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
+    return { headers, tls: { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized } };
+  }
+
+  private conn(): Promise<Connection> {
+    this.connection ??= this.connect().catch((err) => {
+      this.connection = undefined;
+      throw err;
+    });
+    return this.connection;
+  }
+
+  private async fetch(method: string, path: string, options: RequestOptions, stream = false): Promise<Response> {
+    const conn = await this.conn();
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { ...conn.headers, accept: "application/json" };
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+      headers["content-type"] = options.contentType ?? "application/json";
+    }
+    const key = options.key ?? path;
+    const signals = [options.signal].filter(Boolean) as AbortSignal[];
+    if (!stream) signals.push(AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs));
+    this.stats.requests++;
+    try {
+      return await fetch(url, {
+        method, headers, body, tls: conn.tls, signal: signals.length ? AbortSignal.any(signals) : undefined,
+        // Watches stay open for minutes; their end is the server's timeoutSeconds, not Bun's idle timer.
+        ...(stream ? { timeout: false } : {}),
+      } as RequestInit);
+    } catch (err) {
+      this.stats.errors++;
+      throw transportError(err, this.server, key, method);
+    }
+  }
+
+  async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const res = await this.fetch(method, path, options);
+    const text = await res.text();
+    if (!res.ok) {
+      this.stats.errors++;
+      let status: StatusBody | undefined;
+      try { status = JSON.parse(text); } catch { status = { message: text.slice(0, 300) }; }
+      throw apiErrorFromStatus(res.status, status, options.key ?? path, method);
+    }
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  get<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace?: string, signal?: AbortSignal): Promise<T> {
+    return this.request<T>("GET", resourcePath(res, namespace, name), { key: keyOf(namespace, name), signal });
+  }
+
+  /** Like get, but undefined instead of a NotFound error. */
+  async find<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace?: string): Promise<T | undefined> {
+    try {
+      return await this.get<T>(res, name, namespace);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.notFound) return undefined;
+      throw err;
+    }
+  }
+
+  list<T extends KubeObject = KubeObject>(res: ResourceRef, options: ListOptions = {}): Promise<ObjectList<T>> {
+    const { namespace, signal, ...query } = options;
+    return this.request<ObjectList<T>>("GET", resourcePath(res, namespace), { query: { ...query }, signal });
+  }
+
+  create<T extends KubeObject>(res: ResourceRef, obj: T, namespace = obj.metadata.namespace): Promise<T> {
+    return this.request<T>("POST", resourcePath(res, namespace), { body: obj, key: objectKey(obj) });
+  }
+
+  replace<T extends KubeObject>(res: ResourceRef, obj: T, subresource?: string): Promise<T> {
+    return this.request<T>("PUT", resourcePath(res, obj.metadata.namespace, obj.metadata.name, subresource), { body: obj, key: objectKey(obj) });
+  }
+
+  mergePatch<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace: string | undefined, patch: unknown, subresource?: string): Promise<T> {
+    return this.request<T>("PATCH", resourcePath(res, namespace, name, subresource), {
+      body: patch, contentType: "application/merge-patch+json", key: keyOf(namespace, name),
+    });
+  }
+
+  /** Server-side apply: the object as this field manager wants it; JSON is valid apply YAML. */
+  apply<T extends KubeObject>(res: ResourceRef, obj: T, options: ApplyOptions): Promise<T> {
+    const { namespace, name } = obj.metadata;
+    if (!name) throw new KubeApiError(`apply ${res.kind}: the object has no metadata.name`, 0, "Invalid", "");
+    const body = { ...obj, apiVersion: obj.apiVersion ?? (res.group ? `${res.group}/${res.version}` : res.version), kind: obj.kind ?? res.kind };
+    return this.request<T>("PATCH", resourcePath(res, namespace, name, options.subresource), {
+      body, contentType: "application/apply-patch+yaml", key: objectKey(obj),
+      query: { fieldManager: options.fieldManager, force: options.force ?? true },
+    });
+  }
+
+  /** Deletes; false when it was already gone. With `uid`, a different object of that name is left alone (Conflict). */
+  async delete(res: ResourceRef, name: string, namespace?: string, options: DeleteOptions = {}): Promise<boolean> {
+    const preconditions = options.uid || options.resourceVersion
+      ? { uid: options.uid, resourceVersion: options.resourceVersion } : undefined;
+    try {
+      await this.request("DELETE", resourcePath(res, namespace, name), {
+        key: keyOf(namespace, name),
+        body: { apiVersion: "v1", kind: "DeleteOptions", preconditions, gracePeriodSeconds: options.gracePeriodSeconds, propagationPolicy: options.propagationPolicy },
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof KubeApiError && err.notFound) return false;
+      throw err;
+    }
+  }
+
+  /** A watch stream; ends when the server closes it. A 410 arrives as an ERROR event or a thrown Gone. */
+  async *watch<T extends KubeObject = KubeObject>(res: ResourceRef, options: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {
+    const { namespace, signal, ...query } = options;
+    const path = resourcePath(res, namespace);
+    const response = await this.fetch("GET", path, { query: { ...query, watch: true }, signal, key: path }, true);
+    if (!response.ok) {
+      const text = await response.text();
+      let status: StatusBody | undefined;
+      try { status = JSON.parse(text); } catch { status = { message: text.slice(0, 300) }; }
+      throw apiErrorFromStatus(response.status, status, path, "WATCH");
+    }
+    if (!response.body) return;
+    const decoder = new TextDecoder();
+    let buffered = "";
+    try {
+      for await (const chunk of response.body) {
+        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+        let newline: number;
+        while ((newline = buffered.indexOf("\n")) >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          if (line) yield JSON.parse(line) as WatchEvent<T>;
+        }
+      }
+    } catch (err) {
+      if (signal?.aborted) return;
+      throw transportError(err, this.server, path, "WATCH");
+    }
+  }
+
+  /** Finds where a kind is served; built-in kinds need no request. */
+  async resourceFor(apiVersion: string, kind: string): Promise<ResourceRef> {
+    const known = builtinResource(apiVersion, kind);
+    if (known) return known;
+    let pending = this.discovery.get(apiVersion);
+    if (!pending) {
+      const { group, version } = splitApiVersion(apiVersion);
+      const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
+      pending = this.request<{ resources: { name: string; kind: string; namespaced: boolean }[] }>("GET", path)
+        .then((list) => list.resources.filter((r) => !r.name.includes("/")).map((r) => ({ group, version, kind: r.kind, plural: r.name, namespaced: r.namespaced })));
+      pending.catch(() => this.discovery.delete(apiVersion));
+      this.discovery.set(apiVersion, pending);
+    }
+    const found = (await pending).find((r) => r.kind === kind);
+    if (!found) throw new KubeApiError(`${apiVersion} ${kind} is not served by ${this.server}; is its CRD installed?`, 404, "NotFound", kind);
+    return found;
+  }
+
+  /** Forgets discovery results, e.g. after installing CRDs. */
+  resetDiscovery(): void {
+    this.discovery.clear();
+  }
+}
+
+export function createKubeClient(source: KubeConfig | LoadedKubeConfig | KubeConfigOptions = {}, options: KubeClientOptions = {}): KubeClient {
+  if ("kc" in source) return new KubeClient(source.kc, options);
+  if ("getCurrentCluster" in source) return new KubeClient(source as KubeConfig, options);
+  return new KubeClient(loadKubeConfig(source as KubeConfigOptions).kc, options);
+}

@@ -1,0 +1,237 @@
+// One rig cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with M
+// fake worker nodes, all on loopback, each component a detached process with its own log.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { RigError } from "./errors.ts";
+import { createClusterPki, kubeconfigYaml, type ClusterPki } from "./pki.ts";
+import { isAlive, killGroup, spawnDetached, tailFile } from "./process.ts";
+
+export const components = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
+export type Component = (typeof components)[number];
+
+export interface ClusterSpec {
+  name: string;
+  index: number;
+  podCIDR: string;
+  serviceCIDR: string;
+  nodes: number;
+}
+
+export interface ClusterPorts {
+  etcdClient: number;
+  etcdPeer: number;
+  apiserver: number;
+  controllerManager: number;
+  scheduler: number;
+  kwok: number;
+}
+
+export interface ClusterState extends ClusterSpec {
+  dir: string;
+  server: string;
+  kubeconfig: string;
+  ports: ClusterPorts;
+  pids: Partial<Record<Component, number>>;
+  pki: ClusterPki;
+}
+
+export type Progress = (message: string) => void;
+
+/** The first address of a CIDR, which Kubernetes gives to the `kubernetes` Service. */
+export function firstServiceIp(cidr: string): string {
+  const [base] = cidr.split("/");
+  const parts = base!.split(".").map(Number);
+  parts[3] = parts[3]! + 1;
+  return parts.join(".");
+}
+
+export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPorts): ClusterState {
+  mkdirSync(join(dir, "logs"), { recursive: true });
+  const pki = createClusterPki(join(dir, "pki"), spec.name, firstServiceIp(spec.serviceCIDR));
+  const server = `https://127.0.0.1:${ports.apiserver}`;
+  const kubeconfig = join(dir, "kubeconfig");
+  writeFileSync(kubeconfig, kubeconfigYaml(spec.name, server, pki.ca.cert, pki.admin));
+  writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.controllerManager, "kube-controller-manager"));
+  writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.scheduler, "kube-scheduler"));
+  writeFileSync(join(dir, "kwok.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.kwok, "kwok"));
+  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki };
+}
+
+function componentArgs(c: ClusterState, component: Component): string[] {
+  const p = c.pki;
+  const kc = (name: string) => join(c.dir, `${name}.kubeconfig`);
+  switch (component) {
+    case "etcd":
+      return [
+        `--name=${c.name}`, `--data-dir=${join(c.dir, "etcd")}`,
+        `--listen-client-urls=http://127.0.0.1:${c.ports.etcdClient}`, `--advertise-client-urls=http://127.0.0.1:${c.ports.etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${c.ports.etcdPeer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${c.ports.etcdPeer}`,
+        `--initial-cluster=${c.name}=http://127.0.0.1:${c.ports.etcdPeer}`,
+        // A test cluster trades durability for speed; nothing here must survive a power cut.
+        "--unsafe-no-fsync", "--quota-backend-bytes=4294967296", "--log-level=warn",
+      ];
+    case "kube-apiserver":
+      return [
+        `--etcd-servers=http://127.0.0.1:${c.ports.etcdClient}`,
+        `--secure-port=${c.ports.apiserver}`, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        `--tls-cert-file=${p.apiserver.cert}`, `--tls-private-key-file=${p.apiserver.key}`, `--client-ca-file=${p.ca.cert}`,
+        `--service-account-key-file=${p.serviceAccount.pub}`, `--service-account-signing-key-file=${p.serviceAccount.key}`,
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        `--service-cluster-ip-range=${c.serviceCIDR}`, "--authorization-mode=RBAC", "--allow-privileged=true",
+        `--kubelet-client-certificate=${p.kubeletClient.cert}`, `--kubelet-client-key=${p.kubeletClient.key}`,
+        "--kubelet-preferred-address-types=InternalIP",
+        // The `kubernetes` Service cannot have 127.0.0.1 as an endpoint; nothing in the rig needs one.
+        "--endpoint-reconciler-type=none", "--profiling=false", "-v=1",
+      ];
+    case "kube-controller-manager":
+      return [
+        `--kubeconfig=${kc("controller-manager")}`, `--authentication-kubeconfig=${kc("controller-manager")}`,
+        `--authorization-kubeconfig=${kc("controller-manager")}`,
+        `--secure-port=${c.ports.controllerManager}`, "--bind-address=127.0.0.1",
+        `--root-ca-file=${p.ca.cert}`, `--service-account-private-key-file=${p.serviceAccount.key}`,
+        `--cluster-signing-cert-file=${p.ca.cert}`, `--cluster-signing-key-file=${p.ca.key}`,
+        "--use-service-account-credentials=true", "--leader-elect=false", `--cluster-name=${c.name}`,
+        "--allocate-node-cidrs=true", `--cluster-cidr=${c.podCIDR}`, "--node-cidr-mask-size=24",
+        `--service-cluster-ip-range=${c.serviceCIDR}`, "--configure-cloud-routes=false", "-v=1",
+      ];
+    case "kube-scheduler":
+      return [
+        `--kubeconfig=${kc("scheduler")}`, `--authentication-kubeconfig=${kc("scheduler")}`, `--authorization-kubeconfig=${kc("scheduler")}`,
+        `--secure-port=${c.ports.scheduler}`, "--bind-address=127.0.0.1", "--leader-elect=false", "-v=1",
+      ];
+    case "kwok":
+      return [
+        `--kubeconfig=${kc("kwok")}`, "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--node-ip=127.0.0.1", `--node-port=${c.ports.kwok}`, `--server-address=127.0.0.1:${c.ports.kwok}`,
+        `--tls-cert-file=${p.kwokServing.cert}`, `--tls-private-key-file=${p.kwokServing.key}`,
+        `--cidr=${c.podCIDR}`, "--node-lease-duration-seconds=40",
+      ];
+  }
+}
+
+export const logFile = (c: ClusterState, component: Component) => join(c.dir, "logs", `${component}.log`);
+
+export function startComponent(c: ClusterState, component: Component, bin: string): void {
+  c.pids[component] = spawnDetached(join(bin, component), componentArgs(c, component), logFile(c, component));
+}
+
+export async function stopComponent(c: ClusterState, component: Component): Promise<void> {
+  const pid = c.pids[component];
+  if (pid) await killGroup(pid);
+  delete c.pids[component];
+}
+
+async function probe(url: string, c: ClusterState, withClientCert: boolean): Promise<boolean> {
+  try {
+    const tls = withClientCert
+      ? { ca: Bun.file(c.pki.ca.cert), cert: Bun.file(c.pki.admin.cert), key: Bun.file(c.pki.admin.key) }
+      : { rejectUnauthorized: false };
+    const res = await fetch(url, { tls, signal: AbortSignal.timeout(2000) } as RequestInit);
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+function explain(log: string): string {
+  if (/address already in use/i.test(log)) return "a port it needs is taken by another process; run `bun run rig down` or free the port, then retry";
+  if (/permission denied/i.test(log)) return "it lacks permissions; check the rig directory's owner";
+  return "see its log above";
+}
+
+/** Waits until `check` passes; fails at once if the component died, or at the deadline, with its log. */
+export async function waitHealthy(c: ClusterState, component: Component, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    const pid = c.pids[component];
+    if (pid && !isAlive(pid)) {
+      const log = tailFile(logFile(c, component));
+      throw new RigError(`${component} of cluster ${c.name} exited during start-up; ${explain(log)}\n--- ${logFile(c, component)} (tail) ---\n${log}`);
+    }
+    await Bun.sleep(100);
+  }
+  const log = tailFile(logFile(c, component));
+  throw new RigError(`${component} of cluster ${c.name} did not become healthy within ${timeoutMs / 1000}s; ${explain(log)}\n--- ${logFile(c, component)} (tail) ---\n${log}`);
+}
+
+const healthChecks: Record<Component, (c: ClusterState) => Promise<boolean>> = {
+  etcd: (c) => probe(`http://127.0.0.1:${c.ports.etcdClient}/health`, c, false),
+  "kube-apiserver": (c) => probe(`${c.server}/readyz`, c, true),
+  "kube-controller-manager": (c) => probe(`https://127.0.0.1:${c.ports.controllerManager}/healthz`, c, false),
+  "kube-scheduler": (c) => probe(`https://127.0.0.1:${c.ports.scheduler}/healthz`, c, false),
+  kwok: (c) => probe(`https://127.0.0.1:${c.ports.kwok}/healthz`, c, false),
+};
+
+export async function startAndWait(c: ClusterState, component: Component, bin: string): Promise<void> {
+  startComponent(c, component, bin);
+  await waitHealthy(c, component, () => healthChecks[component](c));
+}
+
+export function fakeNode(c: ClusterState, i: number): KubeObject {
+  const name = `${c.name}-worker-${i + 1}`;
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name,
+      annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+      labels: {
+        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+        "node-role.kubernetes.io/worker": "", type: "kwok", "topology.kubernetes.io/zone": `${c.name}-zone-${(i % 3) + 1}`,
+      },
+    },
+    spec: {},
+    status: {
+      // A mid-size cloud worker: 8 vCPU, 32 GiB, the default 110 pods.
+      capacity: { cpu: "8", memory: "32Gi", pods: "110", "ephemeral-storage": "100Gi" },
+      allocatable: { cpu: "7800m", memory: "31Gi", pods: "110", "ephemeral-storage": "95Gi" },
+      nodeInfo: { architecture: "amd64", operatingSystem: "linux", kubeletVersion: "fake", kubeProxyVersion: "fake", containerRuntimeVersion: "kwok" },
+    },
+  };
+}
+
+type NodeObj = KubeObject & { spec?: { podCIDR?: string }; status?: { conditions?: { type: string; status: string }[] } };
+
+export async function readyNodes(client: KubeClient): Promise<NodeObj[]> {
+  const nodes = await client.list<NodeObj>(Resources.nodes);
+  return nodes.items.filter((n) => n.spec?.podCIDR && n.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"));
+}
+
+export async function startCluster(c: ClusterState, bin: string, progress: Progress): Promise<void> {
+  for (const component of components) {
+    progress(`${c.name}: starting ${component}`);
+    await startAndWait(c, component, bin);
+  }
+  const client = createKubeClient({ kubeconfig: c.kubeconfig });
+  for (let i = 0; i < c.nodes; i++) {
+    const node = fakeNode(c, i);
+    if (!(await client.find(Resources.nodes, node.metadata.name!))) await client.create(Resources.nodes, node);
+  }
+  progress(`${c.name}: waiting for ${c.nodes} kwok node(s) to be Ready with a pod CIDR`);
+  const deadline = Date.now() + 90_000;
+  while ((await readyNodes(client)).length < c.nodes) {
+    if (Date.now() > deadline) {
+      throw new RigError(`cluster ${c.name}: the kwok nodes did not become Ready with a pod CIDR within 90s; see ${logFile(c, "kwok")} and ${logFile(c, "kube-controller-manager")}`);
+    }
+    await Bun.sleep(200);
+  }
+  // Pods need the default ServiceAccount, which the controller manager creates asynchronously.
+  while (!(await client.find(Resources.serviceAccounts, "default", "default"))) {
+    if (Date.now() > deadline) throw new RigError(`cluster ${c.name}: the default ServiceAccount was not created; see ${logFile(c, "kube-controller-manager")}`);
+    await Bun.sleep(200);
+  }
+}
+
+export async function stopCluster(c: ClusterState): Promise<void> {
+  // Reverse order: clients before the API server, the API server before etcd.
+  for (const component of [...components].reverse()) await stopComponent(c, component);
+}
+
+/** Restarts the API server in place (same port, same etcd): clients see a dropped connection. */
+export async function restartApiServer(c: ClusterState, bin: string): Promise<void> {
+  await stopComponent(c, "kube-apiserver");
+  await startAndWait(c, "kube-apiserver", bin);
+}

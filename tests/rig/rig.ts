@@ -1,0 +1,158 @@
+// The rig: N real clusters on loopback, their state in one directory (rig.json, one folder per
+// cluster, and kubeconfigs/<name>.kubeconfig), so `rig down` in another process can stop them.
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureRigBinaries } from "./binaries.ts";
+import { components, prepareCluster, startCluster, stopCluster, type ClusterState, type Progress } from "./cluster.ts";
+import { RigError } from "./errors.ts";
+import { allocatePorts } from "./ports.ts";
+import { isAlive, killGroupNow } from "./process.ts";
+
+export interface RigOptions {
+  clusters: number;
+  names?: string[];
+  overlappingPodCidrs?: boolean;
+  nodes?: number;
+  dir?: string;
+  basePort?: number;
+  /** The process that owns the rig: when it dies, the next rig start reaps it. 0: nobody (`rig up`). */
+  owner?: number;
+  progress?: Progress;
+}
+
+export interface Rig {
+  dir: string;
+  owner: number;
+  kubeconfigDir: string;
+  bin: string;
+  clusters: ClusterState[];
+}
+
+const defaultNames = ["rome", "milan", "naples", "turin", "florence", "venice", "genoa", "bologna"];
+export const overlappingPodCidr = "10.200.0.0/16";
+const portsPerCluster = 6;
+
+export function defaultRigDir(env: Record<string, string | undefined> = process.env): string {
+  return env.LIQO_RIG_DIR ?? join(tmpdir(), "liqo-rig");
+}
+
+export function clusterNames(count: number, names?: string[]): string[] {
+  if (names && names.length !== count) {
+    throw new RigError(`--names lists ${names.length} name(s) but --clusters is ${count}; give one name per cluster`);
+  }
+  const out = names ?? Array.from({ length: count }, (_, i) => defaultNames[i] ?? `cluster-${i + 1}`);
+  for (const n of out) {
+    if (!/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/.test(n)) {
+      throw new RigError(`cluster name "${n}" is not a valid DNS label (lowercase letters, digits and '-', up to 40 characters)`);
+    }
+  }
+  if (new Set(out).size !== out.length) throw new RigError(`cluster names must be unique: ${out.join(", ")}`);
+  return out;
+}
+
+/** Disjoint CIDRs by default: pods 10.(100+i).0.0/16, services 10.(50+i).0.0/16. */
+export function clusterCidrs(index: number, overlapping: boolean): { podCIDR: string; serviceCIDR: string } {
+  return {
+    podCIDR: overlapping ? overlappingPodCidr : `10.${100 + index}.0.0/16`,
+    serviceCIDR: `10.${50 + index}.0.0/16`,
+  };
+}
+
+export function loadRig(dir: string): Rig | undefined {
+  const file = join(dir, "rig.json");
+  if (!existsSync(file)) return undefined;
+  return JSON.parse(readFileSync(file, "utf8")) as Rig;
+}
+
+function saveRig(rig: Rig) {
+  writeFileSync(join(rig.dir, "rig.json"), JSON.stringify(rig, null, 2));
+}
+
+export function rigProcesses(rig: Rig): { cluster: string; component: string; pid: number; alive: boolean }[] {
+  return rig.clusters.flatMap((c) =>
+    components.filter((k) => c.pids[k]).map((k) => ({ cluster: c.name, component: k, pid: c.pids[k]!, alive: isAlive(c.pids[k]!) })));
+}
+
+export async function rigUp(options: RigOptions): Promise<Rig> {
+  const count = options.clusters;
+  if (!Number.isInteger(count) || count < 1 || count > 8) throw new RigError(`--clusters must be between 1 and 8, got ${count}`);
+  const nodes = options.nodes ?? 2;
+  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 100) throw new RigError(`--nodes must be between 1 and 100, got ${nodes}`);
+  const names = clusterNames(count, options.names);
+  const dir = options.dir ?? defaultRigDir();
+  const progress = options.progress ?? (() => {});
+  const existing = loadRig(dir);
+  if (existing) {
+    if (rigProcesses(existing).some((p) => p.alive)) {
+      throw new RigError(`a rig is already running in ${dir} (clusters: ${existing.clusters.map((c) => c.name).join(", ")}); run \`bun run rig down\` first`);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+  progress("building or locating the rig's binaries");
+  const bin = await ensureRigBinaries();
+  mkdirSync(join(dir, "kubeconfigs"), { recursive: true });
+  const rig: Rig = { dir, owner: options.owner ?? 0, kubeconfigDir: join(dir, "kubeconfigs"), bin, clusters: [] };
+  try {
+    const ports = await allocatePorts(count * portsPerCluster, options.basePort);
+    names.forEach((name, i) => {
+      const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = ports.slice(i * portsPerCluster, (i + 1) * portsPerCluster) as number[];
+      const spec = { name, index: i, nodes, ...clusterCidrs(i, options.overlappingPodCidrs ?? false) };
+      progress(`${name}: creating PKI (pods ${spec.podCIDR}, services ${spec.serviceCIDR})`);
+      const cluster = prepareCluster(spec, join(dir, name), { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! });
+      rig.clusters.push(cluster);
+    });
+    saveRig(rig);
+    // Clusters start side by side; pids are saved as they appear so `rig down` can always stop them.
+    const saver = setInterval(() => saveRig(rig), 500);
+    try {
+      await Promise.all(rig.clusters.map((c) => startCluster(c, bin, progress)));
+    } finally {
+      clearInterval(saver);
+    }
+    for (const c of rig.clusters) copyFileSync(c.kubeconfig, join(rig.kubeconfigDir, `${c.name}.kubeconfig`));
+    saveRig(rig);
+    return rig;
+  } catch (err) {
+    await rigDown(dir).catch(() => {});
+    throw err;
+  }
+}
+
+export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> {
+  const rig = loadRig(dir);
+  if (!rig) {
+    rmSync(dir, { recursive: true, force: true });
+    return [];
+  }
+  await Promise.all(rig.clusters.map((c) => stopCluster(c)));
+  const left = rigProcesses(rig).filter((p) => p.alive);
+  if (left.length) {
+    throw new RigError(`could not stop ${left.map((p) => `${p.cluster}/${p.component} (pid ${p.pid})`).join(", ")}; kill them by hand, then rerun rig down`);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return rig.clusters.map((c) => c.name);
+}
+
+/** Stops every process of a rig at once, synchronously: for exit and signal handlers. */
+export function killRigNow(rig: Rig) {
+  for (const p of rigProcesses(rig)) killGroupNow(p.pid);
+  rmSync(rig.dir, { recursive: true, force: true });
+}
+
+/** Rigs under `root` whose owner process died (a killed test run) are stopped and removed. */
+export async function reapOrphanRigs(root: string): Promise<string[]> {
+  if (!existsSync(root)) return [];
+  const reaped: string[] = [];
+  for (const entry of readdirSync(root)) {
+    const dir = join(root, entry);
+    const rig = loadRig(dir);
+    if (rig && rig.owner && isAlive(rig.owner)) continue;
+    // A directory without rig.json may be a rig another live process is creating right now.
+    if (!rig && Date.now() - statSync(dir).mtimeMs < 10 * 60_000) continue;
+    if (rig) await rigDown(dir).catch(() => killRigNow(rig));
+    rmSync(dir, { recursive: true, force: true });
+    reaped.push(dir);
+  }
+  return reaped;
+}
