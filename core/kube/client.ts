@@ -161,11 +161,11 @@ export class KubeClient {
     return this.request<ObjectList<T>>("GET", resourcePath(res, namespace), { query: { ...query }, signal });
   }
 
-  create<T extends KubeObject>(res: ResourceRef, obj: T, namespace = obj.metadata.namespace): Promise<T> {
+  create<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, namespace = obj.metadata.namespace): Promise<T> {
     return this.request<T>("POST", resourcePath(res, namespace), { body: obj, key: objectKey(obj) });
   }
 
-  replace<T extends KubeObject>(res: ResourceRef, obj: T, subresource?: string): Promise<T> {
+  replace<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, subresource?: string): Promise<T> {
     return this.request<T>("PUT", resourcePath(res, obj.metadata.namespace, obj.metadata.name, subresource), { body: obj, key: objectKey(obj) });
   }
 
@@ -176,7 +176,7 @@ export class KubeClient {
   }
 
   /** Server-side apply: the object as this field manager wants it; JSON is valid apply YAML. */
-  apply<T extends KubeObject>(res: ResourceRef, obj: T, options: ApplyOptions): Promise<T> {
+  apply<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, options: ApplyOptions): Promise<T> {
     const { namespace, name } = obj.metadata;
     if (!name) throw new KubeApiError(`apply ${res.kind}: the object has no metadata.name`, 0, "Invalid", "");
     const body = { ...obj, apiVersion: obj.apiVersion ?? (res.group ? `${res.group}/${res.version}` : res.version), kind: obj.kind ?? res.kind };

@@ -27,6 +27,7 @@ if [[ -f "$out/.complete" ]]; then
   exit 0
 fi
 command -v go >/dev/null || { echo "build.sh: Go is required to build the rig's binaries (apt-get install golang, or install Go >= 1.24)" >&2; exit 1; }
+started=$(date +%s)
 mkdir -p "$bin"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -86,6 +87,7 @@ if ! have helm; then
   GOBIN="$bin" go install -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" >&2
 fi
 
+echo $(( $(date +%s) - started )) > "$out/build-seconds"
 touch "$out/.complete"
 step "binaries ready in $bin"
 echo "$bin"

@@ -1,0 +1,96 @@
+// Applies the gateway's desired state and repairs drift. Level-triggered: every call reads the
+// live state (device, rules, routes, NAT table) and changes only what differs, so it is safe to
+// run on a timer and after a crash.
+import { CommandError } from "../os/errors.ts";
+import type { IpAdapter } from "../os/ip.ts";
+import type { NftAdapter } from "../os/nft.ts";
+import type { CommandRunner } from "../os/run.ts";
+import type { UapiClient } from "../os/wireguard-uapi.ts";
+import { defaultGatewayOptions, tunnelMtu, type GatewayConfig, type GatewayOptions } from "./config.ts";
+import { renderNatTable } from "./nat-table.ts";
+import { desiredRoutes, desiredRules, planRouting, type RouteJson, type RuleJson } from "./routing.ts";
+import { desiredWireguard, wireguardDrift } from "./wireguard.ts";
+
+export interface GatewayAdapters {
+  ip: IpAdapter;
+  nft: NftAdapter;
+  wireguard: UapiClient;
+  /** Used for sysctl only; runs in the same netns as `ip`. */
+  runner: CommandRunner;
+}
+
+export interface ReconcileReport {
+  /** Human-readable list of what was changed; empty when nothing drifted. */
+  changes: string[];
+}
+
+export function createGatewayReconciler(adapters: GatewayAdapters, options: Partial<GatewayOptions> = {}) {
+  const opts: GatewayOptions = { ...defaultGatewayOptions, ...options };
+  const { ip, nft, wireguard, runner } = adapters;
+
+  async function forwarding(changes: string[]) {
+    const netns = ip.netns;
+    const value = (await runner.run(["sysctl", "-n", "net.ipv4.ip_forward"], { netns })).trim();
+    if (value !== "1") {
+      await runner.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"], { netns });
+      changes.push("net.ipv4.ip_forward=1");
+    }
+  }
+
+  async function device(config: GatewayConfig, changes: string[]) {
+    const want = desiredWireguard(config);
+    const drift = wireguardDrift(want, await wireguard.get());
+    if (drift.length > 0) {
+      await wireguard.set(want);
+      changes.push(`wireguard ${config.device}: ${drift.join("; ")}`);
+    }
+    const [link] = await ip.json<{ mtu: number; flags: string[] }>(["link", "show", "dev", config.device]);
+    const mtu = tunnelMtu(config);
+    if (!link || link.mtu !== mtu || !link.flags.includes("UP")) {
+      await ip.batch([`link set ${config.device} mtu ${mtu} up`]);
+      changes.push(`link ${config.device} mtu ${mtu} up`);
+    }
+  }
+
+  async function routing(config: GatewayConfig, changes: string[]) {
+    const rules = await ip.json<RuleJson>(["rule", "show"]);
+    let routes: RouteJson[] = [];
+    try {
+      routes = await ip.json<RouteJson>(["route", "show", "table", String(opts.routingTable)]);
+    } catch (err) {
+      // An empty table does not exist yet; that is the same as no routes.
+      if (!(err instanceof CommandError && /table does not exist/.test(err.stderr))) throw err;
+    }
+    const lines = planRouting(desiredRules(config, opts), desiredRoutes(config), rules, routes, opts);
+    await ip.batch(lines);
+    changes.push(...lines);
+  }
+
+  async function nat(config: GatewayConfig, changes: string[]) {
+    const want = renderNatTable(config, opts);
+    const have = await nft.listTable("ip", opts.natTable);
+    const haveIds = have?.rules.map((r) => r.comment ?? `(no comment, handle ${r.handle})`) ?? [];
+    const same = have !== undefined
+      && have.chains.length === 2
+      && haveIds.length === want.ruleIds.length
+      && [...haveIds].sort().join("\n") === [...want.ruleIds].sort().join("\n");
+    if (!same) {
+      await nft.apply(want.script);
+      const missing = want.ruleIds.filter((id) => !haveIds.includes(id));
+      const extra = haveIds.filter((id) => !want.ruleIds.includes(id));
+      changes.push(`nft table ${opts.natTable} replaced (missing: ${missing.join(", ") || "none"}; unexpected: ${extra.join(", ") || "none"})`);
+    }
+  }
+
+  return {
+    options: opts,
+    async reconcile(config: GatewayConfig): Promise<ReconcileReport> {
+      const changes: string[] = [];
+      await forwarding(changes);
+      await device(config, changes);
+      await routing(config, changes);
+      await nat(config, changes);
+      return { changes };
+    },
+  };
+}
