@@ -1,0 +1,204 @@
+// The reflection engine for one peering (local cluster ↔ remote cluster): runs every reflector
+// plugin, built-in or dropped in, over the namespace pairs it is given at run time.
+import type { KubeClient } from "../../kube/client.ts";
+import { silentLogger, type Logger } from "../../log.ts";
+import { createRegistry, type Registry } from "../../metrics/index.ts";
+import type { CacheLookup, IpTranslator, ReflectionContext } from "../abi.ts";
+import { apiVersionOf } from "../abi.ts";
+import { loadPlugin, type ReflectorPlugin, type Trust } from "../host.ts";
+import { createEventRecorder } from "./events.ts";
+import { createEngineMetrics } from "./metrics.ts";
+import { Reflector, type NamespacePair } from "./reflector.ts";
+
+export interface EngineOptions {
+  local: KubeClient;
+  remote: KubeClient;
+  localClusterId: string;
+  remoteClusterId: string;
+  /** Extra context every call sees: virtual node name, virtual kubelet IP, storage class. */
+  context?: Partial<ReflectionContext>;
+  translateIp?: IpTranslator;
+  registry?: Registry;
+  logger?: Logger;
+  /** Workers per reflector. */
+  workers?: number;
+  fieldManager?: string;
+}
+
+export interface PluginInfo {
+  name: string;
+  version: string;
+  trust: Trust;
+  source: string;
+  state: "ready" | "quarantined" | "closed";
+  quarantineReason?: string;
+  resources: string[];
+  calls: number;
+  recycles: number;
+}
+
+export interface ReflectorInfo {
+  name: string;
+  kind: string;
+  direction: string;
+  pairs: number;
+  queueDepth: number;
+  handled: number;
+  failed: number;
+}
+
+export interface ReflectionEngine {
+  addPlugin(wasm: Uint8Array, options: { trust: Trust; source: string }): Promise<PluginInfo>;
+  removePlugin(name: string): Promise<boolean>;
+  addNamespacePair(pair: NamespacePair): Promise<void>;
+  removeNamespacePair(localNamespace: string): Promise<void>;
+  pairs(): NamespacePair[];
+  plugins(): PluginInfo[];
+  reflectors(): ReflectorInfo[];
+  /** True when every running reflector's caches are synced. */
+  synced(): boolean;
+  readonly registry: Registry;
+  stop(): Promise<void>;
+}
+
+interface Loaded {
+  plugin: ReflectorPlugin;
+  source: string;
+  reflectors: Reflector[];
+}
+
+export class PluginConflictError extends Error {
+  override name = "PluginConflictError";
+}
+
+export function createReflectionEngine(options: EngineOptions): ReflectionEngine {
+  const log = (options.logger ?? silentLogger).child({ component: "reflection", remoteClusterId: options.remoteClusterId });
+  const registry = options.registry ?? createRegistry();
+  const metrics = createEngineMetrics(registry);
+  const events = createEventRecorder(options.local, "liqo-reflection", log);
+  const loaded = new Map<string, Loaded>();
+  const pairs = new Map<string, NamespacePair>();
+  const contexts = new Map<string, ReflectionContext>();
+  let stopped = false;
+
+  registry.callbackGauge({
+    name: "liqo_reflection_queue_depth", help: "Keys waiting in a reflector's work queue.", labelNames: ["reflector"] as const,
+    collect: () => [...loaded.values()].flatMap((l) => l.reflectors.map((r) => ({ labels: { reflector: r.name }, value: r.queueDepth }))),
+  });
+  registry.callbackGauge({
+    name: "liqo_reflection_plugin_quarantined", help: "1 when a plugin is quarantined.", labelNames: ["plugin"] as const,
+    collect: () => [...loaded.values()].map((l) => ({ labels: { plugin: l.plugin.manifest.name }, value: l.plugin.state === "quarantined" ? 1 : 0 })),
+  });
+
+  // The same context object per pair: the host serialises each context once.
+  function contextFor(pair: NamespacePair): ReflectionContext {
+    let ctx = contexts.get(pair.localNamespace);
+    if (!ctx) {
+      ctx = { ...options.context, localClusterId: options.localClusterId, remoteClusterId: options.remoteClusterId, localNamespace: pair.localNamespace, remoteNamespace: pair.remoteNamespace };
+      contexts.set(pair.localNamespace, ctx);
+    }
+    return ctx;
+  }
+
+  const lookup: CacheLookup = (req) => {
+    for (const l of loaded.values()) {
+      for (const r of l.reflectors) {
+        if (r.resource.kind !== req.kind || apiVersionOf(r.resource) !== req.apiVersion) continue;
+        const found = r.lookup(req.cluster, req.namespace, req.name);
+        if (found) return found as never;
+      }
+    }
+    return null;
+  };
+
+  function info(l: Loaded): PluginInfo {
+    const s = l.plugin.stats();
+    return {
+      name: l.plugin.manifest.name, version: l.plugin.manifest.version, trust: l.plugin.trust, source: l.source,
+      state: l.plugin.state, quarantineReason: l.plugin.quarantineReason,
+      resources: l.plugin.manifest.resources.map((r) => `${r.kind}.${apiVersionOf(r)} (${r.direction})`),
+      calls: s.calls, recycles: s.recycles,
+    };
+  }
+
+  async function quarantine(l: Loaded, reason: string) {
+    log.error("plugin quarantined: its resources stop reflecting", { plugin: l.plugin.manifest.name, reason });
+    // Stop its reflectors but keep the entry, so the admin API and metrics show why.
+    const running = l.reflectors;
+    l.reflectors = [];
+    await Promise.all(running.map((r) => r.stop()));
+  }
+
+  async function startReflectors(l: Loaded) {
+    const deps = {
+      local: options.local, remote: options.remote, contextFor, fieldManager: options.fieldManager ?? "liqo-reflection",
+      workers: options.workers ?? 4, logger: log, metrics, events,
+      onQuarantine: (_r: Reflector, reason: string) => void quarantine(l, reason),
+    };
+    for (const res of l.plugin.manifest.resources) {
+      const ref = await options.local.resourceFor(apiVersionOf(res), res.kind);
+      l.reflectors.push(new Reflector(l.plugin, res, ref, deps));
+    }
+    await Promise.all(l.reflectors.flatMap((r) => [...pairs.values()].map((p) => r.addPair(p))));
+  }
+
+  return {
+    registry,
+    async addPlugin(wasm, { trust, source }) {
+      if (stopped) throw new Error("the reflection engine is stopped");
+      const plugin = await loadPlugin(wasm, { trust, translateIp: options.translateIp, lookup, logger: log });
+      const name = plugin.manifest.name;
+      const clash = [...loaded.values()].flatMap((l) => l.plugin.manifest.resources
+        .filter((r) => l.plugin.manifest.name !== name && plugin.manifest.resources.some((n) => n.kind === r.kind && apiVersionOf(n) === apiVersionOf(r)))
+        .map((r) => `${r.kind} (already reflected by ${l.plugin.manifest.name} from ${l.source})`));
+      if (clash.length) {
+        await plugin.close();
+        throw new PluginConflictError(`plugin ${name} from ${source} declares ${clash.join(", ")}; one kind has one reflector: remove the other plugin first`);
+      }
+      const previous = loaded.get(name);
+      if (previous) await this.removePlugin(name);
+      const l: Loaded = { plugin, source, reflectors: [] };
+      loaded.set(name, l);
+      try {
+        await startReflectors(l);
+      } catch (err) {
+        await this.removePlugin(name);
+        throw err;
+      }
+      log.info(previous ? "plugin replaced" : "plugin loaded", { plugin: name, version: plugin.manifest.version, trust, source });
+      return info(l);
+    },
+    async removePlugin(name) {
+      const l = loaded.get(name);
+      if (!l) return false;
+      loaded.delete(name);
+      await Promise.all(l.reflectors.map((r) => r.stop()));
+      await l.plugin.close();
+      return true;
+    },
+    async addNamespacePair(pair) {
+      const existing = pairs.get(pair.localNamespace);
+      if (existing && existing.remoteNamespace !== pair.remoteNamespace) {
+        throw new Error(`namespace ${pair.localNamespace} is already paired with ${existing.remoteNamespace}; remove that pair first`);
+      }
+      pairs.set(pair.localNamespace, pair);
+      await Promise.all([...loaded.values()].flatMap((l) => l.reflectors.map((r) => r.addPair(pair))));
+    },
+    async removeNamespacePair(localNamespace) {
+      if (!pairs.delete(localNamespace)) return;
+      contexts.delete(localNamespace);
+      await Promise.all([...loaded.values()].flatMap((l) => l.reflectors.filter((r) => r.namespaced).map((r) => r.removePair(localNamespace))));
+    },
+    pairs: () => [...pairs.values()],
+    plugins: () => [...loaded.values()].map(info),
+    reflectors: () => [...loaded.values()].flatMap((l) => l.reflectors.map((r) => ({
+      name: r.name, kind: r.resource.kind, direction: r.resource.direction, pairs: r.pairCount, queueDepth: r.queueDepth,
+      handled: r.queueStats.handled, failed: r.queueStats.failed,
+    }))),
+    synced: () => [...loaded.values()].every((l) => l.reflectors.every((r) => r.synced())),
+    async stop() {
+      stopped = true;
+      await Promise.all([...loaded.keys()].map((n) => this.removePlugin(n)));
+    },
+  };
+}

@@ -1,0 +1,201 @@
+// One reflector: a plugin's declared resource, reflected for every namespace pair the engine runs.
+// Informers on both sides only enqueue keys; a worker reads both caches, asks the plugin, then
+// applies (server-side, our field manager), deletes (UID precondition) or skips, and records an
+// Event when a user should know. Keys are `<local namespace>/<name>` (just `<name>` for
+// cluster-scoped kinds): the remote copy keeps the local object's name.
+import type { KubeClient } from "../../kube/client.ts";
+import { KubeApiError } from "../../kube/errors.ts";
+import { createInformer, type Informer } from "../../kube/informer.ts";
+import type { KubeObject as KubeObj, ResourceRef } from "../../kube/resources.ts";
+import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
+import type { Logger } from "../../log.ts";
+import type { Decision, KubeObject, ReflectionContext, Resource } from "../abi.ts";
+import { PluginError } from "../errors.ts";
+import { isOwnedBy, writesStatusOnly } from "../finish.ts";
+import type { ReflectorPlugin } from "../host.ts";
+import type { EventRecorder } from "./events.ts";
+import type { EngineMetrics } from "./metrics.ts";
+
+export interface NamespacePair {
+  localNamespace: string;
+  remoteNamespace: string;
+}
+
+export interface ReflectorDeps {
+  local: KubeClient;
+  remote: KubeClient;
+  contextFor(pair: NamespacePair): ReflectionContext;
+  fieldManager: string;
+  workers: number;
+  logger: Logger;
+  metrics: EngineMetrics;
+  events: EventRecorder;
+  /** Called when the plugin is quarantined while this reflector runs it. */
+  onQuarantine(reflector: Reflector, reason: string): void;
+}
+
+interface PairInformers {
+  pair: NamespacePair;
+  local: Informer<KubeObj>;
+  remote: Informer<KubeObj>;
+}
+
+export class Reflector {
+  readonly name: string;
+  private readonly pairs = new Map<string, PairInformers>();
+  private readonly byRemoteNs = new Map<string, string>();
+  private readonly queue: WorkQueue;
+  private readonly log: Logger;
+  private stopped = false;
+
+  constructor(readonly plugin: ReflectorPlugin, readonly resource: Resource, readonly ref: ResourceRef, private readonly deps: ReflectorDeps) {
+    this.name = `${plugin.manifest.name}/${resource.kind}`;
+    this.log = deps.logger.child({ reflector: this.name });
+    this.queue = createWorkQueue({
+      name: this.name, workers: deps.workers, logger: this.log, baseDelayMs: 50, maxDelayMs: 60_000,
+      handler: (key) => this.handle(key),
+      observe: (_k, _o, ms) => deps.metrics.latency.observe({ reflector: this.name }, ms / 1000),
+    });
+    this.queue.start();
+  }
+
+  get namespaced(): boolean { return this.resource.namespaced !== false; }
+  get queueDepth(): number { return this.queue.depth; }
+  get pairCount(): number { return this.pairs.size; }
+  get queueStats() { return this.queue.stats; }
+
+  /** Starts reflecting this kind for a pair; cluster-scoped kinds share one pair-less set of informers. */
+  async addPair(pair: NamespacePair): Promise<void> {
+    const id = this.namespaced ? pair.localNamespace : "";
+    if (this.stopped || this.pairs.has(id)) return;
+    const mk = (client: KubeClient, namespace?: string) => createInformer<KubeObj>({ client, resource: this.ref, namespace, logger: this.log, resyncMs: 10 * 60_000 });
+    const entry: PairInformers = {
+      pair,
+      local: mk(this.deps.local, this.namespaced ? pair.localNamespace : undefined),
+      remote: mk(this.deps.remote, this.namespaced ? pair.remoteNamespace : undefined),
+    };
+    const enqueue = (obj: KubeObj) => this.queue.add(this.namespaced ? `${pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+    for (const inf of [entry.local, entry.remote]) inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+    this.pairs.set(id, entry);
+    if (this.namespaced) this.byRemoteNs.set(pair.remoteNamespace, pair.localNamespace);
+    entry.local.start();
+    entry.remote.start();
+    await Promise.all([entry.local.waitForSync(60_000), entry.remote.waitForSync(60_000)]);
+  }
+
+  async removePair(localNamespace: string): Promise<void> {
+    const id = this.namespaced ? localNamespace : "";
+    const entry = this.pairs.get(id);
+    if (!entry) return;
+    this.pairs.delete(id);
+    this.byRemoteNs.delete(entry.pair.remoteNamespace);
+    await Promise.all([entry.local.stop(), entry.remote.stop()]);
+  }
+
+  /** A read-only view of this reflector's caches, for the plugin host's lookup function. */
+  lookup(cluster: "local" | "remote", namespace: string, name: string): KubeObj | undefined {
+    for (const entry of this.pairs.values()) {
+      const ns = cluster === "local" ? entry.pair.localNamespace : entry.pair.remoteNamespace;
+      if (this.namespaced && ns !== namespace) continue;
+      return entry[cluster].get(this.namespaced ? `${namespace}/${name}` : name);
+    }
+    return undefined;
+  }
+
+  synced(): boolean {
+    return [...this.pairs.values()].every((p) => p.local.synced && p.remote.synced);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.queue.shutdown();
+    await Promise.all([...this.pairs.keys()].map((id) => this.removePair(this.pairs.get(id)!.pair.localNamespace)));
+  }
+
+  private async handle(key: string): Promise<void> {
+    if (this.stopped || this.plugin.state !== "ready") return;
+    const slash = key.indexOf("/");
+    const localNs = this.namespaced ? key.slice(0, slash) : "";
+    const name = this.namespaced ? key.slice(slash + 1) : key;
+    const entry = this.pairs.get(localNs);
+    if (!entry) return;
+    const { pair } = entry;
+    const local = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
+    const remote = entry.remote.get(this.namespaced ? `${pair.remoteNamespace}/${name}` : name) ?? null;
+    const ctx = this.deps.contextFor(pair);
+    const dir = this.resource.direction;
+    if (dir === "forward" || dir === "both") await this.step("forward", local, remote, ctx);
+    if (dir === "backward" || dir === "both") await this.step("backward", remote, local, ctx);
+  }
+
+  /** source → target: forward writes the remote cluster, backward the local one. */
+  private async step(direction: "forward" | "backward", source: KubeObj | null, target: KubeObj | null, ctx: ReflectionContext) {
+    if (!source && !target) return;
+    const forward = direction === "forward";
+    const targetClient = forward ? this.deps.remote : this.deps.local;
+    const origin = forward ? ctx.localClusterId : ctx.remoteClusterId;
+    // Events go on the local object only: that is what the user owns and describes.
+    const subject = forward ? source : target;
+    let decision: Decision;
+    const started = performance.now();
+    try {
+      decision = forward
+        ? await this.plugin.forward(source as KubeObject | null, target as KubeObject | null, ctx)
+        : await this.plugin.backward(source as KubeObject | null, target as KubeObject | null, ctx);
+    } catch (err) {
+      this.countError("plugin");
+      if (err instanceof PluginError && err.quarantines) {
+        this.deps.onQuarantine(this, err.message);
+        if (subject) this.deps.events.warning(subject, "ReflectionPluginQuarantined", err.message);
+        return;
+      }
+      if (err instanceof PluginError) {
+        // The object's own problem: report it and wait for the object to change.
+        if (subject) this.deps.events.warning(subject, "ReflectionFailed", err.message);
+        this.deps.metrics.reconciles.inc({ reflector: this.name, outcome: "error" });
+        return;
+      }
+      throw err;
+    } finally {
+      this.deps.metrics.pluginCall.observe({ reflector: this.name }, (performance.now() - started) / 1000);
+    }
+    const statusOnly = writesStatusOnly({ direction, resource: this.resource });
+    const owned = !!target && (statusOnly || isOwnedBy(target as KubeObject, origin));
+    try {
+      if (decision.decision === "apply") {
+        if (target && !owned) return this.conflict(subject, target);
+        await targetClient.apply(this.ref, decision.object as KubeObj, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined });
+      } else if (decision.decision === "delete") {
+        // Never delete what reflection did not create; with no local object there is no conflict to report.
+        if (!target || statusOnly || !owned) return this.count("skip");
+        await targetClient.delete(this.ref, target.metadata.name!, target.metadata.namespace, { uid: target.metadata.uid });
+      } else if (/conflict/i.test(decision.reason) && target && subject) {
+        return this.conflict(subject, target);
+      }
+      this.count(decision.decision);
+    } catch (err) {
+      if (err instanceof KubeApiError && err.conflict && decision.decision === "delete") return; // replaced meanwhile: the informer brings the new one
+      this.countError("api");
+      if (subject && err instanceof KubeApiError) {
+        this.deps.events.warning(subject, "ReflectionFailed", `${direction} ${decision.decision} of ${this.resource.kind} failed: ${err.message}`);
+      }
+      throw err;
+    }
+  }
+
+  private conflict(subject: KubeObj | null, target: KubeObj) {
+    const where = target.metadata.namespace ? `${target.metadata.namespace}/${target.metadata.name}` : target.metadata.name;
+    const msg = `${this.resource.kind} ${where} already exists in the destination and was not created by liqo reflection; it is left untouched. Rename or delete it to let reflection proceed.`;
+    if (subject) this.deps.events.warning(subject, "ReflectionConflict", msg);
+    this.log.warn("conflict: destination object not owned by reflection", { key: where });
+    this.count("conflict");
+  }
+
+  private count(outcome: string) {
+    this.deps.metrics.reconciles.inc({ reflector: this.name, outcome });
+  }
+
+  private countError(kind: string) {
+    this.deps.metrics.errors.inc({ reflector: this.name, kind });
+  }
+}
