@@ -1,0 +1,16 @@
+#!/usr/bin/env bun
+// `liqo <role>`: the one program every component of the chart runs, one subcommand per role.
+import { defineCommand, type CommandDef } from "citty";
+import { runCli } from "./run.ts";
+import { liqoVersion } from "./version.ts";
+
+const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load().then((m) => m.default);
+
+export const liqo = defineCommand({
+  meta: { name: "liqo", version: liqoVersion, description: "liqo (on Bun) components; each role is a subcommand" },
+  subCommands: {
+    reflection: lazy(() => import("../core/roles/reflection.ts")),
+  },
+});
+
+if (import.meta.main) process.exit(await runCli(liqo, process.argv.slice(2)));
