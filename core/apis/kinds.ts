@@ -1,0 +1,29 @@
+// Every Liqo v0.5.4 kind this project serves, in one list (the order CRDs are printed in).
+import { ForeignClusterKind } from "./discovery/foreigncluster.ts";
+import { ResourceRequestKind } from "./discovery/resourcerequest.ts";
+import { IpamStorageKind } from "./net/ipamstorage.ts";
+import { NatMappingKind } from "./net/natmapping.ts";
+import { NetworkConfigKind } from "./net/networkconfig.ts";
+import { TunnelEndpointKind } from "./net/tunnelendpoint.ts";
+import { NamespaceOffloadingKind } from "./offloading/namespaceoffloading.ts";
+import { ResourceOfferKind } from "./sharing/resourceoffer.ts";
+import { NamespaceMapKind } from "./virtualkubelet/namespacemap.ts";
+import { ShadowPodKind } from "./virtualkubelet/shadowpod.ts";
+
+export const allKinds = [
+  ForeignClusterKind,
+  ResourceRequestKind,
+  ResourceOfferKind,
+  NamespaceOffloadingKind,
+  NamespaceMapKind,
+  ShadowPodKind,
+  NetworkConfigKind,
+  TunnelEndpointKind,
+  NatMappingKind,
+  IpamStorageKind,
+] as const;
+
+/** The ResourceRef of a Liqo kind by apiVersion and kind, without a discovery request. */
+export function liqoResource(apiVersion: string, kind: string) {
+  return allKinds.find((k) => k.apiVersion === apiVersion && k.kind === kind)?.resource;
+}

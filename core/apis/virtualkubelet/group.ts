@@ -1,0 +1,1 @@
+export const VIRTUALKUBELET_GROUP = "virtualkubelet.liqo.io";

@@ -1,0 +1,45 @@
+// ShadowPod (virtualkubelet.liqo.io/v1alpha1, namespaced): the pod a consumer wants run in the
+// provider; the provider's controller creates and keeps the real pod, so offloaded pods survive a
+// lost connection to the consumer.
+//
+// Liqo's CRD inlines the whole core/v1 PodSpec schema (6,800 lines of YAML). Here the pod is kept
+// as an object that preserves every field, with the parts the parser checks (containers with a
+// name and an image); the API server validates the real Pod when the controller creates it.
+import * as v from "valibot";
+import { defineKind } from "../define.ts";
+import { text } from "../fields.ts";
+import { VIRTUALKUBELET_GROUP } from "./group.ts";
+
+const containerSchema = v.looseObject({
+  name: text("The name of the container, unique in the pod."),
+  image: v.optional(text("The container image.")),
+});
+
+export const PodSpecSchema = v.looseObject({
+  containers: v.pipe(
+    v.array(containerSchema),
+    v.minLength(1, "must list at least one container"),
+    v.description("The containers of the pod."),
+  ),
+  initContainers: v.optional(v.pipe(v.array(containerSchema), v.description("The init containers of the pod."))),
+});
+
+export const ShadowPodSpecSchema = v.object({
+  pod: v.optional(v.pipe(PodSpecSchema, v.description("The spec of the pod to run (a core/v1 PodSpec)."))),
+});
+
+export const ShadowPodKind = defineKind({
+  group: VIRTUALKUBELET_GROUP,
+  kind: "ShadowPod",
+  plural: "shadowpods",
+  scope: "Namespaced",
+  description: "A pod that a consumer cluster asks a provider cluster to run and keep running.",
+  spec: ShadowPodSpecSchema,
+});
+
+export type ShadowPod = v.InferOutput<typeof ShadowPodKind.schema>;
+export type ShadowPodSpec = v.InferOutput<typeof ShadowPodSpecSchema>;
+
+export const ShadowPodResource = ShadowPodKind.resource;
+export const ShadowPodCrd = ShadowPodKind.crd;
+export const parseShadowPod = ShadowPodKind.parse;
