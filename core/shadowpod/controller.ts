@@ -1,0 +1,109 @@
+// The provider side of pod offloading: every ShadowPod is kept backed by a real Pod of the same
+// name, owned by it (so deleting the ShadowPod deletes the pod), and re-created whenever it
+// disappears — also while the consumer cannot be reached, which is the point of ShadowPods.
+// Each re-creation is counted on the ShadowPod, so the consumer can add it to restart counts.
+import { ShadowPodResource } from "../apis/index.ts";
+import { LOCAL_POD_LABEL, MANAGED_BY_LABEL, MANAGED_BY_SHADOWPOD } from "../apis/labels.ts";
+import type { KubeClient } from "../kube/client.ts";
+import { KubeApiError } from "../kube/errors.ts";
+import { createInformer, type Informer } from "../kube/informer.ts";
+import { Resources, type KubeObject } from "../kube/resources.ts";
+import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
+import { silentLogger, type Logger } from "../log.ts";
+import { createEventRecorder, type EventRecorder } from "../reflection/engine/events.ts";
+
+export const RECREATIONS_ANNOTATION = "liqo.io/shadowpod-recreations";
+const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
+const FIELD_MANAGER = "liqo-shadowpod";
+
+type ShadowPod = KubeObject & { spec?: { pod?: Record<string, unknown> } };
+type Pod = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string } };
+
+/** The Pod a ShadowPod asks for: its spec, its labels and annotations, owned by the ShadowPod. */
+export function podFor(shadow: ShadowPod): Pod {
+  const m = shadow.metadata;
+  const annotations = { ...m.annotations };
+  delete annotations[RECREATIONS_ANNOTATION];
+  delete annotations[CREATED_ANNOTATION];
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: m.name,
+      namespace: m.namespace,
+      labels: { ...m.labels, [MANAGED_BY_LABEL]: MANAGED_BY_SHADOWPOD, [LOCAL_POD_LABEL]: "true" },
+      annotations,
+      ownerReferences: [{ apiVersion: shadow.apiVersion ?? "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", name: m.name!, uid: m.uid!, controller: true }],
+    },
+    spec: { ...shadow.spec?.pod },
+  };
+}
+
+export function isOwnedBy(pod: Pod, shadow: ShadowPod): boolean {
+  return !!pod.metadata.ownerReferences?.some((o) => o.kind === "ShadowPod" && o.uid === shadow.metadata.uid);
+}
+
+export interface ShadowPodController {
+  handle(key: string): Promise<void>;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  readonly synced: boolean;
+}
+
+export function createShadowPodController(options: { client: KubeClient; logger?: Logger; workers?: number; namespace?: string }): ShadowPodController {
+  const { client } = options;
+  const log = (options.logger ?? silentLogger).child({ controller: "shadowpod" });
+  const events: EventRecorder = createEventRecorder(client, "liqo-shadowpod", log);
+  const shadows: Informer<ShadowPod> = createInformer({ client, resource: ShadowPodResource, namespace: options.namespace, logger: log });
+  const pods: Informer<Pod> = createInformer({ client, resource: Resources.pods, namespace: options.namespace, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_SHADOWPOD}`, logger: log });
+  let queue: WorkQueue | undefined;
+
+  async function handle(key: string) {
+    const shadow = shadows.get(key);
+    const pod = pods.get(key);
+    if (!shadow || shadow.metadata.deletionTimestamp) return; // the garbage collector removes owned pods
+    if (pod) {
+      // A pod of that name from an older ShadowPod (same name, new UID) is replaced once it is gone.
+      if (!isOwnedBy(pod, shadow) && !pod.metadata.deletionTimestamp) {
+        await client.delete(Resources.pods, pod.metadata.name!, pod.metadata.namespace, { uid: pod.metadata.uid });
+      }
+      return; // present, or going away: its delete event brings the key back
+    }
+    const first = !shadow.metadata.annotations?.[CREATED_ANNOTATION];
+    try {
+      await client.create(Resources.pods, podFor(shadow));
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 409) return; // created meanwhile; the informer catches up
+      if (err instanceof KubeApiError && (err.status === 422 || err.status === 400 || err.status === 403)) {
+        // The pod itself is invalid or forbidden here: retrying will not help until the ShadowPod changes.
+        events.warning(shadow, "PodCreationFailed", `cannot create pod ${key}: ${err.message}`);
+        log.warn("pod creation refused", { key, err });
+        return;
+      }
+      throw err;
+    }
+    const recreations = Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) + (first ? 0 : 1);
+    await client.mergePatch(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace, {
+      metadata: { annotations: { [CREATED_ANNOTATION]: "true", [RECREATIONS_ANNOTATION]: String(recreations) } },
+    });
+    if (!first) events.normal(shadow, "PodRecreated", `pod ${key} was missing and has been re-created (${recreations} time(s))`);
+  }
+
+  return {
+    handle,
+    get synced() { return shadows.synced && pods.synced; },
+    async start() {
+      queue = createWorkQueue({ name: "shadowpods", handler: handle, workers: options.workers ?? 4, logger: log });
+      const enqueue = (o: KubeObject) => queue!.add(`${o.metadata.namespace}/${o.metadata.name}`);
+      for (const inf of [shadows, pods] as Informer<KubeObject>[]) inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+      shadows.start();
+      pods.start();
+      await Promise.all([shadows.waitForSync(), pods.waitForSync()]);
+      queue.start();
+    },
+    async stop() {
+      await queue?.shutdown();
+      await Promise.all([shadows.stop(), pods.stop()]);
+    },
+  };
+}

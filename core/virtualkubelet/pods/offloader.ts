@@ -1,0 +1,181 @@
+// The consumer side of pod offloading, run by the virtual kubelet of one peering: every pod bound
+// to the virtual node becomes a ShadowPod in the remote twin namespace; the remote pod's status
+// comes back (IPs translated, restarts counted); deleting the local pod deletes the remote one,
+// honouring its grace period. A pod whose namespace is not offloaded stays Pending with reason
+// OffloadingBackOff. Transforms are the pods WASM reflector's; this file only does the I/O.
+import { ShadowPodResource } from "../../apis/index.ts";
+import type { KubeClient } from "../../kube/client.ts";
+import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
+import { createInformer, type Informer } from "../../kube/informer.ts";
+import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
+import { silentLogger, type Logger } from "../../log.ts";
+import type { IpTranslator, ReflectionContext } from "../../reflection/abi.ts";
+import { createEventRecorder } from "../../reflection/engine/events.ts";
+import { isOwnedBy } from "../../reflection/finish.ts";
+import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
+import { RECREATIONS_ANNOTATION } from "../../shadowpod/controller.ts";
+import { ensureTokenSecret, mountedServiceAccount, tokenSecretName } from "./tokens.ts";
+
+export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
+export const OFFLOADING_BACKOFF = "OffloadingBackOff";
+const FIELD_MANAGER = "liqo-virtual-kubelet";
+
+type Pod = KubeObject & { spec?: Record<string, any>; status?: Record<string, any> };
+
+export interface PodOffloaderOptions {
+  local: KubeClient;
+  remote: KubeClient;
+  localClusterId: string;
+  remoteClusterId: string;
+  nodeName: string;
+  virtualKubeletIp: string;
+  /** The twin namespace of a local namespace in this remote cluster; undefined when it is not offloaded there. */
+  remoteNamespaceOf(localNamespace: string): string | undefined;
+  /** The pods reflector's wasm (reflectors/index.ts builtinWasm("pods")). */
+  podsWasm: Uint8Array;
+  translateIp?: IpTranslator;
+  logger?: Logger;
+  workers?: number;
+}
+
+export interface PodOffloader {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  handle(key: string): Promise<void>;
+  /** Re-examines every pod of a namespace, e.g. when its offloading starts or stops. */
+  resyncNamespace(namespace: string): void;
+  readonly synced: boolean;
+}
+
+export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOffloader> {
+  const log = (o.logger ?? silentLogger).child({ component: "pod-offloader", node: o.nodeName });
+  const events = createEventRecorder(o.local, "liqo-virtual-kubelet", log);
+  const tokens = new Map<string, string>();
+  const plugin: ReflectorPlugin = await loadPlugin(o.podsWasm, {
+    trust: "builtin", translateIp: o.translateIp, logger: log,
+    // The pods reflector asks for the pod's ServiceAccount to find its token Secret.
+    lookup: (req) => {
+      if (req.kind !== "ServiceAccount") return null;
+      const secret = tokens.get(`${req.namespace}/${req.name}`);
+      return secret ? { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: req.name, namespace: req.namespace }, secrets: [{ name: secret }] } : null;
+    },
+  });
+  const localPods: Informer<Pod> = createInformer({ client: o.local, resource: Resources.pods, fieldSelector: `spec.nodeName=${o.nodeName}`, logger: log });
+  const origin = `liqo.io/origin-cluster-id=${o.localClusterId}`;
+  const shadows: Informer<KubeObject> = createInformer({ client: o.remote, resource: ShadowPodResource, labelSelector: origin, logger: log });
+  const remotePods: Informer<Pod> = createInformer({ client: o.remote, resource: Resources.pods, labelSelector: `liqo.io/managed-by=shadowpod,${origin}`, logger: log });
+  const contexts = new Map<string, ReflectionContext>();
+  let queue: WorkQueue | undefined;
+
+  const ctxFor = (localNs: string, remoteNs: string): ReflectionContext => {
+    let ctx = contexts.get(localNs);
+    if (!ctx || ctx.remoteNamespace !== remoteNs) {
+      ctx = { localClusterId: o.localClusterId, remoteClusterId: o.remoteClusterId, localNamespace: localNs, remoteNamespace: remoteNs, virtualKubeletIp: o.virtualKubeletIp, virtualNodeName: o.nodeName };
+      contexts.set(localNs, ctx);
+    }
+    return ctx;
+  };
+
+  async function backOff(pod: Pod, message: string) {
+    if (pod.status?.reason === OFFLOADING_BACKOFF && pod.status?.message === message) return;
+    await o.local.apply(Resources.pods, {
+      apiVersion: "v1", kind: "Pod", metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace },
+      status: { phase: "Pending", reason: OFFLOADING_BACKOFF, message },
+    }, { fieldManager: FIELD_MANAGER, force: true, subresource: "status" });
+    events.warning(pod, OFFLOADING_BACKOFF, message);
+  }
+
+  async function handle(key: string) {
+    const slash = key.indexOf("/");
+    const ns = key.slice(0, slash);
+    const name = key.slice(slash + 1);
+    const local = localPods.get(key);
+    const remoteNs = o.remoteNamespaceOf(ns);
+    const shadow = remoteNs ? shadows.get(`${remoteNs}/${name}`) : undefined;
+    const remote = remoteNs ? remotePods.get(`${remoteNs}/${name}`) : undefined;
+    const ours = shadow && isOwnedBy(shadow as never, o.localClusterId);
+
+    if (!local || local.metadata.deletionTimestamp) {
+      if (shadow && ours && !shadow.metadata.deletionTimestamp) {
+        const grace = local?.metadata.deletionGracePeriodSeconds as number | undefined;
+        // The remote pod first, with the user's grace period; then the ShadowPod, so it is not re-created.
+        if (remote) await o.remote.delete(Resources.pods, name, remoteNs, { uid: remote.metadata.uid, gracePeriodSeconds: grace });
+        await o.remote.delete(ShadowPodResource, name, remoteNs, { uid: shadow.metadata.uid });
+        return;
+      }
+      // Once nothing runs remotely, finish the local deletion as a kubelet does.
+      if (local && !remote && (!shadow || !ours)) await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 });
+      return;
+    }
+    if (!remoteNs) {
+      return backOff(local, `namespace ${ns} is not offloaded to cluster ${o.remoteClusterId}: create a NamespaceOffloading in ${ns} (liqoctl offload namespace ${ns}) or schedule the pod elsewhere`);
+    }
+    if (shadow && !ours) {
+      return backOff(local, `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`);
+    }
+    const ctx = ctxFor(ns, remoteNs);
+    const sa = mountedServiceAccount(local);
+    if (sa && !tokens.has(`${ns}/${sa}`)) {
+      const secret = await ensureTokenSecret(o.local, ns, sa);
+      if (!secret) throw new RetryAfterError(500, `waiting for the token controller to fill ${ns}/${tokenSecretName(sa)}`);
+      tokens.set(`${ns}/${sa}`, secret);
+    }
+    if (!shadow) {
+      const decision = await plugin.forward(local as never, null, ctx);
+      if (decision.decision !== "apply") {
+        log.info("pod not offloaded", { key, reason: decision.reason });
+        return;
+      }
+      const out = decision.object as Pod;
+      await o.remote.apply(ShadowPodResource, {
+        apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod",
+        metadata: {
+          name, namespace: remoteNs, labels: out.metadata.labels,
+          annotations: { ...out.metadata.annotations, [LOCAL_NAMESPACE_ANNOTATION]: ns },
+        },
+        spec: { pod: out.spec },
+      }, { fieldManager: FIELD_MANAGER, force: true });
+      return;
+    }
+    if (!remote) return; // the provider is (re)creating it
+    const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
+    const back = await plugin.backward(remote as never, local as never, withRestarts);
+    if (back.decision !== "apply") return;
+    const status = (back.object as Pod).status ?? {};
+    if (Bun.deepEquals(status, local.status)) return;
+    await o.local.apply(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: ns }, status }, { fieldManager: FIELD_MANAGER, force: true, subresource: "status" })
+      .catch((err) => {
+        if (err instanceof KubeApiError && err.notFound) return; // deleted meanwhile
+        throw err;
+      });
+  }
+
+  const localKey = (pod: KubeObject) => `${pod.metadata.namespace}/${pod.metadata.name}`;
+  const remoteKey = (obj: KubeObject) => {
+    const ns = obj.metadata.annotations?.[LOCAL_NAMESPACE_ANNOTATION];
+    return ns ? `${ns}/${obj.metadata.name}` : undefined;
+  };
+  return {
+    handle,
+    get synced() { return localPods.synced && shadows.synced && remotePods.synced; },
+    resyncNamespace(namespace) {
+      for (const p of localPods.list()) if (p.metadata.namespace === namespace) queue?.add(localKey(p));
+    },
+    async start() {
+      queue = createWorkQueue({ name: "pod-offloader", handler: handle, workers: o.workers ?? 4, logger: log });
+      const onLocal = (p: KubeObject) => queue!.add(localKey(p));
+      const onRemote = (r: KubeObject) => { const k = remoteKey(r); if (k) queue!.add(k); };
+      localPods.on({ add: onLocal, update: (_a, b) => onLocal(b), delete: onLocal });
+      for (const inf of [shadows, remotePods] as Informer<KubeObject>[]) inf.on({ add: onRemote, update: (_a, b) => onRemote(b), delete: onRemote });
+      for (const inf of [localPods, shadows, remotePods] as Informer<KubeObject>[]) inf.start();
+      await Promise.all([localPods.waitForSync(), shadows.waitForSync(), remotePods.waitForSync()]);
+      queue.start();
+    },
+    async stop() {
+      await queue?.shutdown();
+      await Promise.all([localPods.stop(), shadows.stop(), remotePods.stop()]);
+      await plugin.close();
+    },
+  };
+}

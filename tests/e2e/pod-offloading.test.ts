@@ -1,0 +1,179 @@
+// Pod offloading on a real rig: rome (consumer) runs pods bound to the virtual node liqo-milan in
+// milan (provider) through ShadowPods; status comes back with IPs translated and re-creations
+// counted; the provider keeps pods alive without the consumer; deletions honour grace periods.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { installCrds, ShadowPodResource } from "../../core/apis/index.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { createReflectionEngine, type ReflectionEngine } from "../../core/reflection/engine/engine.ts";
+import { createShadowPodController, podFor, RECREATIONS_ANNOTATION, type ShadowPodController } from "../../core/shadowpod/controller.ts";
+import { createPodOffloader, OFFLOADING_BACKOFF, type PodOffloader } from "../../core/virtualkubelet/pods/offloader.ts";
+import { builtinWasm } from "../../reflectors/index.ts";
+import { startTestRig, type TestRig } from "../rig/testing.ts";
+import { inCidr } from "../support/cidr.ts";
+import { waitFor } from "../support/wait.ts";
+
+let rig: TestRig;
+let rome: KubeClient;
+let milan: KubeClient;
+let provider: ShadowPodController;
+let offloader: PodOffloader;
+let engine: ReflectionEngine;
+const ids = { localClusterId: "rome-cluster-id", remoteClusterId: "milan-cluster-id" };
+const nodeName = "liqo-milan";
+const vkIp = "127.0.0.42";
+const twins = new Map([["demo", "demo-rome"]]);
+// milan's pods (10.101.0.0/16) are seen from rome through a remapped 10.201.0.0/16.
+const translateIp = (ip: string) => ip.replace(/^10\.101\./, "10.201.");
+
+type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
+
+const pod = (name: string, namespace: string, extra: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: "v1", kind: "Pod",
+  metadata: { name, namespace, labels: { app: name } },
+  spec: { nodeName, containers: [{ name: "nginx", image: "nginx" }], tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }], ...extra },
+});
+
+async function namespace(client: KubeClient, name: string) {
+  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+}
+
+async function startOffloader() {
+  offloader = await createPodOffloader({
+    local: rome, remote: milan, ...ids, nodeName, virtualKubeletIp: vkIp, translateIp,
+    remoteNamespaceOf: (ns) => twins.get(ns), podsWasm: await builtinWasm("pods"),
+  });
+  await offloader.start();
+}
+
+beforeAll(async () => {
+  rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });
+  rome = rig.client("rome");
+  milan = rig.client("milan");
+  await installCrds(milan);
+  for (const [c, ns] of [[rome, "demo"], [rome, "plain"], [milan, "demo-rome"]] as const) await namespace(c, ns);
+  // A stand-in for the virtual node (the virtual kubelet's node controller makes the real one).
+  await rome.create(Resources.nodes, { metadata: { name: nodeName, labels: { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": ids.remoteClusterId } } });
+  provider = createShadowPodController({ client: milan });
+  await provider.start();
+  // Token Secrets for offloaded pods travel with the secrets reflector.
+  engine = createReflectionEngine({ local: rome, remote: milan, ...ids });
+  await engine.addPlugin(await builtinWasm("secrets"), { trust: "builtin", source: "builtin:secrets" });
+  await engine.addNamespacePair({ localNamespace: "demo", remoteNamespace: "demo-rome" });
+  await startOffloader();
+}, 600_000);
+
+afterAll(async () => {
+  await offloader?.stop();
+  await provider?.stop();
+  await engine?.stop();
+  await rig?.down();
+});
+
+describe("pod offloading through ShadowPods", () => {
+  test("a pod bound to the virtual node runs in the provider and reports Running with a translated IP", async () => {
+    await rome.create(Resources.pods, pod("web", "demo"));
+    const shadow = await waitFor("the ShadowPod in milan", () => milan.find(ShadowPodResource, "web", "demo-rome"));
+    expect(shadow.metadata.labels?.["liqo.io/origin-cluster-id"]).toBe(ids.localClusterId);
+    const remote = await waitFor("the remote pod to run", async () => {
+      const p = await milan.find<Pod>(Resources.pods, "web", "demo-rome");
+      return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
+    });
+    // Scheduling constraints are the provider's business: our nodeName is gone, its scheduler chose.
+    expect(remote.spec.nodeName).not.toBe(nodeName);
+    expect(remote.spec.automountServiceAccountToken).toBe(false);
+    const local = await waitFor("the local pod to report Running", async () => {
+      const p = await rome.get<Pod>(Resources.pods, "web", "demo");
+      return p.status?.phase === "Running" && p.status.podIP ? p : undefined;
+    });
+    expect(inCidr(remote.status!.podIP, rig.clusters[1]!.podCIDR)).toBe(true);
+    expect(local.status!.podIP).toBe(translateIp(remote.status!.podIP));
+    expect(inCidr(local.status!.podIP, "10.201.0.0/16")).toBe(true);
+    expect(local.status!.hostIP).toBe(vkIp);
+  });
+
+  test("the pod's ServiceAccount token travels as a reflected Secret and replaces the projected volume", async () => {
+    const remote = await milan.get<Pod>(Resources.pods, "web", "demo-rome");
+    const tokenVolume = remote.spec.volumes?.find((v: any) => v.secret?.secretName === "default-liqo-token");
+    expect(tokenVolume).toBeDefined();
+    const secret = await waitFor("the token Secret in milan", () => milan.find<any>(Resources.secrets, "default-liqo-token", "demo-rome"));
+    expect(secret.type).toBe("Opaque");
+    expect(secret.data.token.length).toBeGreaterThan(10);
+  });
+
+  test("a remote pod deleted by hand is re-created by the provider and counted as a restart locally", async () => {
+    const before = await milan.get<Pod>(Resources.pods, "web", "demo-rome");
+    await milan.delete(Resources.pods, "web", "demo-rome", { gracePeriodSeconds: 0 });
+    await waitFor("a new remote pod", async () => {
+      const p = await milan.find<Pod>(Resources.pods, "web", "demo-rome");
+      return p && p.metadata.uid !== before.metadata.uid && p.status?.phase === "Running";
+    });
+    const shadow = await milan.get(ShadowPodResource, "web", "demo-rome");
+    expect(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION]).toBe("1");
+    await waitFor("the local restart count to include the re-creation", async () => {
+      const p = await rome.get<Pod>(Resources.pods, "web", "demo");
+      return p.status?.containerStatuses?.[0]?.restartCount === 1;
+    });
+  });
+
+  test("with the consumer gone, the provider still keeps the pod alive", async () => {
+    await offloader.stop();
+    try {
+      const before = await milan.get<Pod>(Resources.pods, "web", "demo-rome");
+      await milan.delete(Resources.pods, "web", "demo-rome", { gracePeriodSeconds: 0 });
+      await waitFor("the provider to re-create the pod on its own", async () => {
+        const p = await milan.find<Pod>(Resources.pods, "web", "demo-rome");
+        return p && p.metadata.uid !== before.metadata.uid;
+      });
+    } finally {
+      await startOffloader();
+    }
+  });
+
+  test("deleting the local pod deletes the remote pod and ShadowPod, then the local pod goes away", async () => {
+    await rome.delete(Resources.pods, "web", "demo", { gracePeriodSeconds: 30 });
+    await waitFor("the ShadowPod to be gone", async () => !(await milan.find(ShadowPodResource, "web", "demo-rome")));
+    await waitFor("the remote pod to be gone", async () => !(await milan.find(Resources.pods, "web", "demo-rome")));
+    await waitFor("the local pod to be gone", async () => !(await rome.find(Resources.pods, "web", "demo")));
+  });
+
+  test("a pod forced onto the virtual node in a namespace that is not offloaded stays Pending with OffloadingBackOff", async () => {
+    const created = await rome.create(Resources.pods, pod("stray", "plain"));
+    const p = await waitFor("the OffloadingBackOff status", async () => {
+      const got = await rome.get<Pod>(Resources.pods, "stray", "plain");
+      return got.status?.reason === OFFLOADING_BACKOFF ? got : undefined;
+    });
+    expect(p.status!.phase).toBe("Pending");
+    expect(p.status!.message).toContain("liqoctl offload namespace plain");
+    await waitFor("an OffloadingBackOff Event", async () => {
+      const evs = await rome.list<any>(Resources.events, { namespace: "plain", fieldSelector: `involvedObject.uid=${created.metadata.uid}` });
+      return evs.items.some((e) => e.reason === OFFLOADING_BACKOFF);
+    });
+    expect(await milan.find(ShadowPodResource, "stray", "plain")).toBeUndefined();
+  });
+});
+
+describe("the provider's ShadowPod controller", () => {
+  test("a ShadowPod whose pod the API server refuses gets a PodCreationFailed Event, and nothing else breaks", async () => {
+    await milan.create(ShadowPodResource, {
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod",
+      metadata: { name: "broken", namespace: "demo-rome" },
+      spec: { pod: { containers: [{ name: "BAD_NAME", image: "nginx" }] } },
+    });
+    const shadow = await milan.get(ShadowPodResource, "broken", "demo-rome");
+    const ev = await waitFor("a PodCreationFailed Event", async () => {
+      const evs = await milan.list<any>(Resources.events, { namespace: "demo-rome", fieldSelector: `involvedObject.uid=${shadow.metadata.uid}` });
+      return evs.items.find((e) => e.reason === "PodCreationFailed");
+    });
+    expect(ev.message).toContain("demo-rome/broken");
+    expect(await milan.find(Resources.pods, "broken", "demo-rome")).toBeUndefined();
+  });
+
+  test("podFor keeps the ShadowPod's labels, drops its bookkeeping annotations, and is owned by it", () => {
+    const out = podFor({ apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", metadata: { name: "a", namespace: "n", uid: "u1", labels: { app: "a" }, annotations: { [RECREATIONS_ANNOTATION]: "3", keep: "me" } }, spec: { pod: { containers: [] } } });
+    expect(out.metadata.labels?.app).toBe("a");
+    expect(out.metadata.labels?.["liqo.io/managed-by"]).toBe("shadowpod");
+    expect(out.metadata.annotations).toEqual({ keep: "me" });
+    expect(out.metadata.ownerReferences?.[0]?.uid).toBe("u1");
+  });
+});
