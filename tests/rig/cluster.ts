@@ -35,6 +35,8 @@ export interface ClusterState extends ClusterSpec {
   ports: ClusterPorts;
   pids: Partial<Record<Component, number>>;
   pki: ClusterPki;
+  /** CRI-format log files kwok serves for every fake pod's containers (`kubectl logs`, `--previous`). */
+  fakeLogs: { current: string; previous: string };
 }
 
 export type Progress = (message: string) => void;
@@ -56,7 +58,33 @@ export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPor
   writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.controllerManager, "kube-controller-manager"));
   writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.scheduler, "kube-scheduler"));
   writeFileSync(join(dir, "kwok.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.kwok, "kwok"));
-  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki };
+  const fakeLogs = writeKwokDebugConfig(dir, spec.name);
+  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki, fakeLogs };
+}
+
+/** One line of a container log as CRI runtimes write it (and kwok reads it). */
+export function criLogLine(message: string, stream: "stdout" | "stderr" = "stdout", at = new Date()): string {
+  return `${at.toISOString().replace(/Z$/, "000000Z")} ${stream} F ${message}\n`;
+}
+
+// kwok serves `kubectl logs` and `kubectl exec` for fake pods only when told how: every pod's
+// containers read their logs from two files the rig (and tests, by appending) writes, and exec runs
+// the command on this machine. Without this, logs and exec answer 404 on kwok nodes.
+function writeKwokDebugConfig(dir: string, clusterName: string): ClusterState["fakeLogs"] {
+  const logsDir = join(dir, "fake-logs");
+  mkdirSync(logsDir, { recursive: true });
+  const current = join(logsDir, "current.log");
+  const previous = join(logsDir, "previous.log");
+  const started = new Date();
+  writeFileSync(current, criLogLine(`fake container of cluster ${clusterName} started`, "stdout", started) + criLogLine("ready to serve", "stdout", started));
+  writeFileSync(previous, criLogLine(`previous instance of the fake container of cluster ${clusterName}`, "stdout", started));
+  const docs = [
+    { apiVersion: "kwok.x-k8s.io/v1alpha1", kind: "ClusterLogs", metadata: { name: "rig-logs" }, spec: { logs: [{ logsFile: current, previousLogsFile: previous, follow: true }] } },
+    { apiVersion: "kwok.x-k8s.io/v1alpha1", kind: "ClusterExec", metadata: { name: "rig-exec" }, spec: { execs: [{ local: { workDir: logsDir } }] } },
+  ];
+  // JSON documents are valid YAML documents.
+  writeFileSync(join(dir, "kwok-config.yaml"), docs.map((d) => JSON.stringify(d)).join("\n---\n") + "\n");
+  return { current, previous };
 }
 
 function componentArgs(c: ClusterState, component: Component): string[] {
@@ -106,7 +134,7 @@ function componentArgs(c: ClusterState, component: Component): string[] {
         `--kubeconfig=${kc("kwok")}`, "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         "--node-ip=127.0.0.1", `--node-port=${c.ports.kwok}`, `--server-address=127.0.0.1:${c.ports.kwok}`,
         `--tls-cert-file=${p.kwokServing.cert}`, `--tls-private-key-file=${p.kwokServing.key}`,
-        `--cidr=${c.podCIDR}`, "--node-lease-duration-seconds=40",
+        `--cidr=${c.podCIDR}`, "--node-lease-duration-seconds=40", `--config=${join(c.dir, "kwok-config.yaml")}`,
       ];
   }
 }
