@@ -1,0 +1,70 @@
+// Pod scheduling constraints from a namespace's NamespaceOffloading: the pod offloading strategy
+// (LocalAndRemote, Local, Remote) and the cluster selector become a toleration for the virtual-node
+// taint and required node affinity. Pure: a mutated copy, never the input.
+import { TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../apis/labels.ts";
+
+export type PodOffloadingStrategy = "LocalAndRemote" | "Local" | "Remote";
+
+export interface Requirement { key: string; operator: string; values?: string[] }
+export interface SelectorTerm { matchExpressions?: Requirement[]; matchFields?: Requirement[] }
+type Toleration = { key?: string; operator?: string; value?: string; effect?: string };
+type PodSpec = {
+  tolerations?: Toleration[];
+  affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: SelectorTerm[] }; [k: string]: unknown }; [k: string]: unknown };
+  [k: string]: unknown;
+};
+
+const notVirtual: Requirement = { key: TYPE_LABEL, operator: "NotIn", values: [VIRTUAL_NODE_TYPE] };
+const isVirtual: Requirement = { key: TYPE_LABEL, operator: "In", values: [VIRTUAL_NODE_TYPE] };
+const toleration: Toleration = { key: VIRTUAL_NODE_TAINT.key, operator: "Exists", effect: VIRTUAL_NODE_TAINT.effect };
+
+/** The node terms (ORed) a strategy allows; the cluster selector narrows the virtual nodes. */
+export function allowedTerms(strategy: PodOffloadingStrategy, clusterSelector: SelectorTerm[]): SelectorTerm[] {
+  const virtual: SelectorTerm[] = clusterSelector.length
+    ? clusterSelector.map((t) => ({ ...t, matchExpressions: [...(t.matchExpressions ?? []), isVirtual] }))
+    : [{ matchExpressions: [isVirtual] }];
+  if (strategy === "Local") return [{ matchExpressions: [notVirtual] }];
+  if (strategy === "Remote") return virtual;
+  return clusterSelector.length ? [{ matchExpressions: [notVirtual] }, ...virtual] : [];
+}
+
+/** ANDs two ORed term lists: every pair merged (a pod's own constraints keep holding). */
+export function andTerms(a: SelectorTerm[], b: SelectorTerm[]): SelectorTerm[] {
+  if (a.length === 0) return b;
+  if (b.length === 0) return a;
+  return a.flatMap((x) => b.map((y) => {
+    const term: SelectorTerm = { matchExpressions: [...(x.matchExpressions ?? []), ...(y.matchExpressions ?? [])] };
+    const fields = [...(x.matchFields ?? []), ...(y.matchFields ?? [])];
+    if (fields.length) term.matchFields = fields;
+    return term;
+  }));
+}
+
+export function mutatePodSpec(spec: PodSpec, strategy: PodOffloadingStrategy, clusterSelector: SelectorTerm[]): PodSpec {
+  const out: PodSpec = structuredClone(spec);
+  if (strategy !== "Local" && !(out.tolerations ?? []).some((t) => t.key === toleration.key && t.operator === "Exists")) {
+    out.tolerations = [...(out.tolerations ?? []), toleration];
+  }
+  const ours = allowedTerms(strategy, clusterSelector);
+  if (ours.length) {
+    const affinity = (out.affinity ??= {});
+    const nodeAffinity = (affinity.nodeAffinity ??= {});
+    const existing = nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+    nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution = { nodeSelectorTerms: andTerms(existing, ours) };
+  }
+  return out;
+}
+
+export type JsonPatchOp = { op: "add" | "replace" | "remove"; path: string; value?: unknown };
+
+/** The JSON patch from one spec to another, field by top-level field: computed once, by diffing. */
+export function specPatch(before: Record<string, unknown>, after: Record<string, unknown>): JsonPatchOp[] {
+  const ops: JsonPatchOp[] = [];
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const path = `/spec/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+    if (!(key in after)) ops.push({ op: "remove", path });
+    else if (!(key in before)) ops.push({ op: "add", path, value: after[key] });
+    else if (!Bun.deepEquals(before[key], after[key])) ops.push({ op: "replace", path, value: after[key] });
+  }
+  return ops;
+}
