@@ -10,6 +10,7 @@ export const liqo = defineCommand({
   meta: { name: "liqo", version: liqoVersion, description: "liqo (on Bun) components; each role is a subcommand" },
   subCommands: {
     reflection: lazy(() => import("../core/roles/reflection.ts")),
+    webhook: lazy(() => import("../core/roles/webhook.ts")),
   },
 });
 
