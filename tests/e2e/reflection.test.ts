@@ -178,7 +178,7 @@ describe("drop-in plugins and isolation", () => {
   test("a plugin that traps is quarantined with its reason, and the other reflectors go on", async () => {
     for (const [c, ns] of [[local, "faulty"], [remote, "faulty-rome"]] as const) await namespace(c, ns);
     const engine = await engineWith(["secrets"], { mode: "trap" });
-    await engine.addPlugin(await Bun.file(join(root, "core/reflection/fixtures/misbehave.wasm")).bytes(), { trust: "dropin", source: "test:misbehave" });
+    await engine.addPlugin(await Bun.file(join(root, "plugins/sdk/test-plugins/misbehave.wasm")).bytes(), { trust: "dropin", source: "test:misbehave" });
     await engine.addNamespacePair({ localNamespace: "faulty", remoteNamespace: "faulty-rome" });
     const cm = await local.create(Resources.configMaps, { metadata: { name: "boom", namespace: "faulty" } });
     const bad = await waitFor("the plugin to be quarantined", () => engine.plugins().find((p) => p.name === "misbehave" && p.state === "quarantined"));
@@ -198,7 +198,7 @@ describe("drop-in plugins and isolation", () => {
 
   test("a second plugin for a kind already reflected is refused with the owner's name", async () => {
     const engine = await engineWith(["configmaps"]);
-    const err = await engine.addPlugin(await Bun.file(join(root, "core/reflection/fixtures/misbehave.wasm")).bytes(), { trust: "dropin", source: "test:misbehave" }).catch((e) => e);
+    const err = await engine.addPlugin(await Bun.file(join(root, "plugins/sdk/test-plugins/misbehave.wasm")).bytes(), { trust: "dropin", source: "test:misbehave" }).catch((e) => e);
     expect(err.message).toContain("already reflected by configmaps");
     await stopEngine(engine);
   });

@@ -1,0 +1,105 @@
+// Turns a plugin's raw answer into a Decision, and refuses answers that would write outside
+// the namespace pair, for another cluster, for an undeclared kind, or over an object the
+// project does not own. The plugin is never trusted to have done the checks itself.
+import {
+  LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION, apiVersionOf,
+  type Decision, type Direction, type Edit, type KubeObject, type ReflectionContext, type Resource,
+} from "./abi.ts";
+import { PluginError, objectKey } from "./errors.ts";
+import { applyEdits, baseCopy } from "./objects.ts";
+
+export interface CallFacts {
+  plugin: string;
+  direction: Direction;
+  resource: Resource;
+  /** The object the transform reads: local for forward, remote for backward. */
+  source: KubeObject | null;
+  /** The object the decision would write: remote for forward, local for backward. */
+  target: KubeObject | null;
+  ctx: ReflectionContext;
+}
+
+const DECISIONS = new Set(["apply", "delete", "skip"]);
+
+export function isOwnedBy(obj: KubeObject, originClusterId: string): boolean {
+  const l = obj.metadata?.labels;
+  return l?.[LABEL_MANAGED_BY] === MANAGED_BY_REFLECTION && l?.[LABEL_ORIGIN] === originClusterId;
+}
+
+/** Backward Pod-like transforms write only the status subresource of the user's object. */
+export function writesStatusOnly(f: Pick<CallFacts, "direction" | "resource">): boolean {
+  return f.direction === "backward" && f.resource.kind === "Pod";
+}
+
+export function finishOutput(text: string, f: CallFacts): Decision {
+  const fail = (code: "invalid-output" | "violation" | "invalid-input", msg: string) => {
+    const key = objectKey(f.source) ?? objectKey(f.target) ?? "(no object)";
+    return new PluginError(code, f.plugin, `${msg} (object ${key}, ${f.direction})`, { object: key });
+  };
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw fail("invalid-output", `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`);
+  }
+  if (raw === null || typeof raw !== "object") throw fail("invalid-output", "answered a JSON value that is not an object");
+  if (typeof raw.error === "string") throw fail("invalid-input", `rejected the object: ${raw.error}`);
+  const decision = raw.decision;
+  if (typeof decision !== "string" || !DECISIONS.has(decision)) throw fail("invalid-output", `answered decision ${JSON.stringify(decision)}; expected apply, delete or skip`);
+  const reason = typeof raw.reason === "string" ? raw.reason : "";
+  const origin = f.direction === "forward" ? f.ctx.localClusterId : f.ctx.remoteClusterId;
+  const statusOnly = writesStatusOnly(f);
+  if (decision !== "skip" && f.target && !statusOnly && !isOwnedBy(f.target, origin)) {
+    throw fail("violation", `decided ${decision} over an object it does not own (no ${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION}, ${LABEL_ORIGIN}=${origin}); the answer must be skip with reason "conflict"`);
+  }
+  if (decision === "delete" || decision === "skip") return { decision, reason } as Decision;
+  if (!f.source) throw fail("invalid-output", "decided apply without a source object");
+
+  const namespaced = f.resource.namespaced !== false;
+  const targetNs = f.direction === "forward" ? f.ctx.remoteNamespace : f.ctx.localNamespace;
+  let object: KubeObject;
+  try {
+    object = raw.object !== undefined
+      ? normalizeObject(raw.object, namespaced ? targetNs : undefined, origin)
+      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), checkEdits(raw.edits));
+  } catch (err) {
+    throw fail("invalid-output", (err as Error).message);
+  }
+  const m = object.metadata ?? {};
+  if (object.apiVersion !== apiVersionOf(f.resource) || object.kind !== f.resource.kind) {
+    throw fail("violation", `answered a ${object.apiVersion}/${object.kind}, but the call was for ${apiVersionOf(f.resource)}/${f.resource.kind}`);
+  }
+  if (typeof m.name !== "string" || m.name === "") throw fail("invalid-output", "answered an object without metadata.name");
+  if (namespaced ? m.namespace !== targetNs : m.namespace !== undefined) {
+    throw fail("violation", `answered an object in namespace ${JSON.stringify(m.namespace)}; only ${JSON.stringify(namespaced ? targetNs : undefined)} is allowed`);
+  }
+  if (!isOwnedBy(object, origin)) {
+    throw fail("violation", `answered an object labelled for cluster ${JSON.stringify(m.labels?.[LABEL_ORIGIN])}; it must carry ${LABEL_ORIGIN}=${origin}`);
+  }
+  if (statusOnly) object = { apiVersion: object.apiVersion, kind: object.kind, metadata: { name: m.name, namespace: m.namespace }, status: object.status };
+  return { decision: "apply", reason, object };
+}
+
+function checkEdits(edits: unknown): Edit[] {
+  if (edits === undefined) return [];
+  if (!Array.isArray(edits)) throw new Error("answered edits that are not an array");
+  for (const e of edits) {
+    if (!Array.isArray(e) || typeof e[0] !== "string" || e.length < 1 || e.length > 2) {
+      throw new Error(`answered a malformed edit ${JSON.stringify(e)}; expected ["/json/pointer"] (remove) or ["/json/pointer", value] (set)`);
+    }
+  }
+  return edits as Edit[];
+}
+
+/** A whole object from the plugin: server-managed metadata dropped, target namespace filled in if absent. */
+function normalizeObject(obj: unknown, namespace: string | undefined, origin: string): KubeObject {
+  if (!obj || typeof obj !== "object" || Array.isArray(obj)) throw new Error("answered an object that is not a JSON object");
+  const o = obj as KubeObject;
+  const m = o.metadata ?? {};
+  const metadata: NonNullable<KubeObject["metadata"]> = { name: m.name };
+  const ns = m.namespace ?? namespace;
+  if (ns !== undefined) metadata.namespace = ns;
+  metadata.labels = { [LABEL_MANAGED_BY]: MANAGED_BY_REFLECTION, [LABEL_ORIGIN]: origin, ...m.labels };
+  if (m.annotations) metadata.annotations = m.annotations;
+  return { ...o, metadata };
+}

@@ -1,0 +1,280 @@
+// The plugin host: one async factory, loadPlugin(wasm, options), returning a handle with the
+// plugin's manifest, forward/backward transforms, quarantine state and close().
+//
+// Trust decides where a plugin runs. Built-ins run on the main thread (a call costs a few
+// µs; they are our code and reviewed). Drop-ins run in a worker: a main-thread wasm call
+// cannot be interrupted, so only a worker can be terminated when a call loops past its
+// budget. Workers cost a message round trip per call, so the engine batches (forwardBatch).
+import type { Logger } from "../log.ts";
+import { silentLogger } from "../log.ts";
+import {
+  HOST_FUNCTIONS, apiVersionOf, identityTranslator,
+  type CacheLookup, type Decision, type Direction, type IpTranslator, type KubeObject, type Manifest, type ReflectionContext, type Resource,
+} from "./abi.ts";
+import { PluginError, objectKey } from "./errors.ts";
+import { finishOutput, isOwnedBy, type CallFacts } from "./finish.ts";
+import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
+import { readManifest } from "./manifest.ts";
+import { project } from "./objects.ts";
+import { WorkerRunner } from "./worker-runner.ts";
+
+export type Trust = "builtin" | "dropin";
+
+export interface LoadOptions extends RecyclePolicy {
+  /** How to call the plugin in errors before its manifest is read (its file name, say). */
+  label?: string;
+  /** builtin: main thread; dropin: a worker with an enforced time budget. Default dropin. */
+  trust?: Trust;
+  /** Per-call time budget in ms: default 100 for drop-ins (enforced), 250 for built-ins (checked after the call). */
+  budgetMs?: number;
+  translateIp?: IpTranslator;
+  lookup?: CacheLookup;
+  logger?: Logger;
+  clock?: { now(): number };
+  /** Told once when the plugin is quarantined, so the engine can emit an Event and a metric. */
+  onQuarantine?: (reason: string, error: PluginError) => void;
+}
+
+export interface CallItem { source: KubeObject | null; target: KubeObject | null; ctx: ReflectionContext }
+
+export interface ReflectorPlugin {
+  readonly manifest: Manifest;
+  readonly trust: Trust;
+  readonly state: "ready" | "quarantined" | "closed";
+  readonly quarantineReason: string | undefined;
+  /** local → remote: what the remote copy of `local` must be (remote = current remote copy or null). */
+  forward(local: KubeObject | null, remote: KubeObject | null, ctx: ReflectionContext): Promise<Decision>;
+  /** remote → local status (Pods) or object (PersistentVolumes). */
+  backward(remote: KubeObject | null, local: KubeObject | null, ctx: ReflectionContext): Promise<Decision>;
+  /** Built-ins (main thread) only: the same calls without a promise, for the engine's hot loop. */
+  forwardSync(local: KubeObject | null, remote: KubeObject | null, ctx: ReflectionContext): Decision;
+  backwardSync(remote: KubeObject | null, local: KubeObject | null, ctx: ReflectionContext): Decision;
+  /** Many objects in one call (one worker round trip); each entry is a Decision or the error for that object. */
+  forwardBatch(items: CallItem[]): Promise<Array<Decision | PluginError>>;
+  stats(): { calls: number; recycles: number; memoryBytes: number };
+  close(): Promise<void>;
+}
+
+interface Runner {
+  /** `setCurrent(i)` is called before payload i runs, so host functions see that call's context. */
+  run(fn: string, payloads: Payload[], budgetMs: number, setCurrent: (i: number) => void): Promise<Out[]>;
+  /** The single-object fast path (main thread only): synchronous, no batch arrays. */
+  runOne?(fn: string, payload: Payload, budgetMs: number): Out;
+  stats(): { calls: number; recycles: number; memoryBytes: number };
+  close(): Promise<void>;
+}
+
+type Out = { ok: string } | { trap: string };
+
+const ctxJson = new WeakMap<ReflectionContext, string>();
+function contextJson(ctx: ReflectionContext): string {
+  let s = ctxJson.get(ctx);
+  if (s === undefined) { s = JSON.stringify(ctx); ctxJson.set(ctx, s); }
+  return s;
+}
+
+export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOptions = {}): Promise<ReflectorPlugin> {
+  const trust = options.trust ?? "dropin";
+  const budgetMs = options.budgetMs ?? (trust === "builtin" ? 250 : 100);
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? performance;
+  const translate = options.translateIp ?? identityTranslator;
+  const bytes = wasm instanceof Uint8Array ? wasm : new Uint8Array(wasm);
+  let module: WebAssembly.Module;
+  try {
+    module = await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
+  } catch (err) {
+    throw new PluginError("invalid-manifest", options.label ?? "(unloaded)", `is not a valid WebAssembly module: ${(err as Error).message}`, { cause: err });
+  }
+  let current: CallFacts | null = null;
+  let lastAbort: string | null = null;
+  const { manifest, name } = await readManifest(module, options.label);
+  let log = logger.child({ plugin: name });
+
+  const bindings: HostBindings = {
+    log: (level, message) => {
+      const fields = { object: objectKey(current?.source ?? current?.target ?? null) };
+      (level >= 3 ? log.error : level === 2 ? log.warn : level === 1 ? log.info : log.debug)(message, fields);
+    },
+    abort: (message) => { lastAbort = message; },
+    translateIp: (ip) => translate(ip, current?.direction ?? "forward"),
+    lookup: (reqJson) => {
+      const req = JSON.parse(reqJson);
+      const c = current?.ctx;
+      const allowed = req.cluster === "local" ? c?.localNamespace : c?.remoteNamespace;
+      // Read-only and confined to the call's namespace pair (or cluster-scoped objects).
+      if (!options.lookup || (req.namespace !== "" && req.namespace !== allowed)) return null;
+      const found = options.lookup(req);
+      return found ? JSON.stringify(found) : null;
+    },
+  };
+
+  let runner: Runner;
+  if (trust === "builtin") {
+    const inst = await InstanceRunner.create(module, bindings, options);
+    const runOne = (fn: string, p: Payload, budget: number): Out => {
+      const started = clock.now();
+      let text: string;
+      try {
+        text = inst.call(fn, p.context, p.source, p.target, p.state);
+      } catch (err) {
+        const trap = lastAbort ?? (err as Error).message;
+        lastAbort = null;
+        void inst.recycle(); // a trapped instance's memory cannot be trusted; the handle is quarantined anyway
+        return { trap };
+      }
+      const took = clock.now() - started;
+      // A main-thread call cannot be interrupted; a slow one is caught after the fact.
+      return took > budget ? { trap: `timeout: took ${took.toFixed(1)} ms, budget ${budget} ms` } : { ok: text };
+    };
+    // A due recycle is started in the background and swapped in between calls; calls never
+    // wait for it (the arena keeps memory flat meanwhile), so the hot path stays synchronous.
+    const runOneRecycling = (fn: string, p: Payload, budget: number): Out => {
+      if (inst.needsRecycle()) void inst.recycle();
+      return runOne(fn, p, budget);
+    };
+    runner = {
+      async run(fn, payloads, budget, setCurrent) {
+        const out: Out[] = [];
+        for (const [idx, p] of payloads.entries()) {
+          setCurrent(idx);
+          out.push(runOneRecycling(fn, p, budget));
+        }
+        return out;
+      },
+      runOne: (fn, p, budget) => runOneRecycling(fn, p, budget),
+      stats: () => ({ calls: inst.calls, recycles: inst.recycles, memoryBytes: inst.memoryBytes() }),
+      close: () => inst.close(),
+    };
+  } else {
+    runner = await WorkerRunner.create(bytes, bindings, options);
+  }
+
+  let state: ReflectorPlugin["state"] = "ready";
+  let quarantineReason: string | undefined;
+  const quarantine = (err: PluginError) => {
+    if (state !== "ready") return;
+    state = "quarantined";
+    quarantineReason = err.message;
+    log.error("plugin quarantined", { err });
+    options.onQuarantine?.(err.message, err);
+  };
+
+  const resourceFor = (obj: KubeObject | null, direction: Direction): Resource => {
+    const r = manifest.resources.find((x) => x.kind === obj?.kind && apiVersionOf(x) === obj?.apiVersion);
+    const key = objectKey(obj) ?? "(none)";
+    if (!r) throw new PluginError("invalid-input", name, `does not reflect ${obj?.apiVersion}/${obj?.kind} (object ${key}); it declares ${manifest.resources.map((x) => `${apiVersionOf(x)}/${x.kind}`).join(", ")}`, { object: key });
+    if (r.direction !== "both" && r.direction !== direction) throw new PluginError("invalid-input", name, `has no ${direction} transform for ${r.kind} (object ${key})`, { object: key });
+    return r;
+  };
+
+  const prepare = (direction: Direction, item: CallItem): { facts: CallFacts; payload: Payload } => {
+    const { source, target, ctx } = item;
+    const shapeOk = (o: KubeObject | null) => o === null || (typeof o === "object" && typeof o.metadata?.name === "string");
+    if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) {
+      throw new PluginError("invalid-input", name, `${direction} needs objects with metadata.name (got ${JSON.stringify(source)?.slice(0, 80)}); pass null for an absent object`);
+    }
+    const resource = resourceFor(source ?? target, direction);
+    const fields = direction === "forward" ? resource.fields : resource.backwardFields;
+    const origin = direction === "forward" ? ctx.localClusterId : ctx.remoteClusterId;
+    const payload: Payload = {
+      context: contextJson(ctx),
+      source: source === null ? null : JSON.stringify(project(source, fields)),
+      // The target's content only when declared; its ownership always (guards need it).
+      target: target === null || !resource.targetFields ? null : JSON.stringify(project(target, resource.targetFields)),
+      state: target === null ? 0 : isOwnedBy(target, origin) ? 1 : 2,
+    };
+    return { facts: { plugin: name, direction, resource, source, target, ctx }, payload };
+  };
+
+  // One batch in flight at a time: host functions answered during a batch read `current`.
+  let inFlight: Promise<unknown> = Promise.resolve();
+  const callMany = (direction: Direction, items: CallItem[]): Promise<Array<Decision | PluginError>> => {
+    const next = inFlight.then(() => callManyNow(direction, items));
+    inFlight = next.catch(() => {});
+    return next;
+  };
+
+  const callManyNow = async (direction: Direction, items: CallItem[]): Promise<Array<Decision | PluginError>> => {
+    if (state === "closed") throw new PluginError("closed", name, "was closed");
+    if (state === "quarantined") throw new PluginError("quarantined", name, `is quarantined: ${quarantineReason}`);
+    const prepared = items.map((it) => { try { return prepare(direction, it); } catch (err) { return err as PluginError; } });
+    const live = prepared.filter((p): p is { facts: CallFacts; payload: Payload } => !(p instanceof PluginError));
+    const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
+    let outs: Out[] = [];
+    let i = 0;
+    try {
+      const setCurrent = (idx: number) => { current = live[idx]?.facts ?? null; };
+      outs = live.length ? await runner.run(fn, live.map((p) => p.payload), budgetMs, setCurrent) : [];
+    } catch (err) {
+      const e = err instanceof PluginError ? err : new PluginError("trap", name, String(err), { cause: err });
+      quarantine(e);
+      throw e;
+    } finally {
+      current = null;
+    }
+    return prepared.map((p) => (p instanceof PluginError ? p : settle(p.facts, outs[i++]!)));
+  };
+
+  /** A raw runner answer to a Decision, or the error (quarantining when it is the plugin's fault). */
+  const settle = (facts: CallFacts, out: Out): Decision | PluginError => {
+    if ("trap" in out) {
+      const key = objectKey(facts.source) ?? objectKey(facts.target);
+      const timeout = out.trap.startsWith("timeout");
+      const e = new PluginError(timeout ? "timeout" : "trap", name, `${timeout ? "ran past its time budget" : "trapped"} on ${key}: ${out.trap}`, { object: key });
+      quarantine(e);
+      return e;
+    }
+    try {
+      return finishOutput(out.ok, facts);
+    } catch (err) {
+      if ((err as PluginError).quarantines) quarantine(err as PluginError);
+      return err as PluginError;
+    }
+  };
+
+  /** Main-thread plugins only: the whole call is synchronous. */
+  const oneSync = (direction: Direction, item: CallItem): Decision => {
+    if (!runner.runOne) throw new PluginError("invalid-input", name, "runs in a worker (trust: dropin); use forward/backward, which are asynchronous");
+    if (state !== "ready") throw new PluginError(state, name, state === "closed" ? "was closed" : `is quarantined: ${quarantineReason}`);
+    const p = prepare(direction, item);
+    current = p.facts;
+    let out: Out;
+    try {
+      out = runner.runOne(direction === "forward" ? "liqo_forward" : "liqo_backward", p.payload, budgetMs);
+    } finally {
+      current = null;
+    }
+    const res = settle(p.facts, out);
+    if (res instanceof PluginError) throw res;
+    return res;
+  };
+
+  const one = async (direction: Direction, item: CallItem): Promise<Decision> => {
+    if (runner.runOne) return oneSync(direction, item);
+    const [res] = await callMany(direction, [item]);
+    if (res instanceof PluginError) throw res;
+    return res!;
+  };
+
+  return {
+    manifest,
+    trust,
+    get state() { return state; },
+    get quarantineReason() { return quarantineReason; },
+    forward: (local, remote, ctx) => one("forward", { source: local, target: remote, ctx }),
+    backward: (remote, local, ctx) => one("backward", { source: remote, target: local, ctx }),
+    forwardBatch: (items) => callMany("forward", items),
+    forwardSync: (local, remote, ctx) => oneSync("forward", { source: local, target: remote, ctx }),
+    backwardSync: (remote, local, ctx) => oneSync("backward", { source: remote, target: local, ctx }),
+    stats: () => runner.stats(),
+    async close() {
+      if (state === "closed") return;
+      state = "closed";
+      log = silentLogger;
+      await runner.close();
+    },
+  };
+}
+
+export { HOST_FUNCTIONS };

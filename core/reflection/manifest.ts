@@ -1,0 +1,61 @@
+// Reading and checking a plugin's manifest: the ABI version first (a plugin of another ABI
+// may not even have the same exports), then the schema, then that the module's imports and
+// exports agree with what the manifest declares.
+import * as v from "valibot";
+import { ABI_VERSION, HOST_FUNCTIONS, ManifestSchema, type Manifest } from "./abi.ts";
+import { PluginError } from "./errors.ts";
+import { InstanceRunner } from "./instance.ts";
+
+const REQUIRED_EXPORTS = ["memory", "liqo_abi_version", "liqo_context", "liqo_begin", "liqo_alloc", "liqo_output_len", "liqo_manifest", "liqo_forward", "liqo_backward"];
+/** Imports every SDK-built plugin may have without declaring them. */
+const ALWAYS_ALLOWED = new Set(["liqo:log/abort", "env/abort"]);
+
+const noHost = { log() {}, abort() {}, translateIp: (ip: string) => ip, lookup: () => null };
+
+export async function readManifest(module: WebAssembly.Module, label = "(unnamed)"): Promise<{ manifest: Manifest; name: string }> {
+  const exports = new Set(WebAssembly.Module.exports(module).map((e) => e.name));
+  const missing = REQUIRED_EXPORTS.filter((e) => !exports.has(e));
+  if (missing.length) {
+    throw new PluginError("invalid-manifest", label, `is not a liqo reflector plugin: it does not export ${missing.join(", ")}; build it with the SDK in plugins/sdk (see docs/plugins.md)`);
+  }
+  const probe = await InstanceRunner.create(module, noHost, {});
+  let raw: string;
+  let abi: number;
+  try {
+    abi = probe.callNumber("liqo_abi_version");
+    raw = abi === ABI_VERSION ? probe.callNoInput("liqo_manifest") : "";
+  } catch (err) {
+    throw new PluginError("trap", label, `trapped while reporting its manifest: ${(err as Error).message}`, { cause: err });
+  } finally {
+    await probe.close();
+  }
+  if (abi !== ABI_VERSION) {
+    throw new PluginError("abi-mismatch", label, `speaks reflector ABI version ${abi}, this host speaks ${ABI_VERSION}; rebuild it against the current SDK`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (err) {
+    throw new PluginError("invalid-manifest", label, `returned a manifest that is not JSON: ${(err as Error).message}`);
+  }
+  const parsed = v.safeParse(ManifestSchema, json);
+  if (!parsed.success) {
+    const issues = parsed.issues.map((i) => `${v.getDotPath(i) ?? "(root)"}: ${i.message}`).join("; ");
+    throw new PluginError("invalid-manifest", label, `has an invalid manifest: ${issues}`);
+  }
+  const manifest = parsed.output;
+  const name = manifest.name;
+  if (manifest.abiVersion !== ABI_VERSION) {
+    throw new PluginError("abi-mismatch", name, `declares abiVersion ${manifest.abiVersion} in its manifest, this host speaks ${ABI_VERSION}`);
+  }
+  const declared = new Set(manifest.hostFunctions.map((f) => HOST_FUNCTIONS[f].join("/")));
+  for (const imp of WebAssembly.Module.imports(module)) {
+    const id = `${imp.module}/${imp.name}`;
+    if (ALWAYS_ALLOWED.has(id) || declared.has(id)) continue;
+    const known = Object.entries(HOST_FUNCTIONS).find(([, pair]) => pair.join("/") === id)?.[0];
+    throw new PluginError("invalid-manifest", name, known
+      ? `imports host function ${known} (${id}) without declaring it; add "${known}" to hostFunctions in its manifest`
+      : `imports ${id}, which is not an ABI v1 host function (WASI is not available; build without it)`);
+  }
+  return { manifest, name };
+}

@@ -1,0 +1,103 @@
+import { describe, expect, test } from "bun:test";
+import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
+import { PluginError } from "./errors.ts";
+import { loadPlugin, type Trust } from "./host.ts";
+import { validatePlugin } from "./validate.ts";
+
+const fixture = (name: string) => Bun.file(wasmPath(`fixture-${name}`)).bytes();
+const ctx = { localClusterId: "home", remoteClusterId: "far", localNamespace: "a", remoteNamespace: "a-far" };
+const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "a" }, data: { k: "v" } };
+// Build (if stale) at load time: compiling takes longer than a test's time limit.
+await ensureBuilt(["fixture-misbehave", "fixture-badjson", "fixture-wrongabi", "networkpolicy"]);
+const misbehave = await fixture("misbehave");
+
+async function expectQuarantine(trust: Trust, mode: string, code: string, reason: RegExp) {
+  const quarantined: string[] = [];
+  const p = await loadPlugin(misbehave, { trust, budgetMs: 5_000, onQuarantine: (r) => quarantined.push(r) });
+  try {
+    const err = await p.forward(cm, null, { ...ctx, mode }).catch((e) => e);
+    expect(err).toBeInstanceOf(PluginError);
+    expect(err.code).toBe(code);
+    expect(err.message).toMatch(reason);
+    expect(err.object).toBe("a/cfg");
+    expect(p.state).toBe("quarantined");
+    expect(p.quarantineReason).toMatch(reason);
+    expect(quarantined).toHaveLength(1);
+    const next = await p.forward(cm, null, ctx).catch((e) => e);
+    expect(next.code).toBe("quarantined");
+  } finally {
+    await p.close();
+  }
+}
+
+describe("quarantine", () => {
+  test("a well-behaved call is not quarantined (control)", async () => {
+    const p = await loadPlugin(misbehave, { trust: "builtin" });
+    expect((await p.forward(cm, null, ctx)).decision).toBe("apply");
+    expect(p.state).toBe("ready");
+    await p.close();
+  });
+  for (const trust of ["builtin", "dropin"] as const) {
+    test(`${trust}: trap → quarantined with the abort message`, () => expectQuarantine(trust, "trap", "trap", /fixture trap/));
+    test(`${trust}: answer in another namespace → violation`, () => expectQuarantine(trust, "wrong-namespace", "violation", /namespace "kube-system"/));
+    test(`${trust}: answer for another cluster → violation`, () => expectQuarantine(trust, "wrong-cluster", "violation", /someone-else/));
+    test(`${trust}: malformed edits → invalid-output`, () => expectQuarantine(trust, "bad-decision", "invalid-output", /not a JSON object/));
+  }
+  test("overwriting a remote object it does not own → violation", async () => {
+    const p = await loadPlugin(misbehave, { trust: "builtin" });
+    const theirs = { ...cm, metadata: { name: "cfg", namespace: "a-far", labels: { app: "x" } } };
+    const err = await p.forward(cm, theirs, { ...ctx, mode: "overwrite" }).catch((e) => e);
+    expect(err.code).toBe("violation");
+    expect(err.message).toContain("does not own");
+    expect(p.state).toBe("quarantined");
+    await p.close();
+  });
+  test("dropin: an endless loop is cut at the budget and quarantined; the main thread stays free", async () => {
+    const p = await loadPlugin(misbehave, { trust: "dropin", budgetMs: 100 });
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    const started = performance.now();
+    const err = await p.forward(cm, null, { ...ctx, mode: "loop" }).catch((e) => e);
+    clearInterval(timer);
+    expect(err.code).toBe("timeout");
+    expect(err.message).toContain("budget");
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(ticks).toBeGreaterThan(0); // the event loop kept running during the loop
+    expect(p.state).toBe("quarantined");
+    await p.close();
+  });
+  test("invalid JSON output → invalid-output", async () => {
+    const p = await loadPlugin(await fixture("badjson"), { trust: "builtin" });
+    const err = await p.forward(cm, null, ctx).catch((e) => e);
+    expect(err.code).toBe("invalid-output");
+    expect(err.message).toContain("invalid JSON");
+    expect(p.state).toBe("quarantined");
+    await p.close();
+  });
+  test("wrong ABI version is refused at load", async () => {
+    const err = await loadPlugin(await fixture("wrongabi")).catch((e) => e);
+    expect(err).toBeInstanceOf(PluginError);
+    expect(err.code).toBe("abi-mismatch");
+    expect(err.message).toContain("version 99");
+  });
+  test("bytes that are not wasm are refused at load", async () => {
+    const err = await loadPlugin(new TextEncoder().encode("not wasm")).catch((e) => e);
+    expect(err.code).toBe("invalid-manifest");
+  });
+});
+
+describe("validatePlugin (drop-in files)", () => {
+  test("accepts the example plugin", async () => {
+    const v = await validatePlugin(await Bun.file(wasmPath("networkpolicy")).bytes());
+    expect(v.ok ? v.manifest.name : v.problems).toBe("networkpolicies");
+  });
+  test("refuses a wrong ABI with the reason", async () => {
+    const v = await validatePlugin(await fixture("wrongabi"));
+    expect(v.ok).toBe(false);
+    expect(!v.ok && v.problems.join()).toContain("ABI version 99");
+  });
+  test("refuses a plugin whose trial call misbehaves", async () => {
+    const v = await validatePlugin(await fixture("badjson"));
+    expect(!v.ok && v.problems.join()).toContain("invalid JSON");
+  });
+});

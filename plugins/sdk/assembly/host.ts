@@ -1,0 +1,52 @@
+// Host functions a reflector plugin may import, grouped by namespace (ABI v1).
+// An import is linked only when a plugin calls the wrapper, and the manifest must list it
+// in `hostFunctions`: the host refuses plugins whose imports and manifest disagree.
+import { Value, parse } from "./json";
+
+@external("liqo:log", "log")
+declare function hostLog(level: i32, ptr: usize, len: i32): void;
+@external("liqo:net", "translate_ip")
+declare function hostTranslateIp(ptr: usize, len: i32): usize;
+@external("liqo:cache", "lookup")
+declare function hostLookup(ptr: usize, len: i32): usize;
+
+export enum Level { Debug = 0, Info = 1, Warn = 2, Error = 3 }
+
+export function log(level: Level, message: string): void {
+  const buf = String.UTF8.encode(message);
+  hostLog(<i32>level, changetype<usize>(buf), buf.byteLength);
+}
+
+/** Host answers are length-prefixed bytes the host wrote into our memory (0 = nothing). */
+function readAnswer(ptr: usize): string | null {
+  if (ptr == 0) return null;
+  const len = load<u32>(ptr);
+  return String.UTF8.decodeUnsafe(ptr + 4, <usize>len);
+}
+
+/**
+ * Translates an IP address through the peering's IP translation (the IPAM remapping).
+ * The host knows the direction of the current call: forward maps a local address to the
+ * one the remote cluster must use, backward maps a remote address to its local view.
+ */
+export function translateIp(ip: string): string {
+  const buf = String.UTF8.encode(ip);
+  const out = readAnswer(hostTranslateIp(changetype<usize>(buf), buf.byteLength));
+  return out == null ? ip : out;
+}
+
+/**
+ * Read-only look-up in the host's caches. `cluster` is "local" or "remote"; the namespace
+ * must be the call's local or remote namespace (or "" for cluster-scoped kinds).
+ * Returns a Null value when the object is not cached.
+ */
+export function lookup(cluster: string, apiVersion: string, kind: string, namespace: string, name: string): Value {
+  const req = Value.obj()
+    .set("cluster", Value.str(cluster)).set("apiVersion", Value.str(apiVersion))
+    .set("kind", Value.str(kind)).set("namespace", Value.str(namespace)).set("name", Value.str(name));
+  const buf = String.UTF8.encode(req.toString());
+  const ptr = hostLookup(changetype<usize>(buf), buf.byteLength);
+  if (ptr == 0) return Value.null();
+  const res = parse(ptr + 4, <i32>load<u32>(ptr));
+  return res.error.length > 0 ? Value.null() : res.value;
+}

@@ -1,0 +1,85 @@
+// Compiles every built-in reflector, the example plugin and the host's test fixtures from
+// AssemblyScript to .wasm next to their sources (`bun run build:wasm`). .wasm files are not
+// committed, so setup runs this; tests call ensureBuilt() so a stale checkout rebuilds itself.
+// Usage: bun reflectors/build.ts [--force] [name...]
+import { readdirSync, statSync, existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "..");
+const sdkDir = join(root, "plugins/sdk/assembly");
+
+export interface Target { name: string; entry: string; out: string; sources: string[] }
+
+function dirTarget(name: string, dir: string): Target {
+  return { name, entry: join(dir, "assembly/index.ts"), out: join(dir, `${name}.wasm`), sources: [join(dir, "assembly"), sdkDir] };
+}
+
+/** Built-in reflector names, one folder each under reflectors/. */
+export const builtinNames = ["pods", "services", "endpointslices", "ingresses", "storage", "configmaps", "secrets"] as const;
+export type BuiltinName = (typeof builtinNames)[number];
+
+export function targets(): Target[] {
+  const list = builtinNames.map((n) => dirTarget(n, join(root, "reflectors", n)));
+  list.push(dirTarget("networkpolicy", join(root, "plugins/examples/networkpolicy")));
+  // Misbehaving plugins the host's quarantine tests load (kept outside core/: not TypeScript).
+  const fixtures = join(root, "plugins/sdk/test-plugins");
+  for (const f of readdirSync(fixtures).filter((f) => f.endsWith(".ts"))) {
+    const name = f.slice(0, -3);
+    list.push({ name: `fixture-${name}`, entry: join(fixtures, f), out: join(fixtures, `${name}.wasm`), sources: [join(fixtures, f), sdkDir] });
+  }
+  return list;
+}
+
+function newest(path: string): number {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let max = st.mtimeMs;
+  for (const e of readdirSync(path)) max = Math.max(max, newest(join(path, e)));
+  return max;
+}
+
+export function isStale(t: Target): boolean {
+  if (!existsSync(t.out)) return true;
+  const built = statSync(t.out).mtimeMs;
+  return t.sources.some((s) => newest(s) > built);
+}
+
+/** Flags every plugin is built with; see docs/plugins.md ("Building") for why each one. */
+export const ascFlags = [
+  "--runtime", "plugins/sdk/assembly/runtime/arena", // bump allocator rewound per call (see the file)
+  "-O3", "--noAssert",
+  "--use", "abort=plugins/sdk/assembly/abort/abort/abort", // traps report their message through liqo:log
+];
+
+export async function buildTarget(t: Target): Promise<void> {
+  const asc = await import("assemblyscript/asc");
+  const { error, stderr } = await asc.main([t.entry, "-o", t.out, ...ascFlags], { stdout: asc.createMemoryStream(), stderr: asc.createMemoryStream(), baseDir: root } as never);
+  if (error) throw new Error(`building ${t.name} (${t.entry}) failed: ${error.message}\n${stderr.toString()}`);
+}
+
+/** Builds the named targets (or all) that are older than their sources. */
+export async function ensureBuilt(names?: string[], force = false): Promise<Target[]> {
+  const all = targets();
+  const chosen = names?.length ? all.filter((t) => names.includes(t.name)) : all;
+  const unknown = names?.filter((n) => !all.some((t) => t.name === n)) ?? [];
+  if (unknown.length) throw new Error(`unknown plugin target(s) ${unknown.join(", ")}; known: ${all.map((t) => t.name).join(", ")}`);
+  const built: Target[] = [];
+  // One at a time: the machine is shared, and asc is CPU-bound.
+  for (const t of chosen) if (force || isStale(t)) { await buildTarget(t); built.push(t); }
+  return built;
+}
+
+export function wasmPath(name: string): string {
+  const t = targets().find((x) => x.name === name);
+  if (!t) throw new Error(`no plugin target named ${name}`);
+  return t.out;
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const force = args.includes("--force");
+  const started = performance.now();
+  const built = await ensureBuilt(args.filter((a) => a !== "--force"), force);
+  for (const t of built) console.log(`built ${t.out.slice(root.length + 1)} (${statSync(t.out).size} bytes)`);
+  console.log(`${built.length} plugin(s) built in ${Math.round(performance.now() - started)} ms; others up to date`);
+}

@@ -1,0 +1,20 @@
+// ConfigMaps: verbatim. kube-root-ca.crt is the exception: every cluster's controller
+// manages its own, so ours would conflict (offloaded pods get the origin CA from the
+// reflected service-account token secret instead).
+import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "../../../plugins/sdk/assembly";
+export * from "../../../plugins/sdk/assembly/exports";
+
+const MANIFEST = `{"abiVersion":1,"name":"configmaps","version":"1.0.0",
+    "resources":[{"group":"","version":"v1","kind":"ConfigMap","direction":"forward","fields":[]}],
+    "hostFunctions":[]}`;
+
+function remoteConfigMap(input: Input): Result {
+  const guard = forwardGuards(input);
+  if (guard != null) return guard;
+  if (input.local.get("metadata").get("name").str() == "kube-root-ca.crt") {
+    return Result.skip("kube-root-ca.crt is managed by each cluster and never reflected");
+  }
+  return Result.apply();
+}
+
+reflector(MANIFEST, remoteConfigMap);

@@ -1,0 +1,35 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { KubeObject } from "../../core/reflection/abi.ts";
+import type { ReflectorPlugin } from "../../core/reflection/host.ts";
+import { testReflectorPlugin } from "../../plugins/conformance.ts";
+import { builtinWasm, loadBuiltin } from "../index.ts";
+import { configMap, ctx } from "../samples.ts";
+import { remoteConfigMap } from "./twin.ts";
+
+let plugin: ReflectorPlugin;
+let out: KubeObject;
+beforeAll(async () => {
+  plugin = await loadBuiltin("configmaps");
+  const d = await plugin.forward(configMap, null, ctx);
+  out = d.decision === "apply" ? d.object : {};
+});
+afterAll(() => plugin.close());
+
+describe("configmaps: remote ConfigMap", () => {
+  test("keeps the name", () => expect(out.metadata?.name).toBe("settings"));
+  test("lives in the remote namespace", () => expect(out.metadata?.namespace).toBe(ctx.remoteNamespace));
+  test("keeps data verbatim", () => expect(out.data).toEqual(configMap.data));
+  test("drops creationTimestamp", () => expect(out.metadata).not.toHaveProperty("creationTimestamp"));
+  test("drops generation", () => expect(out.metadata).not.toHaveProperty("generation"));
+  test("matches the twin", () => expect(out).toEqual((remoteConfigMap(configMap, null, ctx) as any).object));
+  test("never reflects kube-root-ca.crt", async () => {
+    const d = await plugin.forward({ ...configMap, metadata: { ...configMap.metadata, name: "kube-root-ca.crt" } }, null, ctx);
+    expect(d.decision).toBe("skip");
+  });
+  test("skip-reflection deletes the remote copy", async () => {
+    const d = await plugin.forward({ ...configMap, metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": "" } } }, null, ctx);
+    expect(d.decision).toBe("delete");
+  });
+});
+
+await testReflectorPlugin(await builtinWasm("configmaps"), { samples: [configMap], context: ctx });

@@ -1,0 +1,83 @@
+// Pods: the spec travels verbatim except scheduling constraints (they refer to the origin
+// cluster), host namespaces (forced off: invasive on a cluster we do not own) and the
+// service account, which is rewired so the pod keeps talking to the origin API server.
+// Status comes back with IPs remapped, the virtual kubelet as host and restart counts
+// that include the remote re-creations.
+import { reflector, Target, Input, Result, Value, forwardGuards, translateIp, lookup } from "../../../plugins/sdk/assembly";
+export * from "../../../plugins/sdk/assembly/exports";
+
+const MANIFEST = `{"abiVersion":1,"name":"pods","version":"1.0.0",
+    "resources":[{"group":"","version":"v1","kind":"Pod","direction":"both",
+      "fields":["/spec/volumes","/spec/serviceAccountName","/spec/automountServiceAccountToken"],
+      "backwardFields":["/status"]}],
+    "hostFunctions":["translateIp","lookup"]}`;
+
+const DROPPED_SPEC = ["affinity", "nodeSelector", "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy", "serviceAccountName", "serviceAccount"];
+
+function remotePod(input: Input): Result {
+  const guard = forwardGuards(input);
+  if (guard != null) return guard;
+  const spec = input.local.get("spec");
+  const r = Result.apply();
+  for (let i = 0; i < DROPPED_SPEC.length; i++) r.remove("/spec/" + DROPPED_SPEC[i]);
+  r.set("/spec/hostNetwork", Value.bool(false)).set("/spec/hostIPC", Value.bool(false)).set("/spec/hostPID", Value.bool(false));
+  // The remote cluster must not mount its own token: the pod would reach the wrong API server.
+  r.set("/spec/automountServiceAccountToken", Value.bool(false));
+  const volumes = spec.get("volumes");
+  let tokenVolume = -1;
+  for (let i = 0; i < volumes.length; i++) if (isTokenVolume(volumes.at(i))) tokenVolume = i;
+  if (tokenVolume < 0) return r;
+  const sa = spec.get("serviceAccountName").str();
+  const secret = tokenSecretOf(sa.length > 0 ? sa : "default", input.ctx.localNamespace);
+  if (secret.length == 0) return Result.skip("waiting for the token secret of service account " + (sa.length > 0 ? sa : "default"));
+  // Same volume name, so every container's volumeMounts stay valid; the secret is reflected too.
+  const vol = Value.obj().set("name", volumes.at(tokenVolume).get("name"))
+    .set("secret", Value.obj().set("secretName", Value.str(secret)));
+  return r.set("/spec/volumes/" + tokenVolume.toString(), vol);
+}
+
+/** The projected volume the service-account admission plugin adds (kube-api-access-*). */
+function isTokenVolume(v: Value): bool {
+  const sources = v.get("projected").get("sources");
+  for (let i = 0; i < sources.length; i++) if (sources.at(i).has("serviceAccountToken")) return true;
+  return false;
+}
+
+function tokenSecretOf(serviceAccount: string, namespace: string): string {
+  const sa = lookup("local", "v1", "ServiceAccount", namespace, serviceAccount);
+  return sa.get("secrets").at(0).get("name").str();
+}
+
+function localPodStatus(input: Input): Result {
+  if (input.remote.isNull()) return Result.skip("remote pod absent; its ShadowPod re-creates it");
+  if (input.target == Target.Absent) return Result.skip("local pod deleted");
+  const status = input.remote.get("status");
+  const r = Result.apply();
+  const podIP = status.get("podIP").str();
+  if (podIP.length > 0) r.set("/status/podIP", Value.str(translateIp(podIP)));
+  const ips = status.get("podIPs");
+  if (ips.isArray()) {
+    const out = Value.arr();
+    for (let i = 0; i < ips.length; i++) out.push(Value.obj().set("ip", Value.str(translateIp(ips.at(i).get("ip").str()))));
+    r.set("/status/podIPs", out);
+  }
+  const vk = input.ctx.virtualKubeletIp;
+  if (vk.length > 0) {
+    r.set("/status/hostIP", Value.str(vk));
+    if (status.has("hostIPs")) r.set("/status/hostIPs", Value.arr().push(Value.obj().set("ip", Value.str(vk))));
+  }
+  const extra = input.ctx.remoteRestarts;
+  if (extra > 0) {
+    bumpRestarts(r, status.get("containerStatuses"), "/status/containerStatuses/", extra);
+    bumpRestarts(r, status.get("initContainerStatuses"), "/status/initContainerStatuses/", extra);
+  }
+  return r;
+}
+
+function bumpRestarts(r: Result, statuses: Value, base: string, extra: i64): void {
+  for (let i = 0; i < statuses.length; i++) {
+    r.set(base + i.toString() + "/restartCount", Value.num(statuses.at(i).get("restartCount").int() + extra));
+  }
+}
+
+reflector(MANIFEST, remotePod, localPodStatus);

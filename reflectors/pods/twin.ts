@@ -1,0 +1,47 @@
+import type { KubeObject } from "../../core/reflection/abi.ts";
+import { baseLocal, baseRemote } from "../../core/reflection/objects.ts";
+import { forwardGuards, without, type Twin } from "../twin-helpers.ts";
+
+const DROPPED_SPEC = ["affinity", "nodeSelector", "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy", "serviceAccountName", "serviceAccount"];
+type Volume = { name: string; projected?: { sources?: Array<Record<string, unknown>> } };
+type Status = Record<string, any>;
+
+/** `lookup` returns the local ServiceAccount by name (the host's cache look-up). */
+export function remotePodWith(lookup: (sa: string) => KubeObject | null): Twin {
+  return (local, remote, ctx) => {
+    const guard = forwardGuards(local, remote, ctx);
+    if (guard) return guard;
+    const lspec = local!.spec as Record<string, unknown>;
+    const spec: Record<string, unknown> = { ...without(lspec, DROPPED_SPEC), hostNetwork: false, hostIPC: false, hostPID: false, automountServiceAccountToken: false };
+    const volumes = (lspec.volumes as Volume[] | undefined) ?? [];
+    const idx = volumes.findLastIndex((v) => v.projected?.sources?.some((s) => "serviceAccountToken" in s));
+    if (idx >= 0) {
+      const sa = (lspec.serviceAccountName as string | undefined) || "default";
+      const secret = ((lookup(sa) as { secrets?: Array<{ name?: string }> } | null)?.secrets?.[0]?.name) ?? "";
+      if (!secret) return { decision: "skip", reason: `waiting for the token secret of service account ${sa}` };
+      spec.volumes = volumes.map((v, i) => (i === idx ? { name: v.name, secret: { secretName: secret } } : v));
+    }
+    return { decision: "apply", reason: "", object: { ...baseRemote(local!, ctx), spec } };
+  };
+}
+
+export const localPodStatus: Twin = (remote, local, ctx, translateIp = (ip) => ip) => {
+  if (!remote) return { decision: "skip", reason: "remote pod absent; its ShadowPod re-creates it" };
+  if (!local) return { decision: "skip", reason: "local pod deleted" };
+  const rs = (remote.status ?? {}) as Status;
+  const status: Status = { ...rs };
+  if (rs.podIP) status.podIP = translateIp(rs.podIP);
+  if (Array.isArray(rs.podIPs)) status.podIPs = rs.podIPs.map((p: { ip: string }) => ({ ip: translateIp(p.ip) }));
+  if (ctx.virtualKubeletIp) {
+    status.hostIP = ctx.virtualKubeletIp;
+    if (rs.hostIPs) status.hostIPs = [{ ip: ctx.virtualKubeletIp }];
+  }
+  const extra = ctx.remoteRestarts ?? 0;
+  const bump = (list: Status[] | undefined) => list?.map((c) => ({ ...c, restartCount: (c.restartCount ?? 0) + extra }));
+  if (extra > 0) {
+    if (rs.containerStatuses) status.containerStatuses = bump(rs.containerStatuses);
+    if (rs.initContainerStatuses) status.initContainerStatuses = bump(rs.initContainerStatuses);
+  }
+  const base = baseLocal(remote, ctx);
+  return { decision: "apply", reason: "", object: { apiVersion: base.apiVersion, kind: base.kind, metadata: { name: base.metadata!.name, namespace: base.metadata!.namespace }, status } };
+};

@@ -1,0 +1,117 @@
+// Per-object cost of each built-in reflector through the wasm host, against its plain
+// TypeScript twin, on the same objects in the same run; then the 1,000,000-call run that
+// shows memory stays flat. Prints numbers, asserts nothing.
+//
+// What one "call" is, for both sides: from the cached object(s) to the JSON body the engine
+// sends to the API server (server-side apply), i.e. transform + JSON.stringify of the result.
+// The transform-only numbers are printed too.
+//
+// Usage: bun tests/bench/reflector-calls.ts [--calls 1000000] [--iterations 3000] [--skip-memory]
+import type { Decision, KubeObject, ReflectionContext } from "../../core/reflection/abi.ts";
+import type { ReflectorPlugin } from "../../core/reflection/host.ts";
+import { loadBuiltin, type BuiltinName } from "../../reflectors/index.ts";
+import { remoteConfigMap } from "../../reflectors/configmaps/twin.ts";
+import { remoteEndpointSlice } from "../../reflectors/endpointslices/twin.ts";
+import { remoteIngress } from "../../reflectors/ingresses/twin.ts";
+import { localPodStatus, remotePodWith } from "../../reflectors/pods/twin.ts";
+import { remoteSecret } from "../../reflectors/secrets/twin.ts";
+import { remoteService } from "../../reflectors/services/twin.ts";
+import { localPv, remotePvc } from "../../reflectors/storage/twin.ts";
+import type { Twin } from "../../reflectors/twin-helpers.ts";
+import * as s from "../../reflectors/samples.ts";
+
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+const ITER = arg("iterations", 3000);
+const MEMORY_CALLS = arg("calls", 1_000_000);
+
+const lookup = (req: { kind: string; name: string }) => (req.kind === "ServiceAccount" && req.name === "builder" ? s.serviceAccount : null);
+const ctx: ReflectionContext = { ...s.ctx, remoteRestarts: 1 };
+
+interface Case { label: string; plugin: BuiltinName; direction: "forward" | "backward"; source: KubeObject; target: KubeObject | null; twin: Twin }
+const cases: Case[] = [
+  { label: "pods forward (4 KB pod)", plugin: "pods", direction: "forward", source: s.pod, target: null, twin: remotePodWith((sa) => lookup({ kind: "ServiceAccount", name: sa })) },
+  { label: "pods backward (status)", plugin: "pods", direction: "backward", source: s.remotePod, target: s.pod, twin: localPodStatus },
+  { label: "services forward", plugin: "services", direction: "forward", source: s.service, target: null, twin: remoteService },
+  { label: "endpointslices forward", plugin: "endpointslices", direction: "forward", source: s.endpointSlice, target: null, twin: remoteEndpointSlice },
+  { label: "ingresses forward", plugin: "ingresses", direction: "forward", source: s.ingress, target: null, twin: remoteIngress },
+  { label: "storage forward (PVC)", plugin: "storage", direction: "forward", source: s.pvc, target: null, twin: remotePvc },
+  { label: "storage backward (PV)", plugin: "storage", direction: "backward", source: s.remotePv, target: null, twin: localPv },
+  { label: "configmaps forward", plugin: "configmaps", direction: "forward", source: s.configMap, target: null, twin: remoteConfigMap },
+  { label: "secrets forward (SA token)", plugin: "secrets", direction: "forward", source: s.saSecret, target: null, twin: remoteSecret },
+];
+
+function pct(samples: number[], p: number): number {
+  const sorted = samples.slice().sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 1000;
+}
+
+const body = (d: Decision) => (d.decision === "apply" ? JSON.stringify(d.object) : "");
+
+/**
+ * Times both sides interleaved, call by call, so that both see the same machine: this host is
+ * shared, and timing one side after the other mostly measures who got the CPU.
+ */
+function measurePair(a: () => unknown, b: () => unknown): [number[], number[]] {
+  for (let i = 0; i < 500; i++) { a(); b(); } // warm-up: both sides reach the optimizing tiers
+  const ta: number[] = new Array(ITER);
+  const tb: number[] = new Array(ITER);
+  for (let i = 0; i < ITER; i++) {
+    let t0 = performance.now();
+    a();
+    ta[i] = performance.now() - t0;
+    t0 = performance.now();
+    b();
+    tb[i] = performance.now() - t0;
+  }
+  return [ta, tb];
+}
+
+const plugins = new Map<BuiltinName, ReflectorPlugin>();
+const pad = (x: string, n: number) => x.padEnd(n);
+const f1 = (n: number) => n.toFixed(1).padStart(7);
+console.log(`reflector call cost, ${ITER} calls each (interleaved), µs; wasm = built-in plugin through the host (forwardSync/backwardSync)`);
+console.log(`"apply body" = transform + JSON.stringify of the result, what the engine sends to the API server`);
+console.log(`${pad("case", 28)} ${pad("   ts p50", 9)} ${pad(" wasm p50", 9)} ${pad(" ratio", 7)} ${pad("   ts p99", 9)} ${pad(" wasm p99", 9)} | transform only: ts p50 wasm p50 ratio`);
+for (const c of cases) {
+  let p = plugins.get(c.plugin);
+  if (!p) plugins.set(c.plugin, (p = await loadBuiltin(c.plugin, { lookup })));
+  const plugin = p;
+  const call = () => (c.direction === "forward" ? plugin.forwardSync(c.source, c.target, ctx) : plugin.backwardSync(c.source, c.target, ctx));
+  const twinCall = () => c.twin(c.source, c.target, ctx, (ip) => ip);
+  const [ts, wasm] = measurePair(() => body(twinCall()), () => body(call()));
+  const [tsOnly, wasmOnly] = measurePair(twinCall, call);
+  const r = pct(wasm, 50) / pct(ts, 50);
+  const r2 = pct(wasmOnly, 50) / pct(tsOnly, 50);
+  console.log(`${pad(c.label, 28)} ${f1(pct(ts, 50))}   ${f1(pct(wasm, 50))}  ${r.toFixed(2).padStart(5)}x ${f1(pct(ts, 99))}   ${f1(pct(wasm, 99))}  | ${f1(pct(tsOnly, 50))} ${f1(pct(wasmOnly, 50))} ${r2.toFixed(2).padStart(5)}x`);
+}
+
+{
+  // The asynchronous handle API (what a drop-in would use, minus the worker) costs a few promise ticks more.
+  const plugin = plugins.get("services")!;
+  const t: number[] = [];
+  for (let i = 0; i < ITER; i++) { const t0 = performance.now(); await plugin.forward(s.service, null, ctx); t.push(performance.now() - t0); }
+  console.log(`services forward via async forward(): p50 ${f1(pct(t, 50))} µs  p99 ${f1(pct(t, 99))} µs`);
+}
+
+if (!process.argv.includes("--skip-memory")) {
+  const plugin = plugins.get("services")!;
+  const mb = (n: number) => (n / 1024 / 1024).toFixed(1);
+  console.log(`\nmemory flatness: ${MEMORY_CALLS.toLocaleString()} services forward calls on one handle`);
+  const started = performance.now();
+  const step = Math.max(1, Math.floor(MEMORY_CALLS / 10));
+  for (let i = 1; i <= MEMORY_CALLS; i++) {
+    const d = plugin.forwardSync(s.service, null, ctx);
+    if (d.decision !== "apply") throw new Error(`call ${i} answered ${d.decision}: ${d.reason}`);
+    // Yield now and then, as the engine's workers do: a due recycle is swapped in between calls.
+    if (i % 1000 === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (i % step === 0) {
+      Bun.gc(false);
+      const st = plugin.stats();
+      console.log(`  ${i.toLocaleString().padStart(10)} calls  rss ${mb(process.memoryUsage().rss).padStart(7)} MB  heap ${mb(process.memoryUsage().heapUsed).padStart(6)} MB  wasm memory ${mb(st.memoryBytes).padStart(5)} MB  recycles ${st.recycles}  ${((performance.now() - started) / i * 1000).toFixed(1)} µs/call`);
+    }
+  }
+}
+for (const p of plugins.values()) await p.close();
