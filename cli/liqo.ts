@@ -9,8 +9,10 @@ const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load()
 export const liqo = defineCommand({
   meta: { name: "liqo", version: liqoVersion, description: "liqo (on Bun) components; each role is a subcommand" },
   subCommands: {
+    auth: lazy(() => import("../core/roles/auth.ts")),
     reflection: lazy(() => import("../core/roles/reflection.ts")),
     webhook: lazy(() => import("../core/roles/webhook.ts")),
+    "network-manager": lazy(() => import("../core/roles/network-manager.ts")),
   },
 });
 

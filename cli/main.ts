@@ -11,6 +11,8 @@ export const main = defineCommand({
   subCommands: {
     version: lazy(() => import("./commands/version.ts")),
     plugin: lazy(() => import("./commands/plugin.ts")),
+    offload: lazy(() => import("./commands/offload.ts")),
+    unoffload: lazy(() => import("./commands/unoffload.ts")),
   },
 });
 
