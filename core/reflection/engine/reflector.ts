@@ -14,6 +14,7 @@ import { PluginError } from "../errors.ts";
 import { isOwnedBy, writesStatusOnly } from "../finish.ts";
 import type { ReflectorPlugin } from "../host.ts";
 import type { EventRecorder } from "./events.ts";
+import { isSubset } from "./subset.ts";
 import type { EngineMetrics } from "./metrics.ts";
 
 export interface NamespacePair {
@@ -164,6 +165,8 @@ export class Reflector {
     try {
       if (decision.decision === "apply") {
         if (target && !owned) return this.conflict(subject, target);
+        // Our own write comes back as a watch event: answering it with a no-op apply would double the writes.
+        if (target && isSubset(statusOnly ? { status: (decision.object as KubeObj).status } : decision.object, target)) return this.count("unchanged");
         await targetClient.apply(this.ref, decision.object as KubeObj, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined });
       } else if (decision.decision === "delete") {
         // Never delete what reflection did not create; with no local object there is no conflict to report.

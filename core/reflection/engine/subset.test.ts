@@ -1,0 +1,17 @@
+import { expect, test } from "bun:test";
+import { isSubset } from "./subset.ts";
+
+test.each([
+  [{ a: 1 }, { a: 1, b: 2 }, true],
+  [{ a: 1 }, { a: 2 }, false],
+  [{ a: { b: [1, { c: 2 }] } }, { a: { b: [1, { c: 2, d: 3 }] } }, true],
+  [{ a: [1, 2] }, { a: [1, 2, 3] }, false],
+  [{ a: [1] }, { a: { 0: 1 } }, false],
+  [{ a: "x" }, {}, false],
+  [{ a: undefined }, {}, true],
+  [{ a: null }, { a: null }, true],
+  [{ a: null }, {}, false],
+  [{ labels: { x: "1" } }, { labels: { x: "1", y: "2" } }, true],
+])("isSubset(%j, %j) = %p", (d, a, expected) => {
+  expect(isSubset(d, a)).toBe(expected);
+});
