@@ -12,6 +12,8 @@ export const liqo = defineCommand({
     auth: lazy(() => import("../core/roles/auth.ts")),
     reflection: lazy(() => import("../core/roles/reflection.ts")),
     webhook: lazy(() => import("../core/roles/webhook.ts")),
+    "controller-manager": lazy(() => import("../core/roles/controller-manager.ts")),
+    "virtual-kubelet": lazy(() => import("../core/roles/virtual-kubelet.ts")),
     "network-manager": lazy(() => import("../core/roles/network-manager.ts")),
   },
 });

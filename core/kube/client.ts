@@ -161,8 +161,8 @@ export class KubeClient {
     return this.request<ObjectList<T>>("GET", resourcePath(res, namespace), { query: { ...query }, signal });
   }
 
-  create<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, namespace = obj.metadata.namespace): Promise<T> {
-    return this.request<T>("POST", resourcePath(res, namespace), { body: obj, key: objectKey(obj) });
+  create<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, namespace = obj.metadata.namespace, options: { fieldManager?: string } = {}): Promise<T> {
+    return this.request<T>("POST", resourcePath(res, namespace), { body: obj, key: objectKey(obj), query: { fieldManager: options.fieldManager } });
   }
 
   replace<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, subresource?: string): Promise<T> {

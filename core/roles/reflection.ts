@@ -101,12 +101,11 @@ export default defineCommand({
     readiness.add("pairs-file", () => (pairsError ? { ok: false, reason: pairsError } : true));
     const app = createAdminApp({
       registry, readiness, logger: log,
-      views: {
-        plugins: () => engine.plugins(),
-        reflectors: () => engine.reflectors(),
-        pairs: () => engine.pairs(),
-        dropins: () => dropins?.files() ?? [],
-      },
+      statusPage: { title: `liqo reflection: ${args["local-cluster-id"]} → ${args["remote-cluster-id"]}` },
+      extensions: [(await import("./admin-views.ts")).adminViews({
+        registry, clients: { local, remote },
+        reflection: { engine, dropins, pluginDir: args["plugin-dir"] },
+      })],
     });
     const server = await startAdminServer({ app, host, port: Number(portText), logger: log });
     log.info("reflection running", { admin: server.url, pairs: initialPairs.length, builtins });

@@ -58,9 +58,15 @@ try {
 
   // Count arrivals on the remote side with informers (not list polling, which would load the API server).
   const arrived = new Set<string>();
+  // Only the objects reflected from rome: milan's own controller also makes slices for the reflected Services.
+  const expected = new Set<string>([
+    ...Array.from({ length: configMaps }, (_, i) => `ConfigMap/cm-${i}`),
+    ...Array.from({ length: services }, (_, i) => `Service/svc-${i}`),
+    ...(await local.list(Resources.endpointSlices, { namespace: "bench" })).items.map((s) => `EndpointSlice/${s.metadata.name}`),
+  ]);
   const counters = [Resources.configMaps, Resources.services, Resources.endpointSlices].map((res) => {
     const inf = createInformer({ client: remote, resource: res, namespace: "bench-rome", labelSelector: "liqo.io/managed-by=reflection" });
-    inf.on({ add: (o) => arrived.add(`${res.kind}/${o.metadata.name}`) });
+    inf.on({ add: (o) => { const k = `${res.kind}/${o.metadata.name}`; if (expected.has(k)) arrived.add(k); } });
     inf.start();
     return inf;
   });

@@ -67,6 +67,9 @@ const status = defineCommand({
         console.log(`  ${p.component.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`);
       }
     }
+    const extras = procs.filter((x) => x.cluster === "-");
+    if (extras.length) console.log("liqo processes");
+    for (const p of extras) console.log(`  ${p.component.padEnd(40)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`);
     if (procs.some((p) => !p.alive)) process.exitCode = 1;
   },
 });

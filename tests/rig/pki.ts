@@ -32,7 +32,7 @@ function key(dir: string, name: string): string {
   return path;
 }
 
-function sign(dir: string, ca: CertPair, name: string, subject: string, ext: string): CertPair {
+export function sign(dir: string, ca: CertPair, name: string, subject: string, ext: string): CertPair {
   const keyPath = key(dir, name);
   const csr = join(dir, `${name}.csr`);
   const extFile = join(dir, `${name}.ext`);
@@ -44,7 +44,7 @@ function sign(dir: string, ca: CertPair, name: string, subject: string, ext: str
 }
 
 const client = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
-const server = (sans: string[]) =>
+export const serverExt = (sans: string[]) =>
   `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sans.join(",")}\n`;
 
 export function createClusterPki(dir: string, clusterName: string, serviceIp: string): ClusterPki {
@@ -62,13 +62,13 @@ export function createClusterPki(dir: string, clusterName: string, serviceIp: st
   return {
     dir,
     ca,
-    apiserver: sign(dir, ca, "apiserver", "/CN=kube-apiserver", server(apiserverSans)),
+    apiserver: sign(dir, ca, "apiserver", "/CN=kube-apiserver", serverExt(apiserverSans)),
     kubeletClient: sign(dir, ca, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", client),
     admin: sign(dir, ca, "admin", "/O=system:masters/CN=rig-admin", client),
     controllerManager: sign(dir, ca, "controller-manager", "/CN=system:kube-controller-manager", client),
     scheduler: sign(dir, ca, "scheduler", "/CN=system:kube-scheduler", client),
     kwok: sign(dir, ca, "kwok", "/O=system:masters/CN=kwok", client),
-    kwokServing: sign(dir, ca, "kwok-serving", "/CN=kwok", server(["IP:127.0.0.1", "DNS:localhost"])),
+    kwokServing: sign(dir, ca, "kwok-serving", "/CN=kwok", serverExt(["IP:127.0.0.1", "DNS:localhost"])),
     serviceAccount: { key: saKey, pub: saPub },
   };
 }

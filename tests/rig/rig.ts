@@ -7,7 +7,7 @@ import { ensureRigBinaries } from "./binaries.ts";
 import { components, prepareCluster, startCluster, stopCluster, type ClusterState, type Progress } from "./cluster.ts";
 import { RigError } from "./errors.ts";
 import { allocatePorts } from "./ports.ts";
-import { isAlive, killGroupNow } from "./process.ts";
+import { isAlive, killGroup, killGroupNow } from "./process.ts";
 
 export interface RigOptions {
   clusters: number;
@@ -21,8 +21,16 @@ export interface RigOptions {
   progress?: Progress;
 }
 
+export interface RigProcess {
+  name: string;
+  pid: number;
+  log: string;
+}
+
 export interface Rig {
   dir: string;
+  /** Processes started on top of the clusters (liqo's roles in the quick start); stopped by down. */
+  extras?: RigProcess[];
   owner: number;
   kubeconfigDir: string;
   bin: string;
@@ -70,8 +78,17 @@ function saveRig(rig: Rig) {
 }
 
 export function rigProcesses(rig: Rig): { cluster: string; component: string; pid: number; alive: boolean }[] {
-  return rig.clusters.flatMap((c) =>
-    components.filter((k) => c.pids[k]).map((k) => ({ cluster: c.name, component: k, pid: c.pids[k]!, alive: isAlive(c.pids[k]!) })));
+  const extras = (rig.extras ?? []).map((p) => ({ cluster: "-", component: p.name, pid: p.pid, alive: isAlive(p.pid) }));
+  return [...extras, ...rig.clusters.flatMap((c) =>
+    components.filter((k) => c.pids[k]).map((k) => ({ cluster: c.name, component: k, pid: c.pids[k]!, alive: isAlive(c.pids[k]!) })))];
+}
+
+/** Records a process started on top of the rig, so `rig down` stops it too. */
+export function addRigProcess(dir: string, proc: RigProcess): void {
+  const rig = loadRig(dir);
+  if (!rig) throw new RigError(`no rig in ${dir}`);
+  rig.extras = [...(rig.extras ?? []), proc];
+  saveRig(rig);
 }
 
 export async function rigUp(options: RigOptions): Promise<Rig> {
@@ -125,6 +142,8 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
     rmSync(dir, { recursive: true, force: true });
     return [];
   }
+  // liqo's processes first: they talk to the clusters, which must outlive them.
+  await Promise.all((rig.extras ?? []).map((p) => killGroup(p.pid)));
   await Promise.all(rig.clusters.map((c) => stopCluster(c)));
   const left = rigProcesses(rig).filter((p) => p.alive);
   if (left.length) {

@@ -167,6 +167,12 @@ export class Reflector {
         if (target && !owned) return this.conflict(subject, target);
         // Our own write comes back as a watch event: answering it with a no-op apply would double the writes.
         if (target && isSubset(statusOnly ? { status: (decision.object as KubeObj).status } : decision.object, target)) return this.count("unchanged");
+        if (!target && !statusOnly) {
+          // A create costs the API server less than an apply; later changes go through apply.
+          const created = await targetClient.create(this.ref, decision.object as KubeObj, undefined, { fieldManager: this.deps.fieldManager })
+            .then(() => true, (err) => { if (err instanceof KubeApiError && err.status === 409) return false; throw err; });
+          if (created) return this.count("apply");
+        }
         await targetClient.apply(this.ref, decision.object as KubeObj, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined });
       } else if (decision.decision === "delete") {
         // Never delete what reflection did not create; with no local object there is no conflict to report.

@@ -1,0 +1,107 @@
+// `liqo network-manager`: IPAM (persisted in IpamStorage), NetworkConfig exchange, TunnelEndpoints
+// and NatMappings. Until the peering controller drives it, peers come from a YAML file that is
+// re-read when it changes. Serves the admin API: readiness, metrics, and the ipam,
+// networkconfigs, tunnelendpoints and peers views.
+import { defineCommand } from "citty";
+import { existsSync, readFileSync, watch } from "node:fs";
+import { CliError } from "../../cli/errors.ts";
+import { createAdminApp, createReadiness, startAdminServer } from "../admin/index.ts";
+import { createKubeClient } from "../kube/client.ts";
+import { createLogger } from "../log.ts";
+import { createRegistry } from "../metrics/index.ts";
+import { createNetworkManager, networkManagerViews, parsePeers, PeersFileError } from "../../netfabric/manager/index.ts";
+import { IpamError, parseIpv4 } from "../../netfabric/ipam/index.ts";
+import type { Peer } from "../../netfabric/manager/forge.ts";
+
+function readPeersFile(path: string): Peer[] {
+  if (!existsSync(path)) throw new CliError(`peers file ${path} does not exist`);
+  try {
+    return parsePeers(readFileSync(path, "utf8"), `peers file ${path}`);
+  } catch (err) {
+    if (err instanceof PeersFileError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+/** host:port → parts; the port must be 1-65535 unless `allowZero`. */
+export function parseAddress(flag: string, value: string, allowZero = false): { host: string; port: number } {
+  const [host, portText] = value.split(/:(?=\d+$)/);
+  const port = Number(portText);
+  if (!host || portText === undefined || !Number.isInteger(port) || port > 65535 || port < (allowZero ? 0 : 1)) {
+    throw new CliError(`--${flag} must be host:port, got ${JSON.stringify(value)}`);
+  }
+  return { host, port };
+}
+
+export default defineCommand({
+  meta: { name: "network-manager", description: "IPAM, NetworkConfig exchange and TunnelEndpoints for every peering" },
+  args: {
+    kubeconfig: { type: "string", description: "kubeconfig of the cluster (default: KUBECONFIG, ~/.kube/config)" },
+    context: { type: "string", description: "context in the kubeconfig" },
+    "liqo-namespace": { type: "string", default: "liqo", description: "namespace of the gateway's WireGuard key Secret" },
+    "pod-cidr": { type: "string", required: true, description: "the cluster's pod CIDR" },
+    "service-cidr": { type: "string", required: true, description: "the cluster's service CIDR" },
+    "external-cidr": { type: "string", description: "the external CIDR (default: a free network of the pod CIDR's size from the pools)" },
+    "reserved-subnets": { type: "string", default: "", description: "comma-separated networks never given to peers" },
+    "gateway-endpoint": { type: "string", required: true, description: "ip:port where peers reach this cluster's gateway" },
+    "peers-file": { type: "string", required: true, description: "YAML file: peers: [{remoteClusterId, remoteClusterName, tenantNamespace}], re-read on change" },
+    "admin-address": { type: "string", default: "127.0.0.1:8091", description: "host:port of the admin API (port 0 picks one)" },
+  },
+  async run({ args }) {
+    const log = createLogger({ role: "network-manager" });
+    const admin = parseAddress("admin-address", args["admin-address"], true);
+    const gateway = parseAddress("gateway-endpoint", args["gateway-endpoint"]);
+    try {
+      parseIpv4(gateway.host, "--gateway-endpoint");
+    } catch (err) {
+      throw new CliError(`${(err as Error).message}; the gateway endpoint is an IPv4 address and a port, e.g. 172.18.0.2:5871`);
+    }
+    const reserved = args["reserved-subnets"].split(",").map((s) => s.trim()).filter(Boolean);
+    const peers = readPeersFile(args["peers-file"]);
+    const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
+    const registry = createRegistry();
+    let manager;
+    try {
+      manager = createNetworkManager({
+        client, registry, logger: log, liqoNamespace: args["liqo-namespace"], peers,
+        ipam: { podCidr: args["pod-cidr"], serviceCidr: args["service-cidr"], externalCidr: args["external-cidr"], reserved },
+        gatewayEndpoint: { ip: gateway.host, port: gateway.port },
+      });
+      await manager.start();
+    } catch (err) {
+      if (err instanceof IpamError) throw new CliError(err.message);
+      throw err;
+    }
+
+    let peersError: string | undefined;
+    const watcher = watch(args["peers-file"], () => {
+      try {
+        manager.setPeers(readPeersFile(args["peers-file"]));
+        peersError = undefined;
+      } catch (err) {
+        peersError = (err as Error).message;
+        log.error("peers file rejected; keeping the previous peers", { err });
+      }
+    });
+
+    const readiness = createReadiness();
+    readiness.add("caches-synced", () => manager.synced() || { ok: false, reason: "informers are still listing" });
+    readiness.add("peers-file", () => (peersError ? { ok: false, reason: peersError } : true));
+    const app = createAdminApp({
+      registry, readiness, logger: log,
+      statusPage: { title: "liqo network-manager" },
+      extensions: [networkManagerViews(manager)],
+    });
+    const server = await startAdminServer({ app, host: admin.host, port: admin.port, logger: log });
+    log.info("network manager running", { admin: server.url, peers: peers.length });
+    console.log(`admin API on ${server.url}`);
+
+    await new Promise<void>((resolve) => {
+      for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => resolve());
+    });
+    log.info("stopping");
+    watcher.close();
+    await server.stop();
+    await manager.stop();
+  },
+});
