@@ -95,16 +95,16 @@ describe("bad input", () => {
   test("a body that is not JSON is a 400 saying what is expected", async () => {
     const res = await post("{nope");
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toContain("AdmissionReview");
+    expect(((await res.json()) as { message: string }).message).toContain("AdmissionReview");
   });
   test("a review without a request is a 400 naming the field", async () => {
     const res = await post(JSON.stringify({ apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview" }));
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toContain("request");
+    expect(((await res.json()) as { message: string }).message).toContain("request");
   });
   test("an unknown path is a 404 naming the right one", async () => {
     const res = await fetch(`${webhook.url}/mutate/nodes`, { method: "POST", body: "{}", tls: { rejectUnauthorized: false } } as RequestInit);
     expect(res.status).toBe(404);
-    expect((await res.json()).message).toContain("/mutate/pods");
+    expect(((await res.json()) as { message: string }).message).toContain("/mutate/pods");
   });
 });
