@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The main job: set-up, then the quick start (for now: two local clusters, rome and milan, with kubectl access; peering and offloading land with their issues).
+# The main job: set-up, then Liqo's quick start on two local clusters (rome and milan).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh
-exec node_modules/.bin/bun tests/rig/cli.ts up --clusters 2 --names rome,milan --nodes 2 "$@"
+if [[ -f "${LIQO_RIG_DIR:-/tmp/liqo-rig}/rig.json" ]]; then
+  echo "[quickstart] a rig from an earlier run exists; stopping it first" >&2
+  node_modules/.bin/bun tests/rig/cli.ts down >&2
+fi
+exec node_modules/.bin/bun tests/quickstart/quickstart.ts "$@"

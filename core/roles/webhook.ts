@@ -4,7 +4,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { CliError } from "../../cli/errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
+import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { registerPodWebhook, startPodWebhook } from "../webhook/server.ts";
+import { serveAdmin } from "./shared.ts";
 
 export default defineCommand({
   meta: { name: "webhook", description: "Serve the pod mutating webhook that applies pod offloading strategies" },
@@ -19,6 +21,7 @@ export default defineCommand({
     "service-namespace": { type: "string", default: "liqo", description: "namespace of the webhook Service (in-cluster registration)" },
     "service-name": { type: "string", default: "liqo-webhook", description: "name of the webhook Service" },
     "failure-policy": { type: "string", default: "Fail", description: "Fail (default: pods wait for the webhook) or Ignore" },
+    "admin-address": { type: "string", default: "127.0.0.1:8083", description: "host:port of the admin API" },
   },
   async run({ args }) {
     for (const f of [args["tls-cert-file"], args["tls-key-file"], args["ca-file"]].filter(Boolean) as string[]) {
@@ -36,9 +39,13 @@ export default defineCommand({
         ? { url: args["register-url"], caBundle }
         : { service: { namespace: args["service-namespace"], name: args["service-name"], port: 443 }, caBundle }, args["failure-policy"] as "Fail" | "Ignore");
     }
-    log.info("webhook serving", { url: webhook.url });
+    const registry = createRegistry();
+    registerProcessMetrics(registry);
+    const admin = await serveAdmin({ address: args["admin-address"], registry, logger: log, views: { webhook: () => ({ url: webhook.url }) }, checks: {} });
+    log.info("webhook serving", { url: webhook.url, admin: admin.url });
     console.log(`webhook on ${webhook.url}`);
     await new Promise<void>((resolve) => { for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => resolve()); });
+    await admin.stop();
     await webhook.stop();
   },
 });
