@@ -52,6 +52,8 @@ function textError(res: ServerResponse, status: number, message: string) {
 }
 
 function rejectUpgrade(socket: Duplex, status: number, reason: string, message: string) {
+  // The answer is final: once it is out, the connection goes (a peer may keep it open otherwise).
+  socket.once("finish", () => socket.destroy());
   socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(message) + 1}\r\nconnection: close\r\n\r\n${message}\n`);
 }
 
@@ -116,6 +118,8 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     stats.requests++;
+    upgraded.add(socket);
+    socket.once("close", () => upgraded.delete(socket));
     const tlsSocket = socket as TLSSocket;
     if (!tlsSocket.authorized) {
       stats.unauthorized++;
@@ -140,8 +144,6 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
       return rejectUpgrade(socket, e.status || 500, e.status === 404 ? "Not Found" : "Internal Server Error", e.message);
     }
     stats.execs++;
-    upgraded.add(socket);
-    socket.once("close", () => upgraded.delete(socket));
     serveExecUpgrade(socket, head, options.remote, target, exec, log.child({ pod: `${route.namespace}/${route.pod}` }));
   }
 
@@ -152,6 +154,12 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     requestCert: true, rejectUnauthorized: false,
   }, (req, res) => void onRequest(req, res));
   server.on("upgrade", (req, socket, head) => void onUpgrade(req, socket, head));
+  // Every connection, so close() can end long log streams and idle keep-alives at once.
+  const connections = new Set<Duplex>();
+  server.on("secureConnection", (socket: Duplex) => {
+    connections.add(socket);
+    socket.once("close", () => connections.delete(socket));
+  });
   // Log streams and exec sessions stay open as long as the user wants.
   server.timeout = 0;
   server.requestTimeout = 0;
@@ -170,7 +178,7 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     url: `https://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
     stats,
     close: () => new Promise<void>((done) => {
-      for (const s of upgraded) s.destroy();
+      for (const s of [...upgraded, ...connections]) s.destroy();
       server.closeAllConnections?.();
       server.close(() => done());
     }),
