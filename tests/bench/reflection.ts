@@ -53,7 +53,8 @@ try {
   while ((await slices()) < services) await Bun.sleep(500);
   const total = configMaps + services + (await slices());
 
-  const engine = createReflectionEngine({ local, remote, localClusterId: "rome-id", remoteClusterId: "milan-id", workers: 8 });
+  // 16 workers per reflector: the same concurrency as the raw writer, so the ratio compares like with like.
+  const engine = createReflectionEngine({ local, remote, localClusterId: "rome-id", remoteClusterId: "milan-id", workers: 16 });
   for (const b of ["configmaps", "services", "endpointslices"] as const) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: b });
 
   // Count arrivals on the remote side with informers (not list polling, which would load the API server).
@@ -72,7 +73,7 @@ try {
   });
   await Promise.all(counters.map((c) => c.waitForSync()));
 
-  heading(`reflection (${total} objects: ConfigMaps, Services, EndpointSlices; 8 workers per reflector)`);
+  heading(`reflection (${total} objects: ConfigMaps, Services, EndpointSlices; 16 workers per reflector)`);
   const cpu0 = process.cpuUsage();
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => { peakRss = Math.max(peakRss, process.memoryUsage().rss); }, 100);
