@@ -135,6 +135,19 @@ describe("built-in reflectors", () => {
     expect(await remoteGet(Resources.configMaps, "shop-rome", "taken")).toBeDefined();
   });
 
+  test("a foreign object created at the same moment as ours is never overwritten, whatever the cache saw", async () => {
+    const names = Array.from({ length: 10 }, (_, i) => `race-${i}`);
+    await Promise.all(names.flatMap((n) => [
+      remote.create(Resources.configMaps, { metadata: { name: n, namespace: "shop-rome" }, data: { owner: "milan" } }),
+      local.create(Resources.configMaps, { metadata: { name: n, namespace: "shop" }, data: { owner: "rome" } }),
+    ]));
+    await waitFor("every racing object to be handled", async () => {
+      const evs = await local.list<any>(Resources.events, { namespace: "shop" });
+      return names.every((n) => evs.items.some((e) => e.reason === "ReflectionConflict" && e.involvedObject.name === n));
+    });
+    for (const n of names) expect(((await remoteGet(Resources.configMaps, "shop-rome", n)) as any).data).toEqual({ owner: "milan" });
+  });
+
   test("removing the namespace pair stops reflection for it", async () => {
     await engine.removeNamespacePair("shop");
     await local.create(Resources.configMaps, { metadata: { name: "after-unpair", namespace: "shop" } });

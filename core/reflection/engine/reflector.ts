@@ -4,7 +4,7 @@
 // Event when a user should know. Keys are `<local namespace>/<name>` (just `<name>` for
 // cluster-scoped kinds): the remote copy keeps the local object's name.
 import type { KubeClient } from "../../kube/client.ts";
-import { KubeApiError } from "../../kube/errors.ts";
+import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
 import type { KubeObject as KubeObj, ResourceRef } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
@@ -145,9 +145,11 @@ export class Reflector {
         : await this.plugin.backward(source as KubeObject | null, target as KubeObject | null, ctx);
     } catch (err) {
       this.countError("plugin");
-      if (err instanceof PluginError && err.quarantines) {
-        this.deps.onQuarantine(this, err.message);
-        if (subject) this.deps.events.warning(subject, "ReflectionPluginQuarantined", err.message);
+      // "quarantined": another call tripped it first (calls run concurrently); this object is stuck all the same.
+      if (err instanceof PluginError && (err.quarantines || err.code === "quarantined")) {
+        const reason = this.plugin.quarantineReason ?? err.message;
+        this.deps.onQuarantine(this, reason);
+        if (subject) this.deps.events.warning(subject, "ReflectionPluginQuarantined", `${this.resource.kind} not reflected: ${reason}`);
         return;
       }
       if (err instanceof PluginError) {
@@ -168,12 +170,22 @@ export class Reflector {
         // Our own write comes back as a watch event: answering it with a no-op apply would double the writes.
         if (target && isSubset(statusOnly ? { status: (decision.object as KubeObj).status } : decision.object, target)) return this.count("unchanged");
         if (!target && !statusOnly) {
-          // A create costs the API server less than an apply; later changes go through apply.
-          const created = await targetClient.create(this.ref, decision.object as KubeObj, undefined, { fieldManager: this.deps.fieldManager })
-            .then(() => true, (err) => { if (err instanceof KubeApiError && err.status === 409) return false; throw err; });
-          if (created) return this.count("apply");
+          // Create, never apply, when our cache sees nothing: an apply would take over an object someone
+          // else just made. AlreadyExists means the cache lags; look again once it has caught up.
+          await targetClient.create(this.ref, decision.object as KubeObj, undefined, { fieldManager: this.deps.fieldManager }).catch((err) => {
+            if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} appeared in the destination before our cache saw it`);
+            throw err;
+          });
+          return this.count("apply");
         }
-        await targetClient.apply(this.ref, decision.object as KubeObj, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined });
+        // The cached resourceVersion is a precondition: if the object changed hands meanwhile, the apply fails.
+        const body = { ...(decision.object as KubeObj) };
+        if (target && !statusOnly) body.metadata = { ...body.metadata, resourceVersion: target.metadata.resourceVersion };
+        await targetClient.apply(this.ref, body, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined })
+          .catch((err) => {
+            if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
+            throw err;
+          });
       } else if (decision.decision === "delete") {
         // Never delete what reflection did not create; with no local object there is no conflict to report.
         if (!target || statusOnly || !owned) return this.count("skip");
@@ -183,6 +195,7 @@ export class Reflector {
       }
       this.count(decision.decision);
     } catch (err) {
+      if (err instanceof RetryAfterError) throw err;
       if (err instanceof KubeApiError && err.conflict && decision.decision === "delete") return; // replaced meanwhile: the informer brings the new one
       this.countError("api");
       if (subject && err instanceof KubeApiError) {
