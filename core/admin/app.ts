@@ -7,10 +7,11 @@ import { silentLogger, type Logger } from "../log.ts";
 import { createRegistry, PROMETHEUS_CONTENT_TYPE, registerProcessMetrics, type Registry } from "../metrics/index.ts";
 import { createAuthMiddleware, type AdminAuthOptions, type AdminEnv } from "./auth.ts";
 import { createErrorHandler, notFound, parseInput, ProblemError } from "./problem.ts";
+import { mergeExtensions, type AdminExtension, type View } from "./extensions.ts";
 import { CHECK_NAME_PATTERN, createReadiness, type CheckResult, type Readiness } from "./readiness.ts";
+import { createStatusPageHandler, type StatusPageOptions } from "./status-page.ts";
 
-/** A JSON view of a role's state, e.g. the peerings it knows; gets the query string, returns JSON-able data. */
-export type View = (request: { query: Record<string, string> }) => unknown | Promise<unknown>;
+export type { View } from "./extensions.ts";
 
 export interface AdminAppOptions {
   /** The role's metrics; a fresh registry when absent. */
@@ -21,16 +22,26 @@ export interface AdminAppOptions {
   auth?: AdminAuthOptions;
   /** Served at GET /views/<name>; listed at GET /views. */
   views?: Record<string, View>;
+  /** Components' views, status sections and routes (see extensions.ts); merged with `views`. */
+  extensions?: AdminExtension[];
+  /** The HTML status page at GET / and /status; `false` leaves it out. */
+  statusPage?: StatusPageOptions | false;
   logger?: Logger;
 }
 
 export type AdminApp = Hono<AdminEnv>;
 
 const apps = new WeakSet<object>();
+const bodyLimits = new WeakMap<object, number>();
 
 /** True when the app was built with auth, so the server does not stack a second layer. */
 export function hasBuiltInAuth(app: object): boolean {
   return apps.has(app);
+}
+
+/** The largest request body one of the app's routes accepts (0 when none declared one). */
+export function requiredBodyBytes(app: object): number {
+  return bodyLimits.get(app) ?? 0;
 }
 
 const VIEW_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -64,7 +75,8 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
   const registry = options.registry ?? createRegistry({ logger });
   if (options.processMetrics !== false && !registry.has("process_cpu_seconds_total")) registerProcessMetrics(registry);
   const readiness = options.readiness ?? createReadiness({ logger });
-  const views = new Map(Object.entries(options.views ?? {}));
+  const extra = mergeExtensions([{ views: options.views }, ...(options.extensions ?? [])]);
+  const views = new Map(Object.entries(extra.views));
   for (const [name, view] of views) {
     if (!VIEW_NAME.test(name)) throw new TypeError(`view name ${JSON.stringify(name)} must be lowercase letters, digits and "-"`);
     if (typeof view !== "function") throw new TypeError(`view ${name} must be a function`);
@@ -77,6 +89,7 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
     app.use("*", createAuthMiddleware(options.auth));
     apps.add(app);
   }
+  if (extra.maxRequestBodyBytes > 0) bodyLimits.set(app, extra.maxRequestBodyBytes);
 
   app.get("/healthz", (c) => c.json({ status: "ok" }, 200, { "cache-control": "no-store" }));
 
@@ -120,6 +133,20 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
     }
     return c.json(data === undefined ? null : data);
   });
+
+  if (options.statusPage !== false) {
+    const page = createStatusPageHandler({
+      title: options.statusPage?.title ?? "liqo",
+      refreshSeconds: options.statusPage?.refreshSeconds ?? 2,
+      sections: extra.status,
+      views,
+      readiness,
+      logger,
+    });
+    app.get("/", page);
+    app.get("/status", page);
+  }
+  for (const [path, sub] of Object.entries(extra.routes)) app.route(path, sub);
 
   return app;
 }

@@ -1,5 +1,9 @@
 // Public surface of the admin HTTP base; roles import from here only.
 export { createAdminApp, type AdminApp, type AdminAppOptions, type View } from "./app.ts";
+export { mergeExtensions, type AdminExtension, type StatusSection, type StatusColumn, type ColumnFormat } from "./extensions.ts";
+export type { StatusPageOptions } from "./status-page.ts";
+export { escapeHtml } from "./status-page-html.ts";
+export { readBodyLimited } from "./body.ts";
 export { startAdminServer, isLoopbackHost, type AdminServer, type AdminServerOptions, type AdminTlsOptions } from "./server.ts";
 export { createReadiness, type Readiness, type ReadinessCheck, type ReadinessReport, type CheckResult, type CheckAnswer } from "./readiness.ts";
 export {
@@ -13,3 +17,4 @@ export {
   type AdminEnv,
 } from "./auth.ts";
 export { ProblemError, problemResponse, parseInput, problemType, PROBLEM_CONTENT_TYPE, type ProblemInit } from "./problem.ts";
+export { byLabel, sumCounter, summarizeHistogram, bucketQuantile, type LatencySummary } from "./metric-summary.ts";

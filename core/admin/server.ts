@@ -3,7 +3,7 @@
 import { Hono } from "hono";
 import * as v from "valibot";
 import { silentLogger, type Logger } from "../log.ts";
-import { hasBuiltInAuth } from "./app.ts";
+import { hasBuiltInAuth, requiredBodyBytes } from "./app.ts";
 import { AdminConfigError, createAuthMiddleware, type AdminAuthOptions, type AdminEnv } from "./auth.ts";
 import { createErrorHandler, notFound } from "./problem.ts";
 
@@ -27,7 +27,7 @@ export interface AdminServerOptions {
   auth?: AdminAuthOptions;
   /** Allow a non-loopback host without any token auth, e.g. behind an authenticating proxy. */
   allowAnonymous?: boolean;
-  /** Largest request body accepted (default 1 MiB): admin requests are small. */
+  /** Largest request body accepted (default 1 MiB, or what the app's routes declared when more, e.g. plugin uploads). */
   maxRequestBodySize?: number;
   logger?: Logger;
 }
@@ -69,7 +69,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     host,
     port: options.port,
     tls: options.tls,
-    maxRequestBodySize: options.maxRequestBodySize ?? 1 << 20,
+    // Twice the routes' own limit: up to there the route answers an oversized body with a problem
+    // naming its limit; beyond it Bun refuses with a bare 413 before any handler runs.
+    maxRequestBodySize: options.maxRequestBodySize ?? Math.max(1 << 20, 2 * requiredBodyBytes(options.app)),
   });
   if (!checked.success) {
     const issues = checked.issues.map((i) => `${v.getDotPath(i) ?? "options"}: ${i.message}`);
