@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { PluginError } from "./errors.ts";
-import { loadPlugin, type Trust } from "./host.ts";
+import { BUILTIN_OVERRUNS_TO_QUARANTINE, loadPlugin, type Trust } from "./host.ts";
 import { validatePlugin } from "./validate.ts";
 
 const fixture = (name: string) => Bun.file(wasmPath(`fixture-${name}`)).bytes();
@@ -99,5 +99,45 @@ describe("validatePlugin (drop-in files)", () => {
   test("refuses a plugin whose trial call misbehaves", async () => {
     const v = await validatePlugin(await fixture("badjson"));
     expect(!v.ok && v.problems.join()).toContain("invalid JSON");
+  });
+});
+
+describe("time budget of built-ins (checked after the call)", () => {
+  // A clock that says every call took a full second: the plugin is slow as far as the host can tell.
+  const slowClock = () => { let t = 0; return { now: () => (t += 1000) }; };
+
+  test(`a slow call is tolerated; ${BUILTIN_OVERRUNS_TO_QUARANTINE} in a row quarantine`, async () => {
+    const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock: slowClock() });
+    try {
+      for (let i = 1; i < BUILTIN_OVERRUNS_TO_QUARANTINE; i++) {
+        const d = await p.forward(cm, null, ctx);
+        expect(d.decision).toBe("apply");
+        expect(p.state).toBe("ready");
+      }
+      const err = await p.forward(cm, null, ctx).catch((e) => e);
+      expect(err.code).toBe("timeout");
+      expect(err.message).toContain(`${BUILTIN_OVERRUNS_TO_QUARANTINE} calls in a row`);
+      expect(p.state).toBe("quarantined");
+    } finally {
+      await p.close();
+    }
+  });
+
+  test("a fast call in between resets the count", async () => {
+    let t = 0;
+    let slow = true;
+    const clock = { now: () => (t += slow ? 1000 : 1) };
+    const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock });
+    try {
+      for (let round = 0; round < 3; round++) {
+        slow = true;
+        for (let i = 1; i < BUILTIN_OVERRUNS_TO_QUARANTINE; i++) await p.forward(cm, null, ctx);
+        slow = false;
+        await p.forward(cm, null, ctx);
+      }
+      expect(p.state).toBe("ready");
+    } finally {
+      await p.close();
+    }
   });
 });

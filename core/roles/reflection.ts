@@ -85,7 +85,15 @@ export default defineCommand({
       for (const p of pairs) await engine.addNamespacePair(p);
     }
     await syncPairs(initialPairs);
-    watch(args["pairs-file"], () => {
+    // Editors and `kubectl cp` write in steps: wait for the file to settle, and re-read it now and
+    // then too (a ConfigMap volume swaps a symlink, which a watch can miss).
+    let lastText = readFileSync(args["pairs-file"], "utf8");
+    let settle: ReturnType<typeof setTimeout> | undefined;
+    const reload = () => {
+      let text: string;
+      try { text = readFileSync(args["pairs-file"], "utf8"); } catch { return; }
+      if (text === lastText) return;
+      lastText = text;
       try {
         const pairs = readPairsFile(args["pairs-file"]);
         pairsError = undefined;
@@ -94,7 +102,12 @@ export default defineCommand({
         pairsError = (err as Error).message;
         log.error("pairs file rejected; keeping the previous pairs", { err });
       }
+    };
+    watch(args["pairs-file"], () => {
+      clearTimeout(settle);
+      settle = setTimeout(reload, 200);
     });
+    setInterval(reload, 5000);
 
     const readiness = createReadiness();
     readiness.add("caches-synced", () => engine.synced() || { ok: false, reason: "reflector caches are still listing" });
