@@ -25,7 +25,10 @@ const AdmissionReview = v.object({
   }, "request is required"),
 });
 
-type Offloading = KubeObject & { spec?: { podOffloadingStrategy?: PodOffloadingStrategy; clusterSelector?: { nodeSelectorTerms?: SelectorTerm[] } } };
+type Offloading = KubeObject & {
+  spec?: { podOffloadingStrategy?: PodOffloadingStrategy; clusterSelector?: { nodeSelectorTerms?: SelectorTerm[] } };
+  status?: { offloadingPhase?: string };
+};
 
 export interface PodWebhook {
   readonly url: string;
@@ -62,8 +65,19 @@ export async function startPodWebhook(o: { client: KubeClient; tls: { cert: stri
         apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview",
         response: { uid: request.uid, allowed: true, ...(patch?.length ? { patchType: "JSONPatch", patch: Buffer.from(JSON.stringify(patch)).toString("base64") } : {}) },
       });
-      const nso = request.namespace ? offloadings.get(`${request.namespace}/${DEFAULT_NAMESPACE_OFFLOADING_NAME}`) : undefined;
-      if (request.operation !== "CREATE" || !nso || nso.metadata.deletionTimestamp) return allow();
+      const deny = (message: string) => Response.json({
+        apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview",
+        response: { uid: request.uid, allowed: false, status: { code: 403, reason: "Forbidden", message } },
+      });
+      if (request.operation !== "CREATE") return allow();
+      const ns = request.namespace ?? "";
+      const nso = offloadings.get(`${ns}/${DEFAULT_NAMESPACE_OFFLOADING_NAME}`);
+      // Only namespaces labelled liqo.io/scheduling-enabled=true reach the webhook. Until their
+      // offloading is set up a pod could land anywhere, so it is refused, as Liqo documents;
+      // controllers (Deployments, Jobs) create it again moments later.
+      if (!nso) return deny(`namespace ${ns} is labelled liqo.io/scheduling-enabled=true but is not offloaded: pods are refused until it is (liqoctl offload namespace ${ns}), or remove the label`);
+      if (nso.metadata.deletionTimestamp) return allow();
+      if (!nso.status?.offloadingPhase) return deny(`the offloading of namespace ${ns} is being set up; pods are refused until its NamespaceOffloading has a phase (kubectl get namespaceoffloading -n ${ns})`);
       const spec = request.object.spec ?? {};
       const strategy = nso.spec?.podOffloadingStrategy ?? "LocalAndRemote";
       const mutated = mutatePodSpec(spec, strategy, nso.spec?.clusterSelector?.nodeSelectorTerms ?? []);

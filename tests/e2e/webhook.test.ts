@@ -29,6 +29,8 @@ async function offloadedNamespace(name: string, strategy: string, clusterSelecto
     apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name: "offloading", namespace: name },
     spec: { namespaceMappingStrategy: "DefaultName", podOffloadingStrategy: strategy, clusterSelector: clusterSelector ?? { nodeSelectorTerms: [] } },
   });
+  // What the NamespaceOffloading controller (not running in this test) would report.
+  await client.mergePatch(NamespaceOffloadingResource, "offloading", name, { status: { offloadingPhase: "Ready" } }, "status");
 }
 
 const pod = (name: string, namespace: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace }, spec: { containers: [{ name: "c", image: "nginx" }] } });
@@ -49,6 +51,7 @@ beforeAll(async () => {
   await offloadedNamespace("local-only", "Local");
   await offloadedNamespace("north", "LocalAndRemote", { nodeSelectorTerms: [{ matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["north"] }] }] });
   await client.create(Resources.namespaces, { metadata: { name: "untouched" } });
+  await client.create(Resources.namespaces, { metadata: { name: "labelled-only", labels: { "liqo.io/scheduling-enabled": "true" } } });
 }, 600_000);
 
 afterAll(async () => {
@@ -87,6 +90,31 @@ describe("pod offloading strategies through the webhook", () => {
     const p = await client.create<Pod>(Resources.pods, pod("d", "untouched"));
     expect(p.spec.affinity).toBeUndefined();
     expect((p.spec.tolerations ?? []).some((t: any) => t.key === "virtual-node.liqo.io/not-allowed")).toBe(false);
+  });
+});
+
+describe("namespaces labelled for scheduling before their offloading is ready", () => {
+  test("a pod is refused with a message saying why and what to do", async () => {
+    const err = await client.create(Resources.pods, pod("early", "labelled-only")).catch((e) => e);
+    expect(err.status).toBe(403);
+    expect(err.message).toContain("not offloaded");
+    expect(err.message).toContain("liqoctl offload namespace labelled-only");
+    expect(await client.find(Resources.pods, "early", "labelled-only")).toBeUndefined();
+  });
+
+  test("once the NamespaceOffloading has a phase, the same pod is accepted and mutated", async () => {
+    await client.create(NamespaceOffloadingResource, {
+      apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name: "offloading", namespace: "labelled-only" },
+      spec: { namespaceMappingStrategy: "DefaultName", podOffloadingStrategy: "Remote", clusterSelector: { nodeSelectorTerms: [] } },
+    });
+    const pending = await waitFor("a refusal while the offloading is being set up", async () => {
+      const e = await client.create(Resources.pods, pod("early", "labelled-only")).catch((x) => x);
+      return e?.message?.includes("being set up") ? e : undefined;
+    });
+    expect(pending.status).toBe(403);
+    await client.mergePatch(NamespaceOffloadingResource, "offloading", "labelled-only", { status: { offloadingPhase: "Ready" } }, "status");
+    const p = await waitFor("the pod to be accepted", async () => client.create<Pod>(Resources.pods, pod("early", "labelled-only")).catch(() => undefined));
+    expect(terms(p)).toEqual([{ matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] }]);
   });
 });
 
