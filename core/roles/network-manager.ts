@@ -3,7 +3,8 @@
 // re-read when it changes. Serves the admin API: readiness, metrics, and the ipam,
 // networkconfigs, tunnelendpoints and peers views.
 import { defineCommand } from "citty";
-import { existsSync, readFileSync, watch } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { watchConfigFile } from "./shared.ts";
 import { CliError } from "../../cli/errors.ts";
 import { createAdminApp, createReadiness, startAdminServer } from "../admin/index.ts";
 import { createKubeClient } from "../kube/client.ts";
@@ -74,7 +75,7 @@ export default defineCommand({
     }
 
     let peersError: string | undefined;
-    const watcher = watch(args["peers-file"], () => {
+    const stopWatching = watchConfigFile(args["peers-file"], () => {
       try {
         manager.setPeers(readPeersFile(args["peers-file"]));
         peersError = undefined;
@@ -100,7 +101,7 @@ export default defineCommand({
       for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => resolve());
     });
     log.info("stopping");
-    watcher.close();
+    stopWatching();
     await server.stop();
     await manager.stop();
   },

@@ -2,7 +2,7 @@
 // kubelet and the offloading controller drive it, namespace pairs come from a file that is
 // re-read when it changes. Serves the admin API: readiness (caches synced), metrics, and views.
 import { defineCommand } from "citty";
-import { existsSync, readFileSync, watch } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import * as v from "valibot";
 import { createAdminApp, createReadiness, startAdminServer } from "../admin/index.ts";
 import { createKubeClient } from "../kube/client.ts";
@@ -13,6 +13,7 @@ import { watchPluginDir } from "../reflection/engine/dropins.ts";
 import type { NamespacePair } from "../reflection/engine/reflector.ts";
 import { builtinWasm, isBuiltinName } from "../../reflectors/index.ts";
 import { CliError } from "../../cli/errors.ts";
+import { watchConfigFile } from "./shared.ts";
 
 const DEFAULT_BUILTINS = "configmaps,secrets,services,endpointslices,ingresses";
 
@@ -85,15 +86,7 @@ export default defineCommand({
       for (const p of pairs) await engine.addNamespacePair(p);
     }
     await syncPairs(initialPairs);
-    // Editors and `kubectl cp` write in steps: wait for the file to settle, and re-read it now and
-    // then too (a ConfigMap volume swaps a symlink, which a watch can miss).
-    let lastText = readFileSync(args["pairs-file"], "utf8");
-    let settle: ReturnType<typeof setTimeout> | undefined;
-    const reload = () => {
-      let text: string;
-      try { text = readFileSync(args["pairs-file"], "utf8"); } catch { return; }
-      if (text === lastText) return;
-      lastText = text;
+    watchConfigFile(args["pairs-file"], () => {
       try {
         const pairs = readPairsFile(args["pairs-file"]);
         pairsError = undefined;
@@ -102,12 +95,7 @@ export default defineCommand({
         pairsError = (err as Error).message;
         log.error("pairs file rejected; keeping the previous pairs", { err });
       }
-    };
-    watch(args["pairs-file"], () => {
-      clearTimeout(settle);
-      settle = setTimeout(reload, 200);
     });
-    setInterval(reload, 5000);
 
     const readiness = createReadiness();
     readiness.add("caches-synced", () => engine.synced() || { ok: false, reason: "reflector caches are still listing" });

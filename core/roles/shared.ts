@@ -1,4 +1,5 @@
 // What every role command shares: flags parsing helpers, the admin server, waiting for a signal.
+import { readFileSync, watch, type FSWatcher } from "node:fs";
 import { CliError } from "../../cli/errors.ts";
 import { createAdminApp, createReadiness, startAdminServer, type View } from "../admin/index.ts";
 import type { Logger } from "../log.ts";
@@ -33,4 +34,34 @@ export function untilSignal(): Promise<void> {
   return new Promise((resolve) => {
     for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => resolve());
   });
+}
+
+/**
+ * Calls `onChange` with a config file's text whenever it changes. Editors and `kubectl cp` write in
+ * steps, so a change is read once the file settles; a periodic re-read catches what a watch misses
+ * (a ConfigMap volume swaps a symlink). Returns a function that stops watching.
+ */
+export function watchConfigFile(path: string, onChange: (text: string) => void, intervalMs = 5000): () => void {
+  let last = readFileSync(path, "utf8");
+  let settle: ReturnType<typeof setTimeout> | undefined;
+  const reload = () => {
+    let text: string;
+    try { text = readFileSync(path, "utf8"); } catch { return; }
+    if (text === last) return;
+    last = text;
+    onChange(text);
+  };
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(path, () => {
+      clearTimeout(settle);
+      settle = setTimeout(reload, 200);
+    });
+  } catch { /* the periodic re-read still works */ }
+  const timer = setInterval(reload, intervalMs);
+  return () => {
+    clearTimeout(settle);
+    clearInterval(timer);
+    watcher?.close();
+  };
 }
