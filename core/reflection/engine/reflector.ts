@@ -114,7 +114,7 @@ export class Reflector {
   }
 
   private async handle(key: string): Promise<void> {
-    if (this.stopped || this.plugin.state !== "ready") return;
+    if (this.stopped || this.plugin.state === "closed") return;
     const slash = key.indexOf("/");
     const localNs = this.namespaced ? key.slice(0, slash) : "";
     const name = this.namespaced ? key.slice(slash + 1) : key;
@@ -123,6 +123,14 @@ export class Reflector {
     const { pair } = entry;
     const local = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
     const remote = entry.remote.get(this.namespaced ? `${pair.remoteNamespace}/${name}` : name) ?? null;
+    if (this.plugin.state === "quarantined") {
+      // However the plugin got quarantined (this call, another one, the host itself), the user
+      // sees why their object is not reflected; the recorder keeps it to one Event per object.
+      const reason = this.plugin.quarantineReason ?? "quarantined";
+      this.deps.onQuarantine(this, reason);
+      if (local) this.deps.events.warning(local, "ReflectionPluginQuarantined", `${this.resource.kind} not reflected: ${reason}`);
+      return;
+    }
     const ctx = this.deps.contextFor(pair);
     const dir = this.resource.direction;
     if (dir === "forward" || dir === "both") await this.step("forward", local, remote, ctx);
