@@ -9,6 +9,7 @@ import { KubeApiError } from "../../core/kube/errors.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { restartApiServer } from "../rig/cluster.ts";
+import { isAlive } from "../rig/process.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { inCidr } from "../support/cidr.ts";
 import { waitFor } from "../support/wait.ts";
@@ -21,7 +22,10 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
+  // Including the API server restarted mid-test: nothing may outlive the rig.
+  const pids = rig ? rig.clusters.flatMap((c) => Object.values(c.pids) as number[]) : [];
   await rig?.down();
+  expect(pids.filter(isAlive)).toEqual([]);
   rmSync(scratch, { recursive: true, force: true });
 });
 

@@ -4,6 +4,7 @@ import { mkdtempSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
+import { stopCluster } from "./cluster.ts";
 import { killRigNow, reapOrphanRigs, rigDown, rigUp, type Rig, type RigOptions } from "./rig.ts";
 
 export const testRigRoot = join(tmpdir(), "liqo-rig-tests");
@@ -47,6 +48,8 @@ export async function startTestRig(options: Omit<RigOptions, "dir" | "owner">): 
     },
     async down() {
       live.delete(rig);
+      // Tests restart components (restartApiServer): the live pids are in memory, not in rig.json.
+      await Promise.all(rig.clusters.map((c) => stopCluster(c)));
       await rigDown(dir);
     },
   };
