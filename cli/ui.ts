@@ -6,10 +6,6 @@ export function info(message: string) {
   process.stderr.write(` INFO  ${message}\n`);
 }
 
-export function success(message: string) {
-  process.stderr.write(` ✔     ${message}\n`);
-}
-
 export interface Spinner {
   update(text: string): void;
   succeed(text: string): void;

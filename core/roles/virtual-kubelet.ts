@@ -14,6 +14,7 @@ import { createKubeletApi } from "../virtualkubelet/kubeletapi/index.ts";
 import { createVirtualNode } from "../virtualkubelet/node/index.ts";
 import { createPodOffloader } from "../virtualkubelet/pods/offloader.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
+import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../../netfabric/ipam/index.ts";
 import { hostPort, keyValues, serveAdmin, untilSignal } from "./shared.ts";
 
 const BUILTINS = ["configmaps", "secrets", "services", "endpointslices", "ingresses"] as const;
@@ -112,16 +113,18 @@ export default defineCommand({
 /** A fixed remap of the remote pod CIDR (same size), until the network manager provides one. */
 function translator(spec: string | undefined): ((ip: string) => string) | undefined {
   if (!spec) return undefined;
-  const m = /^(\d+\.\d+\.\d+\.\d+)\/(\d+)=(\d+\.\d+\.\d+\.\d+)\/(\d+)$/.exec(spec);
-  if (!m || m[2] !== m[4]) throw new CliError(`--translate-pod-cidr ${spec}: use REMOTE/len=SEEN/len with equal lengths, e.g. 10.200.0.0/16=10.201.0.0/16`);
-  const toInt = (ip: string) => ip.split(".").reduce((a, o) => (a << 8) + Number(o), 0) >>> 0;
-  const toIp = (n: number) => [24, 16, 8, 0].map((s) => (n >>> s) & 255).join(".");
-  const bits = Number(m[2]);
-  const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
-  const from = toInt(m[1]!) & mask;
-  const to = toInt(m[3]!) & mask;
+  const [fromText, toText] = spec.split("=");
+  let from: Cidr;
+  let to: Cidr;
+  try {
+    from = parseCidr(fromText ?? "", "--translate-pod-cidr");
+    to = parseCidr(toText ?? "", "--translate-pod-cidr");
+    if (from.prefix !== to.prefix) throw new Error("the two networks must have the same prefix length");
+  } catch (err) {
+    throw new CliError(`--translate-pod-cidr ${spec}: ${(err as Error).message}; use REMOTE/len=SEEN/len, e.g. 10.200.0.0/16=10.201.0.0/16`);
+  }
   return (ip) => {
-    const n = toInt(ip);
-    return ((n & mask) >>> 0) === from >>> 0 ? toIp(((to | (n & ~mask)) >>> 0)) : ip;
+    const n = parseIpv4(ip);
+    return contains(from, n) ? formatIpv4(remapIp(n, from, to)) : ip;
   };
 }

@@ -14,7 +14,6 @@ import { createEventRecorder, type EventRecorder } from "../reflection/engine/ev
 
 export const RECREATIONS_ANNOTATION = "liqo.io/shadowpod-recreations";
 const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
-const FIELD_MANAGER = "liqo-shadowpod";
 
 type ShadowPod = KubeObject & { spec?: { pod?: Record<string, unknown> } };
 type Pod = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string } };

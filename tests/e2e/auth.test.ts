@@ -11,7 +11,7 @@ import {
 import { sampleResourceOffer, sampleResourceRequest } from "../../core/apis/samples.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
-import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { Resources } from "../../core/kube/resources.ts";
 import { CLUSTER_ID_CONFIGMAP, ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
 import {
   AUTH_TOKEN_SECRET, createAuthServer, ensureAuthToken, generateAuthToken, revokeIdentity, type AuthServer, type IdentityResponse,
