@@ -10,3 +10,4 @@ export {
 } from "./forge.ts";
 export { desiredNatMappings, natMappingName } from "./natmappings.ts";
 export type { PeerState, PeerPhase } from "./peering.ts";
+export { createTranslationWatcher, translateWith, TranslationError, type TranslationWatcher, type TranslationSources } from "./translation-watch.ts";

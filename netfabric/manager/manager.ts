@@ -19,14 +19,16 @@ import { createIpamStore, type IpamStore } from "./ipam-store.ts";
 import { desiredNatMappings, syncNatMappings } from "./natmappings.ts";
 import { reconcilePeer, type PeerState } from "./peering.ts";
 import { createIpTranslator } from "./translator.ts";
+import { ENDPOINT_ANNOTATION, endpointOf } from "../gateway/keys.ts";
 
 export interface NetworkManagerOptions {
   client: KubeClient;
   /** Where the gateway keeps its WireGuard key Secret (label net.liqo.io/key). */
   liqoNamespace: string;
   ipam: IpamOptions;
-  /** The gateway's address and port as peers reach it. */
-  gatewayEndpoint: { ip: string; port: number };
+  /** The gateway's address and port as peers reach it; without it, the address the gateway
+   * leader writes on its key Secret (annotation net.liqo.io/gateway-endpoint) is used. */
+  gatewayEndpoint?: { ip: string; port: number };
   peers?: Peer[];
   logger?: Logger;
   registry?: Registry;
@@ -118,11 +120,22 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
     } catch (err) {
       return (err as Error).message;
     }
+    let endpoint = options.gatewayEndpoint;
+    if (!endpoint) {
+      const written = endpointOf(secrets[0]!);
+      const m = written ? /^(\d+\.\d+\.\d+\.\d+):(\d+)$/.exec(written) : null;
+      if (!m) {
+        return written
+          ? `the gateway endpoint ${JSON.stringify(written)} on Secret ${secrets[0]!.metadata.namespace}/${secrets[0]!.metadata.name} is not ipv4:port; fix the gateway's --endpoint`
+          : `waiting for the gateway to publish its endpoint (annotation ${ENDPOINT_ANNOTATION} on the key Secret) or --gateway-endpoint`;
+      }
+      endpoint = { ip: m[1]!, port: Number(m[2]) };
+    }
     return {
       podCidr: store.ipam.localPodCidr,
       externalCidr: store.ipam.localExternalCidr,
-      endpointIp: options.gatewayEndpoint.ip,
-      port: options.gatewayEndpoint.port,
+      endpointIp: endpoint.ip,
+      port: endpoint.port,
       publicKey,
     };
   }

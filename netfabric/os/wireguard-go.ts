@@ -17,14 +17,19 @@ export interface StartOptions {
   /** How long to wait for the UAPI socket. */
   timeoutMs?: number;
   binary?: string;
+  /** Kill the device when this process dies (setpriv --pdeathsig), so a crashed gateway leaves no
+   * orphan holding the port and the interface; a standby can then take over cleanly. */
+  dieWithParent?: boolean;
 }
 
 export async function startWireguardGo(options: StartOptions): Promise<WireguardGoDevice> {
   if (options.name.length > 15) throw new TypeError(`interface name "${options.name}" is longer than 15 characters; Linux refuses it`);
-  const argv = [options.binary ?? "wireguard-go", "-f", options.name];
+  const argv = [...(options.dieWithParent ? ["setpriv", "--pdeathsig", "KILL"] : []), options.binary ?? "wireguard-go", "-f", options.name];
   const full = options.netns ? ["ip", "netns", "exec", options.netns, ...argv] : argv;
-  const proc = Bun.spawn(full, { stdout: "ignore", stderr: "pipe", env: { ...process.env, LOG_LEVEL: "error" } });
   const socketPath = socketPathOf(options.name);
+  // A socket left by a killed device would pass the readiness check below before the new one listens.
+  if (existsSync(socketPath)) rmSync(socketPath, { force: true });
+  const proc = Bun.spawn(full, { stdout: "ignore", stderr: "pipe", env: { ...process.env, LOG_LEVEL: "error" } });
   const deadline = Date.now() + (options.timeoutMs ?? 5000);
   while (!existsSync(socketPath)) {
     if (proc.exitCode !== null || Date.now() > deadline) {

@@ -38,6 +38,12 @@ describe("planVxlan", () => {
     expect(planVxlan(spec, { ...inSync, ...patch }).ip[0]).toBe(first);
   });
 
+  test("a fixed MAC is set at creation and repaired live", () => {
+    expect(planVxlan({ ...spec, mac: "02:4c:c6:13:00:01" }, { addresses: [], fdbDsts: [], routes: [] }).ip[0])
+      .toBe("link add liqo.vxlan address 02:4c:c6:13:00:01 type vxlan id 7 local 198.19.0.1 dstport 4789 dev eth0 nolearning");
+    expect(planVxlan({ ...spec, mac: "02:4c:c6:13:00:01" }, { ...inSync, link: { ...inSync.link!, mac: "aa:bb:cc:dd:ee:ff" } }).ip).toEqual(["link set liqo.vxlan address 02:4c:c6:13:00:01"]);
+    expect(planVxlan({ ...spec, mac: "02:4c:c6:13:00:01" }, { ...inSync, link: { ...inSync.link!, mac: "02:4c:c6:13:00:01" } }).ip).toEqual([]);
+  });
   test("FDB entries follow the VTEP list", () => {
     expect(planVxlan({ ...spec, remoteVteps: ["198.19.0.3"] }, inSync).bridge).toEqual([
       ["fdb", "append", "00:00:00:00:00:00", "dev", "liqo.vxlan", "dst", "198.19.0.3"],

@@ -11,6 +11,9 @@ export interface VxlanSpec {
   dev: string;
   port?: number;
   mtu?: number;
+  /** Fixed MAC of the interface. A replacement at the same VTEP (a gateway failover) keeps it, so
+   * the other ends' neighbour entries stay valid instead of pointing at a dead MAC for ~30 s. */
+  mac?: string;
   /** Overlay address of this end, e.g. 240.1.0.1/24. */
   address: string;
   /** Underlay addresses of the other VTEPs. */
@@ -21,7 +24,7 @@ export interface VxlanSpec {
 
 /** What the adapter reads back, reduced to the fields the plan compares. */
 export interface VxlanObserved {
-  link?: { vni: number; localIp?: string; port: number; dev?: string; mtu: number; up: boolean; kind: string };
+  link?: { vni: number; localIp?: string; port: number; dev?: string; mtu: number; up: boolean; kind: string; mac?: string };
   addresses: string[];
   fdbDsts: string[];
   routes: { to: string; via?: string }[];
@@ -39,7 +42,9 @@ export function planVxlan(spec: VxlanSpec, observed: VxlanObserved): { ip: strin
   const recreate = !link || link.kind !== "vxlan" || link.vni !== spec.vni || link.localIp !== spec.localIp || link.port !== port;
   if (recreate) {
     if (link) ip.push(`link del ${spec.name}`);
-    ip.push(`link add ${spec.name} type vxlan id ${spec.vni} local ${spec.localIp} dstport ${port} dev ${spec.dev} nolearning`);
+    ip.push(`link add ${spec.name}${spec.mac ? ` address ${spec.mac}` : ""} type vxlan id ${spec.vni} local ${spec.localIp} dstport ${port} dev ${spec.dev} nolearning`);
+  } else if (spec.mac && link!.mac !== spec.mac) {
+    ip.push(`link set ${spec.name} address ${spec.mac}`);
   }
   const mtu = spec.mtu ?? 1450;
   if (recreate || link!.mtu !== mtu || !link!.up) ip.push(`link set ${spec.name} mtu ${mtu} up`);
@@ -60,7 +65,7 @@ export function planVxlan(spec: VxlanSpec, observed: VxlanObserved): { ip: strin
 }
 
 interface LinkJson {
-  ifname: string; mtu: number; flags: string[];
+  ifname: string; mtu: number; flags: string[]; address?: string;
   linkinfo?: { info_kind: string; info_data?: { id: number; local?: string; port: number } };
   addr_info?: { family: string; local: string; prefixlen: number; scope: string }[];
 }
@@ -81,6 +86,7 @@ export async function observeVxlan(ip: IpAdapter, name: string): Promise<VxlanOb
       port: data?.port ?? -1,
       mtu: l.mtu,
       up: l.flags.includes("UP"),
+      mac: l.address,
     },
     addresses: (addr?.addr_info ?? []).filter((a) => a.family === "inet").map((a) => `${a.local}/${a.prefixlen}`),
     fdbDsts: fdb.filter((f) => f.mac === zeroMac && f.dst).map((f) => f.dst!),

@@ -1,10 +1,15 @@
-// Network fabric numbers, printed not asserted: IPAM operations per second, and TCP throughput
-// through a wireguard-go tunnel with NAT versus a plain veth, in one run (root needed).
-// Each transfer is capped at 64 MiB or 3 s. Run: bun tests/bench/netfabric.ts
+// Network fabric numbers, printed not asserted: IPAM operations per second; TCP throughput
+// through the fabric (gateway reconciler: wireguard-go + policy routing + NAT) versus a
+// wireguard-go tunnel configured by hand between the same namespaces (the ratio), the cost of NAT
+// on that hand tunnel, and a plain veth (root needed). With --rig: the time from TunnelEndpoint
+// creation to the first packet through the tunnel, with the gateway controllers on two rig clusters.
+// Each transfer is capped at 64 MiB or 3 s. Run: bun tests/bench/netfabric.ts [--rig]
 import { join } from "node:path";
 import { createIpam } from "../../netfabric/ipam/index.ts";
 import { buildCluster, connect } from "../netns/clusters.ts";
-import { createLab } from "../netns/lab.ts";
+import { createLab, runner, type Lab } from "../netns/lab.ts";
+import { createIp } from "../../netfabric/os/ip.ts";
+import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
 
 function opsPerSecond(label: string, n: number, fn: (i: number) => void) {
   const start = performance.now();
@@ -37,18 +42,103 @@ async function throughputBench() {
     for (const c of [a, b]) await c.reconciler.reconcile(c.config);
     await lab.serve(b.pod, join(fixtures, "sink.ts"), ["7100"]);
     await lab.serve(b.gw, join(fixtures, "sink.ts"), ["7100"]);
-    const run = async (label: string, ns: string, target: string) => {
-      const out = await lab.sh(ns, [process.execPath, join(fixtures, "blast.ts"), target, "7100", String(64 * 1024 * 1024), "3000"]);
-      const { bytes, ms } = JSON.parse(out) as { bytes: number; ms: number };
-      console.log(`${label.padEnd(44)} ${((bytes * 8) / (ms / 1000) / 1e6).toFixed(0)} Mbit/s (${(bytes / 1048576).toFixed(1)} MiB in ${ms.toFixed(0)} ms)`);
+    // Best of three: the machine is shared, and a transfer that met a busy CPU says little.
+    const run = async (label: string, ns: string, target: string): Promise<number> => {
+      let best = { mbit: 0, bytes: 0, ms: 0 };
+      for (let i = 0; i < 3; i++) {
+        const out = await lab.sh(ns, [process.execPath, join(fixtures, "blast.ts"), target, "7100", String(64 * 1024 * 1024), "3000"]);
+        const { bytes, ms } = JSON.parse(out) as { bytes: number; ms: number };
+        const mbit = (bytes * 8) / (ms / 1000) / 1e6;
+        if (mbit > best.mbit) best = { mbit, bytes, ms };
+      }
+      console.log(`${label.padEnd(44)} ${best.mbit.toFixed(0)} Mbit/s (best of 3; ${(best.bytes / 1048576).toFixed(1)} MiB in ${best.ms.toFixed(0)} ms)`);
+      return best.mbit;
     };
     await run("TCP over plain veth (gateway ↔ gateway)", a.gw, b.underlayFor.get("A")!);
-    await run("TCP pod → pod via wireguard-go + NAT", a.pod, a.ipam.remotePodIp("B", b.podIp));
+    const fabric = await run("TCP pod → pod via the fabric (wg-go + NAT)", a.pod, a.ipam.remotePodIp("B", b.podIp));
+    await handTunnel(lab, a.gw, b.gw, b.underlayFor.get("A")!, a.underlayFor.get("B")!, b.podIp);
+    const plain = await run("TCP gw → gw, hand-made wg-go tunnel, no NAT", a.gw, "10.99.0.2");
+    const natted = await run("TCP pod → pod, hand-made wg-go tunnel + NAT", a.pod, "10.98.0.2");
+    console.log(`${"fabric / hand-made (both pod → pod + NAT)".padEnd(44)} ${(fabric / natted).toFixed(2)}×`);
+    console.log(`${"hand-made: pod→pod+NAT / gw→gw no NAT".padEnd(44)} ${(natted / plain).toFixed(2)}×`);
   } finally {
     await lab.cleanup();
   }
 }
 
+/** A second wireguard-go pair between the same gateway namespaces, configured by hand with wg(8),
+ * ip and nft: 10.99.0.1 ↔ 10.99.0.2 (no NAT), and 10.98.0.2 = B's pod, reached from A's pods with
+ * SNAT to 10.99.0.1 on A and DNAT on B, the same work the fabric does for a remapped peer. */
+async function handTunnel(lab: Lab, aNs: string, bNs: string, aUnderlay: string, bUnderlay: string, bPod: string) {
+  const [ka, kb] = [generateKeyPair(), generateKeyPair()];
+  const da = (await lab.wireguard(aNs, "ha")).name;
+  const db = (await lab.wireguard(bNs, "hb")).name;
+  const setup = async (ns: string, dev: string, key: string, port: number, peer: string, endpoint: string, self: string, other: string, extra: string[]) => {
+    await lab.sh(ns, ["wg", "set", dev, "private-key", "/dev/stdin", "listen-port", String(port), "peer", peer, "endpoint", endpoint, "allowed-ips", [`${other}/32`, ...extra].join(",")], key);
+    await createIp(runner, ns).batch([`addr add ${self}/32 dev ${dev}`, `link set ${dev} mtu 1440 up`, `route add ${other}/32 dev ${dev}`, ...extra.map((e) => `route add ${e} dev ${dev}`)]);
+  };
+  await setup(aNs, da, ka.privateKey, 51900, kb.publicKey, `${aUnderlay}:51901`, "10.99.0.1", "10.99.0.2", ["10.98.0.0/16"]);
+  await setup(bNs, db, kb.privateKey, 51901, ka.publicKey, `${bUnderlay}:51900`, "10.99.0.2", "10.99.0.1", []);
+  await lab.sh(bNs, ["nft", "-f", "-"], `table ip bench_nat {\n chain prerouting { type nat hook prerouting priority dstnat; policy accept; iifname "${db}" ip daddr 10.98.0.2 dnat ip to ${bPod}; }\n}\n`);
+  await lab.sh(aNs, ["nft", "-f", "-"], `table ip bench_nat {\n chain postrouting { type nat hook postrouting priority srcnat; policy accept; oifname "${da}" ip saddr 10.200.0.0/16 snat ip to 10.99.0.1; }\n}\n`);
+  return { da, db };
+}
+
+/** --rig: gateway controllers on two rig clusters; TunnelEndpoints written at t0; first ping through. */
+async function tunnelEndpointToFirstPacket() {
+  const { startTestRig } = await import("../rig/testing.ts");
+  const { installCrds } = await import("../../core/apis/crds.ts");
+  const { TunnelEndpointResource } = await import("../../core/apis/index.ts");
+  const { createGatewayController } = await import("../../netfabric/gateway/controller.ts");
+  const { ensureKeys } = await import("../../netfabric/gateway/keys.ts");
+  const { createRouteAgent } = await import("../../netfabric/overlay/agent.ts");
+  const { buildSide, ensureNamespace, joinGateways, realPod } = await import("../netns/fabric-rig.ts");
+  const rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1, overlappingPodCidrs: true });
+  const lab = await createLab();
+  const stops: (() => Promise<void>)[] = [];
+  try {
+    const sides = [];
+    for (const [i, name] of ["rome", "milan"].entries()) {
+      const client = rig.client(name);
+      await installCrds(client, { timeoutMs: 120_000 });
+      for (const ns of ["liqo", "liqo-tenant"]) await ensureNamespace(client, ns);
+      const pod = await realPod(client, `bench-${name}`);
+      const side = await buildSide(lab, { name, id: name, client, tenant: "liqo-tenant", nodeName: pod.node, podIp: pod.ip, nodeVtep: `172.16.${i + 1}.1`, gwVtep: `172.16.${i + 1}.2`, publicIp: `198.18.0.${i + 1}`, device: `lq${process.pid.toString(36)}-${lab.id.slice(-3)}${name[0]}` });
+      sides.push({ ...side, keys: await ensureKeys(client, "liqo") });
+    }
+    const [r, m] = sides as [typeof sides[0], typeof sides[0]];
+    await joinGateways(lab, r, m);
+    for (const s of sides) {
+      const g = createGatewayController({ client: s.client, liqoNamespace: "liqo", identity: s.name, netns: s.gw, device: s.device, listenPort: 51820, underlayDevice: "inet", wireguard: "userspace", endpoint: `${s.publicIp}:51820`, overlay: { vtepIp: s.gwVtep, dev: "uplink" }, lease: { durationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 1000 }, intervalMs: 2000 });
+      const a = createRouteAgent({ client: s.client, nodeName: s.nodeName, liqoNamespace: "liqo", ip: createIp(runner, s.node), end: { vtepIp: s.nodeVtep, dev: "uplink" }, intervalMs: 2000 });
+      await g.start();
+      await a.start();
+      stops.push(() => g.stop(), () => a.stop());
+    }
+    const spec = (peer: typeof r, seenByPeer: string, seenHere: string) => ({
+      clusterID: peer.name, localPodCIDR: "10.200.0.0/16", localNATPodCIDR: `${seenByPeer}.0.0/16`, localExternalCIDR: "10.210.0.0/16", localNATExternalCIDR: "None",
+      remotePodCIDR: "10.200.0.0/16", remoteNATPodCIDR: `${seenHere}.0.0/16`, remoteExternalCIDR: "10.210.0.0/16", remoteNATExternalCIDR: "10.220.0.0/16",
+      endpointIP: peer.publicIp, backendType: "wireguard", backend_config: { publicKey: peer.keys.publicKey, port: "51820" },
+    });
+    const t0 = performance.now();
+    await r.client.create(TunnelEndpointResource, { apiVersion: "net.liqo.io/v1alpha1", kind: "TunnelEndpoint", metadata: { name: "milan", namespace: "liqo-tenant", labels: { clusterID: "milan" } }, spec: spec(m, "10.1", "10.0") });
+    await m.client.create(TunnelEndpointResource, { apiVersion: "net.liqo.io/v1alpha1", kind: "TunnelEndpoint", metadata: { name: "rome", namespace: "liqo-tenant", labels: { clusterID: "rome" } }, spec: spec(r, "10.0", "10.1") });
+    const target = m.podIp.replace(/^10\.200\./, "10.0.");
+    for (;;) {
+      const ok = await lab.sh(r.pod, ["ping", "-c", "1", "-W", "1", target]).then(() => true, () => false);
+      if (ok) break;
+      if (performance.now() - t0 > 120_000) throw new Error("no packet through the tunnel after 120 s");
+    }
+    console.log(`${"TunnelEndpoints created → first ping through".padEnd(44)} ${(performance.now() - t0).toFixed(0)} ms (resync 2 s, wireguard-go)`);
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await lab.cleanup();
+    await rig.down();
+  }
+}
+
 ipamBench();
-if (process.getuid?.() === 0) await throughputBench();
-else console.log("throughput: skipped (needs root for network namespaces)");
+if (process.getuid?.() === 0) {
+  await throughputBench();
+  if (process.argv.includes("--rig")) await tunnelEndpointToFirstPacket();
+} else console.log("throughput: skipped (needs root for network namespaces)");

@@ -1,0 +1,259 @@
+// The gateway controller behind `liqo gateway`: every replica watches the TunnelEndpoints and
+// NatMappings and competes for the Lease; only the holder opens the WireGuard device, reconciles
+// it with the NAT table and the policy routing (netfabric/gateway/reconcile.ts, on events and on a
+// timer, so hand-deleted rules come back), keeps the gateway's end of the overlay, publishes its
+// endpoint and reports each tunnel on its TunnelEndpoint. A replica that loses the Lease tears
+// its configuration down.
+import { NatMappingResource, NAT_MAPPING_LABEL, type NatMapping } from "../../core/apis/net/natmapping.ts";
+import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { createInformer } from "../../core/kube/informer.ts";
+import { KubeApiError } from "../../core/kube/errors.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { silentLogger, type Logger } from "../../core/log.ts";
+import type { Registry } from "../../core/metrics/index.ts";
+import { createEventRecorder } from "../../core/reflection/engine/events.ts";
+import { CLUSTER_ID_LABEL } from "../manager/forge.ts";
+import { createIp } from "../os/ip.ts";
+import { createNft } from "../os/nft.ts";
+import { createCommandRunner, type CommandRunner } from "../os/run.ts";
+import type { WireguardStatus } from "../os/wireguard-uapi.ts";
+import { gatewayVxlan, GATEWAY_VTEP_ANNOTATION, NODE_VTEP_ANNOTATION, VXLAN_NAME, type OverlayEnd } from "../overlay/plan.ts";
+import { reconcileVxlan } from "../overlay/vxlan.ts";
+import { defaultGatewayOptions, tunnelMtu } from "./config.ts";
+import { openDevice, teardown, type ActiveDevice, type WireguardMode } from "./device.ts";
+import { exposeGateway, GATEWAY_SERVICE_NAME, type Exposure } from "./exposure.ts";
+import { ensureKeys, writeEndpoint } from "./keys.ts";
+import { createLeaderElector } from "./leader.ts";
+import { createLoop } from "./loop.ts";
+import { createGatewayReconciler } from "./reconcile.ts";
+import { ensureDeviceAddress, firstHost, probeLatency } from "./probe.ts";
+import { connectionOf, sameConnection } from "./status.ts";
+import { planTunnels, type TunnelPlan } from "./tunnel-config.ts";
+
+export interface GatewayControllerOptions {
+  client: KubeClient;
+  liqoNamespace: string;
+  identity: string;
+  /** Network namespace the gateway configures (undefined: the current one). */
+  netns?: string;
+  device: string;
+  listenPort: number;
+  mtu?: number;
+  /** Interface the encrypted packets leave through; its MTU sizes the tunnel's. */
+  underlayDevice?: string;
+  wireguard?: WireguardMode;
+  /** ip:port announced to peers; without it the Service's load balancer or NodePort address. */
+  endpoint?: string;
+  loadBalancerTimeoutMs?: number;
+  nodeName?: string;
+  /** The gateway's end of the in-cluster overlay. */
+  overlay?: OverlayEnd;
+  lease?: { name?: string; durationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  intervalMs?: number;
+  handshakeTimeoutMs?: number;
+  runner?: CommandRunner;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export interface TunnelView {
+  tunnelEndpoint: string;
+  clusterId?: string;
+  endpoint?: string;
+  status: string;
+  message: string;
+  lastHandshake?: string;
+  rxBytes?: number;
+  txBytes?: number;
+  /** Round trip of one ICMP echo through the tunnel at the last pass. */
+  latencyMs?: number;
+}
+
+export function createGatewayController(o: GatewayControllerOptions) {
+  const { client } = o;
+  const log = (o.logger ?? silentLogger).child({ component: "gateway", identity: o.identity });
+  const runner = o.runner ?? createCommandRunner();
+  const ip = createIp(runner, o.netns);
+  const nft = createNft(runner, o.netns);
+  const options = defaultGatewayOptions;
+  const events = createEventRecorder(client, "liqo-gateway", log);
+  const teps = createInformer<TunnelEndpoint>({ client, resource: TunnelEndpointResource, labelSelector: CLUSTER_ID_LABEL, logger: log });
+  const natMappings = createInformer<NatMapping>({ client, resource: NatMappingResource, labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value}`, logger: log });
+  const nodes = createInformer({ client, resource: Resources.nodes, logger: log });
+  let keys: { privateKey: string; publicKey: string } | undefined;
+  let device: ActiveDevice | undefined;
+  let active = false;
+  let activeSince = 0;
+  let exposure: Exposure | undefined;
+  let plan: TunnelPlan | undefined;
+  let live: WireguardStatus | undefined;
+  let lastChanges: string[] = [];
+  let lastError: string | undefined;
+  let latencies = new Map<string, number | undefined>();
+  const configuredAt = new Map<string, number>();
+  const reconciles = o.registry?.counter({ name: "liqo_gateway_reconciles_total", help: "Gateway reconcile passes by outcome.", labelNames: ["outcome"] as const });
+  const repairs = o.registry?.counter({ name: "liqo_gateway_changes_total", help: "Changes applied to the data plane (configuration and drift repair)." });
+
+  async function underlayMtu(): Promise<number> {
+    if (!o.underlayDevice) return 1500;
+    const [link] = await ip.json<{ mtu: number }>(["link", "show", "dev", o.underlayDevice]);
+    if (!link) throw new Error(`underlay device ${o.underlayDevice} not found${o.netns ? ` in netns ${o.netns}` : ""}; check --underlay-device`);
+    return link.mtu;
+  }
+
+  async function publish() {
+    // The Service exists for the peers (LoadBalancer, NodePort fallback); its annotation tells the
+    // route agents where the active gateway's VTEP is.
+    const found = await exposeGateway({
+      client, namespace: o.liqoNamespace, port: o.listenPort, nodeName: o.nodeName,
+      loadBalancerTimeoutMs: o.loadBalancerTimeoutMs, endpointOverride: o.endpoint,
+    });
+    exposure = found;
+    await writeEndpoint(client, o.liqoNamespace, exposure.endpoint);
+    if (o.overlay) {
+      await client.mergePatch(Resources.services, GATEWAY_SERVICE_NAME, o.liqoNamespace, { metadata: { annotations: { [GATEWAY_VTEP_ANNOTATION]: o.overlay.vtepIp } } });
+    }
+  }
+
+  async function writeStatuses(current: TunnelPlan, status: WireguardStatus) {
+    const now = Date.now();
+    for (const tep of teps.list()) {
+      const key = `${tep.metadata.namespace}/${tep.metadata.name}`;
+      let connection;
+      const rejected = current.rejected.get(key);
+      if (rejected) {
+        connection = { status: "Error", statusMessage: rejected };
+        events.warning(tep, "InvalidTunnelEndpoint", rejected);
+      } else {
+        const peer = current.config.peers.find((p) => p.clusterId === tep.spec.clusterID);
+        if (!peer) continue;
+        if (!configuredAt.has(peer.publicKey)) configuredAt.set(peer.publicKey, now);
+        connection = connectionOf({
+          peer, live: status.peers.find((p) => p.publicKey === peer.publicKey), configuredAtMs: Math.max(configuredAt.get(peer.publicKey)!, activeSince),
+          nowMs: now, handshakeTimeoutMs: o.handshakeTimeoutMs ?? 60_000, latencyMs: latencies.get(peer.clusterId),
+        });
+        if (connection.status === "Error") events.warning(tep, "TunnelDown", connection.statusMessage!);
+      }
+      const want = { tunnelIFaceName: o.device, gatewayIP: o.overlay?.vtepIp, connection };
+      const have = tep.status;
+      if (have?.tunnelIFaceName === want.tunnelIFaceName && sameConnection(have?.connection, connection)) continue;
+      await client.mergePatch(TunnelEndpointResource, tep.metadata.name!, tep.metadata.namespace, { status: want }, "status");
+      log.info("tunnel status", { tunnelEndpoint: key, status: connection.status, message: connection.statusMessage });
+    }
+  }
+
+  const loop = createLoop({
+    name: "gateway", intervalMs: o.intervalMs ?? 5_000, logger: log,
+    async pass() {
+      if (!active || !keys) return;
+      if (!device) {
+        // Opened here rather than in onStartedLeading, so a failure (the old holder's port not yet
+        // released) is retried by the loop with backoff.
+        device = await openDevice({ name: o.device, netns: o.netns, mode: o.wireguard ?? "auto", ip, runner });
+        activeSince = Date.now();
+        configuredAt.clear();
+        log.info("active: device opened", { device: o.device, kind: device.kind, pid: device.pid });
+      }
+      const current = planTunnels(teps.list(), natMappings.list(), {
+        device: o.device, privateKey: keys.privateKey, listenPort: o.listenPort, mtu: o.mtu,
+        underlay: { mtu: await underlayMtu(), ipv6: false },
+      });
+      plan = current;
+      const reconciler = createGatewayReconciler({ ip, nft, wireguard: device.client, runner }, options);
+      const report = await reconciler.reconcile(current.config);
+      const changes = [...report.changes];
+      if (o.overlay) {
+        const vteps = nodes.list().flatMap((n: KubeObject & { spec?: { podCIDR?: string } }) => {
+          const vtep = n.metadata.annotations?.[NODE_VTEP_ANNOTATION];
+          return vtep ? [{ vtepIp: vtep, podCidr: n.spec?.podCIDR }] : [];
+        });
+        changes.push(...await reconcileVxlan(ip, gatewayVxlan(o.overlay, vteps)));
+      }
+      // Our end of the latency probe, then one echo per peer through the tunnel (in parallel).
+      changes.push(...await ensureDeviceAddress(ip, o.device, firstHost(current.config.localExternalCidr)).catch(() => []));
+      const rtts = await Promise.all(current.config.peers.map((p) => probeLatency(runner, o.netns, firstHost(p.remoteNatExternalCidr))));
+      latencies = new Map(current.config.peers.map((p, i) => [p.clusterId, rtts[i]]));
+      live = await device.client.get();
+      await writeStatuses(current, live);
+      reconciles?.inc({ outcome: "ok" });
+      if (changes.length > 0) {
+        repairs?.inc(changes.length);
+        lastChanges = changes;
+        log.info("data plane reconciled", { changes });
+      }
+      lastError = undefined;
+    },
+    onError(err) { lastError = err.message; reconciles?.inc({ outcome: "error" }); },
+  });
+
+  const elector = createLeaderElector({
+    client, namespace: o.liqoNamespace, name: o.lease?.name ?? "liqo-gateway", identity: o.identity,
+    leaseDurationMs: o.lease?.durationMs, renewDeadlineMs: o.lease?.renewDeadlineMs, retryPeriodMs: o.lease?.retryPeriodMs, logger: log,
+    async onStartedLeading() {
+      active = true;
+      loop.kick();
+      publish().catch((err) => { lastError = `publishing the endpoint: ${(err as Error).message}`; log.error("publishing the endpoint failed", { err }); });
+    },
+    async onStoppedLeading() {
+      active = false;
+      await loop.runNow().catch(() => undefined); // lets a running pass finish; it sees active=false
+      const done = await teardown({ ip, nft, device, vxlan: o.overlay ? VXLAN_NAME : undefined }, options).catch((err) => [`teardown failed: ${(err as Error).message}`]);
+      device = undefined;
+      live = undefined;
+      log.warn("standby: configuration torn down", { done });
+    },
+  });
+  o.registry?.callbackGauge({ name: "liqo_gateway_leader", help: "1 when this replica is the active gateway.", collect: () => (active ? 1 : 0) });
+  for (const i of [teps, natMappings, nodes]) i.on({ add: loop.kick, update: loop.kick, delete: loop.kick });
+
+  function tunnels(): TunnelView[] {
+    return teps.list().map((tep) => {
+      const key = `${tep.metadata.namespace}/${tep.metadata.name}`;
+      const peer = plan?.config.peers.find((p) => p.clusterId === tep.spec.clusterID);
+      const wg = peer && live?.peers.find((p) => p.publicKey === peer.publicKey);
+      return {
+        tunnelEndpoint: key, clusterId: tep.spec.clusterID, endpoint: peer?.endpoint,
+        status: tep.status?.connection?.status ?? "Unknown", message: plan?.rejected.get(key) ?? tep.status?.connection?.statusMessage ?? "",
+        lastHandshake: wg?.lastHandshakeSec ? new Date(wg.lastHandshakeSec * 1000).toISOString() : undefined,
+        rxBytes: wg?.rxBytes, txBytes: wg?.txBytes, latencyMs: latencies.get(tep.spec.clusterID),
+      };
+    });
+  }
+
+  return {
+    async start() {
+      // An API server that is (re)starting answers 429/5xx or not at all for a moment.
+      for (let delay = 200; ; delay = Math.min(delay * 2, 5_000)) {
+        try {
+          keys = await ensureKeys(client, o.liqoNamespace);
+          break;
+        } catch (err) {
+          const transient = err instanceof KubeApiError && (err.status === 0 || err.status === 429 || err.status >= 500);
+          if (!transient || delay >= 5_000) throw err;
+          log.warn("reading the key Secret failed; retrying", { err: (err as Error).message, retryInMs: delay });
+          await Bun.sleep(delay);
+        }
+      }
+      for (const i of [teps, natMappings, nodes]) i.start();
+      await Promise.all([teps, natMappings, nodes].map((i) => i.waitForSync(120_000)));
+      loop.start();
+      elector.start();
+      log.info("gateway started", { publicKey: keys.publicKey, device: o.device, netns: o.netns });
+    },
+    async stop() {
+      await elector.stop();
+      await loop.stop();
+      await Promise.all([teps, natMappings, nodes].map((i) => i.stop()));
+    },
+    synced: () => teps.synced && natMappings.synced && nodes.synced,
+    isActive: () => active,
+    tunnels,
+    leader: () => ({
+      ...elector.status(), active, device: o.device, deviceKind: device?.kind, devicePid: device?.pid, netns: o.netns,
+      publicKey: keys?.publicKey, exposure, mtu: plan ? tunnelMtu(plan.config) : undefined, lastChanges, lastError,
+    }),
+    reconcileNow: () => loop.runNow(),
+  };
+}
+export type GatewayController = ReturnType<typeof createGatewayController>;

@@ -1,0 +1,110 @@
+// A live IP translator for processes other than the network manager (the virtual kubelet),
+// computed from what the API server holds: the two NetworkConfigs of a peering (ours, whose
+// status says how the peer remapped our networks; the peer's, whose status we wrote with how we
+// remapped its networks) and the peer's NatMapping (third-cluster endpoints). It gives the same
+// answers as the manager's in-process translator, except that it never allocates: an endpoint
+// with no NatMapping yet passes through (reported), and the manager's answer lands a moment later.
+import { NatMappingResource, NAT_MAPPING_LABEL, type NatMapping } from "../../core/apis/net/natmapping.ts";
+import { NetworkConfigResource, type NetworkConfig } from "../../core/apis/net/networkconfig.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { createInformer } from "../../core/kube/informer.ts";
+import { silentLogger, type Logger } from "../../core/log.ts";
+import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../ipam/index.ts";
+import { natOf } from "../gateway/config.ts";
+import { CLUSTER_ID_LABEL, networkConfigRole } from "./forge.ts";
+
+export type Direction = "forward" | "backward";
+
+/** What the translation needs, as the API objects hold it. */
+export interface TranslationSources {
+  remoteClusterId: string;
+  /** Our NetworkConfig for the peer (status written by the peer). */
+  local?: Pick<NetworkConfig, "spec" | "status">;
+  /** The peer's NetworkConfig (status written by us). */
+  remote?: Pick<NetworkConfig, "spec" | "status">;
+  natMapping?: Pick<NatMapping, "spec">;
+}
+
+export class TranslationError extends Error {
+  override name = "TranslationError";
+}
+
+/** Pure: one translation from the sources; throws TranslationError naming what is missing. */
+export function translateWith(s: TranslationSources, ip: string, direction: Direction): string {
+  const id = s.remoteClusterId;
+  const address = parseIpv4(ip, direction === "backward" ? `pod IP from cluster ${id}` : `endpoint IP reflected to ${id}`);
+  const remote = s.remote;
+  if (!remote?.status?.processed) throw new TranslationError(`cluster ${id} has no networks here yet: its NetworkConfig is missing or not processed`);
+  const remotePod = parseCidr(remote.spec.podCIDR, "remote podCIDR");
+  const podHere = parseCidr(natOf(remote.status.podCIDRNAT ?? "", remote.spec.podCIDR), "remote podCIDRNAT");
+  if (direction === "backward") {
+    if (!contains(remotePod, address)) throw new TranslationError(`${ip} is outside the podCIDR of cluster ${id} (${remote.spec.podCIDR})`);
+    return formatIpv4(remapIp(address, remotePod, podHere));
+  }
+  const local = s.local;
+  if (!local?.status?.processed || !local.status.podCIDRNAT || !local.status.externalCIDRNAT) {
+    throw new TranslationError(`cluster ${id} has not reported how it remapped our networks (status of our NetworkConfig)`);
+  }
+  const ourPod: Cidr = parseCidr(local.spec.podCIDR, "local podCIDR");
+  if (contains(ourPod, address)) return formatIpv4(remapIp(address, ourPod, parseCidr(natOf(local.status.podCIDRNAT, local.spec.podCIDR))));
+  // The destination's own pod: its real address, not a hairpin through us.
+  if (contains(podHere, address)) return formatIpv4(remapIp(address, podHere, remotePod));
+  const mapped = s.natMapping?.spec.clusterMappings?.[ip];
+  if (mapped) return mapped;
+  throw new TranslationError(`no NatMapping entry for ${ip} towards cluster ${id} yet; the network manager allocates it when the endpoint is reflected`);
+}
+
+export interface TranslationWatcherOptions {
+  client: KubeClient;
+  remoteClusterId: string;
+  logger?: Logger;
+  onError?: (error: Error, ip: string, direction: Direction) => void;
+}
+
+export interface TranslationWatcher {
+  translateIp(ip: string, direction: Direction): string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  synced(): boolean;
+  sources(): TranslationSources;
+}
+
+export function createTranslationWatcher(o: TranslationWatcherOptions): TranslationWatcher {
+  const log = (o.logger ?? silentLogger).child({ component: "translation-watch", peer: o.remoteClusterId });
+  const configs = createInformer<NetworkConfig>({ client: o.client, resource: NetworkConfigResource, logger: log });
+  const mappings = createInformer<NatMapping>({
+    client: o.client, resource: NatMappingResource,
+    labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value},${CLUSTER_ID_LABEL}=${o.remoteClusterId}`, logger: log,
+  });
+  function sources(): TranslationSources {
+    const s: TranslationSources = { remoteClusterId: o.remoteClusterId };
+    for (const c of configs.list()) {
+      const role = networkConfigRole(c.metadata.labels);
+      if (role?.clusterId !== o.remoteClusterId) continue;
+      if (role.local) s.local = c; else s.remote = c;
+    }
+    s.natMapping = mappings.list()[0];
+    return s;
+  }
+  return {
+    translateIp(ip, direction) {
+      try {
+        return translateWith(sources(), ip, direction);
+      } catch (err) {
+        // Called inside a plugin call: never throw, pass the address through and say why.
+        const error = err as Error;
+        if (o.onError) o.onError(error, ip, direction);
+        else log.warn("address not translated", { ip, direction, err: error.message });
+        return ip;
+      }
+    },
+    async start() {
+      configs.start();
+      mappings.start();
+      await Promise.all([configs.waitForSync(120_000), mappings.waitForSync(120_000)]);
+    },
+    async stop() { await Promise.all([configs.stop(), mappings.stop()]); },
+    synced: () => configs.synced && mappings.synced,
+    sources,
+  };
+}

@@ -1,0 +1,66 @@
+// The overlay's addressing and the two ends' VXLAN specs, derived from the API: every node (and
+// the gateway) gets an overlay address from its underlay address (240.0.0.0/8 + the low three
+// bytes, as Liqo's overlay does), nodes route the remote clusters' networks (as we see them) to
+// the gateway's overlay address, and the gateway routes each node's pod CIDR back to that node.
+import type { TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
+import { parseCidr, parseIpv4 } from "../ipam/index.ts";
+import { natOf } from "../gateway/config.ts";
+import type { VxlanSpec } from "./vxlan.ts";
+
+export const VXLAN_NAME = "liqo.vxlan";
+export const VXLAN_VNI = 200;
+/** The route agent writes its VTEP address on its Node; the gateway reads them. */
+export const NODE_VTEP_ANNOTATION = "net.liqo.io/vtep";
+/** The gateway leader writes its VTEP address on the gateway Service; route agents read it. */
+export const GATEWAY_VTEP_ANNOTATION = "net.liqo.io/gateway-vtep";
+
+export function overlayIp(vtepIp: string): string {
+  const n = parseIpv4(vtepIp, "VTEP address");
+  return `240.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+}
+
+/** The peers' networks as this cluster sees them: what a node must send to the gateway. */
+export function remoteNetworks(teps: TunnelEndpoint[]): string[] {
+  const out = new Set<string>();
+  for (const t of teps) {
+    for (const cidr of [natOf(t.spec.remoteNATPodCIDR, t.spec.remotePodCIDR), natOf(t.spec.remoteNATExternalCIDR, t.spec.remoteExternalCIDR)]) {
+      try { parseCidr(cidr); out.add(cidr); } catch { /* reported by the gateway on the TunnelEndpoint */ }
+    }
+  }
+  return [...out].sort();
+}
+
+/** A locally administered MAC derived from the VTEP address: stable across restarts and failovers. */
+export function overlayMac(vtepIp: string): string {
+  const n = parseIpv4(vtepIp, "VTEP address");
+  return ["02", "4c", ...[24, 16, 8, 0].map((shift) => ((n >>> shift) & 255).toString(16).padStart(2, "0"))].join(":");
+}
+
+export interface OverlayEnd {
+  vtepIp: string;
+  dev: string;
+  vni?: number;
+  mtu?: number;
+}
+
+export function nodeVxlan(self: OverlayEnd, gatewayVtep: string | undefined, teps: TunnelEndpoint[]): VxlanSpec {
+  const via = gatewayVtep ? overlayIp(gatewayVtep) : undefined;
+  return {
+    name: VXLAN_NAME, vni: self.vni ?? VXLAN_VNI, localIp: self.vtepIp, dev: self.dev, mtu: self.mtu,
+    address: `${overlayIp(self.vtepIp)}/8`, mac: overlayMac(self.vtepIp),
+    remoteVteps: gatewayVtep && gatewayVtep !== self.vtepIp ? [gatewayVtep] : [],
+    routes: via ? remoteNetworks(teps).map((to) => ({ to, via })) : [],
+  };
+}
+
+export interface NodeVtep { vtepIp: string; podCidr?: string }
+
+export function gatewayVxlan(self: OverlayEnd, nodes: NodeVtep[]): VxlanSpec {
+  const others = nodes.filter((n) => n.vtepIp !== self.vtepIp);
+  return {
+    name: VXLAN_NAME, vni: self.vni ?? VXLAN_VNI, localIp: self.vtepIp, dev: self.dev, mtu: self.mtu,
+    address: `${overlayIp(self.vtepIp)}/8`, mac: overlayMac(self.vtepIp),
+    remoteVteps: [...new Set(others.map((n) => n.vtepIp))].sort(),
+    routes: others.filter((n) => n.podCidr).map((n) => ({ to: n.podCidr!, via: overlayIp(n.vtepIp) })).sort((a, b) => a.to.localeCompare(b.to)),
+  };
+}
