@@ -33,8 +33,10 @@ export const peeringRules = [
   { apiGroups: ["discovery.liqo.io"], resources: ["resourcerequests", "resourcerequests/status"], verbs: ALL },
   // Network parameters are exchanged both ways through NetworkConfigs in the tenant namespace.
   { apiGroups: ["net.liqo.io"], resources: ["networkconfigs", "networkconfigs/status"], verbs: ALL },
-  // The offer is the provider's to write; the consumer only reads (and accepts it on its side).
+  // The offer's spec is the provider's to write; the consumer reads it and answers in its status
+  // (accepted, virtual kubelet created), which the consumer's CRD replicator copies back here.
   { apiGroups: ["sharing.liqo.io"], resources: ["resourceoffers"], verbs: READ },
+  { apiGroups: ["sharing.liqo.io"], resources: ["resourceoffers/status"], verbs: ["get", "update", "patch"] },
 ];
 
 export const twinNamespaceRules = [

@@ -1,0 +1,34 @@
+// The `liqo controller-manager` flags and wiring of the ResourceRequest controller (provider side
+// of peering: offers, withdrawal, revocation), kept apart so the role file stays a list of controllers.
+import { CliError } from "../../cli/errors.ts";
+import type { KubeClient } from "../kube/client.ts";
+import type { Logger } from "../log.ts";
+import type { Registry } from "../metrics/index.ts";
+import { readClusterIdentity } from "../peering/identity.ts";
+import { createResourceRequestController, DEFAULT_SHARING_PERCENTAGE, parseSharingPercentage, SharingPercentageError } from "../peering/sharing/index.ts";
+
+export const resourceRequestArgs = {
+  "sharing-percentage": { type: "string", default: String(DEFAULT_SHARING_PERCENTAGE), description: "percentage of the cluster's free resources offered to each consumer, 0-100 (resourcerequest)" },
+} as const;
+
+type Args = { "sharing-percentage"?: string; "liqo-namespace"?: string; "cluster-id": string; "cluster-name": string };
+
+/** Checked before anything starts, so a bad flag exits 2 with the fix. */
+export function sharingPercentageFlag(args: Args): number {
+  try {
+    return parseSharingPercentage(args["sharing-percentage"] ?? String(DEFAULT_SHARING_PERCENTAGE));
+  } catch (err) {
+    if (err instanceof SharingPercentageError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+export async function resourceRequestController(args: Args, o: { client: KubeClient; registry: Registry; logger: Logger }) {
+  const sharingPercentage = sharingPercentageFlag(args);
+  // The offer carries this cluster's labels, which live with its identity.
+  const identity = await readClusterIdentity(o.client, args["liqo-namespace"] ?? "liqo").catch(() => undefined);
+  return createResourceRequestController({
+    client: o.client, registry: o.registry, logger: o.logger, sharingPercentage,
+    clusterIdentity: { clusterId: args["cluster-id"], clusterName: args["cluster-name"], clusterLabels: identity?.clusterLabels ?? {} },
+  });
+}
