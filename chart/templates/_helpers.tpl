@@ -1,0 +1,119 @@
+{{/* Labels every object carries; app.kubernetes.io/part-of=liqo is how liqoctl finds liqo's objects. */}}
+{{- define "liqo.labels" -}}
+app.kubernetes.io/part-of: liqo
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels of one component; call with (dict "root" $ "component" "auth"). */}}
+{{- define "liqo.selector" -}}
+app.kubernetes.io/name: liqo-{{ .component }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end }}
+
+{{/* Labels of one component's objects. */}}
+{{- define "liqo.componentLabels" -}}
+{{ include "liqo.labels" .root }}
+app.kubernetes.io/name: liqo-{{ .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "liqo.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/*
+The container every role runs in: the image's entrypoint is `bun cli/liqo.ts`, the role is the
+first argument. The roles read a kubeconfig; in a pod that is the generated in-cluster one, which
+points at the service-account token and CA (see kubeconfig.yaml).
+Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["env" list] ["mounts" list] ["netAdmin" true]).
+*/}}
+{{- define "liqo.container" -}}
+- name: {{ .component }}
+  image: {{ include "liqo.image" .root }}
+  imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  args:
+  {{- range .args }}
+    - {{ . | quote }}
+  {{- end }}
+  env:
+    - name: KUBECONFIG
+      value: /etc/liqo/kubeconfig/config
+    - name: POD_NAME
+      valueFrom: { fieldRef: { fieldPath: metadata.name } }
+    - name: POD_NAMESPACE
+      valueFrom: { fieldRef: { fieldPath: metadata.namespace } }
+    - name: LIQO_LOG_LEVEL
+      value: {{ ternary "debug" "info" .root.Values.debug | quote }}
+  {{- with .env }}
+  {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if .netAdmin }}
+  # Tunnels, routes and nftables rules need NET_ADMIN (and root to open /dev/net/tun).
+  securityContext:
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    runAsUser: 0
+    capabilities: { drop: [ALL], add: [NET_ADMIN, NET_RAW] }
+  {{- else }}
+  securityContext:
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    runAsNonRoot: true
+    runAsUser: 1000
+    capabilities: { drop: [ALL] }
+  {{- end }}
+  {{- with .resources }}
+  resources: {{- toYaml . | nindent 4 }}
+  {{- end }}
+  volumeMounts:
+    - name: kubeconfig
+      mountPath: /etc/liqo/kubeconfig
+      readOnly: true
+  {{- with .mounts }}
+  {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/* Pod-level fields shared by every Deployment: service account, pull secrets, the kubeconfig volume. */}}
+{{- define "liqo.podSpec" -}}
+serviceAccountName: liqo-{{ .component }}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.pod.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+volumes:
+  - name: kubeconfig
+    configMap: { name: liqo-in-cluster-kubeconfig }
+{{- with .volumes }}
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "liqo.podMeta" -}}
+labels:
+  {{- include "liqo.selector" . | nindent 2 }}
+  {{- with .root.Values.pod.labels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .root.Values.pod.annotations }}
+annotations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Leader election settings, as environment for the roles that elect a leader among replicas. */}}
+{{- define "liqo.leaderElectionEnv" -}}
+- name: LIQO_LEADER_ELECTION
+  value: {{ .Values.leaderElection.enabled | quote }}
+- name: LIQO_LEASE_DURATION_SECONDS
+  value: {{ .Values.leaderElection.leaseDurationSeconds | quote }}
+- name: LIQO_RENEW_DEADLINE_SECONDS
+  value: {{ .Values.leaderElection.renewDeadlineSeconds | quote }}
+{{- end }}

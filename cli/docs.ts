@@ -1,0 +1,45 @@
+// Markdown reference pages generated from the command tree, one per command (cobra's doc layout:
+// liqoctl_offload_namespace.md), so the docs cannot drift from the flags the parser accepts.
+import { allCommands, type CommandNode } from "./tree.ts";
+
+export function docFileName(root: CommandNode, n: CommandNode): string {
+  return `${[root.name, ...n.path].join("_").replace(/\s+/g, "-")}.md`;
+}
+
+function usageLine(root: CommandNode, n: CommandNode): string {
+  const args = n.args.map((a) => (a.required ? `<${a.name}>` : `[${a.name}]`));
+  return [root.name, ...n.path, ...(n.subCommands.length ? ["<command>"] : []), ...args, ...(n.flags.length ? ["[flags]"] : [])].join(" ");
+}
+
+const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+
+export function commandMarkdown(root: CommandNode, n: CommandNode): string {
+  const title = [root.name, ...n.path].join(" ");
+  const out = [`# ${title}`, "", n.description, "", "```", usageLine(root, n), "```", ""];
+  if (n.args.length) {
+    out.push("## Arguments", "", "| argument | required | description |", "|---|---|---|");
+    for (const a of n.args) out.push(`| \`${a.name}\` | ${a.required ? "yes" : "no"} | ${cell(a.description)} |`);
+    out.push("");
+  }
+  if (n.flags.length) {
+    out.push("## Flags", "", "| flag | type | default | description |", "|---|---|---|---|");
+    for (const f of n.flags) {
+      const names = [`--${f.name}`, ...f.alias.map((a) => (a.length === 1 ? `-${a}` : `--${a}`))].map((x) => `\`${x}\``).join(", ");
+      const def = f.default === undefined ? "" : `\`${String(f.default)}\``;
+      const desc = `${f.required ? "(required) " : ""}${f.description}${f.options?.length ? ` (one of ${f.options.join(", ")})` : ""}`;
+      out.push(`| ${names} | ${f.type} | ${def} | ${cell(desc)} |`);
+    }
+    out.push("");
+  }
+  if (n.subCommands.length) {
+    out.push("## Commands", "");
+    for (const s of n.subCommands) out.push(`- [${[root.name, ...s.path].join(" ")}](${docFileName(root, s)}): ${s.description}`);
+    out.push("");
+  }
+  return out.join("\n");
+}
+
+/** file name → markdown, for every command in the tree. */
+export function markdownDocs(root: CommandNode): Map<string, string> {
+  return new Map(allCommands(root).map((n) => [docFileName(root, n), commandMarkdown(root, n)]));
+}

@@ -1,0 +1,287 @@
+// liqoctl as users meet it: every command's help and flag checks (from the live command tree),
+// shell completion loaded in a real bash, the markdown docs, the chart (CRDs in sync, helm lint,
+// the strict values schema), and against a rig cluster: the compiled binary's `version`,
+// `offload --output yaml` and the rendered chart through a server-side dry run.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { installCrds } from "../../core/apis/crds.ts";
+import { ForeignClusterResource } from "../../core/apis/index.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { Resources } from "../../core/kube/resources.ts";
+import { main } from "../../cli/main.ts";
+import { liqo } from "../../cli/liqo.ts";
+import { unknownFlags } from "../../cli/run.ts";
+import { allCommands, commandTree, type CommandNode } from "../../cli/tree.ts";
+import { docFileName } from "../../cli/docs.ts";
+import { findHelm } from "../../cli/install/helm.ts";
+import { staleCrdFiles } from "../../scripts/chart-crds.ts";
+import { buildLiqoctl, hostTarget, linkKubectlPlugin } from "../../scripts/build-liqoctl.ts";
+import { startTestRig, type TestRig } from "../rig/testing.ts";
+import { waitFor } from "../support/wait.ts";
+import { liqoctl, repoRoot, run } from "./liqoctl-run.ts";
+
+let tree: CommandNode;
+const tmp = mkdtempSync(join(tmpdir(), "liqoctl-cli-test-"));
+const helm = findHelm();
+const chartSets = ["--set", "networking.podCIDR=10.244.0.0/16", "--set", "networking.serviceCIDR=10.96.0.0/12"];
+
+beforeAll(async () => {
+  tree = await commandTree(main);
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const line = (n: CommandNode) => n.path.join(" ") || "(root)";
+
+describe("help and flag validation of every command", () => {
+  test("the tree holds every command the brief lists", () => {
+    const paths = allCommands(tree).map((n) => n.path.join(" "));
+    for (const p of ["version", "offload namespace", "unoffload namespace", "install kind", "install k3s", "install kubeadm", "install eks", "install gke", "install aks", "install openshift", "install generic", "uninstall", "completion", "docs", "plugin test", "plugin validate"]) {
+      expect(paths).toContain(p);
+    }
+  });
+
+  test("--help prints each command's usage, flags included, and exits 0", async () => {
+    for (const n of allCommands(tree)) {
+      const r = await liqoctl([...n.path, "--help"]);
+      expect({ cmd: line(n), code: r.code }).toEqual({ cmd: line(n), code: 0 });
+      for (const f of n.flags) expect({ cmd: line(n), hasFlag: r.stdout.includes(`--${f.name}`) }).toEqual({ cmd: line(n), hasFlag: true });
+      for (const s of n.subCommands) expect(r.stdout).toContain(s.path.at(-1)!);
+    }
+  }, 300_000);
+
+  test("an unknown flag is refused by every leaf command with exit code 2, naming the flag", async () => {
+    for (const n of allCommands(tree).filter((c) => !c.subCommands.length)) {
+      const args = n.args.filter((a) => a.required).map(() => "x");
+      const r = await liqoctl([...n.path, ...args, "--no-such-flag"]);
+      expect({ cmd: line(n), code: r.code, err: r.stderr.includes("unknown flag: --no-such-flag") }).toEqual({ cmd: line(n), code: 2, err: true });
+    }
+  }, 300_000);
+
+  test("a missing positional argument is a usage error naming it", async () => {
+    for (const n of allCommands(tree).filter((c) => c.args.some((a) => a.required))) {
+      const r = await liqoctl(n.path);
+      const missing = n.args.find((a) => a.required)!.name;
+      expect({ cmd: line(n), code: r.code, named: r.stderr.toLowerCase().includes(missing.toLowerCase()) }).toEqual({ cmd: line(n), code: 2, named: true });
+    }
+  }, 120_000);
+
+  test("a command group without its subcommand is a usage error", async () => {
+    for (const g of ["install", "offload", "unoffload", "plugin"]) {
+      const r = await liqoctl([g]);
+      expect({ g, code: r.code }).toEqual({ g, code: 2 });
+    }
+  });
+
+  // Each wrong value is refused before any cluster is contacted (no kubeconfig is needed).
+  const bad: [string[], string][] = [
+    [["offload", "namespace", "x", "--namespace-mapping-strategy", "Same"], "--namespace-mapping-strategy Same: use one of DefaultName, EnforceSameName"],
+    [["offload", "namespace", "x", "--pod-offloading-strategy", "Remotely"], "--pod-offloading-strategy Remotely"],
+    [["offload", "namespace", "x", "--output", "xml"], "--output xml: use yaml or json"],
+    [["offload", "namespace", "x", "--timeout", "soon"], "--timeout soon"],
+    [["unoffload", "namespace", "x", "--timeout", "soon"], "--timeout soon"],
+    [["version", "--output", "xml"], "--output xml: use text or json"],
+    [["completion", "tcsh"], "shell tcsh is not supported: use one of bash, zsh, fish, powershell"],
+    [["plugin", "test", "pods", "--input", "x.json", "--direction", "sideways"], "--direction sideways"],
+    [["install", "kind", "--sharing-percentage", "101"], "--sharing-percentage 101: use a whole number from 0 to 100"],
+    [["install", "generic", "--pod-cidr", "10.244.0.1/16"], "--pod-cidr: 10.244.0.1/16 has host bits set; the network is 10.244.0.0/16"],
+    [["install", "generic", "--service-cidr", "10.96/12"], "--service-cidr: 10.96/12 is not an IPv4 CIDR"],
+    [["install", "kind", "--reserved-subnets", "10.0.0.0/8,bogus"], "--reserved-subnets: bogus is not an IPv4 CIDR"],
+    [["install", "kind", "--cluster-name", "Rome_1"], "--cluster-name: cluster name \"Rome_1\" is not a DNS-1123 label"],
+    [["install", "kind", "--cluster-labels", "region"], "--cluster-labels: cluster label \"region\" is not key=value"],
+    [["install", "kind", "--api-server-url", "http://1.2.3.4:6443"], "--api-server-url http://1.2.3.4:6443: use the https:// URL"],
+    [["install", "kind", "--set", "noequals"], "--set noequals: expected key=value"],
+    [["install", "kind", "--timeout", "forever"], "--timeout forever"],
+    [["install", "kind", "--local-chart-path", "/nonexistent"], "--local-chart-path /nonexistent: no Chart.yaml there"],
+    [["uninstall", "--timeout", "forever"], "--timeout forever"],
+  ];
+  test.each(bad)("%p is refused with a message naming the fix", async (args, message) => {
+    const r = await liqoctl(args, { env: { KUBECONFIG: "/nonexistent-kubeconfig" } });
+    expect(r.stderr).toContain(message);
+    expect(r.code).toBe(2);
+  });
+
+  test("a kubeconfig that does not exist is exit code 3 (unreachable), after the flags passed", async () => {
+    const r = await liqoctl(["install", "generic", "--kubeconfig", join(tmp, "missing")]);
+    expect(r.stderr).toContain("does not exist");
+    expect(r.code).toBe(3);
+  });
+});
+
+describe("completion", () => {
+  test("the bash script loads in bash and completes commands, subcommands and flags", async () => {
+    const script = (await liqoctl(["completion", "bash"])).stdout;
+    await Bun.write(join(tmp, "liqoctl.bash"), script);
+    const probe = (words: string[]) => `COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _liqoctl; echo "\${COMPREPLY[*]}"`;
+    const r = await run(["bash", "-c", [
+      `source ${join(tmp, "liqoctl.bash")} && complete -p liqoctl && complete -p kubectl-liqo`,
+      probe(["liqoctl", "un"]),
+      probe(["liqoctl", "install", ""]),
+      probe(["liqoctl", "install", "--namespace", "liqo", "ge"]),
+      probe(["liqoctl", "offload", "namespace", "demo", "--pod-"]),
+      probe(["liqoctl", "uninstall", "--p"]),
+    ].join("\n")]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.split("\n")).toEqual([
+      "complete -F _liqoctl liqoctl", "complete -F _liqoctl kubectl-liqo",
+      tree.subCommands.map((s) => s.path[0]!).filter((n) => n.startsWith("un")).join(" "),
+      "kind k3s kubeadm openshift eks gke aks generic --help",
+      "generic",
+      "--pod-offloading-strategy",
+      "--purge",
+      "",
+    ]);
+  });
+
+  // zsh, fish and PowerShell are not installed here: check the scripts name every command path.
+  test.each(["zsh", "fish", "powershell"])("the %s script covers every command", async (shell) => {
+    const r = await liqoctl(["completion", shell]);
+    expect(r.code).toBe(0);
+    for (const n of allCommands(tree).filter((c) => c.path.length)) expect(r.stdout).toContain(`/${n.path.join("/")}`);
+  });
+});
+
+describe("docs", () => {
+  test("docs --dir writes one page per command, each listing all its flags", async () => {
+    const dir = join(tmp, "docs");
+    const r = await liqoctl(["docs", "--dir", dir]);
+    expect(r.code).toBe(0);
+    const files = readdirSync(dir).sort();
+    expect(files).toEqual(allCommands(tree).map((n) => docFileName(tree, n)).sort());
+    for (const n of allCommands(tree)) {
+      const page = readFileSync(join(dir, docFileName(tree, n)), "utf8");
+      expect(page).toStartWith(`# ${["liqoctl", ...n.path].join(" ")}\n`);
+      for (const f of n.flags) expect({ page: docFileName(tree, n), flag: page.includes(`\`--${f.name}\``) }).toEqual({ page: docFileName(tree, n), flag: true });
+    }
+  });
+
+  test("docs --dir into a file path fails with exit 1 naming the directory", async () => {
+    await Bun.write(join(tmp, "a-file"), "x");
+    const r = await liqoctl(["docs", "--dir", join(tmp, "a-file")]);
+    expect(r.stderr).toContain(`--dir ${join(tmp, "a-file")}: cannot write there`);
+    expect(r.code).toBe(1);
+  });
+});
+
+describe("chart", () => {
+  test("chart/crds matches core/apis (regenerate with bun run chart:crds)", async () => {
+    expect(await staleCrdFiles()).toEqual([]);
+  });
+
+  test("helm lint is clean", async () => {
+    const r = await run([helm, "lint", join(repoRoot, "chart"), "--strict", ...chartSets]);
+    expect(r.stdout).toContain("1 chart(s) linted, 0 chart(s) failed");
+    expect(r.code).toBe(0);
+  });
+
+  test("the values schema refuses unknown keys, bad enums and out-of-range numbers", async () => {
+    for (const [set, key] of [["sharingPercentage=200", "/sharingPercentage"], ["auth.service.type=Ingress", "/auth/service/type"], ["gatewy.replicas=2", "gatewy"], ["networking.podCIDR=10.0.0.0", "/networking/podCIDR"]]) {
+      const r = await run([helm, "template", join(repoRoot, "chart"), ...chartSets, "--set", set!]);
+      expect({ set, code: r.code, named: r.stderr.includes(key!) }).toEqual({ set, code: 1, named: true });
+    }
+  });
+
+  test("every container's arguments are flags its `liqo <role>` accepts, required ones included", async () => {
+    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, "--set", "gateway.endpoint=203.0.113.7:30871"]);
+    const workloads = rendered.stdout.split(/^---$/m).map((d) => Bun.YAML.parse(d) as any).filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
+    expect(workloads.map((w) => w.metadata.name).sort()).toEqual(["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-route", "liqo-webhook"]);
+    const roles = await commandTree(liqo);
+    for (const w of workloads) {
+      const args: string[] = w.spec.template.spec.containers[0].args;
+      const role = roles.subCommands.find((r) => r.path[0] === args[0]);
+      expect({ workload: w.metadata.name, role: role?.name }).toEqual({ workload: w.metadata.name, role: args[0] });
+      const roleDef = await (liqo.subCommands as Record<string, () => Promise<any>>)[args[0]!]!();
+      expect({ workload: w.metadata.name, unknown: await unknownFlags(roleDef, args.slice(1)) }).toEqual({ workload: w.metadata.name, unknown: [] });
+      const missing = role!.flags.filter((f) => f.required && !args.includes(`--${f.name}`)).map((f) => f.name);
+      expect({ workload: w.metadata.name, missing }).toEqual({ workload: w.metadata.name, missing: [] });
+    }
+  });
+
+  test("a missing pod CIDR fails rendering with the flag to pass", async () => {
+    const r = await run([helm, "template", join(repoRoot, "chart")]);
+    expect(r.stderr).toContain("networking.podCIDR is required: pass --pod-cidr to liqoctl install");
+    expect(r.code).toBe(1);
+  });
+});
+
+describe("against a rig cluster", () => {
+  let rig: TestRig;
+  let client: KubeClient;
+  let kubeconfig: string;
+  let binary: string;
+  let kubectl: string;
+
+  beforeAll(async () => {
+    [rig, binary] = await Promise.all([startTestRig({ clusters: 1, names: ["rome"], nodes: 1 }), buildLiqoctl(hostTarget(), join(tmp, "dist"))]);
+    linkKubectlPlugin(binary, join(tmp, "dist"));
+    client = rig.client("rome");
+    kubeconfig = rig.clusters[0]!.kubeconfig;
+    kubectl = join(helm, "../kubectl");
+    await installCrds(client, { timeoutMs: 120_000 });
+    // Established is not yet served: the API server answers 429 while a new CRD's storage initializes.
+    await waitFor("ForeignClusters listable", () => client.list(ForeignClusterResource).then(() => true), { timeoutMs: 60_000 });
+    await client.create(Resources.namespaces, { metadata: { name: "liqo" } });
+  }, 600_000);
+  afterAll(async () => { await rig?.down(); });
+
+  test("the compiled binary reports client and server versions (not installed yet)", async () => {
+    const r = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
+    expect(r.stdout).toBe("Client version: 0.1.0 (bun 1.4.5, linux/x64)\nServer version: not installed (no liqo in namespace liqo; liqoctl install --help)\n");
+    expect(r.code).toBe(0);
+  });
+
+  test("the compiled binary runs status: refused before liqo is there, the identity once it is", async () => {
+    const before = await liqoctl(["status", "--kubeconfig", kubeconfig], { program: [binary] });
+    expect(before.stderr).toContain("liqo is not installed here: no ConfigMap liqo/liqo-clusterid-configmap");
+    expect(before.code).toBe(1);
+    await client.create(Resources.configMaps, { metadata: { name: "liqo-clusterid-configmap", namespace: "liqo" }, data: { CLUSTER_ID: "0d4f6b1e-0000-4000-8000-000000000001", CLUSTER_NAME: "rome" } });
+    try {
+      const after = await liqoctl(["status", "--kubeconfig", kubeconfig], { program: [binary] });
+      expect(after.stderr).toBe("");
+      expect(after.stdout).toContain("  name:      rome\n  ID:        0d4f6b1e-0000-4000-8000-000000000001\n");
+      expect(after.code).toBe(0);
+      const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
+      expect(version.stdout).toContain("Server version: unknown (no liqo Deployment carries app.kubernetes.io/version) (cluster rome, id 0d4f6b1e-0000-4000-8000-000000000001)");
+    } finally {
+      await client.delete(Resources.configMaps, "liqo-clusterid-configmap", "liqo");
+    }
+  });
+
+  test("the compiled binary validates an embedded built-in plugin and names itself as a kubectl plugin", async () => {
+    const v = await liqoctl(["plugin", "validate", "pods"], { program: [binary] });
+    expect(v.stdout).toBe("pods: pods 1.0.0, ABI v1, reflects Pod (both)\n");
+    const help = await liqoctl(["--help"], { program: [join(tmp, "dist/kubectl-liqo")] });
+    expect(help.stdout).toContain("kubectl liqo version|");
+  });
+
+  test("offload namespace --output yaml from the binary passes a server-side dry run", async () => {
+    await client.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });
+    const out = await liqoctl(["offload", "namespace", "liqo-demo", "--pod-offloading-strategy", "Remote", "--selector", "region in (eu)", "--output", "yaml"], { program: [binary] });
+    expect(out.code).toBe(0);
+    const r = await run([kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"], { stdin: out.stdout });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toBe("namespaceoffloading.offloading.liqo.io/offloading created (server dry run)\n");
+  });
+
+  test("the rendered chart passes a server-side dry run once the CRDs are installed", async () => {
+    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, "--set", "auth.ingress.enabled=true", "--set", "auth.ingress.host=auth.rome.example"]);
+    expect(rendered.stderr).toBe("");
+    const r = await run([kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"], { stdin: rendered.stdout });
+    expect(r.stderr).toBe("");
+    const kinds = r.stdout.trim().split("\n").map((l) => l.split("/")[0]);
+    for (const k of ["deployment.apps", "daemonset.apps", "service", "ingress.networking.k8s.io", "mutatingwebhookconfiguration.admissionregistration.k8s.io", "clusterrole.rbac.authorization.k8s.io", "role.rbac.authorization.k8s.io", "secret", "configmap", "serviceaccount"]) {
+      expect(kinds).toContain(k);
+    }
+    expect(r.stdout.trim().split("\n").filter((l) => l.startsWith("deployment.apps/")).sort()).toEqual(
+      ["auth", "controller-manager", "gateway", "network-manager", "webhook"].map((c) => `deployment.apps/liqo-${c} created (server dry run)`));
+  });
+
+  test("the compiled binary installs its embedded chart (no checkout needed)", async () => {
+    const r = await liqoctl(["install", "generic", "--kubeconfig", kubeconfig, "--pod-cidr", rig.clusters[0]!.podCIDR, "--cluster-name", "rome", "--timeout", "8m"], { program: [binary], cwd: tmp });
+    expect(r.stderr).toContain("liqo installed in namespace liqo (cluster rome)");
+    expect(r.code).toBe(0);
+    const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
+    expect(version.stdout).toContain("Server version: 0.1.0 (cluster rome, id ");
+  }, 600_000);
+});
