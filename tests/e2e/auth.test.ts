@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  installCrds, ResourceOfferResource, ResourceRequestResource, REMOTE_CLUSTER_ID_LABEL, REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION,
+  ForeignClusterResource, installCrds, ResourceOfferResource, ResourceRequestResource, REMOTE_CLUSTER_ID_LABEL, REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION,
 } from "../../core/apis/index.ts";
 import { sampleResourceOffer, sampleResourceRequest } from "../../core/apis/samples.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
@@ -14,7 +14,7 @@ import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import { CLUSTER_ID_CONFIGMAP, ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
 import {
-  AUTH_TOKEN_SECRET, createAuthServer, ensureAuthToken, generateAuthToken, revokeIdentity, type AuthServer, type IdentityResponse,
+  AUTH_TOKEN_SECRET, createAuthServer, ensureAuthToken, generateAuthToken, remoteServiceAccountName, revokeIdentity, type AuthServer, type IdentityResponse,
 } from "../../core/peering/auth/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
@@ -257,6 +257,29 @@ describe("POST /identity", () => {
     const again = peerClient(res.body.kubeconfig, "rome-repeered");
     expect(await statusOf(again.list(ResourceRequestResource, { namespace: res.body.namespace }))).toBe(200);
     token = rotated;
+  });
+
+  test("two-way peering: revoking rome's identity keeps the tenant namespace milan's own outgoing peering uses", async () => {
+    const res = await exchange(token);
+    expect(res.status).toBe(202);
+    const ns = res.body.namespace as string;
+    await milan.create(ForeignClusterResource, {
+      apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: "rome" },
+      spec: { clusterIdentity: { clusterID: romeId.clusterId, clusterName: "rome" }, foreignAuthUrl: "https://127.0.0.1:1", outgoingPeeringEnabled: "Yes", incomingPeeringEnabled: "Auto", networkingEnabled: "No" },
+    });
+    const deleted = await revokeIdentity(milan, romeId.clusterId);
+    expect(deleted).not.toContain(`namespace/${ns}`);
+    expect(deleted).toContain(`serviceaccount/${ns}/${remoteServiceAccountName(romeId.clusterId)}`);
+    const revoked = peerClient(res.body.kubeconfig, "rome-revoked-two-way");
+    await waitFor("the revoked token to be refused", async () => {
+      const s = await statusOf(revoked.list(ResourceRequestResource, { namespace: ns }));
+      return s === 401 || s === 403;
+    });
+    expect((await milan.find(Resources.namespaces, ns))?.metadata.deletionTimestamp).toBeUndefined();
+    // Once milan stops peering towards rome, the namespace goes with the last direction.
+    await milan.delete(ForeignClusterResource, "rome");
+    expect(await revokeIdentity(milan, romeId.clusterId)).toContain(`namespace/${ns}`);
+    await waitFor("the tenant namespace to be gone", async () => !(await milan.find(Resources.namespaces, ns)), { timeoutMs: 120_000 });
   });
 });
 

@@ -90,13 +90,32 @@ export function twinNamespacesPolicy(): KubeObject[] {
 }
 
 /** Applies the shared ClusterRoles and the policy; idempotent (server-side apply). */
-export async function ensurePeeringRbac(client: KubeClient): Promise<void> {
+export async function ensurePeeringRbac(client: KubeClient, deadlineMs = 60_000): Promise<void> {
   for (const [name, rules] of [[PEERING_ROLE, peeringRules], [TWIN_NAMESPACE_ROLE, twinNamespaceRules], [TWIN_NAMESPACES_ROLE, twinNamespacesRules]] as const) {
     await client.apply(ClusterRoles, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels: MANAGED_BY }, rules: rules as unknown[] }, { fieldManager: FIELD_MANAGER, force: true });
   }
   const [policy, binding] = twinNamespacesPolicy();
   await client.apply(ValidatingAdmissionPolicies, policy!, { fieldManager: FIELD_MANAGER, force: true });
   await client.apply(ValidatingAdmissionPolicyBindings, binding!, { fieldManager: FIELD_MANAGER, force: true });
+  await policyObserved(client, deadlineMs);
+}
+
+/**
+ * Admission policies take effect asynchronously: until the API server has loaded this one, a peer
+ * holding the namespaces RBAC could create any namespace. The API server's own type-checking
+ * controller records status.observedGeneration once it has seen the policy; the auth service
+ * issues no identity before that (the caller treats a timeout as "not ready").
+ */
+async function policyObserved(client: KubeClient, deadlineMs: number): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (true) {
+    const p = await client.get<KubeObject & { status?: { observedGeneration?: number } }>(ValidatingAdmissionPolicies, TWIN_NAMESPACES_POLICY);
+    if ((p.status?.observedGeneration ?? 0) >= (p.metadata.generation ?? 1)) return;
+    if (Date.now() > deadline) {
+      throw new Error(`the API server has not loaded the ValidatingAdmissionPolicy ${TWIN_NAMESPACES_POLICY} within ${deadlineMs / 1000}s (status.observedGeneration unset): is the ValidatingAdmissionPolicy API enabled (Kubernetes ≥ 1.30)?`);
+    }
+    await Bun.sleep(200);
+  }
 }
 
 export { FIELD_MANAGER as AUTH_FIELD_MANAGER };

@@ -2,7 +2,7 @@
 // ServiceAccount with a long-lived token Secret in it, and the RoleBindings and the
 // ClusterRoleBinding of rbac.ts. Issuing is idempotent; revoking removes all of it.
 import { DISCOVERY_CLUSTER_ID_LABEL, TENANT_NAMESPACE_LABEL, REMOTE_CLUSTER_ID_LABEL, REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION } from "../../apis/labels.ts";
-import type { ClusterIdentity } from "../../apis/index.ts";
+import { ForeignClusterResource, type ClusterIdentity, type ForeignCluster } from "../../apis/index.ts";
 import { KubeApiError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
@@ -164,6 +164,10 @@ export async function revokeIdentity(client: KubeClient, remoteClusterId: string
     // The token Secret is deleted explicitly: namespace deletion can take a while, the token must die now.
     if (await client.delete(Resources.secrets, remoteTokenSecretName(remoteClusterId), ns.metadata.name)) deleted.push(`secret/${ns.metadata.name}/${remoteTokenSecretName(remoteClusterId)}`);
     if (await client.delete(Resources.serviceAccounts, remoteServiceAccountName(remoteClusterId), ns.metadata.name)) deleted.push(`serviceaccount/${ns.metadata.name}/${remoteServiceAccountName(remoteClusterId)}`);
+    // In a two-way peering the same tenant namespace also holds our outgoing peering towards that
+    // cluster (its identity Secret, our ResourceRequest, its offer): revoking its identity here
+    // must not take those with it. The namespace goes with the last direction.
+    if (await outgoingPeeringUses(client, remoteClusterId)) continue;
     if (!ns.metadata.deletionTimestamp && await client.delete(Resources.namespaces, ns.metadata.name!, undefined, { uid: ns.metadata.uid })) deleted.push(`namespace/${ns.metadata.name}`);
   }
   if (options.deleteTwinNamespaces) {
@@ -173,4 +177,18 @@ export async function revokeIdentity(client: KubeClient, remoteClusterId: string
     }
   }
   return deleted;
+}
+
+/** Whether this cluster peers (or is peering) towards the remote cluster: its tenant namespace is in use. */
+async function outgoingPeeringUses(client: KubeClient, remoteClusterId: string): Promise<boolean> {
+  let foreignClusters: ForeignCluster[];
+  try {
+    foreignClusters = (await client.list<ForeignCluster>(ForeignClusterResource)).items;
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return false; // CRDs not installed: no peering
+    throw err;
+  }
+  return foreignClusters.some((fc) => fc.spec?.clusterIdentity?.clusterID === remoteClusterId
+    && (fc.spec?.outgoingPeeringEnabled === "Yes"
+      || (fc.status?.peeringConditions ?? []).some((c) => c.type === "OutgoingPeering" && c.status !== "None")));
 }
