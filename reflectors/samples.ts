@@ -65,7 +65,7 @@ export const remotePv: KubeObject = {
   status: { phase: "Bound" },
 };
 
-export const serviceAccount: KubeObject = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "builder", namespace: "shop" }, secrets: [{ name: "builder-token-x7k2" }] };
+export const serviceAccount: KubeObject = { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "builder", namespace: "shop", resourceVersion: "5120" }, secrets: [{ name: "builder-token-x7k2" }] };
 
 const container = (name: string) => ({
   name, image: `registry.example.com/shop/${name}:1.4.2`, imagePullPolicy: "IfNotPresent",

@@ -69,10 +69,48 @@ interface Runner {
 
 type Out = { ok: string } | { trap: string };
 
+// Objects from the informers' caches are immutable (an informer replaces, never edits, what it
+// holds), so their serialized forms are cached on the object, checked against its
+// resourceVersion: re-reflecting an unchanged object (a resync, a remote-side event, a retry)
+// and the look-ups of one ServiceAccount by every pod pay the JSON.stringify once. Objects
+// without a resourceVersion (built by hand, never stored by the API server) are not cached.
+const versionOf = (obj: KubeObject): string | undefined => {
+  const rv = obj.metadata?.resourceVersion;
+  return typeof rv === "string" && rv !== "" ? rv : undefined;
+};
+const lookupBytes = new WeakMap<object, { rv: string; bytes: Uint8Array }>();
+const textEncoder = new TextEncoder();
+function encodedObject(obj: KubeObject): Uint8Array | string {
+  const rv = versionOf(obj);
+  if (rv === undefined) return JSON.stringify(obj);
+  const hit = lookupBytes.get(obj);
+  if (hit !== undefined && hit.rv === rv) return hit.bytes;
+  const bytes = textEncoder.encode(JSON.stringify(obj));
+  lookupBytes.set(obj, { rv, bytes });
+  return bytes;
+}
+
+/** The JSON sent for `obj` projected to `fields` (undefined = whole), cached per object, version and field list. */
+const payloads = new WeakMap<object, { rv: string; fields: readonly string[] | undefined; json: string }>();
+function payloadJson(obj: KubeObject, fields: readonly string[] | undefined): string {
+  const rv = versionOf(obj);
+  if (rv === undefined) return JSON.stringify(project(obj, fields));
+  const hit = payloads.get(obj);
+  if (hit !== undefined && hit.rv === rv && hit.fields === fields) return hit.json;
+  const json = JSON.stringify(project(obj, fields));
+  payloads.set(obj, { rv, fields, json });
+  return json;
+}
+
 const ctxJson = new WeakMap<ReflectionContext, string>();
+let lastCtx: ReflectionContext | null = null;
+let lastCtxJson = "";
 function contextJson(ctx: ReflectionContext): string {
+  if (ctx === lastCtx) return lastCtxJson;
   let s = ctxJson.get(ctx);
   if (s === undefined) { s = JSON.stringify(ctx); ctxJson.set(ctx, s); }
+  lastCtx = ctx;
+  lastCtxJson = s;
   return s;
 }
 
@@ -101,6 +139,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     },
     abort: (message) => { lastAbort = message; },
     translateIp: (ip) => translate(ip, current?.direction ?? "forward"),
+    identityIp: translate === identityTranslator,
     lookup: (reqJson) => {
       const req = JSON.parse(reqJson);
       const c = current?.ctx;
@@ -108,7 +147,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       // Read-only and confined to the call's namespace pair (or cluster-scoped objects).
       if (!options.lookup || (req.namespace !== "" && req.namespace !== allowed)) return null;
       const found = options.lookup(req);
-      return found ? JSON.stringify(found) : null;
+      return found ? encodedObject(found) : null;
     },
   };
 
@@ -193,9 +232,9 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const origin = direction === "forward" ? ctx.localClusterId : ctx.remoteClusterId;
     const payload: Payload = {
       context: contextJson(ctx),
-      source: source === null ? null : JSON.stringify(project(source, fields)),
+      source: source === null ? null : payloadJson(source, fields),
       // The target's content only when declared; its ownership always (guards need it).
-      target: target === null || !resource.targetFields ? null : JSON.stringify(project(target, resource.targetFields)),
+      target: target === null || !resource.targetFields ? null : payloadJson(target, resource.targetFields),
       state: target === null ? 0 : isOwnedBy(target, origin) ? 1 : 2,
     };
     return { facts: { plugin: name, direction, resource, source, target, ctx }, payload };

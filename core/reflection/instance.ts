@@ -16,8 +16,10 @@ export interface HostBindings {
   log(level: number, message: string): void;
   /** Direction is resolved by the caller from the call in progress. */
   translateIp(ip: string): string;
-  /** A JSON request in, a JSON object or null out. */
-  lookup(requestJson: string): string | null;
+  /** True when translateIp is the identity: calls are answered 0 ("unchanged") without reading the address. */
+  identityIp?: boolean;
+  /** A JSON request in, a JSON object (text, or its UTF-8 bytes) or null out. */
+  lookup(requestJson: string): string | Uint8Array | null;
   /** A plugin's abort message, reported just before it traps. */
   abort(message: string): void;
 }
@@ -73,8 +75,9 @@ export class InstanceRunner {
   }
 
   #view(): Uint8Array {
-    const buf = this.#exports!.memory.buffer;
-    if (this.#u8.buffer !== buf) this.#u8 = new Uint8Array(buf);
+    // Growing a wasm memory detaches its old buffer, which empties every view of it: an
+    // empty view is the cue to take a new one (memory.buffer itself is a slow getter).
+    if (this.#u8.length === 0) this.#u8 = new Uint8Array(this.#exports!.memory.buffer);
     return this.#u8;
   }
 
@@ -82,13 +85,44 @@ export class InstanceRunner {
     return decoder.decode(this.#view().subarray(ptr, ptr + len));
   }
 
+  /** Host-function arguments are mostly short ASCII (IP addresses): building the string by
+   *  hand is cheaper than a TextDecoder call for a dozen bytes. */
+  #readShort(ptr: number, len: number): string {
+    const view = this.#view();
+    if (len <= 40) {
+      let s = "";
+      for (let i = ptr, end = ptr + len; i < end; i++) {
+        const c = view[i]!;
+        if (c >= 0x80) return decoder.decode(view.subarray(ptr, ptr + len));
+        s += String.fromCharCode(c);
+      }
+      return s;
+    }
+    return decoder.decode(view.subarray(ptr, ptr + len));
+  }
+
   /** Writes a length-prefixed answer into plugin memory for a host function to return. */
   #answer(text: string | null): number {
     if (text === null) return 0;
-    const bytes = encoder.encode(text);
+    const n = text.length;
+    let ascii = n <= 64;
+    for (let i = 0; ascii && i < n; i++) if (text.charCodeAt(i) >= 0x80) ascii = false;
+    if (ascii) {
+      const ptr = this.#exports!.liqo_alloc(n + 4);
+      const view = this.#view();
+      view[ptr] = n & 0xff; view[ptr + 1] = (n >>> 8) & 0xff; view[ptr + 2] = 0; view[ptr + 3] = 0;
+      for (let i = 0; i < n; i++) view[ptr + 4 + i] = text.charCodeAt(i);
+      return ptr;
+    }
+    return this.#answerBytes(encoder.encode(text));
+  }
+
+  /** Same, for an answer already encoded (a cached look-up result). */
+  #answerBytes(bytes: Uint8Array): number {
     const ptr = this.#exports!.liqo_alloc(bytes.length + 4);
     const view = this.#view();
-    new DataView(view.buffer).setUint32(ptr, bytes.length, true);
+    const n = bytes.length;
+    view[ptr] = n & 0xff; view[ptr + 1] = (n >>> 8) & 0xff; view[ptr + 2] = (n >>> 16) & 0xff; view[ptr + 3] = (n >>> 24) & 0xff;
     view.set(bytes, ptr + 4);
     return ptr;
   }
@@ -101,8 +135,21 @@ export class InstanceRunner {
         log: (_: unknown, level: number, ptr: number, len: number) => b.log(level, this.#readString(ptr, len)),
         abort: (_: unknown, ptr: number, len: number) => b.abort(this.#readString(ptr, len)),
       },
-      "liqo:net": { translate_ip: (_: unknown, ptr: number, len: number) => this.#answer(b.translateIp(this.#readString(ptr, len))) },
-      "liqo:cache": { lookup: (_: unknown, ptr: number, len: number) => this.#answer(b.lookup(this.#readString(ptr, len))) },
+      "liqo:net": {
+        // 0 means "unchanged" (docs/plugins.md): the plugin keeps the address it passed.
+        translate_ip: (_: unknown, ptr: number, len: number) => {
+          if (b.identityIp) return 0;
+          const ip = this.#readShort(ptr, len);
+          const out = b.translateIp(ip);
+          return out === ip ? 0 : this.#answer(out);
+        },
+      },
+      "liqo:cache": {
+        lookup: (_: unknown, ptr: number, len: number) => {
+          const found = b.lookup(this.#readString(ptr, len));
+          return typeof found === "string" || found === null ? this.#answer(found) : this.#answerBytes(found);
+        },
+      },
       // Plugins built without the SDK's abort hook import AssemblyScript's default.
       env: { abort: () => b.abort("abort (plugin built without the SDK abort hook)") },
     };

@@ -52,6 +52,19 @@ export function getPointer(obj: unknown, pointer: string): unknown {
   return cur;
 }
 
+/** Containers already copied for one answer: usually a handful, where an array beats a Set; a Set past 16. */
+class Fresh {
+  #list: object[];
+  #set: Set<object> | null = null;
+  constructor(first: object[]) { this.#list = first; }
+  has(o: object): boolean { return this.#set ? this.#set.has(o) : this.#list.includes(o); }
+  add(o: object): void {
+    if (this.#set) { this.#set.add(o); return; }
+    this.#list.push(o);
+    if (this.#list.length > 16) this.#set = new Set(this.#list);
+  }
+}
+
 function copyOf(x: object): object {
   return Array.isArray(x) ? x.slice() : { ...(x as Json) };
 }
@@ -64,7 +77,7 @@ function copyOf(x: object): object {
 export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject {
   if (edits.length === 0) return base;
   const m = base.metadata ?? {};
-  const fresh = new Set<object>([base, m, m.labels ?? m, m.annotations ?? m]);
+  const fresh = new Fresh([base, m, m.labels ?? m, m.annotations ?? m]);
   for (const edit of edits) {
     const path = edit[0];
     const remove = edit.length === 1;

@@ -41,7 +41,7 @@ export class WorkerRunner {
       };
       worker.onerror = (e) => reject(new Error(e.message));
     });
-    worker.postMessage({ type: "init", wasm, shared, recycleAfterCalls: policy.recycleAfterCalls, maxMemoryBytes: policy.maxMemoryBytes });
+    worker.postMessage({ type: "init", wasm, shared, recycleAfterCalls: policy.recycleAfterCalls, maxMemoryBytes: policy.maxMemoryBytes, identityIp: bindings.identityIp === true });
     await ready;
     return runner;
   }
@@ -51,7 +51,7 @@ export class WorkerRunner {
     else if (msg.type === "abort") this.#lastAbort = msg.message;
     else if (msg.type === "host") {
       const answer = msg.kind === "translateIp" ? this.#bindings.translateIp(msg.arg) : this.#bindings.lookup(msg.arg);
-      const bytes = answer === null ? null : encoder.encode(answer);
+      const bytes = answer === null ? null : typeof answer === "string" ? encoder.encode(answer) : answer;
       // An answer too big for the shared buffer is reported as "not found" rather than truncated.
       if (bytes && bytes.length <= SHARED_BYTES - 8) { this.#shared.set(bytes, 8); this.#flag[1] = bytes.length; }
       else this.#flag[1] = -1;

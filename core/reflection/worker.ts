@@ -6,7 +6,7 @@ import { InstanceRunner, type HostBindings, type Payload } from "./instance.ts";
 
 declare const self: Worker;
 
-type Init = { type: "init"; wasm: Uint8Array; shared: SharedArrayBuffer; recycleAfterCalls?: number; maxMemoryBytes?: number };
+type Init = { type: "init"; wasm: Uint8Array; shared: SharedArrayBuffer; recycleAfterCalls?: number; maxMemoryBytes?: number; identityIp?: boolean };
 type Call = { type: "call"; id: number; fn: string; payloads: Payload[] };
 
 let runner: InstanceRunner | null = null;
@@ -35,6 +35,8 @@ self.onmessage = async (e: MessageEvent<Init | Call>) => {
   if (msg.type === "init") {
     flag = new Int32Array(msg.shared, 0, 2);
     shared = new Uint8Array(msg.shared);
+    // The identity translation is answered in the worker: no round trip to the main thread.
+    bindings.identityIp = msg.identityIp === true;
     try {
       runner = await InstanceRunner.create(await WebAssembly.compile(msg.wasm as Uint8Array<ArrayBuffer>), bindings, msg);
       self.postMessage({ type: "ready" });

@@ -13,15 +13,32 @@ let outputLen: i32 = 0;
 
 export function liqo_abi_version(): i32 { return ABI_VERSION; }
 
+// The decoded context, kept across calls until the host sends another one.
+let contextValue: Context | null = null;
+
 /** Where the host writes a new context of `len` bytes; 0 if it does not fit. */
 export function liqo_context(len: i32): usize {
   if (len > CONTEXT_CAPACITY) return 0;
   contextLen = len;
+  contextValue = null;
   return contextBuffer;
 }
 
-/** Each call begins here: the arena is rewound (nothing survives a call), then `len` bytes for the payload. */
-export function liqo_begin(len: i32): usize { __arena_rewind(); return heap.alloc(<usize>len); }
+/**
+ * Each call begins here: the arena is rewound (nothing survives a call), then `len` bytes
+ * for the payload. After a context change, the context is decoded once, fully (every member
+ * indexed, every scalar decoded, so reading it later allocates nothing), into the kept region.
+ */
+export function liqo_begin(len: i32): usize {
+  if (contextValue == null) {
+    __arena_restart();
+    const ctx = new Context(slice(contextBuffer, contextLen));
+    ctx.raw.prepareAll();
+    contextValue = ctx;
+    __arena_keep();
+  } else __arena_rewind();
+  return heap.alloc(<usize>len);
+}
 /** Memory for host-function answers written during a call (no rewind). */
 export function liqo_alloc(len: i32): usize { return heap.alloc(<usize>len); }
 export function liqo_output_len(): i32 { return outputLen; }
@@ -44,7 +61,7 @@ export function liqo_backward(ptr: usize, remoteLen: i32, localLen: i32, localSt
   return run(new Input(context(), local, remote, <Target>localState), backwardTransform);
 }
 
-function context(): Context { return new Context(slice(contextBuffer, contextLen)); }
+function context(): Context { return contextValue != null ? contextValue! : new Context(slice(contextBuffer, contextLen)); }
 
 function slice(ptr: usize, len: i32): Value {
   if (len == 0) return Value.null();

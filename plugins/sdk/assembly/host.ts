@@ -1,7 +1,7 @@
 // Host functions a reflector plugin may import, grouped by namespace (ABI v1).
 // An import is linked only when a plugin calls the wrapper, and the manifest must list it
 // in `hostFunctions`: the host refuses plugins whose imports and manifest disagree.
-import { Value, parse } from "./json";
+import { Value, Writer, parse } from "./json";
 
 @external("liqo:log", "log")
 declare function hostLog(level: i32, ptr: usize, len: i32): void;
@@ -41,11 +41,15 @@ export function translateIp(ip: string): string {
  * Returns a Null value when the object is not cached.
  */
 export function lookup(cluster: string, apiVersion: string, kind: string, namespace: string, name: string): Value {
-  const req = Value.obj()
-    .set("cluster", Value.str(cluster)).set("apiVersion", Value.str(apiVersion))
-    .set("kind", Value.str(kind)).set("namespace", Value.str(namespace)).set("name", Value.str(name));
-  const buf = String.UTF8.encode(req.toString());
-  const ptr = hostLookup(changetype<usize>(buf), buf.byteLength);
+  // Written straight as JSON text: no tree, no second encoding pass.
+  const w = new Writer(64 + (cluster.length + apiVersion.length + kind.length + namespace.length + name.length) * 3);
+  w.raw("{\"cluster\":"); w.str(cluster);
+  w.raw(",\"apiVersion\":"); w.str(apiVersion);
+  w.raw(",\"kind\":"); w.str(kind);
+  w.raw(",\"namespace\":"); w.str(namespace);
+  w.raw(",\"name\":"); w.str(name);
+  w.byte(0x7d);
+  const ptr = hostLookup(w.ptr, w.len);
   if (ptr == 0) return Value.null();
   const res = parse(ptr + 4, <i32>load<u32>(ptr));
   return res.error.length > 0 ? Value.null() : res.value;

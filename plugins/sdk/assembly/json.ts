@@ -5,9 +5,9 @@
 // plugin builds or edits (set/remove/push) become ordinary containers.
 // Numbers keep their source text so ports and quantities round-trip exactly.
 import { Writer } from "./writer";
+import { Kind, buildTape, checkValue, decodeString, failedAt, isWs, keyEquals, kindAt, skipScalar, skipString, skipTaped, skipValue, skipWs } from "./scan";
 export { Writer } from "./writer";
-
-export enum Kind { Null, Bool, Number, String, Array, Object }
+export { Kind } from "./scan";
 
 export class Value {
   kind: Kind = Kind.Null;
@@ -17,11 +17,18 @@ export class Value {
   end: usize = 0;
   private decoded: bool = false;
   private textValue: string = "";
+  /** Children: of a built container, or of an indexed raw one (then still written by one copy). */
   private itemList: Array<Value> | null = null;
   private keyList: Array<string> | null = null;
-  // The last member found in a raw object: plugins read metadata, spec... more than once.
-  private lastKey: string | null = null;
-  private lastFound: Value | null = null;
+  /** Key slices of an indexed raw object, (start << 32 | end): compared in place, never decoded. */
+  private rawKeys: Array<u64> | null = null;
+  /** The document's tape (see buildTape), biased so the entry for byte i is at tape + 4*i; 0 = none. */
+  private tape: usize = 0;
+  /** Members of a raw, not yet indexed object handed out by get(): a list through nextFound,
+   *  each with its key slice, so a second get() or a change to one of them is not lost. */
+  private firstFound: Value | null = null;
+  private nextFound: Value | null = null;
+  private keyPos: u64 = 0;
 
   static null(): Value { return new Value(); }
   static bool(b: bool): Value { const v = new Value(); v.kind = Kind.Bool; v.bool = b; return v; }
@@ -29,8 +36,8 @@ export class Value {
   static num(n: i64): Value { const v = new Value(); v.kind = Kind.Number; v.textValue = n.toString(); v.decoded = true; return v; }
   static arr(): Value { const v = new Value(); v.kind = Kind.Array; v.itemList = []; return v; }
   static obj(): Value { const v = new Value(); v.kind = Kind.Object; v.itemList = []; v.keyList = []; return v; }
-  static raw(kind: Kind, start: usize, end: usize): Value {
-    const v = new Value(); v.kind = kind; v.start = start; v.end = end;
+  static raw(kind: Kind, start: usize, end: usize, tape: usize = 0): Value {
+    const v = new Value(); v.kind = kind; v.start = start; v.end = end; v.tape = tape;
     if (kind == Kind.Bool) v.bool = load<u8>(start) == 0x74;
     return v;
   }
@@ -43,48 +50,71 @@ export class Value {
 
   /** Member of an object; a Null value when absent or when this is not an object. */
   get(key: string): Value {
-    if (this.kind != Kind.Object) return new Value();
-    if (this.isRaw()) return this.find(key);
-    const keys = this.keyList!;
-    for (let i = 0; i < keys.length; i++) if (keys[i] == key) return this.itemList![i];
-    return new Value();
-  }
-
-  /** Scans a raw object for a member: a raw value (end != 0) when found, else an empty Null. */
-  private find(key: string): Value {
-    const lastKey = this.lastKey;
-    if (lastKey != null && lastKey == key) return this.lastFound!;
-    const found = this.scan(key);
-    this.lastKey = key;
-    this.lastFound = found;
-    return found;
-  }
-
-  private scan(key: string): Value {
-    if (this.kind == Kind.Object && this.isRaw()) {
-      let i = this.start + 1;
-      const end = this.end;
-      i = skipWs(i, end);
-      if (load<u8>(i) == 0x7d) return new Value();
-      while (i < end) {
-        const ks = i;
-        const ke = skipString(i, end);
-        if (ke == 0) return new Value();
-        i = skipWs(ke, end) + 1; // ':'
-        i = skipWs(i, end);
-        const vs = i;
-        const ve = skipValue(i, end);
-        if (ve == 0) return new Value();
-        if (keyEquals(ks, ke, key)) return Value.raw(kindAt(vs), vs, ve);
-        i = skipWs(ve, end);
-        if (load<u8>(i) != 0x2c) break;
-        i = skipWs(i + 1, end);
-      }
+    if (this.kind == Kind.Object && this.itemList == null && this.tape != 0) {
+      const v = this.findRaw(key);
+      return v != null ? v! : new Value();
     }
-    return new Value();
+    const i = this.indexOf(key);
+    return i >= 0 ? this.itemList![i] : new Value();
   }
+
+  /**
+   * A member of a raw object with a tape, without indexing it: the members before it are
+   * jumped over (tape), and only the one found is allocated, then remembered.
+   */
+  private findRaw(key: string): Value | null {
+    for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) {
+      const k = f!.keyPos;
+      if (keyEquals(<usize>(k >>> 32), <usize>(k & 0xffffffff), key)) return f;
+    }
+    const end = this.end;
+    const tape = this.tape;
+    let i = skipWs(this.start + 1, end);
+    while (i < end && load<u8>(i) == 0x22) {
+      const ke = <usize>load<u32>(tape + (i << 2));
+      if (ke <= i || ke > end) return null;
+      const vs = skipWs(skipWs(ke, end) + 1, end);
+      const ve = skipTaped(vs, end, tape);
+      if (ve <= vs || ve > end) return null;
+      if (keyEquals(i, ke, key)) {
+        const v = Value.raw(kindAt(vs), vs, ve, tape);
+        v.keyPos = (<u64>i << 32) | <u64>ke;
+        v.nextFound = this.firstFound;
+        this.firstFound = v;
+        return v;
+      }
+      i = skipWs(ve, end);
+      if (load<u8>(i) == 0x2c) i = skipWs(i + 1, end);
+    }
+    return null;
+  }
+
+  /**
+   * Position of a member, -1 when absent. A raw object is indexed on first use, in one pass
+   * (children as raw slices, keys as byte ranges): later look-ups compare keys in place and
+   * return the same child, so a subtree read twice is scanned once.
+   */
+  private indexOf(key: string): i32 {
+    if (this.kind != Kind.Object) return -1;
+    this.index();
+    const raw = this.rawKeys;
+    if (raw != null) {
+      for (let i = 0, n = raw.length; i < n; i++) {
+        const k = unchecked(raw[i]);
+        if (keyEquals(<usize>(k >>> 32), <usize>(k & 0xffffffff), key)) return i;
+      }
+      return -1;
+    }
+    const keys = this.keyList!;
+    for (let i = 0, n = keys.length; i < n; i++) if (unchecked(keys[i]) == key) return i;
+    return -1;
+  }
+
   /** True when the member exists, even with a null value. */
-  has(key: string): bool { return this.find(key).end != 0 || (!this.isRaw() && this.kind == Kind.Object && this.keyList!.indexOf(key) >= 0); }
+  has(key: string): bool {
+    if (this.kind == Kind.Object && this.itemList == null && this.tape != 0) return this.findRaw(key) != null;
+    return this.indexOf(key) >= 0;
+  }
   /** Follows a dotted path of object keys: path("metadata.labels"). */
   path(dotted: string): Value {
     const parts = dotted.split(".");
@@ -109,13 +139,13 @@ export class Value {
   push(value: Value): Value { this.materialize(); this.itemList!.push(value); return this; }
   at(i: i32): Value {
     if (this.kind != Kind.Array) return new Value();
-    this.materialize();
+    this.index();
     const items = this.itemList!;
     return i >= 0 && i < items.length ? items[i] : new Value();
   }
   get length(): i32 {
     if (this.kind != Kind.Array && this.kind != Kind.Object) return 0;
-    this.materialize();
+    this.index();
     return this.itemList!.length;
   }
 
@@ -142,34 +172,112 @@ export class Value {
     return v;
   }
 
-  /** Turns a raw container into a built one whose children are raw slices. */
-  private materialize(): void {
+  /** Indexes every container and decodes every scalar below this value: reading it afterwards allocates nothing. */
+  prepareAll(): void {
+    if (this.kind == Kind.String || this.kind == Kind.Number) { this.text(); return; }
     if (this.kind != Kind.Array && this.kind != Kind.Object) return;
-    if (!this.isRaw()) return;
-    const items: Array<Value> = [];
+    this.index();
+    const items = this.itemList!;
+    for (let i = 0; i < items.length; i++) items[i].prepareAll();
+  }
+
+  /** Lists the children of a raw container as raw slices; the container stays raw. */
+  private index(): void {
+    if (this.itemList != null || !this.isRaw()) return;
     const isObj = this.kind == Kind.Object;
-    const keys: Array<string> = [];
+    const tape = this.tape;
+    // With a tape, a first pass counts the members (jumps only) so the lists are allocated
+    // once at their size: growing them by doubling cost more than the jumps.
+    const n = tape != 0 ? this.members(isObj, tape) : 0;
+    const items = new Array<Value>(n);
+    const keys = new Array<u64>(isObj ? n : 0);
+    let k = 0;
     const end = this.end;
     let i = skipWs(this.start + 1, end);
     const close: u8 = isObj ? 0x7d : 0x5d;
     while (i < end && load<u8>(i) != close) {
+      let key: u64 = 0;
       if (isObj) {
-        const ke = skipString(i, end);
-        keys.push(decodeString(i, ke));
+        const ke = tape != 0 && load<u8>(i) == 0x22 ? <usize>load<u32>(tape + (i << 2)) : skipString(i, end);
+        if (ke <= i || ke > end) break; // 0 (malformed) or a tape entry that does not fit: stop here
+        key = (<u64>i << 32) | <u64>ke;
         i = skipWs(skipWs(ke, end) + 1, end);
       }
-      const ve = skipValue(i, end);
-      items.push(Value.raw(kindAt(i), i, ve));
+      const ve = tape != 0 ? skipTaped(i, end, tape) : skipValue(i, end);
+      if (ve <= i || ve > end) break;
+      const known = isObj && this.firstFound != null ? this.foundAt(key) : null;
+      const child = known != null ? known! : Value.raw(kindAt(i), i, ve, tape);
+      if (k < n) { unchecked(items[k] = child); if (isObj) unchecked(keys[k] = key); }
+      else { items.push(child); if (isObj) keys.push(key); }
+      k++;
       i = skipWs(ve, end);
       if (load<u8>(i) == 0x2c) i = skipWs(i + 1, end);
     }
+    if (k < n) { items.length = k; if (isObj) keys.length = k; } // malformed input stopped early
     this.itemList = items;
-    if (isObj) this.keyList = keys;
+    if (isObj) this.rawKeys = keys;
+  }
+
+  /** A member get() already handed out, by its key slice (index() keeps it: it may have been changed since). */
+  private foundAt(key: u64): Value | null {
+    for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (f!.keyPos == key) return f;
+    return null;
+  }
+
+  /** Number of members of a raw container, by tape jumps (no allocation). */
+  private members(isObj: bool, tape: usize): i32 {
+    const end = this.end;
+    const close: u8 = isObj ? 0x7d : 0x5d;
+    let i = skipWs(this.start + 1, end);
+    let n = 0;
+    while (i < end && load<u8>(i) != close) {
+      if (isObj) {
+        if (load<u8>(i) != 0x22) return n;
+        const ke = <usize>load<u32>(tape + (i << 2));
+        if (ke <= i || ke > end) return n;
+        i = skipWs(skipWs(ke, end) + 1, end);
+      }
+      const ve = skipTaped(i, end, tape);
+      if (ve <= i || ve > end) return n;
+      n++;
+      i = skipWs(ve, end);
+      if (load<u8>(i) == 0x2c) i = skipWs(i + 1, end);
+    }
+    return n;
+  }
+
+  /** Turns a raw container into a built one (its children stay raw slices), before a change. */
+  private materialize(): void {
+    if (this.kind != Kind.Array && this.kind != Kind.Object) return;
+    if (!this.isRaw()) return;
+    this.index();
+    const raw = this.rawKeys;
+    if (raw != null) {
+      const keys = new Array<string>(raw.length);
+      for (let i = 0; i < raw.length; i++) keys[i] = decodeString(<usize>(raw[i] >>> 32), <usize>(raw[i] & 0xffffffff));
+      this.keyList = keys;
+      this.rawKeys = null;
+    }
     this.start = 0; this.end = 0;
   }
 
+  /** A raw value none of whose indexed descendants was changed: its input bytes are its text. */
+  private clean(): bool {
+    if (!this.isRaw()) return false;
+    const items = this.itemList;
+    if (items == null) {
+      for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (!f!.clean()) return false;
+      return true;
+    }
+    for (let i = 0, n = items.length; i < n; i++) if (!unchecked(items[i]).clean()) return false;
+    return true;
+  }
+
   write(w: Writer): void {
-    if (this.isRaw()) { w.bytes(this.start, <i32>(this.end - this.start)); return; }
+    if (this.isRaw()) {
+      if (this.clean()) { w.bytes(this.start, <i32>(this.end - this.start)); return; }
+      this.index(); // a member was changed: write member by member (index() keeps the changed ones)
+    }
     switch (this.kind) {
       case Kind.Null: w.raw("null"); break;
       case Kind.Bool: w.raw(this.bool ? "true" : "false"); break;
@@ -183,11 +291,13 @@ export class Value {
       }
       default: {
         const items = this.itemList!;
-        const keys = this.keyList!;
+        const raw = this.rawKeys;
         w.byte(0x7b);
         for (let i = 0; i < items.length; i++) {
           if (i > 0) w.byte(0x2c);
-          w.str(keys[i]); w.byte(0x3a); items[i].write(w);
+          if (raw != null) { const k = raw[i]; const ks = <usize>(k >>> 32); w.bytes(ks, <i32>(<usize>(k & 0xffffffff) - ks)); }
+          else w.str(this.keyList![i]);
+          w.byte(0x3a); items[i].write(w);
         }
         w.byte(0x7d);
       }
@@ -206,6 +316,8 @@ export class ParseResult {
  * Wraps a document in a lazy root value. The host's payload comes from JSON.stringify, so
  * it is not re-validated here (that scan alone cost as much as a transform); every later scan
  * stays within [ptr, ptr+len) whatever the bytes are. Use validate() for untrusted text.
+ * One pass first records where every string and container ends (the tape), so that reading
+ * a member n levels deep costs no rescans of the levels above it.
  */
 export function parse(ptr: usize, len: i32): ParseResult {
   const out = new ParseResult();
@@ -213,7 +325,7 @@ export function parse(ptr: usize, len: i32): ParseResult {
   const s = skipWs(ptr, end);
   while (end > s && isWs(load<u8>(end - 1))) end--;
   if (s >= end) { out.error = "empty document"; return out; }
-  out.value = Value.raw(kindAt(s), s, end);
+  out.value = Value.raw(kindAt(s), s, end, buildTape(s, end));
   return out;
 }
 
@@ -227,187 +339,10 @@ export function validate(ptr: usize, len: i32): string {
   return "";
 }
 
-@inline function isWs(c: u8): bool { return c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09; }
-
 /** Parses text a plugin got elsewhere (a look-up answer): validated first, since not from JSON.stringify. */
 export function parseString(s: string): ParseResult {
   const buf = String.UTF8.encode(s);
   const err = validate(changetype<usize>(buf), buf.byteLength);
   if (err.length > 0) { const r = new ParseResult(); r.error = err; return r; }
   return parse(changetype<usize>(buf), buf.byteLength);
-}
-
-// --- byte scanning over [i, end); 0 means malformed ---
-
-let failedAt: usize = 0;
-
-@inline function fail(i: usize): usize { failedAt = i; return 0; }
-
-function skipWs(i: usize, end: usize): usize {
-  while (i < end) {
-    const c = load<u8>(i);
-    if (c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09) i++; else break;
-  }
-  return i;
-}
-
-function kindAt(i: usize): Kind {
-  const c = load<u8>(i);
-  if (c == 0x7b) return Kind.Object;
-  if (c == 0x5b) return Kind.Array;
-  if (c == 0x22) return Kind.String;
-  if (c == 0x74 || c == 0x66) return Kind.Bool;
-  if (c == 0x6e) return Kind.Null;
-  return Kind.Number;
-}
-
-function skipString(i: usize, end: usize): usize {
-  if (i >= end || load<u8>(i) != 0x22) return fail(i);
-  i++;
-  while (i < end) {
-    const c = load<u8>(i);
-    if (c == 0x22) return i + 1;
-    i += c == 0x5c ? 2 : 1;
-  }
-  return fail(i);
-}
-
-function skipLiteral(i: usize, end: usize, word: string): usize {
-  const n = <usize>word.length;
-  if (i + n > end) return fail(i);
-  for (let k: usize = 0; k < n; k++) if (load<u8>(i + k) != <u8>word.charCodeAt(<i32>k)) return fail(i);
-  return i + n;
-}
-
-/**
- * Skips one value of trusted input (the host's JSON.stringify output): containers by bracket
- * depth and strings by their closing quote, without checking the grammar in between. This
- * is what lazy get()/at() spend their time in, so it is kept tight.
- */
-function skipValue(i: usize, end: usize): usize {
-  if (i >= end) return fail(i);
-  const c = load<u8>(i);
-  if (c == 0x22) return skipString(i, end);
-  if (c != 0x7b && c != 0x5b) return skipScalar(i, end);
-  let depth = 0;
-  while (i < end) {
-    const d = load<u8>(i);
-    if (d == 0x22) {
-      i++;
-      while (i < end) {
-        const e = load<u8>(i);
-        if (e == 0x22) break;
-        i += e == 0x5c ? 2 : 1;
-      }
-    } else if (d == 0x7b || d == 0x5b) depth++;
-    else if (d == 0x7d || d == 0x5d) { if (--depth == 0) return i + 1; }
-    i++;
-  }
-  return fail(i);
-}
-
-function skipScalar(i: usize, end: usize): usize {
-  const s = i;
-  while (i < end) {
-    const d = load<u8>(i);
-    if (d == 0x2c || d == 0x7d || d == 0x5d || d == 0x20 || d == 0x0a || d == 0x0d || d == 0x09 || d == 0x3a) break;
-    i++;
-  }
-  return i > s ? i : fail(i);
-}
-
-/** Skips one value checking the grammar (validate()). */
-function checkValue(i: usize, end: usize): usize {
-  if (i >= end) return fail(i);
-  const c = load<u8>(i);
-  if (c == 0x22) return skipString(i, end);
-  if (c == 0x7b || c == 0x5b) return checkContainer(i, end);
-  if (c == 0x74) return skipLiteral(i, end, "true");
-  if (c == 0x66) return skipLiteral(i, end, "false");
-  if (c == 0x6e) return skipLiteral(i, end, "null");
-  const s = i;
-  while (i < end) {
-    const d = load<u8>(i);
-    if ((d >= 0x30 && d <= 0x39) || d == 0x2d || d == 0x2b || d == 0x2e || d == 0x65 || d == 0x45) i++; else break;
-  }
-  return i > s ? i : fail(i);
-}
-
-/** Skips a container checking its grammar. */
-function checkContainer(i: usize, end: usize): usize {
-  const isObj = load<u8>(i) == 0x7b;
-  const close: u8 = isObj ? 0x7d : 0x5d;
-  i = skipWs(i + 1, end);
-  if (i < end && load<u8>(i) == close) return i + 1;
-  while (i < end) {
-    if (isObj) {
-      i = skipString(i, end);
-      if (i == 0) return 0;
-      i = skipWs(i, end);
-      if (i >= end || load<u8>(i) != 0x3a) return fail(i);
-      i = skipWs(i + 1, end);
-    }
-    i = checkValue(i, end);
-    if (i == 0) return 0;
-    i = skipWs(i, end);
-    if (i >= end) return fail(i);
-    const c = load<u8>(i);
-    if (c == close) return i + 1;
-    if (c != 0x2c) return fail(i);
-    i = skipWs(i + 1, end);
-  }
-  return fail(i);
-}
-
-/** Compares a raw key (quotes included) with an ASCII or UTF-16 key without allocating. */
-function keyEquals(ks: usize, ke: usize, key: string): bool {
-  const n = <i32>(ke - ks - 2);
-  if (n == key.length) {
-    let plain = true;
-    for (let j = 0; j < n; j++) {
-      const b = <u32>load<u8>(ks + 1 + j);
-      if (b >= 0x80 || b == 0x5c) { plain = false; break; }
-      if (b != <u32>key.charCodeAt(j)) return false;
-    }
-    if (plain) return true;
-  } else if (n < key.length) return false; // escapes/UTF-8 only make the raw form longer
-  return decodeString(ks, ke) == key;
-}
-
-/** Decodes a raw JSON string (quotes included) into a String. */
-function decodeString(s: usize, e: usize): string {
-  const a = s + 1;
-  const b = e - 1;
-  let escaped = false;
-  for (let i = a; i < b; i++) if (load<u8>(i) == 0x5c) { escaped = true; break; }
-  if (!escaped) return String.UTF8.decodeUnsafe(a, b - a);
-  const w = new Writer(<i32>(b - a));
-  let k = a;
-  while (k < b) {
-    const c = load<u8>(k);
-    if (c != 0x5c) { w.byte(c); k++; continue; }
-    const x = load<u8>(k + 1);
-    k += 2;
-    if (x == 0x6e) w.byte(0x0a); else if (x == 0x74) w.byte(0x09); else if (x == 0x72) w.byte(0x0d);
-    else if (x == 0x62) w.byte(0x08); else if (x == 0x66) w.byte(0x0c);
-    else if (x == 0x75) {
-      let cp = hex4(k); k += 4;
-      if (cp >= 0xd800 && cp < 0xdc00 && k + 6 <= b && load<u8>(k) == 0x5c) {
-        const lo = hex4(k + 2);
-        if (lo >= 0xdc00 && lo < 0xe000) { cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00); k += 6; }
-      }
-      w.codePoint(cp);
-    } else w.byte(x);
-  }
-  return w.toString();
-}
-
-function hex4(at: usize): u32 {
-  let v: u32 = 0;
-  for (let j: usize = 0; j < 4; j++) {
-    const c = <u32>load<u8>(at + j);
-    const d = c >= 0x61 ? c - 0x57 : c >= 0x41 ? c - 0x37 : c - 0x30;
-    v = (v << 4) | (d & 0xf);
-  }
-  return v;
 }

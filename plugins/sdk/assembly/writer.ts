@@ -23,7 +23,9 @@ export class Writer {
   raw(s: string): void {
     const n = s.length; this.room(n);
     const p = this.ptr + this.len;
-    for (let i = 0; i < n; i++) store<u8>(p + i, <u8>s.charCodeAt(i));
+    const src = changetype<usize>(s);
+    // Read the UTF-16 units directly: charCodeAt's bounds check per character dominated small answers.
+    for (let i = 0; i < n; i++) store<u8>(p + <usize>i, <u8>load<u16>(src + (<usize>i << 1)));
     this.len += n;
   }
   codePoint(cp: u32): void {
@@ -48,13 +50,23 @@ export class Writer {
   str(s: string): void {
     const n = s.length;
     this.room(n * 3 + 2);
-    this.byte(0x22);
-    for (let i = 0; i < n; i++) {
-      let c = <u32>s.charCodeAt(i);
+    const src = changetype<usize>(s);
+    let p = this.ptr + <usize>this.len;
+    store<u8>(p++, 0x22);
+    // Fast path: plain ASCII (paths, names, IPs) is copied unit by unit without escaping.
+    let i = 0;
+    for (; i < n; i++) {
+      const c = <u32>load<u16>(src + (<usize>i << 1));
+      if (c < 0x20 || c >= 0x80 || c == 0x22 || c == 0x5c) break;
+      store<u8>(p++, <u8>c);
+    }
+    this.len = <i32>(p - this.ptr);
+    for (; i < n; i++) {
+      let c = <u32>load<u16>(src + (<usize>i << 1));
       if (c >= 0x20 && c < 0x80 && c != 0x22 && c != 0x5c) { store<u8>(this.ptr + this.len, <u8>c); this.len++; continue; }
       if (c < 0x80) { this.escape(c); continue; }
       if (c >= 0xd800 && c < 0xdc00 && i + 1 < n) { // surrogate pair → one 4-byte sequence
-        const lo = <u32>s.charCodeAt(i + 1);
+        const lo = <u32>load<u16>(src + (<usize>(i + 1) << 1));
         if (lo >= 0xdc00 && lo < 0xe000) { i++; c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00); }
       }
       this.codePoint(c);

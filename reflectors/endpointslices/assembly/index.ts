@@ -7,6 +7,7 @@ import { translateIp } from "../../../plugins/sdk/assembly";
 
 const MANAGED_BY = "endpointslice.kubernetes.io/managed-by";
 const REFLECTION_CONTROLLER = "endpointslice.reflection.liqo.io";
+const MANAGED_BY_PATH = "/metadata/labels/" + ptr(MANAGED_BY); // built once by the start function
 
 const MANIFEST = `{"abiVersion":1,"name":"endpointslices","version":"1.0.0",
     "resources":[{"group":"discovery.k8s.io","version":"v1","kind":"EndpointSlice","direction":"forward","fields":["/endpoints"]}],
@@ -17,7 +18,7 @@ function remoteEndpointSlice(input: Input): Result {
   if (guard != null) return guard;
   const r = Result.apply()
     // The remote endpointslice controller must not adopt (and garbage-collect) our copy.
-    .set("/metadata/labels/" + ptr(MANAGED_BY), Value.str(REFLECTION_CONTROLLER));
+    .set(MANAGED_BY_PATH, Value.str(REFLECTION_CONTROLLER));
   return r.set("/endpoints", remoteEndpoints(input.local.get("endpoints"), input.ctx.virtualNodeName));
 }
 

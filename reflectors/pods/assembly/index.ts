@@ -12,14 +12,16 @@ const MANIFEST = `{"abiVersion":1,"name":"pods","version":"1.0.0",
       "backwardFields":["/status"]}],
     "hostFunctions":["translateIp","lookup"]}`;
 
-const DROPPED_SPEC = ["affinity", "nodeSelector", "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy", "serviceAccountName", "serviceAccount"];
+// Paths built once by the start function (kept below the per-call arena), not on every call.
+const DROPPED_SPEC = ["affinity", "nodeSelector", "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy", "serviceAccountName", "serviceAccount"]
+  .map<string>((f: string): string => "/spec/" + f);
 
 function remotePod(input: Input): Result {
   const guard = forwardGuards(input);
   if (guard != null) return guard;
   const spec = input.local.get("spec");
   const r = Result.apply();
-  for (let i = 0; i < DROPPED_SPEC.length; i++) r.remove("/spec/" + DROPPED_SPEC[i]);
+  for (let i = 0; i < DROPPED_SPEC.length; i++) r.remove(DROPPED_SPEC[i]);
   r.set("/spec/hostNetwork", Value.bool(false)).set("/spec/hostIPC", Value.bool(false)).set("/spec/hostPID", Value.bool(false));
   // The remote cluster must not mount its own token: the pod would reach the wrong API server.
   r.set("/spec/automountServiceAccountToken", Value.bool(false));

@@ -6,6 +6,8 @@ import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "../
 export * from "../../../plugins/sdk/assembly/exports";
 
 const SA_TOKEN = "kubernetes.io/service-account-token";
+// Built once by the start function (kept below the per-call arena), not escaped on every call.
+const UID_ANNOTATION = "/metadata/annotations/" + ptr("kubernetes.io/service-account.uid");
 
 const MANIFEST = `{"abiVersion":1,"name":"secrets","version":"1.0.0",
     "resources":[{"group":"","version":"v1","kind":"Secret","direction":"forward","fields":["/type"]}],
@@ -18,7 +20,7 @@ function remoteSecret(input: Input): Result {
   if (input.local.get("type").str() == SA_TOKEN) {
     r.set("/type", Value.str("Opaque"));
     // The uid names an object of the origin cluster; the remote one would mistake it for its own.
-    r.remove("/metadata/annotations/" + ptr("kubernetes.io/service-account.uid"));
+    r.remove(UID_ANNOTATION);
   }
   return r;
 }

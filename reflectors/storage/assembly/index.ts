@@ -16,7 +16,7 @@ const LOCAL_BINDING_ANNOTATIONS = [
   "pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
   "volume.beta.kubernetes.io/storage-provisioner", "volume.kubernetes.io/storage-provisioner",
   "volume.kubernetes.io/selected-node",
-];
+].map<string>((a: string): string => "/metadata/annotations/" + ptr(a)); // paths built once by the start function
 
 function remotePvc(input: Input): Result {
   const guard = forwardGuards(input);
@@ -24,7 +24,7 @@ function remotePvc(input: Input): Result {
   const sc = input.ctx.storageClass;
   if (sc.length == 0) return Result.fail("the context has no storageClass: the peering has not negotiated one");
   const r = Result.apply().set("/spec/storageClassName", Value.str(sc)).remove("/spec/volumeName");
-  for (let i = 0; i < LOCAL_BINDING_ANNOTATIONS.length; i++) r.remove("/metadata/annotations/" + ptr(LOCAL_BINDING_ANNOTATIONS[i]));
+  for (let i = 0; i < LOCAL_BINDING_ANNOTATIONS.length; i++) r.remove(LOCAL_BINDING_ANNOTATIONS[i]);
   return r;
 }
 

@@ -34,11 +34,34 @@ function grow(end: usize): void {
   return ((size + BLOCK_OVERHEAD + AL_MASK) & ~AL_MASK) - BLOCK_OVERHEAD;
 }
 
+// Where the kept region starts: the end of what the start function allocated.
+// @ts-ignore: decorator
+@lazy let base: usize = 0;
+
 /** Called by the SDK when a call begins: the first time it sets the mark, then it rewinds to it. */
 // @ts-ignore: decorator
 @global @unsafe
 export function __arena_rewind(): void {
-  if (mark == 0) mark = top; else top = mark;
+  if (mark == 0) { mark = top; base = top; } else top = mark;
+}
+
+/**
+ * Frees everything, kept region included (down to what the start function allocated), and
+ * lets the caller allocate data that must outlive calls (the decoded context); it then calls
+ * __arena_keep so that later rewinds stop above that data.
+ */
+// @ts-ignore: decorator
+@global @unsafe
+export function __arena_restart(): void {
+  if (mark == 0) base = top;
+  top = base;
+  mark = base;
+}
+
+// @ts-ignore: decorator
+@global @unsafe
+export function __arena_keep(): void {
+  mark = top;
 }
 
 // @ts-ignore: decorator
