@@ -15,6 +15,8 @@ export const liqo = defineCommand({
     "controller-manager": lazy(() => import("../core/roles/controller-manager.ts")),
     "virtual-kubelet": lazy(() => import("../core/roles/virtual-kubelet.ts")),
     "network-manager": lazy(() => import("../core/roles/network-manager.ts")),
+    gateway: lazy(() => import("../core/roles/gateway.ts")),
+    route: lazy(() => import("../core/roles/route.ts")),
   },
 });
 

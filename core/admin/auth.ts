@@ -17,9 +17,30 @@ export interface AdminToken {
 }
 
 export interface AdminAuthOptions {
+  /** May be empty when client certificates are accepted. */
   tokens: AdminToken[];
   /** Paths served without a token (and their sub-paths). */
   openPaths?: string[];
+  /**
+   * Accept a TLS client certificate verified against the server's client CA (startAdminServer's
+   * `clientCa`) instead of a token. Its role comes from the subject's organizations:
+   * `liqo-admin:write` grants write, anything else read-only. A bearer token, when sent, wins.
+   */
+  clientCertificates?: boolean;
+}
+
+/** What the server learnt of a request's TLS client certificate. */
+export type ClientCertificate = { verified: true; name: string; groups: string[] } | { verified: false; error: string };
+
+export const CLIENT_CERT_WRITE_GROUP = "liqo-admin:write";
+
+// The TLS layer sees the certificate, the app sees the Request: this map joins them without a
+// header a client could forge.
+const clientCertificates = new WeakMap<Request, ClientCertificate>();
+
+/** Called by the server for each request that arrived with a client certificate. */
+export function attachClientCertificate(request: Request, cert: ClientCertificate): void {
+  clientCertificates.set(request, cert);
 }
 
 export interface Principal {
@@ -40,10 +61,14 @@ const TokenSchema = v.object({
   name: v.optional(v.pipe(v.string(), v.minLength(1))),
 });
 
-export const AdminAuthSchema = v.object({
-  tokens: v.pipe(v.array(TokenSchema), v.minLength(1, "at least one token is required")),
-  openPaths: v.optional(v.array(v.pipe(v.string(), v.startsWith("/", "open paths start with /")))),
-});
+export const AdminAuthSchema = v.pipe(
+  v.object({
+    tokens: v.array(TokenSchema),
+    openPaths: v.optional(v.array(v.pipe(v.string(), v.startsWith("/", "open paths start with /")))),
+    clientCertificates: v.optional(v.boolean()),
+  }),
+  v.check((o) => o.tokens.length > 0 || o.clientCertificates === true, "at least one token is required, or clientCertificates"),
+);
 
 /** Thrown at startup for an unusable admin configuration. */
 export class AdminConfigError extends Error {
@@ -94,16 +119,29 @@ export function createAuthMiddleware(options: AdminAuthOptions): MiddlewareHandl
   return async (c, next) => {
     if (isOpen(c.req.path, openPaths)) return next();
     const header = c.req.header("authorization");
-    if (!header) return unauthorized("a bearer token is required (Authorization: Bearer <token>)");
-    const parsed = /^Bearer +(\S+) *$/i.exec(header);
-    if (!parsed) return unauthorized("the Authorization header must use the Bearer scheme", "invalid_request");
-    const principal = identify(parsed[1]!);
-    if (!principal) return unauthorized("the bearer token is not valid", "invalid_token");
+    let principal: Principal | undefined;
+    if (header) {
+      const parsed = /^Bearer +(\S+) *$/i.exec(header);
+      if (!parsed) return unauthorized("the Authorization header must use the Bearer scheme", "invalid_request");
+      principal = identify(parsed[1]!);
+      if (!principal) return unauthorized("the bearer token is not valid", "invalid_token");
+    } else {
+      const cert = config.clientCertificates ? clientCertificates.get(c.req.raw) : undefined;
+      if (cert && !cert.verified) return unauthorized(`the client certificate was refused: ${cert.error}`, "invalid_token");
+      if (!cert) {
+        return unauthorized(config.clientCertificates
+          ? "a bearer token (Authorization: Bearer <token>) or a client certificate signed by the admin client CA is required"
+          : "a bearer token is required (Authorization: Bearer <token>)");
+      }
+      principal = { name: `cert:${cert.name}`, role: cert.groups.includes(CLIENT_CERT_WRITE_GROUP) ? "write" : "read-only" };
+    }
     if (!SAFE_METHODS.has(c.req.method) && principal.role !== "write") {
       return problemResponse({
         status: 403,
         reason: "Forbidden",
-        detail: `token "${principal.name}" is read-only; ${c.req.method} needs a write token`,
+        detail: principal.name.startsWith("cert:")
+          ? `client certificate ${principal.name.slice(5)} is read-only; ${c.req.method} needs the organization ${CLIENT_CERT_WRITE_GROUP} in its subject, or a write token`
+          : `token "${principal.name}" is read-only; ${c.req.method} needs a write token`,
         headers: { "www-authenticate": `${REALM}, error="insufficient_scope"` },
       });
     }

@@ -8,6 +8,9 @@ export { startAdminServer, isLoopbackHost, type AdminServer, type AdminServerOpt
 export { createReadiness, type Readiness, type ReadinessCheck, type ReadinessReport, type CheckResult, type CheckAnswer } from "./readiness.ts";
 export {
   createAuthMiddleware,
+  attachClientCertificate,
+  CLIENT_CERT_WRITE_GROUP,
+  type ClientCertificate,
   AdminConfigError,
   DEFAULT_OPEN_PATHS,
   type AdminAuthOptions,

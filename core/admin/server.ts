@@ -1,10 +1,12 @@
-// Serves an admin app with Bun.serve. Loopback by default: the API shows internal state, so
-// exposing it is a deliberate act, and doing so without tokens needs an explicit opt-out.
+// Serves an admin app with Bun.serve (or, when client certificates are accepted, through
+// mtls.ts). Loopback by default: the API shows internal state, so exposing it is a deliberate
+// act that needs auth and TLS, or an explicit opt-out when a proxy in front provides both.
 import { Hono } from "hono";
 import * as v from "valibot";
 import { silentLogger, type Logger } from "../log.ts";
 import { hasBuiltInAuth, requiredBodyBytes } from "./app.ts";
 import { AdminConfigError, createAuthMiddleware, type AdminAuthOptions, type AdminEnv } from "./auth.ts";
+import { startMtlsServer } from "./mtls.ts";
 import { createErrorHandler, notFound } from "./problem.ts";
 
 type Pem = string | Bun.BunFile;
@@ -15,6 +17,8 @@ export interface AdminTlsOptions {
   key: Pem;
   ca?: Pem;
   passphrase?: string;
+  /** CA(s) of accepted client certificates; with auth `clientCertificates`, they stand in for tokens. */
+  clientCa?: Pem;
 }
 
 export interface AdminServerOptions {
@@ -25,7 +29,7 @@ export interface AdminServerOptions {
   tls?: AdminTlsOptions;
   /** Token auth applied in front of the app (for apps built without `auth`). */
   auth?: AdminAuthOptions;
-  /** Allow a non-loopback host without any token auth, e.g. behind an authenticating proxy. */
+  /** Allow a non-loopback host without any token auth or TLS, e.g. behind an authenticating, TLS-terminating proxy. */
   allowAnonymous?: boolean;
   /** Largest request body accepted (default 1 MiB, or what the app's routes declared when more, e.g. plugin uploads). */
   maxRequestBodySize?: number;
@@ -44,7 +48,7 @@ const pem = v.union([v.pipe(v.string(), v.minLength(1)), v.instance(Blob)], "exp
 const ServerOptionsSchema = v.object({
   host: v.pipe(v.string(), v.minLength(1, "host must not be empty")),
   port: v.pipe(v.number(), v.integer("port must be an integer"), v.minValue(0), v.maxValue(65535)),
-  tls: v.optional(v.object({ cert: pem, key: pem, ca: v.optional(pem), passphrase: v.optional(v.string()) })),
+  tls: v.optional(v.object({ cert: pem, key: pem, ca: v.optional(pem), passphrase: v.optional(v.string()), clientCa: v.optional(pem) })),
   maxRequestBodySize: v.pipe(v.number(), v.integer(), v.minValue(1)),
 });
 
@@ -85,33 +89,42 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       `refusing to serve the admin API on ${host} without auth; configure tokens or set allowAnonymous`,
     );
   }
-  if (!isLoopbackHost(host) && authenticated && !options.tls) {
-    logger.warn("admin API exposed beyond loopback without TLS; bearer tokens travel in clear text", { host });
+  if (!isLoopbackHost(host) && !options.tls && !options.allowAnonymous) {
+    // Tokens and the state the API shows would cross the network in clear text.
+    throw new AdminConfigError(`refusing to serve the admin API on ${host} without TLS; configure tls (a certificate and key) or bind a loopback address`);
   }
 
   const handler = options.auth ? withAuth(options.app, options.auth, logger) : options.app;
-  let server: ReturnType<typeof Bun.serve>;
+  let listening: { port: number; stop(): Promise<void> };
   try {
-    server = Bun.serve({
-      hostname: host,
-      port: checked.output.port,
-      tls: options.tls,
-      maxRequestBodySize: checked.output.maxRequestBodySize,
-      fetch: (request) => handler.fetch(request),
-    });
+    if (options.tls?.clientCa) {
+      const text = async (p: Pem) => (typeof p === "string" ? p : p.text());
+      listening = await startMtlsServer({
+        host, port: checked.output.port, cert: await text(options.tls.cert), key: await text(options.tls.key), passphrase: options.tls.passphrase,
+        clientCa: await text(options.tls.clientCa), maxRequestBodySize: checked.output.maxRequestBodySize,
+        fetch: (request) => handler.fetch(request),
+      });
+    } else {
+      const server = Bun.serve({
+        hostname: host,
+        port: checked.output.port,
+        tls: options.tls,
+        maxRequestBodySize: checked.output.maxRequestBodySize,
+        fetch: (request) => handler.fetch(request),
+      });
+      listening = { port: server.port!, stop: () => server.stop(true) };
+    }
   } catch (err) {
     throw new AdminConfigError(`cannot listen on ${host}:${options.port}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  const port = server.port!;
+  const port = listening.port;
   const scheme = options.tls ? "https" : "http";
   const url = `${scheme}://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
-  logger.info("admin API listening", { url, auth: authenticated, tls: Boolean(options.tls) });
+  logger.info("admin API listening", { url, auth: authenticated, tls: Boolean(options.tls), clientCertificates: Boolean(options.tls?.clientCa) });
   return {
     host,
     port,
     url,
-    async stop() {
-      await server.stop(true);
-    },
+    stop: () => listening.stop(),
   };
 }

@@ -78,8 +78,8 @@ th.num{text-align:right}
 footer{padding:0 24px 16px;color:#6c757d;font-size:12px}
 a{color:#1d3557}`;
 
-const GOOD = new Set(["ready", "ok", "true", "running", "established", "loaded", "synced"]);
-const BAD = new Set(["quarantined", "error", "failed", "false", "closed", "rejected", "not ready"]);
+const GOOD = new Set(["ready", "ok", "true", "running", "established", "loaded", "synced", "connected", "success"]);
+const BAD = new Set(["quarantined", "error", "failed", "false", "closed", "rejected", "not ready", "notready", "allfailed", "somefailed", "denied"]);
 
 function read(row: Record<string, unknown>, key: string): unknown {
   let value: unknown = row;

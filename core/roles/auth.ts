@@ -4,12 +4,13 @@
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
 import { CliError } from "../../cli/errors.ts";
-import { createAdminApp, createReadiness, startAdminServer } from "../admin/index.ts";
+import { adminArgs, adminSecurity, serveAdmin } from "./shared.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry } from "../metrics/index.ts";
 import { clusterNameProblem, ensureClusterIdentity, parseClusterLabels } from "../peering/identity.ts";
 import { createAuthServer, ensureAuthToken } from "../peering/auth/index.ts";
+import { recordAuthUrl } from "../peering/auth-url.ts";
 
 export function splitAddress(flag: string, value: string): { host: string; port: number } {
   const [host, port] = value.split(/:(?=\d+$)/);
@@ -30,14 +31,15 @@ export default defineCommand({
     "tls-cert-file": { type: "string", required: true, description: "serving certificate (PEM)" },
     "tls-key-file": { type: "string", required: true, description: "serving key (PEM)" },
     address: { type: "string", default: "0.0.0.0:8443", description: "host:port of the auth service" },
-    "admin-address": { type: "string", default: "127.0.0.1:8091", description: "host:port of the admin API (port 0 picks one)" },
+    "advertise-url": { type: "string", description: "the URL peers reach this service at, recorded for liqoctl generate peer-command (default https://<address>, unless it is 0.0.0.0)" },
+    ...adminArgs("127.0.0.1:8091"),
   },
   async run({ args }) {
     for (const f of [args["tls-cert-file"], args["tls-key-file"], args["api-server-ca-file"]].filter(Boolean) as string[]) {
       if (!existsSync(f)) throw new CliError(`${f} does not exist`);
     }
     const listen = splitAddress("address", args.address);
-    const admin = splitAddress("admin-address", args["admin-address"]);
+    adminSecurity(args); // bad admin flags fail before anything starts
     if (args["cluster-name"] !== undefined) {
       const problem = clusterNameProblem(args["cluster-name"]);
       if (problem) throw new CliError(`--cluster-name: ${problem}`);
@@ -70,10 +72,12 @@ export default defineCommand({
       tls: { cert: args["tls-cert-file"], key: args["tls-key-file"] },
       host: listen.host, port: listen.port,
     });
-    const readiness = createReadiness();
-    readiness.add("twin-binder-synced", () => auth.ready || { ok: false, reason: "the twin-namespace binder is still listing namespaces" });
-    const app = createAdminApp({ registry, readiness, logger: log, statusPage: { title: `liqo auth: ${clusterIdentity.clusterName} (${clusterIdentity.clusterId})` } });
-    const adminServer = await startAdminServer({ app, host: admin.host, port: admin.port, logger: log });
+    const advertised = args["advertise-url"] ?? (listen.host === "0.0.0.0" || listen.host === "::" ? undefined : `https://${listen.host}:${auth.port}`);
+    if (advertised) await recordAuthUrl(client, liqoNamespace, advertised);
+    const adminServer = await serveAdmin({
+      args, registry, logger: log, client, title: `liqo auth: ${clusterIdentity.clusterName} (${clusterIdentity.clusterId})`,
+      checks: { "twin-binder-synced": () => auth.ready || { ok: false, reason: "the twin-namespace binder is still listing namespaces" } },
+    });
     console.log(`auth service on ${auth.url} (cluster ${clusterIdentity.clusterName}, ID ${clusterIdentity.clusterId}); admin API on ${adminServer.url}`);
 
     await new Promise<void>((resolve) => { for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => resolve()); });

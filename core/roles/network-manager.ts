@@ -4,9 +4,8 @@
 // networkconfigs, tunnelendpoints and peers views.
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
-import { watchConfigFile } from "./shared.ts";
+import { adminArgs, adminSecurity, serveAdmin, watchConfigFile } from "./shared.ts";
 import { CliError } from "../../cli/errors.ts";
-import { createAdminApp, createReadiness, startAdminServer } from "../admin/index.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry } from "../metrics/index.ts";
@@ -44,16 +43,16 @@ export default defineCommand({
     "service-cidr": { type: "string", required: true, description: "the cluster's service CIDR" },
     "external-cidr": { type: "string", description: "the external CIDR (default: a free network of the pod CIDR's size from the pools)" },
     "reserved-subnets": { type: "string", default: "", description: "comma-separated networks never given to peers" },
-    "gateway-endpoint": { type: "string", required: true, description: "ip:port where peers reach this cluster's gateway" },
+    "gateway-endpoint": { type: "string", description: "ip:port where peers reach this cluster's gateway (default: what `liqo gateway` publishes on its key Secret)" },
     "peers-file": { type: "string", required: true, description: "YAML file: peers: [{remoteClusterId, remoteClusterName, tenantNamespace}], re-read on change" },
-    "admin-address": { type: "string", default: "127.0.0.1:8091", description: "host:port of the admin API (port 0 picks one)" },
+    ...adminArgs("127.0.0.1:8091"),
   },
   async run({ args }) {
     const log = createLogger({ role: "network-manager" });
-    const admin = parseAddress("admin-address", args["admin-address"], true);
-    const gateway = parseAddress("gateway-endpoint", args["gateway-endpoint"]);
+    adminSecurity(args); // bad admin flags fail before anything starts
+    const gateway = args["gateway-endpoint"] === undefined ? undefined : parseAddress("gateway-endpoint", args["gateway-endpoint"]);
     try {
-      parseIpv4(gateway.host, "--gateway-endpoint");
+      if (gateway) parseIpv4(gateway.host, "--gateway-endpoint");
     } catch (err) {
       throw new CliError(`${(err as Error).message}; the gateway endpoint is an IPv4 address and a port, e.g. 172.18.0.2:5871`);
     }
@@ -66,7 +65,7 @@ export default defineCommand({
       manager = createNetworkManager({
         client, registry, logger: log, liqoNamespace: args["liqo-namespace"], peers,
         ipam: { podCidr: args["pod-cidr"], serviceCidr: args["service-cidr"], externalCidr: args["external-cidr"], reserved },
-        gatewayEndpoint: { ip: gateway.host, port: gateway.port },
+        gatewayEndpoint: gateway && { ip: gateway.host, port: gateway.port },
       });
       await manager.start();
     } catch (err) {
@@ -85,15 +84,14 @@ export default defineCommand({
       }
     });
 
-    const readiness = createReadiness();
-    readiness.add("caches-synced", () => manager.synced() || { ok: false, reason: "informers are still listing" });
-    readiness.add("peers-file", () => (peersError ? { ok: false, reason: peersError } : true));
-    const app = createAdminApp({
-      registry, readiness, logger: log,
-      statusPage: { title: "liqo network-manager" },
+    const server = await serveAdmin({
+      args, registry, logger: log, client, title: "liqo network-manager",
       extensions: [networkManagerViews(manager)],
+      checks: {
+        "caches-synced": () => manager.synced() || { ok: false, reason: "informers are still listing" },
+        "peers-file": () => (peersError ? { ok: false, reason: peersError } : true),
+      },
     });
-    const server = await startAdminServer({ app, host: admin.host, port: admin.port, logger: log });
     log.info("network manager running", { admin: server.url, peers: peers.length });
     console.log(`admin API on ${server.url}`);
 

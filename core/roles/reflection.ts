@@ -4,7 +4,6 @@
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
 import * as v from "valibot";
-import { createAdminApp, createReadiness, startAdminServer } from "../admin/index.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry } from "../metrics/index.ts";
@@ -13,7 +12,7 @@ import { watchPluginDir } from "../reflection/engine/dropins.ts";
 import type { NamespacePair } from "../reflection/engine/reflector.ts";
 import { builtinWasm, isBuiltinName } from "../../reflectors/index.ts";
 import { CliError } from "../../cli/errors.ts";
-import { watchConfigFile } from "./shared.ts";
+import { adminArgs, adminSecurity, serveAdmin, watchConfigFile } from "./shared.ts";
 
 const DEFAULT_BUILTINS = "configmaps,secrets,services,endpointslices,ingresses";
 
@@ -53,7 +52,7 @@ export default defineCommand({
     builtins: { type: "string", default: DEFAULT_BUILTINS, description: "built-in reflectors to run (comma-separated)" },
     "plugin-dir": { type: "string", description: "directory of drop-in .wasm plugins, watched for changes" },
     workers: { type: "string", default: "4", description: "workers per reflector" },
-    "admin-address": { type: "string", default: "127.0.0.1:8090", description: "host:port of the admin API (port 0 picks one)" },
+    ...adminArgs("127.0.0.1:8090"),
   },
   async run({ args }) {
     const log = createLogger({ role: "reflection" });
@@ -62,8 +61,7 @@ export default defineCommand({
     if (unknown.length) throw new CliError(`unknown built-in reflector(s): ${unknown.join(", ")}; choose from configmaps, secrets, services, endpointslices, ingresses, storage, pods`);
     const workers = Number(args.workers);
     if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw new CliError(`--workers must be 1..64, got ${args.workers}`);
-    const [host, portText] = args["admin-address"].split(/:(?=\d+$)/);
-    if (!host || portText === undefined) throw new CliError(`--admin-address must be host:port, got ${args["admin-address"]}`);
+    adminSecurity(args); // bad admin flags fail before anything starts
     if (!existsSync(args["pairs-file"])) throw new CliError(`pairs file ${args["pairs-file"]} does not exist`);
     const initialPairs = readPairsFile(args["pairs-file"]);
 
@@ -97,18 +95,18 @@ export default defineCommand({
       }
     });
 
-    const readiness = createReadiness();
-    readiness.add("caches-synced", () => engine.synced() || { ok: false, reason: "reflector caches are still listing" });
-    readiness.add("pairs-file", () => (pairsError ? { ok: false, reason: pairsError } : true));
-    const app = createAdminApp({
-      registry, readiness, logger: log,
-      statusPage: { title: `liqo reflection: ${args["local-cluster-id"]} → ${args["remote-cluster-id"]}` },
+    const server = await serveAdmin({
+      args, registry, logger: log, client: local,
+      title: `liqo reflection: ${args["local-cluster-id"]} → ${args["remote-cluster-id"]}`,
+      checks: {
+        "caches-synced": () => engine.synced() || { ok: false, reason: "reflector caches are still listing" },
+        "pairs-file": () => (pairsError ? { ok: false, reason: pairsError } : true),
+      },
       extensions: [(await import("./admin-views.ts")).adminViews({
         registry, clients: { local, remote },
         reflection: { engine, dropins, pluginDir: args["plugin-dir"] },
       })],
     });
-    const server = await startAdminServer({ app, host, port: Number(portText), logger: log });
     log.info("reflection running", { admin: server.url, pairs: initialPairs.length, builtins });
     console.log(`admin API on ${server.url}`);
 

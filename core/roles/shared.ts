@@ -1,9 +1,15 @@
-// What every role command shares: flags parsing helpers, the admin server, waiting for a signal.
-import { readFileSync, watch, type FSWatcher } from "node:fs";
+// What every role command shares: flags parsing helpers, the admin server (its flags, auth, TLS,
+// readiness and the cluster views), waiting for a signal.
+import { existsSync, readFileSync, watch, type FSWatcher } from "node:fs";
 import { CliError } from "../../cli/errors.ts";
-import { createAdminApp, createReadiness, startAdminServer, type View } from "../admin/index.ts";
+import {
+  AdminConfigError, createAdminApp, createReadiness, isLoopbackHost, startAdminServer,
+  type AdminAuthOptions, type AdminExtension, type AdminServer, type AdminTlsOptions, type AdminToken, type Readiness, type ReadinessCheck, type View,
+} from "../admin/index.ts";
+import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
+import { clusterViews } from "./admin-views-cluster.ts";
 
 export function hostPort(value: string, flag: string): { host: string; port: number } {
   const m = /^(.+):(\d+)$/.exec(value);
@@ -22,12 +28,109 @@ export function keyValues(value: string | undefined, flag: string): Record<strin
   return out;
 }
 
-export async function serveAdmin(o: { address: string; registry: Registry; logger: Logger; views: Record<string, View>; checks: Record<string, () => boolean | { ok: boolean; reason?: string }> }) {
-  const readiness = createReadiness();
-  for (const [name, check] of Object.entries(o.checks)) readiness.add(name, check);
-  const app = createAdminApp({ registry: o.registry, readiness, logger: o.logger, views: o.views });
-  const { host, port } = hostPort(o.address, "admin-address");
-  return startAdminServer({ app, host, port, logger: o.logger });
+/**
+ * The admin flags every role takes; spread into a command's args: `args: { ...adminArgs("127.0.0.1:8081"), ... }`.
+ * Loopback needs nothing; any other address needs TLS and a credential (see serveAdmin).
+ */
+export function adminArgs(defaultAddress: string) {
+  return {
+    "admin-address": { type: "string", default: defaultAddress, description: "host:port of the admin API (port 0 picks one); beyond loopback it needs --admin-tls-* and a token or client CA" },
+    "admin-token-file": { type: "string", description: "file holding the admin API's write token (16+ printable characters); turns token auth on" },
+    "admin-read-token-file": { type: "string", description: "file holding a read-only admin token (GET/HEAD only: scrapers, status page)" },
+    "admin-tls-cert-file": { type: "string", description: "serving certificate of the admin API (PEM); with --admin-tls-key-file it serves HTTPS" },
+    "admin-tls-key-file": { type: "string", description: "key of --admin-tls-cert-file (PEM)" },
+    "admin-client-ca-file": { type: "string", description: "CA (PEM) whose client certificates are accepted instead of tokens (O=liqo-admin:write for write access)" },
+  } as const;
+}
+
+/** The parsed admin flags (what citty gives for adminArgs). */
+export interface AdminFlags {
+  "admin-address": string;
+  "admin-token-file"?: string;
+  "admin-read-token-file"?: string;
+  "admin-tls-cert-file"?: string;
+  "admin-tls-key-file"?: string;
+  "admin-client-ca-file"?: string;
+}
+
+const CREDENTIAL_FLAGS = "--admin-token-file, --admin-read-token-file or --admin-client-ca-file";
+
+function readFlagFile(path: string, flag: string): string {
+  if (!existsSync(path)) throw new CliError(`--${flag} ${path} does not exist`);
+  return readFileSync(path, "utf8");
+}
+
+function readToken(path: string, flag: string): string {
+  const token = readFlagFile(path, flag).trim();
+  if (token.length < 16 || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new CliError(`--${flag} ${path}: the token must be at least 16 printable characters without spaces; make one with: openssl rand -hex 32 > ${path}`);
+  }
+  return token;
+}
+
+/** Flags → the server's TLS and auth; refuses an address beyond loopback without TLS and a credential. */
+export function adminSecurity(flags: AdminFlags): { host: string; port: number; tls?: AdminTlsOptions; auth?: AdminAuthOptions } {
+  const { host: rawHost, port } = hostPort(flags["admin-address"], "admin-address");
+  const host = rawHost.replace(/^\[|\]$/g, "");
+  const certFile = flags["admin-tls-cert-file"];
+  const keyFile = flags["admin-tls-key-file"];
+  if (Boolean(certFile) !== Boolean(keyFile)) throw new CliError("--admin-tls-cert-file and --admin-tls-key-file go together: give both or neither");
+  const caFile = flags["admin-client-ca-file"];
+  if (caFile && !certFile) throw new CliError("--admin-client-ca-file needs HTTPS: give --admin-tls-cert-file and --admin-tls-key-file too");
+  const tokens: AdminToken[] = [];
+  if (flags["admin-token-file"]) tokens.push({ token: readToken(flags["admin-token-file"], "admin-token-file"), role: "write", name: "admin-token-file" });
+  if (flags["admin-read-token-file"]) tokens.push({ token: readToken(flags["admin-read-token-file"], "admin-read-token-file"), role: "read-only", name: "admin-read-token-file" });
+  if (tokens.length === 2 && tokens[0]!.token === tokens[1]!.token) throw new CliError("--admin-token-file and --admin-read-token-file hold the same token; use two different tokens");
+  if (!isLoopbackHost(host) && (!certFile || (!tokens.length && !caFile))) {
+    throw new CliError(
+      `refusing to serve the admin API on ${flags["admin-address"]} beyond loopback ` +
+      `${!certFile ? "without TLS (--admin-tls-cert-file and --admin-tls-key-file)" : ""}${!certFile && !tokens.length && !caFile ? " and " : ""}` +
+      `${!tokens.length && !caFile ? `without a credential (${CREDENTIAL_FLAGS})` : ""}; give them, or bind 127.0.0.1`,
+    );
+  }
+  const tls = certFile && keyFile ? {
+    cert: readFlagFile(certFile, "admin-tls-cert-file"), key: readFlagFile(keyFile, "admin-tls-key-file"),
+    clientCa: caFile ? readFlagFile(caFile, "admin-client-ca-file") : undefined,
+  } : undefined;
+  const auth = tokens.length || caFile ? { tokens, clientCertificates: Boolean(caFile) } : undefined;
+  return { host, port, tls, auth };
+}
+
+export interface ServeAdminOptions {
+  /** The role's parsed adminArgs flags. */
+  args?: AdminFlags;
+  /** Just an address (loopback, no auth): for callers that have not moved to `args`. */
+  address?: string;
+  registry: Registry;
+  logger: Logger;
+  /** Status page title (default "liqo"). */
+  title?: string;
+  views?: Record<string, View>;
+  extensions?: AdminExtension[];
+  /** Readiness checks, e.g. "caches-synced"; more can be added later on the returned readiness. */
+  checks?: Record<string, ReadinessCheck>;
+  /** Readiness of a role that holds a Lease: fails while another replica leads. */
+  leader?: ReadinessCheck;
+  /** The role's cluster: adds the peerings, virtual-nodes, offloaded-namespaces, ipam and tunnels views (except names the role offers itself). */
+  client?: KubeClient;
+}
+
+export async function serveAdmin(o: ServeAdminOptions): Promise<AdminServer & { readiness: Readiness }> {
+  const security = adminSecurity(o.args ?? { "admin-address": o.address ?? "127.0.0.1:0" });
+  const readiness = createReadiness({ logger: o.logger });
+  for (const [name, check] of Object.entries(o.checks ?? {})) readiness.add(name, check);
+  if (o.leader) readiness.add("leader", o.leader);
+  const own = [...Object.keys(o.views ?? {}), ...(o.extensions ?? []).flatMap((e) => Object.keys(e.views ?? {}))];
+  const extensions = [...(o.extensions ?? [])];
+  if (o.client) extensions.push(clusterViews(o.client, { exclude: own }));
+  try {
+    const app = createAdminApp({ registry: o.registry, readiness, logger: o.logger, views: o.views, extensions, auth: security.auth, statusPage: { title: o.title ?? "liqo" } });
+    const server = await startAdminServer({ app, host: security.host, port: security.port, tls: security.tls, logger: o.logger });
+    return Object.assign(server, { readiness });
+  } catch (err) {
+    if (err instanceof AdminConfigError) throw new CliError(`admin API: ${err.message}`, undefined, { cause: err });
+    throw err;
+  }
 }
 
 export function untilSignal(): Promise<void> {
