@@ -1,16 +1,21 @@
 # The liqo image: one program (`bun cli/liqo.ts`), the role as the first argument, as the chart runs it:
 #   args: ["controller-manager", "--cluster-id", ...]
 # Build from the repository root: docker build -t ghcr.io/liqo-bun/liqo:0.1.0 .
-# (Not built in this repository's CI machine: it has no container engine; see docs/install.md.)
-FROM oven/bun:1.4.5-debian AS build
+# (Not built in this repository's CI machine: it has no container engine; see docs/install.md.
+#  tests/e2e/dockerfile.test.ts checks that what it copies exists and its versions match package.json.)
+#
+# Dependencies are locked in package-lock.json and installed with `npm ci`, as scripts/setup.sh
+# does; Bun itself is one of them (devDependencies.bun), which builds the reflectors here.
+FROM node:20-bookworm-slim AS build
 WORKDIR /liqo
-COPY package.json package-lock.json bunfig.toml tsconfig.json ./
-RUN bun install --production=false --frozen-lockfile
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
 COPY . .
 # The built-in reflectors are AssemblyScript compiled to .wasm at build time; dev dependencies
-# (assemblyscript) are only needed for that, so the runtime stage reinstalls production ones.
-RUN bun reflectors/build.ts && rm -rf node_modules && bun install --production --frozen-lockfile
+# (assemblyscript, bun) are only needed for that, so they are pruned before the runtime stage.
+RUN node_modules/.bin/bun reflectors/build.ts && npm prune --omit=dev --no-audit --no-fund
 
+# The runtime: the same Bun version as devDependencies.bun.
 FROM oven/bun:1.4.5-debian
 # The gateway and route roles program WireGuard, routes and nftables through the host tools.
 RUN apt-get update \
@@ -18,6 +23,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /liqo
 COPY --from=build /liqo /liqo
-# The chart runs non-network roles as uid 1000 with a read-only root file system.
+# The chart runs non-network roles as uid 1000 with a read-only root file system; in a pod the
+# roles use the in-cluster configuration (the mounted ServiceAccount), no kubeconfig.
 USER 1000
 ENTRYPOINT ["bun", "cli/liqo.ts"]

@@ -29,8 +29,8 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/*
 The container every role runs in: the image's entrypoint is `bun cli/liqo.ts`, the role is the
-first argument. The roles read a kubeconfig; in a pod that is the generated in-cluster one, which
-points at the service-account token and CA (see kubeconfig.yaml).
+first argument. No kubeconfig: in a pod the roles use the in-cluster configuration
+(KUBERNETES_SERVICE_HOST/PORT and the mounted ServiceAccount token, re-read as the kubelet rotates it).
 Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["env" list] ["mounts" list] ["netAdmin" true]).
 */}}
 {{- define "liqo.container" -}}
@@ -42,8 +42,6 @@ Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["
     - {{ . | quote }}
   {{- end }}
   env:
-    - name: KUBECONFIG
-      value: /etc/liqo/kubeconfig/config
     - name: POD_NAME
       valueFrom: { fieldRef: { fieldPath: metadata.name } }
     - name: POD_NAMESPACE
@@ -71,16 +69,13 @@ Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["
   {{- with .resources }}
   resources: {{- toYaml . | nindent 4 }}
   {{- end }}
-  volumeMounts:
-    - name: kubeconfig
-      mountPath: /etc/liqo/kubeconfig
-      readOnly: true
   {{- with .mounts }}
+  volumeMounts:
   {{- toYaml . | nindent 4 }}
   {{- end }}
 {{- end }}
 
-{{/* Pod-level fields shared by every Deployment: service account, pull secrets, the kubeconfig volume. */}}
+{{/* Pod-level fields shared by every Deployment: service account (its token is the roles' credential), pull secrets, volumes. */}}
 {{- define "liqo.podSpec" -}}
 serviceAccountName: liqo-{{ .component }}
 {{- with .root.Values.imagePullSecrets }}
@@ -89,10 +84,9 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- with .root.Values.pod.nodeSelector }}
 nodeSelector: {{- toYaml . | nindent 2 }}
 {{- end }}
-volumes:
-  - name: kubeconfig
-    configMap: { name: liqo-in-cluster-kubeconfig }
+automountServiceAccountToken: true
 {{- with .volumes }}
+volumes:
 {{ toYaml . | indent 2 }}
 {{- end }}
 {{- end }}
@@ -108,12 +102,11 @@ annotations: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
 
-{{/* Leader election settings, as environment for the roles that elect a leader among replicas. */}}
-{{- define "liqo.leaderElectionEnv" -}}
-- name: LIQO_LEADER_ELECTION
-  value: {{ .Values.leaderElection.enabled | quote }}
-- name: LIQO_LEASE_DURATION_SECONDS
-  value: {{ .Values.leaderElection.leaseDurationSeconds | quote }}
-- name: LIQO_RENEW_DEADLINE_SECONDS
-  value: {{ .Values.leaderElection.renewDeadlineSeconds | quote }}
+{{/* Leader election flags of `liqo controller-manager` (a list of arguments, as YAML). */}}
+{{- define "liqo.leaderElectionArgs" -}}
+{{- $le := .Values.leaderElection -}}
+- {{ printf "--leader-elect=%t" (and $le.enabled true) | quote }}
+- {{ printf "--leader-elect-lease-duration=%ds" (int $le.leaseDurationSeconds) | quote }}
+- {{ printf "--leader-elect-renew-deadline=%ds" (int $le.renewDeadlineSeconds) | quote }}
+- {{ printf "--leader-elect-retry-period=%ds" (int $le.retryPeriodSeconds) | quote }}
 {{- end }}

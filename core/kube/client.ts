@@ -4,6 +4,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { apiErrorFromStatus, KubeApiError, transportError, type StatusBody } from "./errors.ts";
 import { loadKubeConfig, type KubeConfigOptions, type LoadedKubeConfig } from "./config.ts";
+import { InClusterKubeConfig } from "./incluster.ts";
 import {
   builtinResource, keyOf, objectKey, resourcePath, splitApiVersion,
   type KubeObject, type ObjectList, type ResourceRef,
@@ -70,6 +71,17 @@ export interface KubeClientOptions {
   timeoutMs?: number;
 }
 
+const MAX_RETRY_AFTER_ATTEMPTS = 10;
+
+/** The wait a 429/5xx answer asks for in Retry-After (seconds, capped at 10 s), if it asks. */
+function retryAfterMs(res: Response): number | undefined {
+  if (res.status !== 429 && res.status < 500) return undefined;
+  const header = res.headers.get("retry-after");
+  if (header === null) return undefined;
+  const seconds = Number(header);
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.min(seconds, 10) * 1000 : 1000;
+}
+
 export class KubeClient {
   readonly server: string;
   private connection?: Promise<Connection>;
@@ -109,6 +121,8 @@ export class KubeClient {
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { ...conn.headers, accept: "application/json" };
+    // The pod's projected token rotates; the connection is cached, so the header is refreshed per request.
+    if (this.kc instanceof InClusterKubeConfig) headers.authorization = `Bearer ${this.kc.bearerToken()}`;
     let body: string | undefined;
     if (options.body !== undefined) {
       body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
@@ -131,7 +145,14 @@ export class KubeClient {
   }
 
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const res = await this.fetch(method, path, options);
+    let res = await this.fetch(method, path, options);
+    // Like client-go: a 429 or 5xx carrying Retry-After means the server did not process the request
+    // (e.g. "storage is (re)initializing" right after a CRD is established), so any verb may retry.
+    for (let attempt = 1; attempt <= MAX_RETRY_AFTER_ATTEMPTS && retryAfterMs(res) !== undefined; attempt++) {
+      await res.body?.cancel();
+      await Bun.sleep(retryAfterMs(res)!);
+      res = await this.fetch(method, path, options);
+    }
     const text = await res.text();
     if (!res.ok) {
       this.stats.errors++;

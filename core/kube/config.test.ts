@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadKubeConfig, mergeKubeconfigs } from "./config.ts";
+import { loadKubeConfig, mergeKubeconfigs, usesInClusterConfig } from "./config.ts";
+import type { InClusterKubeConfig } from "./incluster.ts";
 import { KubeConfigError } from "./errors.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "kubeconfig-test-"));
@@ -70,5 +71,39 @@ describe("loadKubeConfig", () => {
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, "clusters: [unclosed");
     expect(() => loadKubeConfig({ kubeconfig: bad })).toThrow(/bad.yaml is not valid YAML/);
+  });
+});
+
+describe("in-cluster configuration (selection; tests/e2e/incluster.test.ts uses it against a cluster)", () => {
+  const sa = join(dir, "sa");
+  const home = join(dir, "home-without-kube");
+  const pod = { HOME: home, KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443", LIQO_SERVICEACCOUNT_DIR: sa };
+  mkdirSync(sa, { recursive: true });
+  mkdirSync(home, { recursive: true });
+  writeFileSync(join(sa, "ca.crt"), "not read until a request is made");
+  writeFileSync(join(sa, "token"), "first\n");
+  writeFileSync(join(sa, "namespace"), "liqo");
+
+  test("applies only when no kubeconfig does and the pod variables are set", () => {
+    const loaded = loadKubeConfig({ env: pod });
+    expect(loaded.server).toBe("https://10.96.0.1:443");
+    expect(loaded.inCluster).toEqual({ namespace: "liqo", dir: sa });
+    expect(usesInClusterConfig({ env: { ...pod, KUBECONFIG: one } })).toBe(false);
+    expect(usesInClusterConfig({ env: pod, kubeconfig: one })).toBe(false);
+    expect(usesInClusterConfig({ env: { ...pod, KUBERNETES_SERVICE_PORT: undefined } })).toBe(false);
+    expect(loadKubeConfig({ env: { ...pod, KUBECONFIG: one } }).context).toBe("rome");
+  });
+  test("an IPv6 service host is bracketed, as net.JoinHostPort does", () => {
+    expect(loadKubeConfig({ env: { ...pod, KUBERNETES_SERVICE_HOST: "fd00::1" } }).server).toBe("https://[fd00::1]:443");
+  });
+  test("the token follows the file, and a vanished file keeps the last token", () => {
+    const kc = loadKubeConfig({ env: pod }).kc as InClusterKubeConfig;
+    expect(kc.bearerToken()).toBe("first");
+    writeFileSync(join(sa, "token.new"), "second-longer");
+    renameSync(join(sa, "token.new"), join(sa, "token"));
+    expect(kc.bearerToken()).toBe("second-longer");
+    rmSync(join(sa, "token"));
+    expect(kc.bearerToken()).toBe("second-longer");
+    writeFileSync(join(sa, "token"), "first\n");
   });
 });

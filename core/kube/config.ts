@@ -1,17 +1,21 @@
 // Kubeconfig loading with kubectl's rules: --kubeconfig, else every file in KUBECONFIG merged
 // (the first file to define a name or current-context wins), else ~/.kube/config; then --context.
+// When none of those applies inside a pod (KUBERNETES_SERVICE_HOST/PORT set), the pod's
+// ServiceAccount is used, as client-go's rest.InClusterConfig (see incluster.ts).
 import { KubeConfig } from "@kubernetes/client-node";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, resolve } from "node:path";
 import { KubeConfigError } from "./errors.ts";
+import { IN_CLUSTER_CONTEXT, inClusterAvailable, loadInClusterConfig } from "./incluster.ts";
 
 export interface KubeConfigOptions {
   /** Like kubectl's --kubeconfig: one file, which must exist. */
   kubeconfig?: string;
   /** Like kubectl's --context. */
   context?: string;
-  /** The environment to read KUBECONFIG and HOME from; the process's by default. */
+  /** The environment to read KUBECONFIG, HOME, KUBERNETES_SERVICE_HOST/PORT and
+   *  LIQO_SERVICEACCOUNT_DIR from; the process's by default. */
   env?: Record<string, string | undefined>;
 }
 
@@ -19,7 +23,10 @@ export interface LoadedKubeConfig {
   kc: KubeConfig;
   context: string;
   server: string;
+  /** Empty for the in-cluster configuration. */
   files: string[];
+  /** Set when the configuration is the pod's ServiceAccount: its namespace. */
+  inCluster?: { namespace?: string; dir: string };
 }
 
 type Named = { name: string; [k: string]: unknown };
@@ -55,7 +62,7 @@ export function kubeconfigFiles(options: KubeConfigOptions = {}): string[] {
   const home = env.HOME ?? homedir();
   const file = resolve(home, ".kube", "config");
   if (!existsSync(file)) {
-    throw new KubeConfigError(`no kubeconfig: ${file} does not exist and KUBECONFIG is not set; pass --kubeconfig`);
+    throw new KubeConfigError(`no kubeconfig: ${file} does not exist and KUBECONFIG is not set; pass --kubeconfig (in a pod, KUBERNETES_SERVICE_HOST/PORT select the in-cluster ServiceAccount instead)`);
   }
   return [file];
 }
@@ -99,7 +106,22 @@ export function mergeKubeconfigs(configs: RawConfig[]): RawConfig {
   return merged;
 }
 
+/** True when no kubeconfig applies (no --kubeconfig, KUBECONFIG or ~/.kube/config) but a pod's environment does. */
+export function usesInClusterConfig(options: KubeConfigOptions = {}): boolean {
+  const env = options.env ?? process.env;
+  if (options.kubeconfig || env.KUBECONFIG) return false;
+  if (existsSync(resolve(env.HOME ?? homedir(), ".kube", "config"))) return false;
+  return inClusterAvailable(env);
+}
+
 export function loadKubeConfig(options: KubeConfigOptions = {}): LoadedKubeConfig {
+  if (usesInClusterConfig(options)) {
+    if (options.context && options.context !== IN_CLUSTER_CONTEXT) {
+      throw new KubeConfigError(`--context ${options.context} needs a kubeconfig, but none was found and the in-cluster configuration has the single context "${IN_CLUSTER_CONTEXT}"; pass --kubeconfig or drop --context`);
+    }
+    const kc = loadInClusterConfig(options.env ?? process.env);
+    return { kc, context: IN_CLUSTER_CONTEXT, server: kc.getCurrentCluster()!.server, files: [], inCluster: { namespace: kc.namespace, dir: kc.dir } };
+  }
   const files = kubeconfigFiles(options);
   const merged = mergeKubeconfigs(files.map(parseFile));
   const where = files.join(", ");
