@@ -14,6 +14,8 @@ import { createEventRecorder, type EventRecorder } from "../reflection/engine/ev
 
 export const RECREATIONS_ANNOTATION = "liqo.io/shadowpod-recreations";
 const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
+/** The UID of the pod last created for the ShadowPod: which incarnation the count refers to. */
+export const POD_UID_ANNOTATION = "liqo.io/shadowpod-pod-uid";
 
 type ShadowPod = KubeObject & { spec?: { pod?: Record<string, unknown> } };
 type Pod = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string } };
@@ -24,6 +26,7 @@ export function podFor(shadow: ShadowPod): Pod {
   const annotations = { ...m.annotations };
   delete annotations[RECREATIONS_ANNOTATION];
   delete annotations[CREATED_ANNOTATION];
+  delete annotations[POD_UID_ANNOTATION];
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -59,8 +62,13 @@ export function createShadowPodController(options: { client: KubeClient; logger?
 
   async function handle(key: string) {
     const shadow = shadows.get(key);
-    const pod = pods.get(key);
+    let pod = pods.get(key);
     if (!shadow || shadow.metadata.deletionTimestamp) return; // the garbage collector removes owned pods
+    // The informer can lag behind our own create (its add event not seen yet) or replay an old
+    // delete: asking the API server before re-creating means a re-creation is only attempted for a
+    // pod that is really gone, never because of a stale cache.
+    // First creations skip the check (nothing to count; a duplicate create just gets 409).
+    if (!pod && shadow.metadata.annotations?.[CREATED_ANNOTATION]) pod = await client.find<Pod>(Resources.pods, shadow.metadata.name!, shadow.metadata.namespace);
     if (pod) {
       // A pod of that name from an older ShadowPod (same name, new UID) is replaced once it is gone.
       if (!isOwnedBy(pod, shadow) && !pod.metadata.deletionTimestamp) {
@@ -68,9 +76,9 @@ export function createShadowPodController(options: { client: KubeClient; logger?
       }
       return; // present, or going away: its delete event brings the key back
     }
-    const first = !shadow.metadata.annotations?.[CREATED_ANNOTATION];
+    let created: Pod;
     try {
-      await client.create(Resources.pods, podFor(shadow));
+      created = await client.create<Pod>(Resources.pods, podFor(shadow));
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) return; // created meanwhile; the informer catches up
       if (err instanceof KubeApiError && (err.status === 422 || err.status === 400 || err.status === 403)) {
@@ -81,18 +89,29 @@ export function createShadowPodController(options: { client: KubeClient; logger?
       }
       throw err;
     }
-    const recreations = Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) + (first ? 0 : 1);
+    // A re-creation reads the count fresh, not from the cache, so a lagging informer cannot lose an
+    // increment; a first creation (nothing counted yet) saves the request.
+    const fresh = shadow.metadata.annotations?.[CREATED_ANNOTATION]
+      ? (await client.find<ShadowPod>(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace)) ?? shadow
+      : shadow;
+    const first = !fresh.metadata.annotations?.[CREATED_ANNOTATION];
+    const recreations = Number(fresh.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) + (first ? 0 : 1);
     await client.mergePatch(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace, {
-      metadata: { annotations: { [CREATED_ANNOTATION]: "true", [RECREATIONS_ANNOTATION]: String(recreations) } },
+      metadata: { annotations: { [CREATED_ANNOTATION]: "true", [RECREATIONS_ANNOTATION]: String(recreations), [POD_UID_ANNOTATION]: created.metadata.uid! } },
     });
-    if (!first) events.normal(shadow, "PodRecreated", `pod ${key} was missing and has been re-created (${recreations} time(s))`);
+    if (!first) {
+      const previous = fresh.metadata.annotations?.[POD_UID_ANNOTATION];
+      events.normal(shadow, "PodRecreated", `pod ${key} was missing and has been re-created (${recreations} time(s))`);
+      log.info("pod re-created", { key, previousUid: previous, uid: created.metadata.uid, recreations });
+    }
   }
 
   return {
     handle,
     get synced() { return shadows.synced && pods.synced; },
     async start() {
-      queue = createWorkQueue({ name: "shadowpods", handler: handle, workers: options.workers ?? 4, logger: log });
+      // I/O-bound (create, patch): many workers keep a burst of ShadowPods from queueing (bench).
+      queue = createWorkQueue({ name: "shadowpods", handler: handle, workers: options.workers ?? 24, logger: log });
       const enqueue = (o: KubeObject) => queue!.add(`${o.metadata.namespace}/${o.metadata.name}`);
       for (const inf of [shadows, pods] as Informer<KubeObject>[]) inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
       shadows.start();

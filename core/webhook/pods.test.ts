@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { allowedTerms, andTerms, mutatePodSpec, specPatch } from "./pods.ts";
+import { allowedTerms, andTerms, hostNamespacesProblem, mutatePodSpec, specPatch } from "./pods.ts";
 
 const virtual = { key: "liqo.io/type", operator: "In", values: ["virtual-node"] };
 const notVirtual = { key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] };
@@ -60,4 +60,18 @@ describe("specPatch", () => {
     ]);
   });
   test("no change, no operations", () => expect(specPatch(base, structuredClone(base))).toEqual([]));
+});
+
+describe("hostNamespacesProblem", () => {
+  test("Remote refuses a pod asking for host networking, naming what to change", () => {
+    const p = hostNamespacesProblem({ ...base, hostNetwork: true, hostPID: true }, "Remote", "team");
+    expect(p).toContain("hostNetwork, hostPID");
+    expect(p).toContain("namespace team");
+    expect(p).toContain("LocalAndRemote");
+  });
+  test("LocalAndRemote and Local admit it (it may run on a physical node)", () => {
+    expect(hostNamespacesProblem({ ...base, hostIPC: true }, "LocalAndRemote", "team")).toBeUndefined();
+    expect(hostNamespacesProblem({ ...base, hostIPC: true }, "Local", "team")).toBeUndefined();
+  });
+  test("hostNetwork: false is not a request", () => expect(hostNamespacesProblem({ ...base, hostNetwork: false }, "Remote", "team")).toBeUndefined());
 });

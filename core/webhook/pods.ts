@@ -68,3 +68,21 @@ export function specPatch(before: Record<string, unknown>, after: Record<string,
   }
   return ops;
 }
+
+const HOST_NAMESPACES = ["hostNetwork", "hostPID", "hostIPC"] as const;
+
+/** The host namespaces a pod asks for (hostNetwork, hostPID, hostIPC set to true). */
+export function hostNamespacesAsked(spec: Record<string, unknown>): string[] {
+  return HOST_NAMESPACES.filter((f) => spec[f] === true);
+}
+
+/** Why a pod must be refused, if it asks for host namespaces it could never get: with the Remote
+ * strategy it can only run on a virtual node, and an offloaded pod never shares a host with
+ * anything (the provider's node is not ours to give away), so admitting it would only produce a
+ * pod silently running without what it asked for. With LocalAndRemote it may still run locally. */
+export function hostNamespacesProblem(spec: Record<string, unknown>, strategy: PodOffloadingStrategy, namespace: string): string | undefined {
+  const asked = hostNamespacesAsked(spec);
+  if (strategy !== "Remote" || asked.length === 0) return undefined;
+  return `pod asks for ${asked.join(", ")}, but namespace ${namespace} offloads pods with podOffloadingStrategy Remote, so it could only run ` +
+    `on a virtual node, where host namespaces are not available; remove ${asked.join("/")} from the pod or use podOffloadingStrategy LocalAndRemote or Local`;
+}

@@ -7,7 +7,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { createInformer } from "../kube/informer.ts";
 import type { KubeObject, ResourceRef } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import { mutatePodSpec, specPatch, type PodOffloadingStrategy, type SelectorTerm } from "./pods.ts";
+import { hostNamespacesProblem, mutatePodSpec, specPatch, type PodOffloadingStrategy, type SelectorTerm } from "./pods.ts";
 
 export const MutatingWebhookConfigurations: ResourceRef = {
   group: "admissionregistration.k8s.io", version: "v1", kind: "MutatingWebhookConfiguration", plural: "mutatingwebhookconfigurations", namespaced: false,
@@ -80,6 +80,8 @@ export async function startPodWebhook(o: { client: KubeClient; tls: { cert: stri
       if (!nso.status?.offloadingPhase) return deny(`the offloading of namespace ${ns} is being set up; pods are refused until its NamespaceOffloading has a phase (kubectl get namespaceoffloading -n ${ns})`);
       const spec = request.object.spec ?? {};
       const strategy = nso.spec?.podOffloadingStrategy ?? "LocalAndRemote";
+      const hostProblem = hostNamespacesProblem(spec, strategy, ns);
+      if (hostProblem) return deny(hostProblem);
       const mutated = mutatePodSpec(spec, strategy, nso.spec?.clusterSelector?.nodeSelectorTerms ?? []);
       const patch = specPatch(spec, mutated);
       log.debug("pod mutated", { key: `${request.namespace}/${request.object.metadata ? (request.object.metadata as { name?: string }).name : ""}`, strategy, ops: patch.length });

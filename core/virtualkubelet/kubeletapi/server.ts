@@ -12,7 +12,7 @@ import { silentLogger, type Logger } from "../../log.ts";
 import { execRequestFromQuery, negotiate, serveExecUpgrade, EXEC_PROTOCOL } from "./exec.ts";
 import { serveContainerLogs, validateLogQuery } from "./logs.ts";
 import { serveRun } from "./run.ts";
-import { resourceMetrics, statsSummary } from "./stats.ts";
+import { METRICS_UNAVAILABLE_STATUS, metricsUnavailable } from "./stats.ts";
 import { KubeletApiError, type PodResolver, type RemotePodRef } from "./types.ts";
 
 export interface KubeletApiOptions {
@@ -88,11 +88,8 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     const url = new URL(req.url ?? "/", "https://kubelet");
     try {
       if (url.pathname === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok");
-      if (url.pathname === "/stats/summary") {
-        return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(statsSummary(options.nodeName ?? "virtual-node")));
-      }
-      if (url.pathname === "/metrics/resource") {
-        return void res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(resourceMetrics());
+      if (url.pathname === "/stats/summary" || url.pathname === "/metrics/resource") {
+        return textError(res, METRICS_UNAVAILABLE_STATUS, metricsUnavailable(options.nodeName ?? "virtual-node", url.pathname as "/stats/summary"));
       }
       const route = parseRoute(url.pathname);
       if (!route) return textError(res, 404, `no such kubelet endpoint: ${req.method} ${url.pathname} (served: /containerLogs, /exec, /run, /stats/summary, /metrics/resource, /healthz)`);

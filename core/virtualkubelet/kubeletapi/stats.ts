@@ -1,33 +1,15 @@
-// /stats/summary and /metrics/resource. The remote cluster's per-pod usage would need its
-// metrics API (metrics-server), which a provider need not run and the rig does not have; until the
-// offloading side reports it, the virtual kubelet answers with well-formed, empty data rather than
-// 404, so metrics-server and `kubectl top node` see a node with no usage instead of an error.
+// /stats/summary and /metrics/resource. Real per-pod usage would have to come from the provider:
+// its metrics API (metrics.k8s.io, served by metrics-server) or its nodes' own /metrics/resource
+// through nodes/<n>/proxy. A provider need not run metrics-server, and the rig's kwok nodes do not
+// serve /metrics/resource unless kwok is given a Metric resource and ClusterResourceUsage, which
+// the rig does not configure. Rather than invent zeros (which metrics-server and `kubectl top`
+// would show as an idle pod), the endpoints answer 503 with a message saying what is missing, so
+// a scraper records an error and a user sees why.
 
-export function statsSummary(nodeName: string, now = new Date()) {
-  const time = now.toISOString();
-  return {
-    node: {
-      nodeName,
-      startTime: time,
-      cpu: { time, usageNanoCores: 0, usageCoreNanoSeconds: 0 },
-      memory: { time, workingSetBytes: 0, usageBytes: 0, rssBytes: 0 },
-      systemContainers: [],
-    },
-    pods: [],
-  };
-}
+export const METRICS_UNAVAILABLE_STATUS = 503;
 
-export function resourceMetrics(nowMs = Date.now()): string {
-  return [
-    "# HELP node_cpu_usage_seconds_total [ALPHA] Cumulative cpu time consumed by the node in core-seconds",
-    "# TYPE node_cpu_usage_seconds_total counter",
-    `node_cpu_usage_seconds_total 0 ${nowMs}`,
-    "# HELP node_memory_working_set_bytes [ALPHA] Current working set of the node in bytes",
-    "# TYPE node_memory_working_set_bytes gauge",
-    `node_memory_working_set_bytes 0 ${nowMs}`,
-    "# HELP scrape_error [ALPHA] 1 if there was an error while getting container metrics, 0 otherwise",
-    "# TYPE scrape_error gauge",
-    "scrape_error 0",
-    "",
-  ].join("\n");
+export function metricsUnavailable(nodeName: string, endpoint: "/stats/summary" | "/metrics/resource"): string {
+  return `${endpoint} is not available on virtual node ${nodeName}: pod usage of offloaded pods lives in the remote cluster, ` +
+    `and this virtual kubelet does not read it yet (it would need the remote metrics.k8s.io API or the remote nodes' /metrics/resource); ` +
+    `query the remote cluster's metrics directly (kubectl top pod in the twin namespace)`;
 }

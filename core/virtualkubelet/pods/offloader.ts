@@ -15,11 +15,15 @@ import { createEventRecorder } from "../../reflection/engine/events.ts";
 import { isOwnedBy } from "../../reflection/finish.ts";
 import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { RECREATIONS_ANNOTATION } from "../../shadowpod/controller.ts";
+import { hostNamespacesAsked } from "../../webhook/pods.ts";
 import { ensureTokenSecret, mountedServiceAccount, tokenSecretName } from "./tokens.ts";
 
 export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
 export const OFFLOADING_BACKOFF = "OffloadingBackOff";
+export const HOST_NAMESPACES_DROPPED = "HostNamespacesDropped";
+export const UNOFFLOADED = "Unoffloaded";
 const FIELD_MANAGER = "liqo-virtual-kubelet";
+const DEFAULT_WORKERS = 24;
 
 type Pod = KubeObject & { spec?: Record<string, any>; status?: Record<string, any> };
 
@@ -86,6 +90,12 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     events.warning(pod, OFFLOADING_BACKOFF, message);
   }
 
+  // Namespaces seen offloaded by this process: only their pods are deleted when the twin goes, so
+  // a restart (pairs not yet known) never mistakes running pods for unoffloaded ones.
+  const offloadedNamespaces = new Set<string>();
+  /** A pod we reported status for (ours are the only ones with the virtual kubelet's IP as host). */
+  const wasOffloaded = (pod: Pod) => pod.status?.hostIP === o.virtualKubeletIp || (pod.status?.phase !== undefined && pod.status.phase !== "Pending");
+
   async function handle(key: string) {
     const slash = key.indexOf("/");
     const ns = key.slice(0, slash);
@@ -108,6 +118,17 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       if (local && !remote && (!shadow || !ours)) await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 });
       return;
     }
+    if (remoteNs) offloadedNamespaces.add(ns);
+    if (!remoteNs && offloadedNamespaces.has(ns) && wasOffloaded(local)) {
+      // Its namespace stopped being offloaded here (unoffload, or this cluster deselected): the
+      // twin namespace and the remote pod go with it, so the pod is deleted and its controller
+      // reschedules it locally, as Liqo documents for `liqoctl unoffload namespace`.
+      events.normal(local, UNOFFLOADED, `namespace ${ns} is no longer offloaded to cluster ${o.remoteClusterId}: pod deleted so that it is rescheduled`);
+      await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 }).catch((err) => {
+        if (!(err instanceof KubeApiError && (err.notFound || err.status === 409))) throw err;
+      });
+      return;
+    }
     if (!remoteNs) {
       return backOff(local, `namespace ${ns} is not offloaded to cluster ${o.remoteClusterId}: create a NamespaceOffloading in ${ns} (liqoctl offload namespace ${ns}) or schedule the pod elsewhere`);
     }
@@ -128,14 +149,26 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         return;
       }
       const out = decision.object as Pod;
-      await o.remote.apply(ShadowPodResource, {
+      // The pods reflector forces host namespaces off remotely (the provider's node is not ours to
+      // share); a user who asked for them must hear about it rather than find out at run time.
+      const dropped = hostNamespacesAsked(local.spec ?? {});
+      if (dropped.length > 0) {
+        events.warning(local, HOST_NAMESPACES_DROPPED, `pod ${key} asked for ${dropped.join(", ")}, which offloaded pods cannot have: ` +
+          `it runs in cluster ${o.remoteClusterId} without them; keep it on a physical node (node affinity) if it needs them`);
+      }
+      // A plain create, not a server-side apply: the ShadowPod is only written when missing, and
+      // an apply of this large CRD costs the provider's API server noticeably more (bench).
+      await o.remote.create(ShadowPodResource, {
         apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod",
         metadata: {
           name, namespace: remoteNs, labels: out.metadata.labels,
           annotations: { ...out.metadata.annotations, [LOCAL_NAMESPACE_ANNOTATION]: ns },
         },
         spec: { pod: out.spec },
-      }, { fieldManager: FIELD_MANAGER, force: true });
+      }, remoteNs, { fieldManager: FIELD_MANAGER }).catch((err) => {
+        // Created meanwhile (our informer lags): its add event brings the key back.
+        if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+      });
       return;
     }
     if (!remote) return; // the provider is (re)creating it
@@ -160,10 +193,13 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     handle,
     get synced() { return localPods.synced && shadows.synced && remotePods.synced; },
     resyncNamespace(namespace) {
+      if (o.remoteNamespaceOf(namespace)) offloadedNamespaces.add(namespace);
       for (const p of localPods.list()) if (p.metadata.namespace === namespace) queue?.add(localKey(p));
     },
     async start() {
-      queue = createWorkQueue({ name: "pod-offloader", handler: handle, workers: o.workers ?? 4, logger: log });
+      // Handling is nearly all waiting on two API servers (one apply per pod and status change), so
+      // many workers: with 4, a 1,000-pod Deployment queued status for tens of seconds (bench).
+      queue = createWorkQueue({ name: "pod-offloader", handler: handle, workers: o.workers ?? DEFAULT_WORKERS, logger: log });
       const onLocal = (p: KubeObject) => queue!.add(localKey(p));
       const onRemote = (r: KubeObject) => { const k = remoteKey(r); if (k) queue!.add(k); };
       localPods.on({ add: onLocal, update: (_a, b) => onLocal(b), delete: onLocal });

@@ -1,0 +1,94 @@
+// A consumer cluster statically peered with providers, liqo's roles running as processes (as the
+// quick start does): the consumer runs the namespace offloading controller, the pod webhook and
+// one virtual kubelet per provider (given the provider's kubeconfig by flag); every provider runs
+// the ShadowPod controller. Shared by the tests/e2e/offloading-*.test.ts files.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { ForeignClusterResource, installCrds } from "../../core/apis/index.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { tenantNamespaceName, uniqueName } from "../../core/offloading/index.ts";
+import { ensureClusterIdentity } from "../../core/peering/identity.ts";
+import { startRole } from "../quickstart/roles.ts";
+import { freePort } from "../rig/ports.ts";
+import { serverExt, sign } from "../rig/pki.ts";
+import { startTestRig, type TestRig } from "../rig/testing.ts";
+
+export interface ClusterInfo { name: string; region: string; clusterID: string; client: KubeClient; kubeconfig: string }
+
+export interface OffloadingRig {
+  rig: TestRig;
+  consumer: ClusterInfo;
+  providers: ClusterInfo[];
+  /** The NamespaceMap name of a provider: the key of remoteNamespacesConditions. */
+  mapName(provider: ClusterInfo): string;
+  /** Runs liqoctl with the consumer's kubeconfig. */
+  liqoctl(...args: string[]): Promise<{ code: number; out: string; err: string }>;
+  /** Runs kubectl against a cluster of the rig. */
+  kubectl(cluster: ClusterInfo, ...args: string[]): Promise<{ code: number; out: string; err: string }>;
+}
+
+async function run(cmd: string[]) {
+  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code: await proc.exited, out, err };
+}
+
+async function staticPeering(consumer: ClusterInfo, provider: ClusterInfo, server: string) {
+  const remote = { clusterID: provider.clusterID, clusterName: provider.name };
+  const tenant = tenantNamespaceName(remote);
+  await consumer.client.create(Resources.namespaces, { metadata: { name: tenant, labels: { "discovery.liqo.io/cluster-id": remote.clusterID, "discovery.liqo.io/tenant-namespace": "true" } } });
+  await consumer.client.create(ForeignClusterResource, {
+    apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: remote.clusterName, labels: { "discovery.liqo.io/cluster-id": remote.clusterID } },
+    spec: { clusterIdentity: remote, foreignAuthUrl: server, outgoingPeeringEnabled: "Yes", incomingPeeringEnabled: "No", networkingEnabled: "No" },
+  } as KubeObject);
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  const cond = (type: string, status: string) => ({ type, status, lastTransitionTime: now, reason: "StaticPeering", message: "static peering for the test" });
+  await consumer.client.mergePatch(ForeignClusterResource, remote.clusterName, undefined, {
+    status: {
+      tenantNamespace: { local: tenant, remote: "" },
+      peeringConditions: [cond("OutgoingPeering", "Established"), cond("IncomingPeering", "None"), cond("NetworkStatus", "None"), cond("AuthenticationStatus", "Established")],
+    },
+  }, "status");
+}
+
+/** Starts the rig: `clusters[0]` consumes, the others provide; regions label every cluster. */
+export async function startOffloadingRig(clusters: { name: string; region: string }[]): Promise<OffloadingRig> {
+  const rig = await startTestRig({ clusters: clusters.length, names: clusters.map((c) => c.name), nodes: 1 });
+  const infos: ClusterInfo[] = [];
+  for (const c of clusters) {
+    const client = rig.client(c.name);
+    await installCrds(client);
+    const id = await ensureClusterIdentity(client, { clusterName: c.name, clusterLabels: { "topology.liqo.io/region": c.region } });
+    infos.push({ ...c, clusterID: id.clusterId, client, kubeconfig: rig.clusters.find((x) => x.name === c.name)!.kubeconfig });
+  }
+  const [consumer, ...providers] = infos as [ClusterInfo, ...ClusterInfo[]];
+  const consumerCluster = rig.clusters[0]!;
+  const certs = join(rig.dir, "liqo-certs");
+  mkdirSync(certs, { recursive: true });
+  const webhookCert = sign(certs, consumerCluster.pki.ca, "webhook", "/CN=liqo-webhook", serverExt(["IP:127.0.0.1"]));
+
+  for (const p of providers) {
+    await startRole(rig, `${p.name}/controller-manager`, ["controller-manager", `--kubeconfig=${p.kubeconfig}`, `--cluster-id=${p.clusterID}`, `--cluster-name=${p.name}`, "--controllers=shadowpod"]);
+    await staticPeering(consumer, p, rig.clusters.find((x) => x.name === p.name)!.server);
+  }
+  await startRole(rig, `${consumer.name}/controller-manager`, ["controller-manager", `--kubeconfig=${consumer.kubeconfig}`, `--cluster-id=${consumer.clusterID}`, `--cluster-name=${consumer.name}`, "--controllers=namespaceoffloading"]);
+  const webhookPort = await freePort();
+  await startRole(rig, `${consumer.name}/webhook`, ["webhook", `--kubeconfig=${consumer.kubeconfig}`, `--tls-cert-file=${webhookCert.cert}`, `--tls-key-file=${webhookCert.key}`,
+    `--ca-file=${consumerCluster.pki.ca.cert}`, `--address=127.0.0.1:${webhookPort}`, `--register-url=https://127.0.0.1:${webhookPort}`]);
+  for (const p of providers) {
+    const kubeletCert = sign(certs, consumerCluster.pki.ca, `kubelet-${p.name}`, `/CN=liqo-${p.name}`, serverExt(["IP:127.0.0.1"]));
+    const kubeletPort = await freePort();
+    await startRole(rig, `${consumer.name}/virtual-kubelet-${p.name}`, ["virtual-kubelet", `--kubeconfig=${consumer.kubeconfig}`, `--remote-kubeconfig=${p.kubeconfig}`,
+      `--cluster-id=${consumer.clusterID}`, `--remote-cluster-id=${p.clusterID}`, `--remote-cluster-name=${p.name}`, `--remote-cluster-labels=topology.liqo.io/region=${p.region}`,
+      "--resources=cpu=64,memory=256Gi,pods=20000", `--kubelet-address=127.0.0.1:${kubeletPort}`, `--kubelet-cert=${kubeletCert.cert}`, `--kubelet-key=${kubeletCert.key}`,
+      `--client-ca=${consumerCluster.pki.ca.cert}`]);
+  }
+  const kubectlBin = join(rig.bin, "kubectl");
+  return {
+    rig, consumer, providers,
+    mapName: (p) => uniqueName({ clusterID: p.clusterID, clusterName: p.name }),
+    liqoctl: (...args) => run([process.execPath, join(import.meta.dir, "../../cli/main.ts"), ...args, `--kubeconfig=${consumer.kubeconfig}`]),
+    kubectl: (c, ...args) => run([kubectlBin, `--kubeconfig=${c.kubeconfig}`, ...args]),
+  };
+}
