@@ -25,6 +25,8 @@ export interface OpenApiSchema {
   nullable?: boolean;
   "x-kubernetes-int-or-string"?: boolean;
   "x-kubernetes-preserve-unknown-fields"?: boolean;
+  /** CEL rules the API server enforces (transition rules compare with oldSelf on updates). */
+  "x-kubernetes-validations"?: { rule: string; message: string; reason?: string; fieldPath?: string }[];
 }
 
 /** What `v.metadata(...)` may carry for the CRD generator. */

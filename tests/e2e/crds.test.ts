@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { allCrds, CrdInstallError, installCrds } from "../../core/apis/crds.ts";
 import type { CustomResourceDefinition } from "../../core/apis/define.ts";
 import { ForeignClusterResource, parseForeignCluster } from "../../core/apis/discovery/foreigncluster.ts";
+import { NamespaceOffloadingResource } from "../../core/apis/index.ts";
 import { allKinds } from "../../core/apis/kinds.ts";
 import {
   sampleForeignCluster, sampleForeignClusterStatus, sampleNamespaceOffloadingStatus, samples,
@@ -154,6 +155,26 @@ describe("the API server enforces Liqo's schema", () => {
     await client.create(ForeignClusterResource, minimal);
     const back = await client.get(ForeignClusterResource, "naples");
     expect(back.spec).toEqual(parseForeignCluster(minimal).spec);
+  });
+});
+
+describe("NamespaceOffloading's mapping strategy is immutable", () => {
+  test("changing it is a 422 that says how; the pod offloading strategy may change", async () => {
+    await client.create(Resources.namespaces, { metadata: { name: "immutable-demo" } });
+    await client.create(NamespaceOffloadingResource, {
+      apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name: "offloading", namespace: "immutable-demo" },
+      spec: { namespaceMappingStrategy: "DefaultName", podOffloadingStrategy: "LocalAndRemote" },
+    });
+    const err = await client.mergePatch(NamespaceOffloadingResource, "offloading", "immutable-demo", { spec: { namespaceMappingStrategy: "EnforceSameName" } })
+      .then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(KubeApiError);
+    expect((err as KubeApiError).status).toBe(422);
+    expect((err as KubeApiError).message).toContain("namespaceMappingStrategy is immutable");
+    expect((err as KubeApiError).message).toContain("liqoctl unoffload namespace");
+    await client.mergePatch(NamespaceOffloadingResource, "offloading", "immutable-demo", { spec: { podOffloadingStrategy: "Remote" } });
+    const back = await client.get<KubeObject & { spec: { namespaceMappingStrategy: string; podOffloadingStrategy: string } }>(NamespaceOffloadingResource, "offloading", "immutable-demo");
+    expect(back.spec.namespaceMappingStrategy).toBe("DefaultName");
+    expect(back.spec.podOffloadingStrategy).toBe("Remote");
   });
 });
 

@@ -29,14 +29,24 @@ export type OffloadingPhase = (typeof OffloadingPhase)[keyof typeof OffloadingPh
 export const RemoteNamespaceConditionType = { OffloadingRequired: "OffloadingRequired", Ready: "Ready" } as const;
 export type RemoteNamespaceConditionType = (typeof RemoteNamespaceConditionType)[keyof typeof RemoteNamespaceConditionType];
 
-export const NamespaceOffloadingSpecSchema = v.object({
+// The mapping strategy names the twin namespaces; changing it would orphan them, so the API server
+// refuses the change (a CEL transition rule: no webhook has to be up for this to hold).
+export const NamespaceOffloadingSpecSchema = v.pipe(v.object({
   namespaceMappingStrategy: oneOfWithDefault(["EnforceSameName", "DefaultName"] as const, "DefaultName",
     "How remote namespaces are named: DefaultName (unique, localName-localClusterID) or EnforceSameName (same name, may conflict)."),
   podOffloadingStrategy: oneOfWithDefault(["Local", "Remote", "LocalAndRemote"] as const, "LocalAndRemote",
     "Where the pods of this namespace may run: Local, Remote or LocalAndRemote."),
   clusterSelector: v.optional(nodeSelector(
     "Selects the remote clusters (their virtual nodes) eligible for offloading, as a node selector; no terms selects all.")),
-});
+}), v.metadata({
+  openapi: {
+    "x-kubernetes-validations": [{
+      rule: "self.namespaceMappingStrategy == oldSelf.namespaceMappingStrategy",
+      message: "namespaceMappingStrategy is immutable: unoffload the namespace (liqoctl unoffload namespace) and offload it again to change it",
+      fieldPath: ".namespaceMappingStrategy",
+    }],
+  },
+}));
 
 // Liqo declares no enum for these (they are corev1 ConditionStatus and a free type), so the
 // checks stay in the parser.
