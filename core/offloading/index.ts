@@ -8,3 +8,4 @@ export { ensureNamespaceMap, localNamespaceMaps, remoteClusterInfo, setDesiredMa
 export { namespaceMapName, namespaceNameProblem, remoteNamespaceName, tenantNamespaceName, uniqueName } from "./names.ts";
 export { matchesNodeSelector, nodeSelectorProblems, type NodeSelector, type SelectableNode } from "./selector.ts";
 export { computeStatus, offloadingPhase, ConditionReason, type ClusterMapping } from "./status.ts";
+export { enforcePodOffloadingStrategy, strategyViolation, ENFORCED_STRATEGY_ANNOTATION } from "./strategy-enforcer.ts";

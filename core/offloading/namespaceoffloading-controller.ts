@@ -20,6 +20,7 @@ import { namespaceNameProblem, remoteNamespaceName } from "./names.ts";
 import { createControllerLoop, type ControllerLoop } from "./runtime.ts";
 import { matchesNodeSelector, nodeSelectorProblems } from "./selector.ts";
 import { computeStatus, sameStatus, type StatusInput } from "./status.ts";
+import { enforcePodOffloadingStrategy } from "./strategy-enforcer.ts";
 
 export const NAMESPACE_OFFLOADING_FINALIZER = "namespaceoffloading-controller.liqo.io/finalizer";
 
@@ -161,6 +162,10 @@ export function createNamespaceOffloadingController(options: NamespaceOffloading
     }
     await setSchedulingLabel(namespace, spec.podOffloadingStrategy !== PodOffloadingStrategy.Local);
     await writeStatus(current, maps, { deleting: false, remoteNamespaceName: remoteName, observedGeneration: current.metadata.generation as number });
+    await enforcePodOffloadingStrategy({
+      client, offloading: current, strategy: spec.podOffloadingStrategy, events, logger: log,
+      virtualNodes: new Set(nodes.items.map((n) => n.metadata.name!)),
+    });
     if (failures.length > 0) {
       const message = `NamespaceOffloading ${key}: ${failures.join("; ")}`;
       events.warning(current, "ClusterUnavailable", message);

@@ -10,7 +10,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import {
   createNamespaceMapController, createNamespaceOffloadingController, NAMESPACE_MAP_FINALIZER, NAMESPACE_OFFLOADING_FINALIZER,
-  remoteNamespaceName, tenantNamespaceName, uniqueName,
+  ENFORCED_STRATEGY_ANNOTATION, remoteNamespaceName, tenantNamespaceName, uniqueName,
   type NamespaceMapController, type NamespaceOffloadingController,
 } from "../../core/offloading/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
@@ -283,5 +283,62 @@ describe("crash safety", () => {
     await mapCtl.naples.handle(`${tenant("naples")}/${mapName("naples")}`);
     expect((await getOffloading("restart-app"))!.metadata.resourceVersion).toBe(before);
     expect((await getMap("naples")).metadata.resourceVersion).toBe(mapBefore);
+  });
+});
+
+describe("tightening the pod offloading strategy", () => {
+  const ns = "tighten";
+  const podOn = (name: string, nodeName: string) => rome.create(Resources.pods, {
+    metadata: { name, namespace: ns },
+    spec: {
+      nodeName, containers: [{ name: "c", image: "nginx" }],
+      tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }],
+    },
+  });
+  const evicted = (name: string) => waitFor(`pod ${ns}/${name} to be evicted`, async () => {
+    const pod = await rome.find(Resources.pods, name, ns);
+    return !pod || pod.metadata.deletionTimestamp !== undefined;
+  }, { timeoutMs: 90_000 });
+  const stillThere = async (name: string) => {
+    const pod = await rome.find(Resources.pods, name, ns);
+    expect(pod).toBeDefined();
+    expect(pod!.metadata.deletionTimestamp).toBeUndefined();
+  };
+  const enforced = (strategy: string) => waitFor(`strategy ${strategy} to be enforced`, async () =>
+    (await getOffloading(ns))?.metadata.annotations?.[ENFORCED_STRATEGY_ANNOTATION] === strategy, { timeoutMs: 90_000 });
+
+  test("the first offloading evicts nothing: pods that predate it stay", async () => {
+    const physical = (await rome.list(Resources.nodes)).items.find((n) => n.metadata.labels?.["liqo.io/type"] !== "virtual-node")!.metadata.name!;
+    await rome.create(Resources.namespaces, { metadata: { name: ns } });
+    await podOn("on-virtual", "liqo-milan");
+    await podOn("on-physical", physical);
+    await podOn("early-physical", physical);
+    await offload(ns, { podOffloadingStrategy: "Remote" });
+    await enforced("Remote");
+    await stillThere("early-physical");
+    await stillThere("on-virtual");
+  });
+
+  test("LocalAndRemote → Local evicts the pod on the virtual node, with an Event saying why; physical pods stay", async () => {
+    await rome.mergePatch(NamespaceOffloadingResource, "offloading", ns, { spec: { podOffloadingStrategy: "LocalAndRemote" } });
+    await enforced("LocalAndRemote");
+    await stillThere("on-virtual");
+    await stillThere("on-physical");
+    await rome.mergePatch(NamespaceOffloadingResource, "offloading", ns, { spec: { podOffloadingStrategy: "Local" } });
+    await evicted("on-virtual");
+    await enforced("Local");
+    await stillThere("on-physical");
+    const event = await waitFor("an EvictedByOffloadingStrategy Event", async () =>
+      (await eventsFor(ns, "on-virtual")).find((e) => e.reason === "EvictedByOffloadingStrategy"));
+    expect(event.message).toContain("virtual node liqo-milan");
+    expect(event.message).toContain("from LocalAndRemote to Local");
+    expect((await waitFor("a PodsEvicted Event", async () => (await eventsFor(ns, "offloading")).find((e) => e.reason === "PodsEvicted"))).message).toContain("on-virtual");
+  });
+
+  test("→ Remote evicts the pods on physical nodes", async () => {
+    await rome.mergePatch(NamespaceOffloadingResource, "offloading", ns, { spec: { podOffloadingStrategy: "Remote" } });
+    await evicted("on-physical");
+    await evicted("early-physical");
+    await enforced("Remote");
   });
 });
