@@ -7,7 +7,10 @@ import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { createNamespaceOffloadingController } from "../offloading/index.ts";
 import { createShadowPodController } from "../shadowpod/controller.ts";
-import { serveAdmin, untilSignal } from "./shared.ts";
+import { foreignClusterArgs, foreignClusterController } from "./foreigncluster-flags.ts";
+import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag } from "./resourcerequest-flags.ts";
+import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-flags.ts";
+import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
 export default defineCommand({
   meta: { name: "controller-manager", description: "Run liqo's controllers: namespace offloading and ShadowPods" },
@@ -17,12 +20,18 @@ export default defineCommand({
     "cluster-id": { type: "string", required: true, description: "this cluster's ID" },
     "cluster-name": { type: "string", required: true, description: "this cluster's name" },
     controllers: { type: "string", default: "namespaceoffloading,shadowpod", description: "controllers to run (comma-separated)" },
-    "admin-address": { type: "string", default: "127.0.0.1:8081", description: "host:port of the admin API" },
+    ...foreignClusterArgs,
+    ...resourceRequestArgs,
+    ...leaderElectionArgs,
+    ...adminArgs("127.0.0.1:8081"),
   },
   async run({ args }) {
     const wanted = args.controllers.split(",").map((s) => s.trim()).filter(Boolean);
-    const unknown = wanted.filter((c) => !["namespaceoffloading", "shadowpod"].includes(c));
-    if (unknown.length) throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from namespaceoffloading, shadowpod`);
+    const unknown = wanted.filter((c) => !["namespaceoffloading", "shadowpod", "foreigncluster", "resourcerequest"].includes(c));
+    if (unknown.length) throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from namespaceoffloading, shadowpod, foreigncluster, resourcerequest`);
+    adminSecurity(args); // bad admin flags fail before anything starts
+    if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
+    const election = leaderElectionConfig(args);
     const log = createLogger({ role: "controller-manager" });
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const registry = createRegistry();
@@ -32,20 +41,42 @@ export default defineCommand({
       running.push({ name: "namespaceoffloading", ...createNamespaceOffloadingController({ client, localCluster: { clusterID: args["cluster-id"], clusterName: args["cluster-name"] }, logger: log }) });
     }
     if (wanted.includes("shadowpod")) running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log }) });
+    if (wanted.includes("resourcerequest")) running.push({ name: "resourcerequest", ...(await resourceRequestController(args, { client, registry, logger: log })) });
+    if (wanted.includes("foreigncluster")) running.push({ name: "foreigncluster", ...(await foreignClusterController(args, { client, registry, logger: log })) });
     const started = new Set<string>();
-    for (const c of running) {
-      await c.start();
-      started.add(c.name);
-    }
+    const startAll = async () => {
+      for (const c of running) {
+        await c.start(); // resolves once the controller's informers have synced
+        started.add(c.name);
+      }
+      log.info("controller-manager running", { controllers: [...started] });
+    };
+    const stopAll = async () => {
+      for (const c of running) if (started.delete(c.name)) await c.stop();
+    };
+    const leadership = election && electLeader(election, { client, logger: log, lead: startAll, stepDown: stopAll });
+    // Served before the controllers start, so /readyz answers "starting" instead of nothing.
     const admin = await serveAdmin({
-      address: args["admin-address"], registry, logger: log,
-      views: { controllers: () => [...started] },
-      checks: { "controllers-started": () => started.size === running.length || { ok: false, reason: "controllers are starting" } },
+      args, registry, logger: log, client, title: `liqo controller-manager: ${args["cluster-name"]} (${args["cluster-id"]})`,
+      views: {
+        controllers: () => running.map((c) => ({ name: c.name, state: started.has(c.name) ? "running" : leadership && !leadership.elector.isLeader() ? "standby" : "starting" })),
+        leader: () => leadership ? { enabled: true, ...leadership.elector.status() } : { enabled: false, leader: true },
+      },
+      checks: {
+        // A standby is ready: it is healthy, just not leading (otherwise an HA rollout never completes).
+        "caches-synced": () => (leadership && !leadership.elector.isLeader()) || started.size === running.length || { ok: false, reason: `controllers still listing: ${running.filter((c) => !started.has(c.name)).map((c) => c.name).join(", ")}` },
+      },
     });
-    log.info("controller-manager running", { controllers: [...started], admin: admin.url });
+    if (leadership) leadership.elector.start();
+    else await startAll();
     console.log(`admin API on ${admin.url}`);
-    await untilSignal();
-    await admin.stop();
-    for (const c of running) await c.stop();
+    try {
+      await (leadership ? Promise.race([untilSignal(), leadership.lost]) : untilSignal());
+    } finally {
+      // Releasing the Lease (stop) lets a standby take over at once instead of after its expiry.
+      if (leadership) await leadership.elector.stop();
+      await admin.stop();
+      await stopAll();
+    }
   },
 });

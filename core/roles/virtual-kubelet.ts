@@ -1,23 +1,17 @@
 // `liqo virtual-kubelet`: one per remote cluster. The virtual node, pod offloading through
 // ShadowPods, the reflection engine for the twin namespaces, and the kubelet API (logs, exec).
-// Until peering drives it, the remote cluster's kubeconfig and resources come as flags.
+// Run as a process, the remote kubeconfig and resources come as flags; the ForeignCluster
+// controller starts the same thing in-process (core/virtualkubelet/start.ts) for each peering.
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
 import { CliError } from "../../cli/errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
-import { createNamespaceMapController } from "../offloading/index.ts";
-import { createReflectionEngine } from "../reflection/engine/engine.ts";
 import { watchPluginDir } from "../reflection/engine/dropins.ts";
-import { createKubeletApi } from "../virtualkubelet/kubeletapi/index.ts";
-import { createVirtualNode } from "../virtualkubelet/node/index.ts";
-import { createPodOffloader } from "../virtualkubelet/pods/offloader.ts";
-import { builtinWasm } from "../../reflectors/index.ts";
+import { startVirtualKubelet } from "../virtualkubelet/start.ts";
 import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../../netfabric/ipam/index.ts";
-import { hostPort, keyValues, serveAdmin, untilSignal } from "./shared.ts";
-
-const BUILTINS = ["configmaps", "secrets", "services", "endpointslices", "ingresses"] as const;
+import { adminArgs, adminSecurity, hostPort, keyValues, serveAdmin, untilSignal } from "./shared.ts";
 
 function readPem(path: string, flag: string): string {
   if (!existsSync(path)) throw new CliError(`--${flag} ${path} does not exist`);
@@ -45,9 +39,10 @@ export default defineCommand({
     "health-interval": { type: "string", default: "5", description: "seconds between health probes of the remote API server" },
     "health-failures": { type: "string", default: "3", description: "consecutive failed probes before the node turns NotReady" },
     "translate-pod-cidr": { type: "string", description: "REMOTE=SEEN (e.g. 10.200.0.0/16=10.201.0.0/16) until the network fabric provides translation" },
-    "admin-address": { type: "string", default: "127.0.0.1:8082", description: "host:port of the admin API" },
+    ...adminArgs("127.0.0.1:8082"),
   },
   async run({ args }) {
+    adminSecurity(args); // bad admin flags fail before anything starts
     const log = createLogger({ role: "virtual-kubelet", remoteClusterId: args["remote-cluster-id"] });
     const resources = keyValues(args.resources, "resources");
     const labels = keyValues(args["remote-cluster-labels"], "remote-cluster-labels");
@@ -65,32 +60,15 @@ export default defineCommand({
     const registry = createRegistry();
     registerProcessMetrics(registry);
 
-    const engine = createReflectionEngine({ local, remote, ...ids, registry, logger: log, translateIp: translateIp ? (ip, d) => (d === "backward" ? translateIp(ip) : ip) : undefined, context: { virtualNodeName: nodeName, virtualKubeletIp: kubelet.host } });
-    for (const b of BUILTINS) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
+    const vk = await startVirtualKubelet({
+      local, remote, ...ids, remoteClusterName: args["remote-cluster-name"], remoteClusterLabels: labels, resources, nodeName,
+      kubeletHost: kubelet.host, kubeletPort: kubelet.port, tls, clientCA, healthIntervalMs: interval * 1000, failureThreshold: failures,
+      translateIp, registry, logger: log,
+    });
+    const { node, engine, offloader, api } = vk;
     const dropins = args["plugin-dir"] ? watchPluginDir(engine, args["plugin-dir"], { logger: log }) : undefined;
-    const twins = new Map<string, string>();
-    const offloader = await createPodOffloader({
-      local, remote, ...ids, nodeName, virtualKubeletIp: kubelet.host, podsWasm: await builtinWasm("pods"), logger: log,
-      translateIp, remoteNamespaceOf: (ns) => twins.get(ns),
-    });
-    const maps = createNamespaceMapController({
-      local, remote, ...ids, remoteClusterName: args["remote-cluster-name"], logger: log,
-      addPair: async (p) => { twins.set(p.localNamespace, p.remoteNamespace); await engine.addNamespacePair(p); offloader.resyncNamespace(p.localNamespace); },
-      removePair: async (ns) => { twins.delete(ns); await engine.removeNamespacePair(ns); offloader.resyncNamespace(ns); },
-    });
-    const api = await createKubeletApi({
-      remote, tls, auth: { clientCA }, host: kubelet.host, port: kubelet.port, nodeName, logger: log,
-      resolvePod: (ns, name) => (twins.has(ns) ? { remoteNamespace: twins.get(ns)!, remoteName: name } : undefined),
-    });
-    const node = createVirtualNode({
-      local, remote, remoteClusterId: ids.remoteClusterId, remoteClusterName: args["remote-cluster-name"], remoteClusterLabels: labels,
-      resources, nodeName, address: kubelet.host, kubeletPort: api.port, healthIntervalMs: interval * 1000, failureThreshold: failures, logger: log,
-    });
-    await node.start();
-    await maps.start();
-    await offloader.start();
     const admin = await serveAdmin({
-      address: args["admin-address"], registry, logger: log,
+      args, registry, logger: log, client: local, title: `liqo virtual-kubelet: ${nodeName}`,
       views: { node: () => node.status(), pairs: () => engine.pairs(), plugins: () => engine.plugins(), reflectors: () => engine.reflectors(), dropins: () => dropins?.files() ?? [] },
       checks: {
         "caches-synced": () => (engine.synced() && offloader.synced) || { ok: false, reason: "caches are still listing" },
@@ -102,11 +80,7 @@ export default defineCommand({
     await untilSignal();
     dropins?.stop();
     await admin.stop();
-    await offloader.stop();
-    await maps.stop();
-    await api.close();
-    await node.stop();
-    await engine.stop();
+    await vk.stop();
   },
 });
 

@@ -6,7 +6,7 @@ import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { registerPodWebhook, startPodWebhook } from "../webhook/server.ts";
-import { serveAdmin } from "./shared.ts";
+import { adminArgs, adminSecurity, serveAdmin } from "./shared.ts";
 
 export default defineCommand({
   meta: { name: "webhook", description: "Serve the pod mutating webhook that applies pod offloading strategies" },
@@ -21,9 +21,10 @@ export default defineCommand({
     "service-namespace": { type: "string", default: "liqo", description: "namespace of the webhook Service (in-cluster registration)" },
     "service-name": { type: "string", default: "liqo-webhook", description: "name of the webhook Service" },
     "failure-policy": { type: "string", default: "Fail", description: "Fail (default: pods wait for the webhook) or Ignore" },
-    "admin-address": { type: "string", default: "127.0.0.1:8083", description: "host:port of the admin API" },
+    ...adminArgs("127.0.0.1:8083"),
   },
   async run({ args }) {
+    adminSecurity(args); // bad admin flags fail before anything starts
     for (const f of [args["tls-cert-file"], args["tls-key-file"], args["ca-file"]].filter(Boolean) as string[]) {
       if (!existsSync(f)) throw new CliError(`${f} does not exist`);
     }
@@ -41,7 +42,12 @@ export default defineCommand({
     }
     const registry = createRegistry();
     registerProcessMetrics(registry);
-    const admin = await serveAdmin({ address: args["admin-address"], registry, logger: log, views: { webhook: () => ({ url: webhook.url }) }, checks: {} });
+    const admin = await serveAdmin({
+      args, registry, logger: log, client, title: "liqo webhook",
+      views: { webhook: () => ({ url: webhook.url }) },
+      // startPodWebhook returns once its NamespaceOffloading cache has synced; what can still fail is the HTTPS listener itself.
+      checks: { serving: async ({ signal }) => (await fetch(`${webhook.url}/healthz`, { signal, tls: { rejectUnauthorized: false } })).ok || { ok: false, reason: "the webhook does not answer on its own address" } },
+    });
     log.info("webhook serving", { url: webhook.url, admin: admin.url });
     console.log(`webhook on ${webhook.url}`);
     await new Promise<void>((resolve) => { for (const s of ["SIGINT", "SIGTERM"] as const) process.once(s, () => resolve()); });

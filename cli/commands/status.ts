@@ -1,0 +1,65 @@
+// liqoctl status: this cluster's liqo identity (name, ID, labels, auth URL) and its peerings,
+// each with the phase of every condition and, for any that is not settled, why.
+import { defineCommand } from "citty";
+import { ForeignClusterResource, type PeeringConditionType } from "../../core/apis/index.ts";
+import { createKubeClient } from "../../core/kube/client.ts";
+import { Resources } from "../../core/kube/resources.ts";
+import { readAuthUrl } from "../../core/peering/auth-url.ts";
+import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
+import { readClusterIdentity } from "../../core/peering/identity.ts";
+import { CliError, ExitCode } from "../errors.ts";
+import { kubeFlags } from "../peering.ts";
+
+const COLUMNS: [string, PeeringConditionType][] = [
+  ["OUTGOING", "OutgoingPeering"], ["INCOMING", "IncomingPeering"], ["NETWORKING", "NetworkStatus"], ["AUTHENTICATION", "AuthenticationStatus"],
+];
+
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]! + 3)).join("").trimEnd()).join("\n");
+}
+
+export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, boolean>): string {
+  if (!fcs.length) return "Peerings: none (liqoctl generate peer-command on a provider prints the command to peer with it)";
+  const rows = [["NAME", "CLUSTER ID", ...COLUMNS.map(([h]) => h), "VIRTUAL NODE"]];
+  const notes: string[] = [];
+  for (const fc of fcs) {
+    const cond = (t: PeeringConditionType) => fc.status?.peeringConditions?.find((c) => c.type === t);
+    const name = fc.metadata.name!;
+    const node = `liqo-${fc.spec.clusterIdentity?.clusterName ?? name}`;
+    rows.push([name, fc.spec.clusterIdentity?.clusterID ?? "-", ...COLUMNS.map(([, t]) => cond(t)?.status ?? "None"),
+      nodes.has(node) ? `${node} (${nodes.get(node) ? "Ready" : "NotReady"})` : "-"]);
+    for (const [, t] of COLUMNS) {
+      const c = cond(t);
+      if (c && !["None", "Established"].includes(c.status)) notes.push(`  ${name} ${t} ${c.status} (${c.reason}): ${c.message}`);
+    }
+  }
+  return `Peerings:\n${table(rows)}${notes.length ? `\n\nNot settled:\n${notes.join("\n")}` : ""}`;
+}
+
+export default defineCommand({
+  meta: { name: "status", description: "Show this cluster's liqo identity and its peerings" },
+  args: { ...kubeFlags },
+  async run({ args }) {
+    const ns = args["liqo-namespace"];
+    const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
+    const me = await readClusterIdentity(client, ns);
+    if (!me) throw new CliError(`liqo is not installed here: no ConfigMap ${ns}/liqo-clusterid-configmap (start liqo auth, or liqoctl install)`, ExitCode.Failure);
+    const authUrl = await readAuthUrl(client, ns);
+    const labels = Object.entries(me.clusterLabels).map(([k, v]) => `${k}=${v}`).join(", ") || "none";
+    const fcs = (await client.list<ForeignClusterObject>(ForeignClusterResource)).items;
+    const nodes = new Map<string, boolean>();
+    for (const n of (await client.list<any>(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items) {
+      nodes.set(n.metadata.name, n.status?.conditions?.some((c: { type: string; status: string }) => c.type === "Ready" && c.status === "True") ?? false);
+    }
+    console.log([
+      `Cluster identity:`,
+      `  name:      ${me.clusterName}`,
+      `  ID:        ${me.clusterId}`,
+      `  labels:    ${labels}`,
+      `  auth URL:  ${authUrl ?? "unknown (liqo auth has not recorded one)"}`,
+      "",
+      peeringsReport(fcs, nodes),
+    ].join("\n"));
+  },
+});

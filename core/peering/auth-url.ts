@@ -1,0 +1,33 @@
+// Where peers reach this cluster's authentication service. `liqo auth` records the URL it
+// advertises in the ConfigMap liqo-auth-url of the liqo namespace, so `liqoctl generate
+// peer-command` can print it; in a real install the liqo-auth Service's external address wins.
+import type { KubeClient } from "../kube/client.ts";
+import { Resources, type KubeObject } from "../kube/resources.ts";
+import { ensureNamespace } from "./identity.ts";
+
+export const AUTH_URL_CONFIGMAP = "liqo-auth-url";
+export const AUTH_SERVICE = "liqo-auth";
+
+export async function recordAuthUrl(client: KubeClient, liqoNamespace: string, url: string): Promise<void> {
+  await ensureNamespace(client, liqoNamespace);
+  await client.apply(Resources.configMaps, {
+    apiVersion: "v1", kind: "ConfigMap",
+    metadata: { name: AUTH_URL_CONFIGMAP, namespace: liqoNamespace, labels: { "app.kubernetes.io/name": "auth" } },
+    data: { url },
+  }, { fieldManager: "liqo-auth", force: true });
+}
+
+type Service = KubeObject & {
+  spec?: { type?: string; ports?: { port: number; nodePort?: number }[] };
+  status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
+};
+
+/** The advertised URL: the liqo-auth Service's load balancer address, else what liqo auth recorded. */
+export async function readAuthUrl(client: KubeClient, liqoNamespace: string): Promise<string | undefined> {
+  const svc = await client.find<Service>(Resources.services, AUTH_SERVICE, liqoNamespace);
+  const ingress = svc?.status?.loadBalancer?.ingress?.[0];
+  const port = svc?.spec?.ports?.[0]?.port;
+  if (ingress && port) return `https://${ingress.hostname ?? ingress.ip}:${port}`;
+  const cm = await client.find(Resources.configMaps, AUTH_URL_CONFIGMAP, liqoNamespace);
+  return (cm?.data as Record<string, string> | undefined)?.url || undefined;
+}

@@ -1,0 +1,118 @@
+// Phase 2 of an outgoing peering (OutgoingPeering): our ResourceRequest in the local tenant
+// namespace (replicated to the provider), the provider's ResourceOffer (replicated back) accepted,
+// then one in-process virtual kubelet with the offered capacity; Established once its node is Ready.
+import {
+  REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL, REPLICATION_REQUESTED_LABEL,
+  ResourceOfferResource, ResourceRequestResource, type ResourceOffer,
+} from "../../apis/index.ts";
+import { RetryAfterError } from "../../kube/errors.ts";
+import type { KubeObject } from "../../kube/resources.ts";
+import { startVirtualKubelet } from "../../virtualkubelet/start.ts";
+import type { Authenticated } from "./authenticate.ts";
+import { offeredResources } from "./conditions.ts";
+import type { ReconcileContext, StatusWriter } from "./context.ts";
+import { stopRuntime, type PeerRuntime } from "./runtime.ts";
+import { peerClient } from "./secrets.ts";
+
+export const FIELD_MANAGER = "liqo-foreigncluster";
+type Offer = ResourceOffer & KubeObject;
+
+/** Liqo names the ResourceRequest after the requesting (local) cluster's ID. */
+export const resourceRequestName = (localClusterId: string) => localClusterId;
+
+export function resourceRequest(ctx: ReconcileContext, auth: Authenticated): KubeObject {
+  const { cfg } = ctx;
+  return {
+    apiVersion: "discovery.liqo.io/v1alpha1", kind: "ResourceRequest",
+    metadata: {
+      name: resourceRequestName(cfg.local.clusterId), namespace: auth.localNamespace,
+      labels: { [REPLICATION_REQUESTED_LABEL]: "true", [REMOTE_CLUSTER_ID_LABEL]: auth.remote.clusterID, [REPLICATION_DESTINATION_LABEL]: auth.remote.clusterID },
+    },
+    spec: { clusterIdentity: { clusterID: cfg.local.clusterId, clusterName: cfg.local.clusterName }, authUrl: cfg.authUrl },
+  };
+}
+
+/** The peer's runtime, rebuilt (the old one stopped) when the identity changed: a new identity was issued. */
+export async function peerRuntime(ctx: ReconcileContext, auth: Authenticated): Promise<PeerRuntime> {
+  const id = auth.remote.clusterID;
+  const rt = ctx.peers.get(id);
+  if (rt && rt.kubeconfig === auth.kubeconfig) return rt;
+  if (rt) await stopRuntime(rt, ctx.log, false);
+  const fresh: PeerRuntime = { clusterId: id, kubeconfig: auth.kubeconfig, remote: peerClient(auth.kubeconfig) };
+  ctx.peers.set(id, fresh);
+  return fresh;
+}
+
+export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Authenticated): Promise<void> {
+  const { cfg, log } = ctx;
+  const remoteName = auth.remote.clusterName;
+  const rt = await peerRuntime(ctx, auth);
+  const pending = async (reason: string, message: string, retryMs: number) => {
+    st.set({ type: "OutgoingPeering", status: "Pending", reason, message });
+    await st.flush();
+    throw new RetryAfterError(retryMs, reason);
+  };
+
+  const rr = resourceRequest(ctx, auth);
+  await cfg.client.apply(ResourceRequestResource, rr, { fieldManager: FIELD_MANAGER, force: true });
+  if (!rt.replicator) {
+    if (!cfg.replicator) {
+      await pending("NoReplicator", `ResourceRequest ${auth.localNamespace}/${rr.metadata.name} is written but this controller-manager has no CRD replicator to send it to ${remoteName}`, 30_000);
+    }
+    const replicator = cfg.replicator!({
+      local: cfg.client, remote: rt.remote, localClusterId: cfg.local.clusterId, remoteClusterId: auth.remote.clusterID,
+      localTenantNamespace: auth.localNamespace, remoteTenantNamespace: auth.remoteNamespace, logger: log, registry: cfg.registry,
+    });
+    await replicator.start();
+    rt.replicator = replicator;
+  }
+
+  const offers = (await cfg.client.list<Offer>(ResourceOfferResource, { namespace: auth.localNamespace })).items
+    .filter((o) => o.spec.clusterId === auth.remote.clusterID && !o.metadata.deletionTimestamp && !o.spec.withdrawalTimestamp);
+  const offer = offers[0];
+  if (!offer) {
+    await pending("WaitingForResourceOffer", `ResourceRequest ${auth.localNamespace}/${rr.metadata.name} sent to ${remoteName}; waiting for its ResourceOffer (is the resourcerequest controller running in ${remoteName}'s liqo controller-manager?)`, 10_000);
+    return;
+  }
+  if (offer.status?.phase !== "Accepted") {
+    await cfg.client.mergePatch(ResourceOfferResource, offer.metadata.name!, offer.metadata.namespace, { status: { phase: "Accepted" } }, "status");
+    log.info("resource offer accepted", { remoteClusterId: auth.remote.clusterID, offer: `${offer.metadata.namespace}/${offer.metadata.name}` });
+  }
+  const resources = offeredResources(offer.spec.resourceQuota?.hard);
+  if (Object.keys(resources).length === 0) {
+    await pending("EmptyResourceOffer", `the ResourceOffer of ${remoteName} offers no resources (spec.resourceQuota.hard is empty); waiting for a new offer`, 15_000);
+  }
+  if (!cfg.kubelet) {
+    st.set({ type: "OutgoingPeering", status: "Error", reason: "NoKubeletServingCertificate", message: `cannot start the virtual kubelet for ${remoteName}: start the controller-manager with --kubelet-cert-file, --kubelet-key-file and --kubelet-client-ca-file` });
+    await st.flush();
+    throw new RetryAfterError(60_000, "no kubelet serving certificate");
+  }
+
+  const wanted = JSON.stringify(Object.entries(resources).sort());
+  if (!rt.vk) {
+    st.set({ type: "OutgoingPeering", status: "Pending", reason: "StartingVirtualKubelet", message: `offer of ${remoteName} accepted; starting the virtual kubelet (node liqo-${remoteName})` });
+    await st.flush();
+    rt.vk = await startVirtualKubelet({
+      local: cfg.client, remote: rt.remote, localClusterId: cfg.local.clusterId, remoteClusterId: auth.remote.clusterID,
+      remoteClusterName: remoteName, remoteClusterLabels: { ...(offer.spec.labels ?? {}) }, resources,
+      kubeletHost: cfg.kubelet.host, kubeletPort: 0, tls: cfg.kubelet.tls, clientCA: cfg.kubelet.clientCA,
+      registry: cfg.registry, logger: log, waitForRemoteCaches: false,
+    });
+    rt.resources = wanted;
+    log.info("virtual kubelet started", { remoteClusterId: auth.remote.clusterID, node: rt.vk.nodeName, kubelet: rt.vk.api.url });
+  } else if (rt.resources !== wanted) {
+    await rt.vk.updateResources(resources);
+    rt.resources = wanted;
+    log.info("virtual node capacity updated from the offer", { remoteClusterId: auth.remote.clusterID, resources });
+  }
+  if (offer.status?.virtualKubeletStatus !== "Created") {
+    await cfg.client.mergePatch(ResourceOfferResource, offer.metadata.name!, offer.metadata.namespace, { status: { phase: "Accepted", virtualKubeletStatus: "Created" } }, "status");
+  }
+  const node = rt.vk.node.status();
+  if (!node.ready) {
+    await pending("WaitingForVirtualNode", `virtual node ${rt.vk.nodeName} is not Ready yet: ${node.error ?? node.lastProbeError ?? "waiting for the first health probe of the remote API server"}`, 2000);
+  }
+  const capacity = Object.entries(resources).map(([k, v]) => `${k}=${v}`).join(",");
+  st.set({ type: "OutgoingPeering", status: "Established", reason: "VirtualNodeReady", message: `virtual node ${rt.vk.nodeName} is Ready with ${capacity} offered by ${remoteName}` });
+  await st.flush();
+}

@@ -1,0 +1,64 @@
+// What the ForeignCluster controller keeps in memory per peer: the client acting as our identity
+// there, the CRD replicator and the in-process virtual kubelet. All of it can be rebuilt from the
+// cluster (identity Secret, ResourceRequest, accepted offer) after a crash, which is how
+// reconcile treats it: a cache of running things, never a source of truth.
+import type { KubeClient } from "../../kube/client.ts";
+import type { Logger } from "../../log.ts";
+import type { Registry } from "../../metrics/index.ts";
+import type { VirtualKubelet } from "../../virtualkubelet/start.ts";
+
+/** The CRD replicator (core/peering/replicator): pushes our ResourceRequest, pulls the provider's ResourceOffer. */
+export interface CrdReplicator {
+  start(): Promise<void> | void;
+  stop(): Promise<void> | void;
+}
+
+export interface CrdReplicatorOptions {
+  local: KubeClient;
+  remote: KubeClient;
+  localClusterId: string;
+  remoteClusterId: string;
+  localTenantNamespace: string;
+  remoteTenantNamespace: string;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export type ReplicatorFactory = (o: CrdReplicatorOptions) => CrdReplicator;
+
+export interface PeerRuntime {
+  clusterId: string;
+  /** The identity's kubeconfig the clients were built from: a new identity means new clients. */
+  kubeconfig: string;
+  remote: KubeClient;
+  replicator?: CrdReplicator;
+  vk?: VirtualKubelet;
+  /** JSON of the capacity the virtual node was last given, to spot a changed offer. */
+  resources?: string;
+}
+
+/**
+ * Waits for `work` at most `ms`: a part whose caches never synced (see docs/peering.md, "Known
+ * limit") can take long to stop, and unpeering must not hang on it (the node is deleted by label).
+ */
+export async function bounded(work: Promise<unknown>, ms: number, what: string, log: Logger): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((resolve) => { timer = setTimeout(() => resolve("late"), ms); });
+  const outcome = await Promise.race([work.then(() => "done" as const, (err) => { log.warn(`${what} failed`, { err }); return "done" as const; }), late]);
+  clearTimeout(timer);
+  if (outcome === "late") log.warn(`${what} did not finish within ${ms}ms; going on`);
+}
+
+export async function stopRuntime(rt: PeerRuntime, log: Logger, removeNode: boolean): Promise<void> {
+  if (rt.vk) {
+    const vk = rt.vk;
+    rt.vk = undefined;
+    rt.resources = undefined;
+    await bounded(removeNode ? vk.remove() : vk.stop(), 15_000, "stopping the virtual kubelet", log);
+  }
+  if (rt.replicator) {
+    const r = rt.replicator;
+    rt.replicator = undefined;
+    await bounded(Promise.resolve(r.stop()), 15_000, "stopping the CRD replicator", log);
+  }
+}

@@ -1,0 +1,122 @@
+// One virtual kubelet for one remote cluster, wired from its parts: the virtual node, pod
+// offloading through ShadowPods, the reflection engine for the twin namespaces, the NamespaceMap
+// controller that creates them, and the kubelet API (logs, exec). The `liqo virtual-kubelet` role
+// and the ForeignCluster controller (one in-process kubelet per outgoing peering) both start it here.
+import type { KubeClient } from "../kube/client.ts";
+import { silentLogger, type Logger } from "../log.ts";
+import type { Registry } from "../metrics/index.ts";
+import { createNamespaceMapController } from "../offloading/index.ts";
+import { createReflectionEngine, type ReflectionEngine } from "../reflection/engine/engine.ts";
+import { builtinWasm } from "../../reflectors/index.ts";
+import { createKubeletApi, type KubeletApi } from "./kubeletapi/index.ts";
+import { createVirtualNode, type VirtualNode } from "./node/index.ts";
+import type { NodeResources } from "./node/forge.ts";
+import { createPodOffloader, type PodOffloader } from "./pods/offloader.ts";
+
+/** The built-in reflectors a virtual kubelet runs besides pods (which the offloader handles). */
+export const BUILTIN_REFLECTORS = ["configmaps", "secrets", "services", "endpointslices", "ingresses"] as const;
+
+export interface VirtualKubeletOptions {
+  local: KubeClient;
+  remote: KubeClient;
+  localClusterId: string;
+  remoteClusterId: string;
+  remoteClusterName: string;
+  remoteClusterLabels?: Record<string, string>;
+  resources: NodeResources;
+  /** Default liqo-<remoteClusterName>. */
+  nodeName?: string;
+  /** Where the local API server reaches the kubelet API (the node's InternalIP), and its port (0 picks one). */
+  kubeletHost: string;
+  kubeletPort: number;
+  tls: { cert: string; key: string };
+  /** CA of the local cluster: the API server's kubelet client certificate must be signed by it. */
+  clientCA: string;
+  healthIntervalMs?: number;
+  failureThreshold?: number;
+  /** Remote pod IPs into what this cluster sees (until the network fabric provides translation). */
+  translateIp?: (ip: string) => string;
+  registry?: Registry;
+  logger?: Logger;
+  /**
+   * Wait for the NamespaceMap controller and the pod offloader to sync before resolving (default
+   * true). Their remote caches are cluster-wide, which an admin kubeconfig allows but a peer
+   * identity does not (docs/peering.md, "Known limit"): the ForeignCluster controller passes false.
+   */
+  waitForRemoteCaches?: boolean;
+}
+
+export interface VirtualKubelet {
+  readonly nodeName: string;
+  readonly node: VirtualNode;
+  readonly engine: ReflectionEngine;
+  readonly offloader: PodOffloader;
+  readonly api: KubeletApi;
+  /** Stops every loop; the Node stays (the caller decides whether it goes, see remove). */
+  stop(): Promise<void>;
+  /** Stops and deletes the virtual node. */
+  remove(): Promise<void>;
+  updateResources(resources: NodeResources): Promise<void>;
+}
+
+export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<VirtualKubelet> {
+  const log = (o.logger ?? silentLogger).child({ remoteClusterId: o.remoteClusterId });
+  const ids = { localClusterId: o.localClusterId, remoteClusterId: o.remoteClusterId };
+  const nodeName = o.nodeName ?? `liqo-${o.remoteClusterName}`;
+  const translateIp = o.translateIp;
+  const engine = createReflectionEngine({
+    local: o.local, remote: o.remote, ...ids, registry: o.registry, logger: log,
+    translateIp: translateIp ? (ip, d) => (d === "backward" ? translateIp(ip) : ip) : undefined,
+    context: { virtualNodeName: nodeName, virtualKubeletIp: o.kubeletHost },
+  });
+  const stops: (() => Promise<void>)[] = [() => engine.stop()];
+  const stopAll = async () => {
+    for (const s of stops.splice(0).reverse()) await s().catch((err) => log.warn("stopping a virtual kubelet part failed", { err }));
+  };
+  try {
+    for (const b of BUILTIN_REFLECTORS) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
+    const twins = new Map<string, string>();
+    const offloader = await createPodOffloader({
+      local: o.local, remote: o.remote, ...ids, nodeName, virtualKubeletIp: o.kubeletHost, podsWasm: await builtinWasm("pods"), logger: log,
+      translateIp, remoteNamespaceOf: (ns) => twins.get(ns),
+    });
+    const maps = createNamespaceMapController({
+      local: o.local, remote: o.remote, ...ids, remoteClusterName: o.remoteClusterName, logger: log,
+      addPair: async (p) => { twins.set(p.localNamespace, p.remoteNamespace); await engine.addNamespacePair(p); offloader.resyncNamespace(p.localNamespace); },
+      removePair: async (ns) => { twins.delete(ns); await engine.removeNamespacePair(ns); offloader.resyncNamespace(ns); },
+    });
+    const api = await createKubeletApi({
+      remote: o.remote, tls: o.tls, auth: { clientCA: o.clientCA }, host: o.kubeletHost, port: o.kubeletPort, nodeName, logger: log,
+      resolvePod: (ns, name) => (twins.has(ns) ? { remoteNamespace: twins.get(ns)!, remoteName: name } : undefined),
+    });
+    stops.push(() => api.close());
+    const node = createVirtualNode({
+      local: o.local, remote: o.remote, remoteClusterId: o.remoteClusterId, remoteClusterName: o.remoteClusterName,
+      remoteClusterLabels: o.remoteClusterLabels, resources: o.resources, nodeName, address: o.kubeletHost, kubeletPort: api.port,
+      healthIntervalMs: o.healthIntervalMs, failureThreshold: o.failureThreshold, logger: log,
+    });
+    await node.start();
+    stops.push(() => node.stop());
+    const wait = o.waitForRemoteCaches ?? true;
+    const mapsStarted = maps.start();
+    stops.push(() => maps.stop());
+    if (wait) await mapsStarted;
+    else mapsStarted.catch((err) => log.warn("namespace offloading (NamespaceMap) did not start", { err }));
+    const offloaderStarted = offloader.start();
+    stops.push(() => offloader.stop());
+    if (wait) await offloaderStarted;
+    else offloaderStarted.catch((err) => log.warn("pod offloading did not start", { err }));
+    return {
+      nodeName, node, engine, offloader, api,
+      stop: stopAll,
+      async remove() {
+        await stopAll();
+        await node.remove();
+      },
+      updateResources: (r) => node.updateResources(r),
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,95 @@
+// Liqo's peering parts on a rig cluster, in the test process: the authentication service (own
+// serving certificate, fixed port so it can be stopped and started again), the ForeignCluster
+// controller (consumer) with in-process virtual kubelets, and the ResourceRequest controller
+// (provider). liqoctl runs as a real subprocess against them.
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { installCrds } from "../../core/apis/index.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { createAuthServer, ensureAuthToken, type AuthServer } from "../../core/peering/auth/index.ts";
+import { recordAuthUrl } from "../../core/peering/auth-url.ts";
+import { createLogger } from "../../core/log.ts";
+import { appendFileSync } from "node:fs";
+import { createForeignClusterController, type ForeignClusterController } from "../../core/peering/foreigncluster/index.ts";
+import { ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
+import { createCrdReplicator } from "../../core/peering/replicator/index.ts";
+import { createResourceRequestController } from "../../core/peering/sharing/index.ts";
+import { freePort } from "../rig/ports.ts";
+import { serverExt, sign } from "../rig/pki.ts";
+import type { TestRig } from "../rig/testing.ts";
+
+export interface LiqoSide {
+  name: string;
+  client: KubeClient;
+  kubeconfig: string;
+  identity: LocalClusterIdentity;
+  authUrl: string;
+  fc: ForeignClusterController;
+  /** Stops the authentication service (peers then see it unreachable). */
+  stopAuth(): Promise<void>;
+  startAuth(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startLiqoSide(rig: TestRig, name: string, labels: Record<string, string> = {}): Promise<LiqoSide> {
+  const cluster = rig.clusters.find((c) => c.name === name)!;
+  const client = rig.client(name);
+  const dir = join(rig.dir, `liqo-${name}`);
+  mkdirSync(dir, { recursive: true });
+  await installCrds(client);
+  const identity = await ensureClusterIdentity(client, { clusterName: name, clusterLabels: labels });
+  await ensureAuthToken(client);
+  const serving = sign(dir, cluster.pki.ca, "auth", `/CN=liqo-auth-${name}`, serverExt(["IP:127.0.0.1"]));
+  const kubelet = sign(dir, cluster.pki.ca, "kubelet", `/CN=liqo-virtual-kubelet-${name}`, serverExt(["IP:127.0.0.1"]));
+  const port = await freePort();
+  const authUrl = `https://127.0.0.1:${port}`;
+  let auth: AuthServer | undefined;
+  const startAuth = async () => {
+    auth = await createAuthServer({
+      client, clusterIdentity: identity, apiServerUrl: cluster.server, apiServerCa: readFileSync(cluster.pki.ca.cert, "utf8"),
+      tls: serving, host: "127.0.0.1", port,
+    });
+  };
+  await startAuth();
+  await recordAuthUrl(client, "liqo", authUrl);
+  // The controllers' logs, for a failing test: <rig dir>/liqo-<name>/controllers.log.
+  const logger = createLogger({ cluster: name }, { write: (line) => appendFileSync(join(dir, "controllers.log"), line + "\n") });
+  const fc = createForeignClusterController({
+    client, localCluster: identity, authUrl, resyncMs: 5000, logger,
+    kubelet: { host: "127.0.0.1", tls: { cert: readFileSync(kubelet.cert, "utf8"), key: readFileSync(kubelet.key, "utf8") }, clientCA: readFileSync(cluster.pki.ca.cert, "utf8") },
+    replicator: (o) => {
+      const r = createCrdReplicator(o);
+      return { start: () => { r.start().catch(() => {}); }, stop: () => r.stop() };
+    },
+  });
+  const rr = createResourceRequestController({ client, clusterIdentity: identity, revokeGraceMs: 500, logger });
+  await fc.start();
+  await rr.start();
+  return {
+    name, client, kubeconfig: cluster.kubeconfig, identity, authUrl, fc,
+    stopAuth: async () => { await auth?.stop(); auth = undefined; },
+    startAuth,
+    async stop() {
+      await fc.stop();
+      await rr.stop();
+      await auth?.stop();
+    },
+  };
+}
+
+const liqoctlPath = join(import.meta.dir, "../../cli/main.ts");
+
+export async function liqoctl(side: { kubeconfig: string }, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const proc = Bun.spawn([process.execPath, liqoctlPath, ...args, `--kubeconfig=${side.kubeconfig}`], { stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code: await proc.exited, out, err };
+}
+
+/** `liqoctl generate peer-command --only-command` on the provider, as argv for the consumer. */
+export async function generatedPeerCommand(provider: LiqoSide): Promise<string[]> {
+  const r = await liqoctl(provider, "generate", "peer-command", "--only-command");
+  if (r.code !== 0) throw new Error(`liqoctl generate peer-command failed (${r.code}): ${r.err}`);
+  const words = r.out.trim().split(/\s+/);
+  if (words[0] !== "liqoctl") throw new Error(`unexpected generated command: ${r.out}`);
+  return words.slice(1);
+}
