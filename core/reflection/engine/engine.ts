@@ -121,19 +121,22 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     };
   }
 
-  async function quarantine(l: Loaded, reason: string) {
+  const quarantined = new WeakSet<Loaded>();
+  function quarantine(l: Loaded, reason: string) {
+    if (quarantined.has(l)) return;
+    quarantined.add(l);
     log.error("plugin quarantined: its resources stop reflecting", { plugin: l.plugin.manifest.name, reason });
-    // Stop its reflectors but keep the entry, so the admin API and metrics show why.
-    const running = l.reflectors;
-    l.reflectors = [];
-    await Promise.all(running.map((r) => r.stop()));
+    // Its reflectors keep their informers but no longer call the plugin: every local object, those
+    // already reflected and those created later, gets an Event saying why it is not reflected.
+    // (Stopping them left no Event at all when the call that tripped had no local object.)
+    for (const r of l.reflectors) r.requeueLocal();
   }
 
   async function startReflectors(l: Loaded) {
     const deps = {
       local: options.local, remote: options.remote, contextFor, fieldManager: options.fieldManager ?? "liqo-reflection",
       workers: options.workers ?? 4, logger: log, metrics, events,
-      onQuarantine: (_r: Reflector, reason: string) => void quarantine(l, reason),
+      onQuarantine: (_r: Reflector, reason: string) => quarantine(l, reason),
     };
     for (const res of l.plugin.manifest.resources) {
       const ref = await options.local.resourceFor(apiVersionOf(res), res.kind);

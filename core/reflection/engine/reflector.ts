@@ -48,10 +48,21 @@ export class Reflector {
   private readonly queue: WorkQueue;
   private readonly log: Logger;
   private stopped = false;
+  /**
+   * Per key, the resourceVersions (source|target) the last apply left both sides at. Our own write
+   * comes back as a watch event; when neither side moved since, the plugin would answer the same,
+   * so the call and the comparison are skipped. Only for plugins whose answer depends on nothing
+   * but the two objects and the pair's fixed context, in one direction.
+   */
+  private readonly settled = new Map<string, string>();
+  private readonly memoable: boolean;
 
   constructor(readonly plugin: ReflectorPlugin, readonly resource: Resource, readonly ref: ResourceRef, private readonly deps: ReflectorDeps) {
     this.name = `${plugin.manifest.name}/${resource.kind}`;
     this.log = deps.logger.child({ reflector: this.name });
+    // lookup reads other objects and translateIp may be remapped by the network fabric later: an
+    // answer that uses either can change while both objects stay the same.
+    this.memoable = resource.direction !== "both" && plugin.manifest.hostFunctions.every((f) => f === "log");
     this.queue = createWorkQueue({
       name: this.name, workers: deps.workers, logger: this.log, baseDelayMs: 50, maxDelayMs: 60_000,
       handler: (key) => this.handle(key),
@@ -90,6 +101,7 @@ export class Reflector {
     if (!entry) return;
     this.pairs.delete(id);
     this.byRemoteNs.delete(entry.pair.remoteNamespace);
+    this.settled.clear(); // the pair may come back with another context
     await Promise.all([entry.local.stop(), entry.remote.stop()]);
   }
 
@@ -101,6 +113,13 @@ export class Reflector {
       return entry[cluster].get(this.namespaced ? `${namespace}/${name}` : name);
     }
     return undefined;
+  }
+
+  /** Queues every local object again, so each one gets the Event of a quarantine that happened meanwhile. */
+  requeueLocal(): void {
+    for (const entry of this.pairs.values()) {
+      for (const obj of entry.local.list()) this.queue.add(this.namespaced ? `${entry.pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+    }
   }
 
   synced(): boolean {
@@ -120,6 +139,10 @@ export class Reflector {
     const name = this.namespaced ? key.slice(slash + 1) : key;
     const entry = this.pairs.get(localNs);
     if (!entry) return;
+    // Decide only once both caches have listed: with just the remote side listed, a local object
+    // looks absent, so its copy would be deleted, or a plugin failure blamed on no local object
+    // (a quarantine then had nothing to put its Event on).
+    if (!entry.local.synced || !entry.remote.synced) throw new RetryAfterError(100, `caches of namespace ${entry.pair.localNamespace} are still listing`);
     const { pair } = entry;
     const local = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
     const remote = entry.remote.get(this.namespaced ? `${pair.remoteNamespace}/${name}` : name) ?? null;
@@ -133,12 +156,24 @@ export class Reflector {
     }
     const ctx = this.deps.contextFor(pair);
     const dir = this.resource.direction;
+    if (this.memoable) {
+      const [source, target] = dir === "forward" ? [local, remote] : [remote, local];
+      const stamp = `${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
+      if (source && this.settled.get(key) === stamp) return this.count("unchanged");
+      this.settled.delete(key);
+      const after = await this.step(dir as "forward" | "backward", source, target, ctx);
+      if (source && after) this.settled.set(key, `${source.metadata.resourceVersion ?? ""}|${after}`);
+      return;
+    }
     if (dir === "forward" || dir === "both") await this.step("forward", local, remote, ctx);
     if (dir === "backward" || dir === "both") await this.step("backward", remote, local, ctx);
   }
 
-  /** source → target: forward writes the remote cluster, backward the local one. */
-  private async step(direction: "forward" | "backward", source: KubeObj | null, target: KubeObj | null, ctx: ReflectionContext) {
+  /**
+   * source → target: forward writes the remote cluster, backward the local one. Returns the
+   * target's resourceVersion when the target now holds what the plugin wants (written or already so).
+   */
+  private async step(direction: "forward" | "backward", source: KubeObj | null, target: KubeObj | null, ctx: ReflectionContext): Promise<string | undefined> {
     if (!source && !target) return;
     const forward = direction === "forward";
     const targetClient = forward ? this.deps.remote : this.deps.local;
@@ -171,29 +206,38 @@ export class Reflector {
       this.deps.metrics.pluginCall.observe({ reflector: this.name }, (performance.now() - started) / 1000);
     }
     const statusOnly = writesStatusOnly({ direction, resource: this.resource });
-    const owned = !!target && (statusOnly || isOwnedBy(target as KubeObject, origin));
+    // Reflection never sets owner references. A destination controller that copies its parent's
+    // labels (the EndpointSlice controller copies a reflected Service's) makes objects that carry our
+    // labels and an owner: not ours. Deleting them started an endless delete/recreate fight.
+    const owned = !!target && (statusOnly || (isOwnedBy(target as KubeObject, origin) && !target.metadata.ownerReferences?.length));
     try {
       if (decision.decision === "apply") {
         if (target && !owned) return this.conflict(subject, target);
         // Our own write comes back as a watch event: answering it with a no-op apply would double the writes.
-        if (target && isSubset(statusOnly ? { status: (decision.object as KubeObj).status } : decision.object, target)) return this.count("unchanged");
+        if (target && isSubset(statusOnly ? { status: (decision.object as KubeObj).status } : decision.object, target)) {
+          this.count("unchanged");
+          return target.metadata.resourceVersion;
+        }
         if (!target && !statusOnly) {
           // Create, never apply, when our cache sees nothing: an apply would take over an object someone
           // else just made. AlreadyExists means the cache lags; look again once it has caught up.
-          await targetClient.create(this.ref, decision.object as KubeObj, undefined, { fieldManager: this.deps.fieldManager }).catch((err) => {
+          const made = await targetClient.create(this.ref, decision.object as KubeObj, undefined, { fieldManager: this.deps.fieldManager }).catch((err) => {
             if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} appeared in the destination before our cache saw it`);
             throw err;
           });
-          return this.count("apply");
+          this.count("apply");
+          return made.metadata.resourceVersion;
         }
         // The cached resourceVersion is a precondition: if the object changed hands meanwhile, the apply fails.
         const body = { ...(decision.object as KubeObj) };
         if (target && !statusOnly) body.metadata = { ...body.metadata, resourceVersion: target.metadata.resourceVersion };
-        await targetClient.apply(this.ref, body, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined })
+        const written = await targetClient.apply(this.ref, body, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined })
           .catch((err) => {
             if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
             throw err;
           });
+        this.count("apply");
+        return written.metadata.resourceVersion;
       } else if (decision.decision === "delete") {
         // Never delete what reflection did not create; with no local object there is no conflict to report.
         if (!target || statusOnly || !owned) return this.count("skip");
@@ -218,11 +262,12 @@ export class Reflector {
     const msg = `${this.resource.kind} ${where} already exists in the destination and was not created by liqo reflection; it is left untouched. Rename or delete it to let reflection proceed.`;
     if (subject) this.deps.events.warning(subject, "ReflectionConflict", msg);
     this.log.warn("conflict: destination object not owned by reflection", { key: where });
-    this.count("conflict");
+    return this.count("conflict");
   }
 
-  private count(outcome: string) {
+  private count(outcome: string): undefined {
     this.deps.metrics.reconciles.inc({ reflector: this.name, outcome });
+    return undefined;
   }
 
   private countError(kind: string) {

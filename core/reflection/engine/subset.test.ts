@@ -12,6 +12,15 @@ test.each([
   [{ a: null }, { a: null }, true],
   [{ a: null }, {}, false],
   [{ labels: { x: "1" } }, { labels: { x: "1", y: "2" } }, true],
+  // Empty lists and maps are stored as absent or null.
+  [{ endpoints: [] }, { endpoints: null }, true],
+  [{ endpoints: [] }, {}, true],
+  [{ metadata: { annotations: {} } }, { metadata: {} }, true],
+  [{ spec: { a: { b: [] } } }, { spec: {} }, true],
+  [{ endpoints: [{ addresses: ["1.2.3.4"] }] }, { endpoints: null }, false],
+  [{ spec: { a: { b: "x" } } }, { spec: {} }, false],
+  [{ spec: { a: null } }, { spec: {} }, false],
+  [{ endpoints: [] }, { endpoints: "" }, false],
 ])("isSubset(%j, %j) = %p", (d, a, expected) => {
   expect(isSubset(d, a)).toBe(expected);
 });
