@@ -3,12 +3,11 @@
 // status.currentMapping (Accepted, CreationLoopBackOff, Terminating). The reflection engine's
 // namespace pairs follow: a pair starts once its twin exists and stops before the twin is deleted.
 import {
-  MappingPhase, NamespaceMapResource, REMOTE_CLUSTER_ID_LABEL, REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION,
+  MappingPhase, NamespaceMapResource, REMOTE_CLUSTER_ID_LABEL,
   REPLICATION_STATUS_LABEL, type RemoteNamespaceStatus,
 } from "../apis/index.ts";
 import { RetryAfterError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
-import { Resources } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../reflection/engine/events.ts";
 import { namespaceMapKey, type NamespaceMapObject } from "./namespacemaps.ts";
@@ -41,6 +40,8 @@ export interface NamespaceMapControllerOptions {
   logger?: Logger;
   events?: EventRecorder;
   workers?: number;
+  /** How often every NamespaceMap is re-checked against the remote twins (default 10 s): see below. */
+  remoteResyncMs?: number;
 }
 
 export interface NamespaceMapController extends Omit<ControllerLoop, "queue"> {
@@ -155,22 +156,32 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
   }
 
   const loop = createControllerLoop({
-    name: `namespacemap-${remoteClusterId}`, handle, logger: log, workers: options.workers,
+    name: `namespacemap-${remoteClusterId}`, handle: (key) => tracked(key), logger: log, workers: options.workers,
     watches: [
       {
         client: local, resource: NamespaceMapResource,
         labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${remoteClusterId},${REPLICATION_STATUS_LABEL}!=true`,
         keys: (o) => [namespaceMapKey(o)],
       },
-      {
-        // A twin deleted or changed behind our back brings its NamespaceMap back to the queue.
-        client: remote, resource: Resources.namespaces, labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${localClusterId}`,
-        keys: (o) => {
-          const owner = o.metadata.annotations?.[REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION];
-          return owner?.includes("/") ? [owner] : [];
-        },
-      },
     ],
   });
-  return { handle, pairs, start: loop.start, stop: loop.stop, idle: loop.idle };
+  // A twin deleted or changed behind our back is found by re-checking every NamespaceMap
+  // periodically, not by watching the remote namespaces: a peer's identity may get, create and
+  // delete its twins by name but not list or watch the provider's namespaces.
+  const seen = new Set<string>();
+  let resync: ReturnType<typeof setInterval> | undefined;
+  const tracked = async (key: string) => { seen.add(key); await handle(key); };
+  return {
+    handle, pairs,
+    async start() {
+      await loop.start();
+      for (const key of pairsByMap.keys()) seen.add(key);
+      resync = setInterval(() => { for (const key of seen) loop.queue.add(key); }, options.remoteResyncMs ?? 10_000);
+    },
+    async stop() {
+      if (resync) clearInterval(resync);
+      await loop.stop();
+    },
+    idle: loop.idle,
+  };
 }

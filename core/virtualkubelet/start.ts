@@ -38,12 +38,6 @@ export interface VirtualKubeletOptions {
   translateIp?: (ip: string) => string;
   registry?: Registry;
   logger?: Logger;
-  /**
-   * Wait for the NamespaceMap controller and the pod offloader to sync before resolving (default
-   * true). Their remote caches are cluster-wide, which an admin kubeconfig allows but a peer
-   * identity does not (docs/peering.md, "Known limit"): the ForeignCluster controller passes false.
-   */
-  waitForRemoteCaches?: boolean;
 }
 
 export interface VirtualKubelet {
@@ -97,15 +91,12 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     });
     await node.start();
     stops.push(() => node.stop());
-    const wait = o.waitForRemoteCaches ?? true;
-    const mapsStarted = maps.start();
+    // Both wait only for local caches; their remote side is per twin namespace (the peer identity
+    // may not list the provider cluster-wide).
     stops.push(() => maps.stop());
-    if (wait) await mapsStarted;
-    else mapsStarted.catch((err) => log.warn("namespace offloading (NamespaceMap) did not start", { err }));
-    const offloaderStarted = offloader.start();
+    await maps.start();
     stops.push(() => offloader.stop());
-    if (wait) await offloaderStarted;
-    else offloaderStarted.catch((err) => log.warn("pod offloading did not start", { err }));
+    await offloader.start();
     return {
       nodeName, node, engine, offloader, api,
       stop: stopAll,

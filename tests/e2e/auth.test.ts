@@ -194,6 +194,11 @@ describe("POST /identity", () => {
       peer.create(Resources.configMaps, { metadata: { name: "cfg", namespace: "demo-rome" } }).then(() => true), { timeoutMs: 60_000 });
     expect(await statusOf(peer.list(Resources.pods, { namespace: "demo-rome" }))).toBe(200);
     expect(await statusOf(peer.create(Resources.pods, { metadata: { name: "p", namespace: "demo-rome" }, spec: { containers: [{ name: "c", image: "x" }] } }))).toBe(403);
+    // Deleting its offloaded pods (with the user's grace period) is allowed there, and only there.
+    await milan.create(Resources.pods, { metadata: { name: "offloaded", namespace: "demo-rome" }, spec: { containers: [{ name: "c", image: "x" }] } });
+    expect(await peer.delete(Resources.pods, "offloaded", "demo-rome")).toBe(true);
+    await milan.create(Resources.pods, { metadata: { name: "bystander", namespace: "precious" }, spec: { containers: [{ name: "c", image: "x" }] } });
+    expect(await statusOf(peer.delete(Resources.pods, "bystander", "precious"))).toBe(403);
     expect(await statusOf(peer.create(Resources.configMaps, { metadata: { name: "cfg", namespace: "precious" } }))).toBe(403);
     expect(await peer.delete(Resources.namespaces, "demo-rome")).toBe(true);
   });

@@ -14,6 +14,8 @@ import { createForeignClusterController, type ForeignClusterController } from ".
 import { ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
 import { createCrdReplicator } from "../../core/peering/replicator/index.ts";
 import { createResourceRequestController } from "../../core/peering/sharing/index.ts";
+import { createNamespaceOffloadingController } from "../../core/offloading/index.ts";
+import { createShadowPodController } from "../../core/shadowpod/controller.ts";
 import { freePort } from "../rig/ports.ts";
 import { serverExt, sign } from "../rig/pki.ts";
 import type { TestRig } from "../rig/testing.ts";
@@ -63,8 +65,13 @@ export async function startLiqoSide(rig: TestRig, name: string, labels: Record<s
     },
   });
   const rr = createResourceRequestController({ client, clusterIdentity: identity, revokeGraceMs: 500, logger });
+  // Namespace offloading (consumer side) and ShadowPods (provider side), as the controller manager runs them.
+  const offloading = createNamespaceOffloadingController({ client, localCluster: { clusterID: identity.clusterId, clusterName: name }, logger });
+  const shadowPods = createShadowPodController({ client, logger });
   await fc.start();
   await rr.start();
+  await offloading.start();
+  await shadowPods.start();
   return {
     name, client, kubeconfig: cluster.kubeconfig, identity, authUrl, fc,
     stopAuth: async () => { await auth?.stop(); auth = undefined; },
@@ -72,6 +79,8 @@ export async function startLiqoSide(rig: TestRig, name: string, labels: Record<s
     async stop() {
       await fc.stop();
       await rr.stop();
+      await offloading.stop();
+      await shadowPods.stop();
       await auth?.stop();
     },
   };

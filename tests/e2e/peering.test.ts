@@ -132,6 +132,28 @@ describe("out-of-band peering", () => {
     expect(r.out).toMatch(/milan\s+\S+\s+Established\s+None\s+None\s+Established\s+liqo-milan \(Ready\)/);
   });
 
+  test("over the peer identity alone, an offloaded namespace gets its twin and a pod on liqo-milan runs in milan", async () => {
+    const ns = "peered-app";
+    await rome.client.create(Resources.namespaces, { metadata: { name: ns } });
+    const off = await liqoctl(rome, "offload", "namespace", ns, "--namespace-mapping-strategy=EnforceSameName");
+    expect(off.code).toBe(0);
+    await rome.client.create(Resources.pods, {
+      metadata: { name: "hello", namespace: ns },
+      spec: { nodeName: "liqo-milan", containers: [{ name: "c", image: "nginx" }], tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }] },
+    });
+    const pod = await waitFor("pod peered-app/hello to run through the peering", async () => {
+      const p = await rome.client.find<KubeObject & { status?: { phase?: string; podIP?: string } }>(Resources.pods, "hello", ns);
+      return p?.status?.phase === "Running" ? p : undefined;
+    }, { timeoutMs: 180_000, describe: () => rome.client.find(Resources.pods, "hello", ns).then((p) => (p as { status?: unknown })?.status) });
+    const remote = await milan.client.get<KubeObject & { status?: { podIP?: string } }>(Resources.pods, "hello", ns);
+    expect(remote.metadata.labels?.["liqo.io/managed-by"]).toBe("shadowpod");
+    expect(pod.status?.podIP).toBe(remote.status?.podIP);
+    await rome.client.delete(Resources.pods, "hello", ns);
+    await waitFor("the remote pod to go with the local one", async () => !(await milan.client.find(Resources.pods, "hello", ns)), { timeoutMs: 120_000 });
+    expect((await liqoctl(rome, "unoffload", "namespace", ns)).code).toBe(0);
+    await waitFor("the twin namespace to be gone from milan", async () => !(await milan.client.find(Resources.namespaces, ns)), { timeoutMs: 120_000 });
+  }, 400_000);
+
   test("milan sees the incoming peering", async () => {
     await waitFor("IncomingPeering Established on milan", async () => cond(await fcOf(milan, "rome"), "IncomingPeering")?.status === "Established");
   }, 120_000);

@@ -44,8 +44,9 @@ export const twinNamespaceRules = [
   { apiGroups: [""], resources: ["configmaps", "secrets", "services", "persistentvolumeclaims"], verbs: ALL },
   { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ALL },
   { apiGroups: ["networking.k8s.io"], resources: ["ingresses"], verbs: ALL },
-  // Pods are created by the provider's ShadowPod controller; the consumer reads them for status, logs and exec.
-  { apiGroups: [""], resources: ["pods"], verbs: READ },
+  // Pods are created by the provider's ShadowPod controller; the consumer reads them for status, logs
+  // and exec, and deletes one itself so that the user's grace period reaches the remote pod.
+  { apiGroups: [""], resources: ["pods"], verbs: [...READ, "delete"] },
   { apiGroups: [""], resources: ["pods/log"], verbs: ["get", "list"] },
   { apiGroups: [""], resources: ["pods/exec"], verbs: ["create"] },
 ];

@@ -96,7 +96,7 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
       local: cfg.client, remote: rt.remote, localClusterId: cfg.local.clusterId, remoteClusterId: auth.remote.clusterID,
       remoteClusterName: remoteName, remoteClusterLabels: { ...(offer.spec.labels ?? {}) }, resources,
       kubeletHost: cfg.kubelet.host, kubeletPort: 0, tls: cfg.kubelet.tls, clientCA: cfg.kubelet.clientCA,
-      registry: cfg.registry, logger: log, waitForRemoteCaches: false,
+      registry: cfg.registry, logger: log,
     });
     rt.resources = wanted;
     log.info("virtual kubelet started", { remoteClusterId: auth.remote.clusterID, node: rt.vk.nodeName, kubelet: rt.vk.api.url });

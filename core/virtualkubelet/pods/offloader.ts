@@ -7,6 +7,7 @@ import { ShadowPodResource } from "../../apis/index.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
+import { createNamespacedInformers, type NamespacedInformers } from "../../kube/namespaced-informers.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
@@ -67,8 +68,26 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   });
   const localPods: Informer<Pod> = createInformer({ client: o.local, resource: Resources.pods, fieldSelector: `spec.nodeName=${o.nodeName}`, logger: log });
   const origin = `liqo.io/origin-cluster-id=${o.localClusterId}`;
-  const shadows: Informer<KubeObject> = createInformer({ client: o.remote, resource: ShadowPodResource, labelSelector: origin, logger: log });
-  const remotePods: Informer<Pod> = createInformer({ client: o.remote, resource: Resources.pods, labelSelector: `liqo.io/managed-by=shadowpod,${origin}`, logger: log });
+  // The remote side is watched per twin namespace: a peer's identity may not list cluster-wide.
+  const shadows: NamespacedInformers<KubeObject> = createNamespacedInformers({ client: o.remote, resource: ShadowPodResource, labelSelector: origin, logger: log });
+  const remotePods: NamespacedInformers<Pod> = createNamespacedInformers({ client: o.remote, resource: Resources.pods, labelSelector: `liqo.io/managed-by=shadowpod,${origin}`, logger: log });
+  /** local namespace → the twin namespace its remote informers follow. */
+  const followed = new Map<string, string>();
+  const follow = (localNs: string) => {
+    const remoteNs = o.remoteNamespaceOf(localNs);
+    const previous = followed.get(localNs);
+    if (previous === remoteNs) return;
+    if (previous && ![...followed].some(([l, r]) => l !== localNs && r === previous)) {
+      for (const inf of [shadows, remotePods]) inf.removeNamespace(previous).catch((err) => log.warn("stopping a twin namespace's informer failed", { err, namespace: previous }));
+    }
+    if (remoteNs) {
+      followed.set(localNs, remoteNs);
+      shadows.addNamespace(remoteNs);
+      remotePods.addNamespace(remoteNs);
+    } else {
+      followed.delete(localNs);
+    }
+  };
   const contexts = new Map<string, ReflectionContext>();
   let queue: WorkQueue | undefined;
 
@@ -102,6 +121,13 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const name = key.slice(slash + 1);
     const local = localPods.get(key);
     const remoteNs = o.remoteNamespaceOf(ns);
+    if (remoteNs) {
+      follow(ns);
+      // Acting on an empty cache could re-create or orphan a ShadowPod: wait for the twin's first list.
+      if (!shadows.namespaceSynced(remoteNs) || !remotePods.namespaceSynced(remoteNs)) {
+        throw new RetryAfterError(250, `the informers of twin namespace ${remoteNs} are still listing`);
+      }
+    }
     const shadow = remoteNs ? shadows.get(`${remoteNs}/${name}`) : undefined;
     const remote = remoteNs ? remotePods.get(`${remoteNs}/${name}`) : undefined;
     const ours = shadow && isOwnedBy(shadow as never, o.localClusterId);
@@ -193,6 +219,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     handle,
     get synced() { return localPods.synced && shadows.synced && remotePods.synced; },
     resyncNamespace(namespace) {
+      follow(namespace);
       if (o.remoteNamespaceOf(namespace)) offloadedNamespaces.add(namespace);
       for (const p of localPods.list()) if (p.metadata.namespace === namespace) queue?.add(localKey(p));
     },
@@ -203,9 +230,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       const onLocal = (p: KubeObject) => queue!.add(localKey(p));
       const onRemote = (r: KubeObject) => { const k = remoteKey(r); if (k) queue!.add(k); };
       localPods.on({ add: onLocal, update: (_a, b) => onLocal(b), delete: onLocal });
-      for (const inf of [shadows, remotePods] as Informer<KubeObject>[]) inf.on({ add: onRemote, update: (_a, b) => onRemote(b), delete: onRemote });
-      for (const inf of [localPods, shadows, remotePods] as Informer<KubeObject>[]) inf.start();
-      await Promise.all([localPods.waitForSync(), shadows.waitForSync(), remotePods.waitForSync()]);
+      for (const inf of [shadows, remotePods] as NamespacedInformers<KubeObject>[]) inf.on({ add: onRemote, update: (_a, b) => onRemote(b), delete: onRemote });
+      localPods.start();
+      await localPods.waitForSync();
       queue.start();
     },
     async stop() {
