@@ -1,5 +1,6 @@
-// `liqo controller-manager`: the cluster-wide controllers of liqo. Today: namespace offloading
-// (consumer side) and ShadowPods (provider side); peering and resource sharing join them later.
+// `liqo controller-manager`: the cluster-wide controllers of liqo: peering (foreigncluster on the
+// consumer, with its in-process virtual kubelets; resourcerequest on the provider), namespace
+// offloading (consumer side) and ShadowPods (provider side), optionally behind leader election.
 import { defineCommand } from "citty";
 import { CliError } from "../../cli/errors.ts";
 import { createKubeClient } from "../kube/client.ts";
@@ -13,7 +14,7 @@ import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
 export default defineCommand({
-  meta: { name: "controller-manager", description: "Run liqo's controllers: namespace offloading and ShadowPods" },
+  meta: { name: "controller-manager", description: "Run liqo's controllers: peering (foreigncluster, resourcerequest), namespace offloading and ShadowPods" },
   args: {
     kubeconfig: { type: "string", description: "kubeconfig of the cluster (default: KUBECONFIG, ~/.kube/config)" },
     context: { type: "string", description: "context in the kubeconfig" },

@@ -2,14 +2,14 @@
 // processes, milan's resources offered to rome as the virtual node liqo-milan, the liqo-demo
 // namespace offloaded with liqoctl, and the hello-world app with one pod on the virtual node.
 //
-// Peering (issue 5) is not wired yet: the virtual kubelet gets milan's kubeconfig as a flag and
-// the ForeignCluster is written as a static peering, labelled as such.
+// Peering is Liqo's out-of-band flow: `liqoctl generate peer-command` on milan, the printed command
+// run on rome; rome's controller manager then authenticates, negotiates and runs the virtual
+// kubelet for liqo-milan in-process.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { ForeignClusterResource, installCrds } from "../../core/apis/index.ts";
+import { installCrds } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { tenantNamespaceName } from "../../core/offloading/index.ts";
 import { ensureClusterIdentity } from "../../core/peering/identity.ts";
 import { freePort } from "../rig/ports.ts";
 import { serverExt, sign } from "../rig/pki.ts";
@@ -53,45 +53,35 @@ export async function runQuickstart(options: QuickstartOptions = {}): Promise<Qu
   const romeId = await ensureClusterIdentity(rome, { clusterName: "rome", clusterLabels: { "topology.liqo.io/region": "center" } });
   const milanId = await ensureClusterIdentity(milan, { clusterName: "milan", clusterLabels: { "topology.liqo.io/region": "north" } });
 
-  say("peering rome with milan (static: milan's kubeconfig handed to the virtual kubelet)");
-  const remote = { clusterID: milanId.clusterId, clusterName: milanId.clusterName };
-  const tenant = tenantNamespaceName(remote);
-  await rome.create(Resources.namespaces, { metadata: { name: tenant, labels: { "discovery.liqo.io/cluster-id": remote.clusterID, "discovery.liqo.io/tenant-namespace": "true" } } });
-  await rome.create(ForeignClusterResource, {
-    apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: remote.clusterName, labels: { "discovery.liqo.io/cluster-id": remote.clusterID } },
-    spec: { clusterIdentity: remote, foreignAuthUrl: milanC.server, outgoingPeeringEnabled: "Yes", incomingPeeringEnabled: "No", networkingEnabled: "No" },
-  });
-  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  const cond = (type: string, status: string, message: string) => ({ type, status, lastTransitionTime: now, reason: "StaticPeering", message });
-  await rome.mergePatch(ForeignClusterResource, remote.clusterName, undefined, {
-    status: {
-      tenantNamespace: { local: tenant, remote: "" },
-      peeringConditions: [
-        cond("OutgoingPeering", "Established", "virtual kubelet started with the remote kubeconfig (static peering until liqoctl peer lands)"),
-        cond("IncomingPeering", "None", "not requested"),
-        cond("NetworkStatus", "None", "networking disabled"),
-        cond("AuthenticationStatus", "Established", "administrator-provided kubeconfig"),
-      ],
-    },
-  }, "status");
-
-  // Certificates for the kubelet API and the webhook, from rome's CA, for 127.0.0.1.
+  // Certificates from each cluster's CA for 127.0.0.1: milan's auth service, rome's in-process
+  // virtual kubelets (the kubelet API) and rome's webhook.
   const certs = join(rig.dir, "liqo-certs");
   mkdirSync(certs, { recursive: true });
-  const kubeletCert = sign(certs, romeC.pki.ca, "virtual-kubelet", "/CN=liqo-milan", serverExt(["IP:127.0.0.1"]));
+  const authCert = sign(certs, milanC.pki.ca, "auth-milan", "/CN=liqo-auth-milan", serverExt(["IP:127.0.0.1"]));
+  const kubeletCert = sign(certs, romeC.pki.ca, "virtual-kubelet", "/CN=liqo-virtual-kubelet-rome", serverExt(["IP:127.0.0.1"]));
   const webhookCert = sign(certs, romeC.pki.ca, "webhook", "/CN=liqo-webhook", serverExt(["IP:127.0.0.1"]));
 
-  say("starting liqo's roles as local processes");
-  await startRole(rig, "milan/controller-manager", ["controller-manager", `--kubeconfig=${milanC.kubeconfig}`, `--cluster-id=${milanId.clusterId}`, "--cluster-name=milan", "--controllers=shadowpod"]);
-  await startRole(rig, "rome/controller-manager", ["controller-manager", `--kubeconfig=${romeC.kubeconfig}`, `--cluster-id=${romeId.clusterId}`, "--cluster-name=rome", "--controllers=namespaceoffloading"]);
+  say("starting liqo's roles as local processes: milan's auth service and controller manager, rome's controller manager and webhook");
+  const authPort = await freePort();
+  await startRole(rig, "milan/auth", ["auth", `--kubeconfig=${milanC.kubeconfig}`, `--tls-cert-file=${authCert.cert}`, `--tls-key-file=${authCert.key}`,
+    `--address=127.0.0.1:${authPort}`, `--advertise-url=https://127.0.0.1:${authPort}`]);
+  await startRole(rig, "milan/controller-manager", ["controller-manager", `--kubeconfig=${milanC.kubeconfig}`, `--cluster-id=${milanId.clusterId}`,
+    "--cluster-name=milan", "--controllers=shadowpod,resourcerequest"]);
+  await startRole(rig, "rome/controller-manager", ["controller-manager", `--kubeconfig=${romeC.kubeconfig}`, `--cluster-id=${romeId.clusterId}`,
+    "--cluster-name=rome", "--controllers=namespaceoffloading,foreigncluster", "--kubelet-address=127.0.0.1",
+    `--kubelet-cert-file=${kubeletCert.cert}`, `--kubelet-key-file=${kubeletCert.key}`, `--kubelet-client-ca-file=${romeC.pki.ca.cert}`]);
   const webhookPort = await freePort();
   await startRole(rig, "rome/webhook", ["webhook", `--kubeconfig=${romeC.kubeconfig}`, `--tls-cert-file=${webhookCert.cert}`, `--tls-key-file=${webhookCert.key}`,
     `--ca-file=${romeC.pki.ca.cert}`, `--address=127.0.0.1:${webhookPort}`, `--register-url=https://127.0.0.1:${webhookPort}`]);
-  const kubeletPort = await freePort();
-  await startRole(rig, "rome/virtual-kubelet-milan", ["virtual-kubelet", `--kubeconfig=${romeC.kubeconfig}`, `--remote-kubeconfig=${milanC.kubeconfig}`,
-    `--cluster-id=${romeId.clusterId}`, `--remote-cluster-id=${milanId.clusterId}`, "--remote-cluster-name=milan", "--remote-cluster-labels=topology.liqo.io/region=north",
-    "--resources=cpu=4,memory=8Gi,pods=110", `--kubelet-address=127.0.0.1:${kubeletPort}`, `--kubelet-cert=${kubeletCert.cert}`, `--kubelet-key=${kubeletCert.key}`,
-    `--client-ca=${romeC.pki.ca.cert}`]);
+
+  say("peering: liqoctl generate peer-command on milan, the printed command run on rome");
+  const liqoctl = [process.execPath, join(import.meta.dir, "../../cli/main.ts")];
+  const printed = await run([...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${milanC.kubeconfig}`], "liqoctl generate peer-command (milan)");
+  const generated = printed.split("\n").map((l) => l.trim()).find((l) => l.startsWith("liqoctl peer out-of-band "));
+  if (!generated) throw new RigError(`liqoctl generate peer-command printed no peer command: ${printed}`);
+  const words = generated.split(/\s+/);
+  say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
+  await run([...liqoctl, ...words.slice(1), `--kubeconfig=${romeC.kubeconfig}`, "--timeout=300s"], "liqoctl peer out-of-band milan (rome)");
 
   say("offloading namespace liqo-demo: liqoctl offload namespace liqo-demo");
   await rome.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });

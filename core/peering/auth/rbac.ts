@@ -48,7 +48,8 @@ export const twinNamespaceRules = [
   // and exec, and deletes one itself so that the user's grace period reaches the remote pod.
   { apiGroups: [""], resources: ["pods"], verbs: [...READ, "delete"] },
   { apiGroups: [""], resources: ["pods/log"], verbs: ["get", "list"] },
-  { apiGroups: [""], resources: ["pods/exec"], verbs: ["create"] },
+  // Exec over WebSocket is a GET, authorised as verb get before Kubernetes 1.35 and create after it.
+  { apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"] },
 ];
 
 export const twinNamespacesRules = [
