@@ -110,3 +110,23 @@ annotations: {{- toYaml . | nindent 2 }}
 - {{ printf "--leader-elect-renew-deadline=%ds" (int $le.renewDeadlineSeconds) | quote }}
 - {{ printf "--leader-elect-retry-period=%ds" (int $le.retryPeriodSeconds) | quote }}
 {{- end }}
+
+{{/*
+The URL peers reach this cluster's auth service at, told to providers in our ResourceRequests:
+auth.url, else https://<auth.ingress.host>, else (on upgrades) the liqo-auth Service's load
+balancer address; empty when none is known yet (the first install of a LoadBalancer Service).
+*/}}
+{{- define "liqo.authUrl" -}}
+{{- if .Values.auth.url -}}
+{{ .Values.auth.url }}
+{{- else if and .Values.auth.ingress.enabled .Values.auth.ingress.host -}}
+https://{{ .Values.auth.ingress.host }}
+{{- else -}}
+{{- $svc := lookup "v1" "Service" .Release.Namespace "liqo-auth" -}}
+{{- $lb := dig "status" "loadBalancer" "ingress" list $svc -}}
+{{- if $lb -}}
+{{- $first := first $lb -}}
+https://{{ $first.hostname | default $first.ip }}:443
+{{- end -}}
+{{- end -}}
+{{- end }}
