@@ -18,6 +18,7 @@ import {
 } from "../../core/peering/auth/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { statusOf } from "../support/status.ts";
 
 let rig: TestRig;
 let milan: KubeClient;
@@ -63,15 +64,6 @@ function peerClient(kubeconfig: string, name: string): KubeClient {
   return createKubeClient({ kubeconfig: file });
 }
 
-async function statusOf(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    if (err instanceof KubeApiError) return err.status;
-    throw err;
-  }
-}
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });

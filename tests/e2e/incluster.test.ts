@@ -12,6 +12,7 @@ import { KubeApiError, KubeConfigError } from "../../core/kube/errors.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { statusOf } from "../support/status.ts";
 
 const ns = "incluster-test";
 let rig: TestRig;
@@ -39,15 +40,7 @@ async function whoAmI(client: KubeClient): Promise<string> {
   return review.status.userInfo.username;
 }
 
-async function forbidden(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    if (err instanceof KubeApiError) return err.status;
-    throw err;
-  }
-}
+const forbidden = statusOf;
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 1, names: ["incluster"], nodes: 1 });

@@ -23,6 +23,7 @@ import { createResourceRequestController, TENANT_FINALIZER, type ResourceRequest
 import { fakeNode, restartApiServer } from "../rig/cluster.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { statusOf } from "../support/status.ts";
 
 let rig: TestRig;
 let rome: KubeClient;
@@ -45,15 +46,7 @@ const offerOn = (c: KubeClient, ns: string) => c.find<ResourceOffer>(ResourceOff
 const requestName = () => romeId.clusterId;
 const offerWrites = async () => Number(/^liqo_resourceoffer_writes_total (\d+)$/m.exec(await registry.expose())?.[1] ?? "0");
 
-async function status(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    if (err instanceof KubeApiError) return err.status;
-    throw err;
-  }
-}
+const status = statusOf;
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });

@@ -90,7 +90,8 @@ describe("peerKubeconfig", () => {
 describe("RBAC", () => {
   const verbs = (rules: { resources: string[]; verbs: string[] }[], resource: string) => rules.filter((r) => r.resources.includes(resource)).flatMap((r) => r.verbs);
   test("resource offers are read-only for the peer", () => expect(verbs(peeringRules, "resourceoffers")).toEqual(["get", "list", "watch"]));
-  test("pods are read-only in twin namespaces (ShadowPods create them)", () => expect(verbs(twinNamespaceRules, "pods")).toEqual(["get", "list", "watch"]));
+  test("pods in twin namespaces: read and delete (grace periods), never create or update (ShadowPods create them)", () =>
+    expect(verbs(twinNamespaceRules, "pods")).toEqual(["get", "list", "watch", "delete"]));
   test("cluster-wide: namespaces only, never list or update", () => {
     expect(twinNamespacesRules.flatMap((r) => r.resources)).toEqual(["namespaces"]);
     expect(verbs(twinNamespacesRules, "namespaces").sort()).toEqual(["create", "delete", "get"]);

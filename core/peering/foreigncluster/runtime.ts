@@ -4,7 +4,7 @@
 // reconcile treats it: a cache of running things, never a source of truth.
 import type { KubeClient } from "../../kube/client.ts";
 import type { Logger } from "../../log.ts";
-import type { Registry } from "../../metrics/index.ts";
+import type { CrdReplicatorOptions } from "../replicator/index.ts";
 import type { VirtualKubelet } from "../../virtualkubelet/start.ts";
 
 /** The CRD replicator (core/peering/replicator): pushes our ResourceRequest, pulls the provider's ResourceOffer. */
@@ -13,17 +13,7 @@ export interface CrdReplicator {
   stop(): Promise<void> | void;
 }
 
-export interface CrdReplicatorOptions {
-  local: KubeClient;
-  remote: KubeClient;
-  localClusterId: string;
-  remoteClusterId: string;
-  localTenantNamespace: string;
-  remoteTenantNamespace: string;
-  logger?: Logger;
-  registry?: Registry;
-}
-
+export type { CrdReplicatorOptions };
 export type ReplicatorFactory = (o: CrdReplicatorOptions) => CrdReplicator;
 
 export interface PeerRuntime {
