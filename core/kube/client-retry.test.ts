@@ -66,3 +66,12 @@ test("retries are bounded: a server that always asks to wait ends in its error",
   expect(calls).toBe(11);
   answers.length = 0;
 });
+
+test("a 5xx is retried only for reads: a DELETE it may have processed is not repeated", async () => {
+  answers.push({ status: 503, retryAfter: "0" });
+  calls = 0;
+  const err = await client().delete(Resources.configMaps, "x", "default").catch((e) => e);
+  expect((err as KubeApiError).status).toBe(503);
+  expect(calls).toBe(1);
+  answers.length = 0;
+});

@@ -73,9 +73,13 @@ export interface KubeClientOptions {
 
 const MAX_RETRY_AFTER_ATTEMPTS = 10;
 
-/** The wait a 429/5xx answer asks for in Retry-After (seconds, capped at 10 s), if it asks. */
-function retryAfterMs(res: Response): number | undefined {
-  if (res.status !== 429 && res.status < 500) return undefined;
+/**
+ * The wait a 429/5xx answer asks for in Retry-After (seconds, capped at 10 s), if it asks. A 429 was
+ * not processed, so any verb may repeat; a 5xx may have been (a timed-out DELETE by name could then
+ * delete a re-created object), so only reads repeat after one.
+ */
+function retryAfterMs(res: Response, method: string): number | undefined {
+  if (res.status !== 429 && !(res.status >= 500 && method === "GET")) return undefined;
   const header = res.headers.get("retry-after");
   if (header === null) return undefined;
   const seconds = Number(header);
@@ -146,11 +150,11 @@ export class KubeClient {
 
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     let res = await this.fetch(method, path, options);
-    // Like client-go: a 429 or 5xx carrying Retry-After means the server did not process the request
-    // (e.g. "storage is (re)initializing" right after a CRD is established), so any verb may retry.
-    for (let attempt = 1; attempt <= MAX_RETRY_AFTER_ATTEMPTS && retryAfterMs(res) !== undefined; attempt++) {
+    // Like client-go: a 429 carrying Retry-After (e.g. "storage is (re)initializing" right after a
+    // CRD is established) means the server did not process the request; see retryAfterMs.
+    for (let attempt = 1; attempt <= MAX_RETRY_AFTER_ATTEMPTS && retryAfterMs(res, method) !== undefined; attempt++) {
       await res.body?.cancel();
-      await Bun.sleep(retryAfterMs(res)!);
+      await Bun.sleep(retryAfterMs(res, method)!);
       res = await this.fetch(method, path, options);
     }
     const text = await res.text();
