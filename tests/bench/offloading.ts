@@ -12,6 +12,7 @@ import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/re
 import { startOffloadingRig } from "../e2e/offloading-rig.ts";
 import { loadRig } from "../rig/rig.ts";
 import { heading, row, summarize } from "./stats.ts";
+import { waitFor } from "../support/wait.ts";
 
 const Deployments: ResourceRef = { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true };
 const scale = Number(process.env.BENCH_SCALE ?? 1);
@@ -121,12 +122,10 @@ try {
   await rome.create(Resources.namespaces, { metadata: { name: "off" } });
   const off = await r.liqoctl("offload", "namespace", "off", "--pod-offloading-strategy=Remote");
   if (off.code !== 0) throw new Error(`liqoctl offload failed: ${off.err}`);
-  let twin = "";
-  while (!twin) {
+  const twin: string = await waitFor("namespace off to be offloaded (Ready)", async () => {
     const o = await rome.find<any>({ group: "offloading.liqo.io", version: "v1alpha1", kind: "NamespaceOffloading", plural: "namespaceoffloadings", namespaced: true }, "offloading", "off");
-    if (o?.status?.offloadingPhase === "Ready") twin = o.status.remoteNamespaceName;
-    else await Bun.sleep(500);
-  }
+    return o?.status?.offloadingPhase === "Ready" ? o.status.remoteNamespaceName : undefined;
+  }, { timeoutMs: 180_000, intervalMs: 500 });
   // Remote objects carry the local pod's name; local pods are named after their Deployment.
   const informers = [
     watch(rome, Resources.pods, "off", (p) => {

@@ -9,6 +9,7 @@ import { Resources } from "../../core/kube/resources.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide } from "../e2e/peering-rig.ts";
 import { startTestRig } from "../rig/testing.ts";
+import { waitFor } from "../support/wait.ts";
 
 const i = process.argv.indexOf("--rounds");
 const ROUNDS = i > 0 ? Number(process.argv[i + 1]) : 3;
@@ -30,11 +31,7 @@ try {
     if (u.code !== 0) throw new Error(`round ${round}: liqoctl unpeer out-of-band failed: ${u.err}`);
     unpeer.push(performance.now() - t);
     // The next round starts once milan has finished revoking rome's identity (not counted).
-    const deadline = Date.now() + 180_000;
-    while (await findTenantNamespace(milan.client, rome.identity.clusterId)) {
-      if (Date.now() > deadline) throw new Error("milan did not revoke rome's identity within 180s");
-      await Bun.sleep(250);
-    }
+    await waitFor("milan to revoke rome's identity", async () => !(await findTenantNamespace(milan.client, rome.identity.clusterId)), { timeoutMs: 180_000, intervalMs: 250 });
     console.log(`round ${round}: peer -> Ready node ${(peer.at(-1)! / 1000).toFixed(2)}s, unpeer ${(unpeer.at(-1)! / 1000).toFixed(2)}s`);
   }
   const fmt = (xs: number[]) => `min ${(Math.min(...xs) / 1000).toFixed(2)}s  median ${(xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]! / 1000).toFixed(2)}s  max ${(Math.max(...xs) / 1000).toFixed(2)}s`;

@@ -12,6 +12,7 @@ import { createReflectionEngine } from "../../core/reflection/engine/engine.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig } from "../rig/testing.ts";
 import { heading, row } from "./stats.ts";
+import { waitFor } from "../support/wait.ts";
 
 const scale = Number(process.env.BENCH_SCALE ?? 1);
 const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
@@ -95,7 +96,7 @@ try {
     const batch = objects(ns, false);
     await writeAll(local, batch, workers);
     const slices = async () => (await local.list(Resources.endpointSlices, { namespace: ns })).items;
-    while ((await slices()).length < services) await Bun.sleep(500);
+    await waitFor(`${services} EndpointSlices in ${ns}`, async () => (await slices()).length >= services, { timeoutMs: 600_000, intervalMs: 500 });
     const expected = [...keysOf(`${ns}-rome`, batch), ...(await slices()).map((x) => `${ns}-rome/EndpointSlice/${x.metadata.name}`)];
 
     const cpu0 = process.cpuUsage();
