@@ -40,7 +40,7 @@ export interface NamespaceMapControllerOptions {
   logger?: Logger;
   events?: EventRecorder;
   workers?: number;
-  /** How often every NamespaceMap is re-checked against the remote twins (default 10 s): see below. */
+  /** How often every NamespaceMap is re-checked against the remote twins (default 10 s; informer resync). */
   remoteResyncMs?: number;
 }
 
@@ -156,32 +156,18 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
   }
 
   const loop = createControllerLoop({
-    name: `namespacemap-${remoteClusterId}`, handle: (key) => tracked(key), logger: log, workers: options.workers,
+    name: `namespacemap-${remoteClusterId}`, handle, logger: log, workers: options.workers,
     watches: [
       {
         client: local, resource: NamespaceMapResource,
         labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${remoteClusterId},${REPLICATION_STATUS_LABEL}!=true`,
+        // A twin deleted or changed behind our back is found by this periodic re-check, not by
+        // watching the remote namespaces: a peer's identity may get, create and delete its twins by
+        // name but not list or watch the provider's namespaces.
+        resyncMs: options.remoteResyncMs ?? 10_000,
         keys: (o) => [namespaceMapKey(o)],
       },
     ],
   });
-  // A twin deleted or changed behind our back is found by re-checking every NamespaceMap
-  // periodically, not by watching the remote namespaces: a peer's identity may get, create and
-  // delete its twins by name but not list or watch the provider's namespaces.
-  const seen = new Set<string>();
-  let resync: ReturnType<typeof setInterval> | undefined;
-  const tracked = async (key: string) => { seen.add(key); await handle(key); };
-  return {
-    handle, pairs,
-    async start() {
-      await loop.start();
-      for (const key of pairsByMap.keys()) seen.add(key);
-      resync = setInterval(() => { for (const key of seen) loop.queue.add(key); }, options.remoteResyncMs ?? 10_000);
-    },
-    async stop() {
-      if (resync) clearInterval(resync);
-      await loop.stop();
-    },
-    idle: loop.idle,
-  };
+  return { handle, pairs, start: loop.start, stop: loop.stop, idle: loop.idle };
 }

@@ -11,6 +11,8 @@ export interface Watched {
   client: KubeClient;
   resource: ResourceRef;
   labelSelector?: string;
+  /** Re-delivers every cached object this often (informer resync), for state no watch reports. */
+  resyncMs?: number;
   /** The keys to reconcile when this object is added, changed or deleted. */
   keys(obj: KubeObject, old?: KubeObject): Iterable<string>;
 }
@@ -37,7 +39,7 @@ export function createControllerLoop(options: {
     queue,
     async start() {
       informers = options.watches.map((w) => {
-        const informer = createInformer({ client: w.client, resource: w.resource, labelSelector: w.labelSelector, logger: options.logger });
+        const informer = createInformer({ client: w.client, resource: w.resource, labelSelector: w.labelSelector, resyncMs: w.resyncMs, logger: options.logger });
         const enqueue = (obj: KubeObject, old?: KubeObject) => { for (const key of w.keys(obj, old)) queue.add(key); };
         informer.on({ add: (o) => enqueue(o), update: (old, o) => enqueue(o, old), delete: (o) => enqueue(o) });
         informer.start();
