@@ -149,10 +149,7 @@ export class Reflector {
     if (this.plugin.state === "quarantined") {
       // However the plugin got quarantined (this call, another one, the host itself), the user
       // sees why their object is not reflected; the recorder keeps it to one Event per object.
-      const reason = this.plugin.quarantineReason ?? "quarantined";
-      this.deps.onQuarantine(this, reason);
-      if (local) this.deps.events.warning(local, "ReflectionPluginQuarantined", `${this.resource.kind} not reflected: ${reason}`);
-      return;
+      return this.reportQuarantine(local, this.plugin.quarantineReason ?? "quarantined");
     }
     const ctx = this.deps.contextFor(pair);
     const dir = this.resource.direction;
@@ -167,6 +164,12 @@ export class Reflector {
     }
     if (dir === "forward" || dir === "both") await this.step("forward", local, remote, ctx);
     if (dir === "backward" || dir === "both") await this.step("backward", remote, local, ctx);
+  }
+
+  /** The engine quarantines the plugin (once); the object gets its Event (the recorder keeps one per object). */
+  private reportQuarantine(subject: KubeObj | null | undefined, reason: string): void {
+    this.deps.onQuarantine(this, reason);
+    if (subject) this.deps.events.warning(subject, "ReflectionPluginQuarantined", `${this.resource.kind} not reflected: ${reason}`);
   }
 
   /**
@@ -190,9 +193,7 @@ export class Reflector {
       this.countError("plugin");
       // "quarantined": another call tripped it first (calls run concurrently); this object is stuck all the same.
       if (err instanceof PluginError && (err.quarantines || err.code === "quarantined")) {
-        const reason = this.plugin.quarantineReason ?? err.message;
-        this.deps.onQuarantine(this, reason);
-        if (subject) this.deps.events.warning(subject, "ReflectionPluginQuarantined", `${this.resource.kind} not reflected: ${reason}`);
+        this.reportQuarantine(subject, this.plugin.quarantineReason ?? err.message);
         return;
       }
       if (err instanceof PluginError) {
