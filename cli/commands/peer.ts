@@ -105,5 +105,5 @@ const peerNamed = (name: string) => defineCommand({
 
 export default defineCommand({
   meta: { name: "peer", description: "Enable the outgoing peering with a cluster: liqoctl peer <name> (an existing ForeignCluster), or liqoctl peer out-of-band <name> --auth-url --cluster-id --auth-token" },
-  subCommands: namedOr({ "out-of-band": outOfBand }, peerNamed),
+  subCommands: namedOr({ "out-of-band": outOfBand, "in-band": () => import("./peer-in-band.ts").then((m) => m.default) }, peerNamed),
 });

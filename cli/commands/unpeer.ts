@@ -53,5 +53,5 @@ const unpeerNamed = (name: string) => defineCommand({
 
 export default defineCommand({
   meta: { name: "unpeer", description: "Disable the outgoing peering with a cluster: liqoctl unpeer <name>, or liqoctl unpeer out-of-band <name> to also forget it" },
-  subCommands: namedOr({ "out-of-band": outOfBand }, unpeerNamed),
+  subCommands: namedOr({ "out-of-band": outOfBand, "in-band": () => import("./unpeer-in-band.ts").then((m) => m.default) }, unpeerNamed),
 });

@@ -69,6 +69,8 @@ export interface KubeClientOptions {
   userAgent?: string;
   /** Per-request timeout for everything but watches. */
   timeoutMs?: number;
+  /** HTTP CONNECT proxy towards the API server (Liqo's foreignProxyUrl: in-band peering reaches the peer through its proxy in the tunnel). */
+  proxy?: string;
 }
 
 const MAX_RETRY_AFTER_ATTEMPTS = 10;
@@ -92,6 +94,7 @@ export class KubeClient {
   private discovery = new Map<string, Promise<ResourceRef[]>>();
   private readonly timeoutMs: number;
   private readonly userAgent: string;
+  private readonly proxy?: string;
   /** Counts requests by verb and outcome, for the roles' /metrics. */
   readonly stats = { requests: 0, errors: 0 };
 
@@ -101,6 +104,7 @@ export class KubeClient {
     this.server = cluster.server.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.userAgent = options.userAgent ?? "liqo-bun";
+    this.proxy = options.proxy;
   }
 
   private async connect(): Promise<Connection> {
@@ -138,7 +142,7 @@ export class KubeClient {
     this.stats.requests++;
     try {
       return await fetch(url, {
-        method, headers, body, tls: conn.tls, signal: signals.length ? AbortSignal.any(signals) : undefined,
+        method, headers, body, tls: conn.tls, ...(this.proxy ? { proxy: this.proxy } : {}), signal: signals.length ? AbortSignal.any(signals) : undefined,
         // Watches stay open for minutes; their end is the server's timeoutSeconds, not Bun's idle timer.
         ...(stream ? { timeout: false } : {}),
       } as RequestInit);

@@ -6,6 +6,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { createNamespaceMapController } from "../offloading/index.ts";
+import type { IpTranslator } from "../reflection/abi.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../reflection/engine/engine.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { createKubeletApi, type KubeletApi } from "./kubeletapi/index.ts";
@@ -34,8 +35,14 @@ export interface VirtualKubeletOptions {
   clientCA: string;
   healthIntervalMs?: number;
   failureThreshold?: number;
-  /** Remote pod IPs into what this cluster sees (until the network fabric provides translation). */
+  /** Remote pod IPs into what this cluster sees (a fixed remap, without the network fabric). */
   translateIp?: (ip: string) => string;
+  /**
+   * The network fabric's translation for this peering (netfabric/manager translation watcher or
+   * the manager's own translator): backward for the pod IPs reported back, forward for the
+   * endpoints reflected to the provider. Takes precedence over translateIp.
+   */
+  ipTranslator?: IpTranslator;
   registry?: Registry;
   logger?: Logger;
 }
@@ -57,10 +64,11 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
   const log = (o.logger ?? silentLogger).child({ remoteClusterId: o.remoteClusterId });
   const ids = { localClusterId: o.localClusterId, remoteClusterId: o.remoteClusterId };
   const nodeName = o.nodeName ?? `liqo-${o.remoteClusterName}`;
-  const translateIp = o.translateIp;
+  const fixed = o.translateIp;
+  const translateIp: IpTranslator | undefined = o.ipTranslator ?? (fixed ? (ip, d) => (d === "backward" ? fixed(ip) : ip) : undefined);
   const engine = createReflectionEngine({
     local: o.local, remote: o.remote, ...ids, registry: o.registry, logger: log,
-    translateIp: translateIp ? (ip, d) => (d === "backward" ? translateIp(ip) : ip) : undefined,
+    translateIp,
     context: { virtualNodeName: nodeName, virtualKubeletIp: o.kubeletHost },
   });
   const stops: (() => Promise<void>)[] = [() => engine.stop()];

@@ -11,3 +11,4 @@ export {
 export { desiredNatMappings, natMappingName } from "./natmappings.ts";
 export type { PeerState, PeerPhase } from "./peering.ts";
 export { createTranslationWatcher, translateWith, TranslationError, type TranslationWatcher, type TranslationSources } from "./translation-watch.ts";
+export { peersOfForeignClusters, watchForeignClusterPeers } from "./fc-peers.ts";

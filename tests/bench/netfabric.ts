@@ -1,8 +1,8 @@
 // Network fabric numbers, printed not asserted: IPAM operations per second; TCP throughput
 // through the fabric (gateway reconciler: wireguard-go + policy routing + NAT) versus a
 // wireguard-go tunnel configured by hand between the same namespaces (the ratio), the cost of NAT
-// on that hand tunnel, and a plain veth (root needed). With --rig: the time from TunnelEndpoint
-// creation to the first packet through the tunnel, with the gateway controllers on two rig clusters.
+// on that hand tunnel, and a plain veth (root needed). With --rig: the time from an established
+// peering to the first packet through the tunnel, with the whole fabric on two rig clusters.
 // Each transfer is capped at 64 MiB or 3 s. Run: bun tests/bench/netfabric.ts [--rig]
 import { join } from "node:path";
 import { createIpam } from "../../netfabric/ipam/index.ts";
@@ -84,15 +84,20 @@ async function handTunnel(lab: Lab, aNs: string, bNs: string, aUnderlay: string,
   return { da, db };
 }
 
-/** --rig: gateway controllers on two rig clusters; TunnelEndpoints written at t0; first ping through. */
-async function tunnelEndpointToFirstPacket() {
+/**
+ * --rig: the whole fabric on two rig clusters (network managers, gateway controllers, route
+ * agents). t0 = the peering is established at the control plane (each manager is given the peer,
+ * as its ForeignCluster does); NetworkConfigs are exchanged as the replicator (or liqoctl peer
+ * in-band) does; printed: t0 → TunnelEndpoints on both sides → first ping through the tunnel.
+ */
+async function peeringToFirstPacket() {
   const { startTestRig } = await import("../rig/testing.ts");
   const { installCrds } = await import("../../core/apis/crds.ts");
   const { TunnelEndpointResource } = await import("../../core/apis/index.ts");
-  const { createGatewayController } = await import("../../netfabric/gateway/controller.ts");
-  const { ensureKeys } = await import("../../netfabric/gateway/keys.ts");
-  const { createRouteAgent } = await import("../../netfabric/overlay/agent.ts");
+  const { createNetworkManager } = await import("../../netfabric/manager/index.ts");
+  const { exchangeNetworkConfigs } = await import("../../netfabric/inband/exchange.ts");
   const { buildSide, ensureNamespace, joinGateways, realPod } = await import("../netns/fabric-rig.ts");
+  const { startDataPlane } = await import("../netns/dataplane.ts");
   const rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1, overlappingPodCidrs: true });
   const lab = await createLab();
   const stops: (() => Promise<void>)[] = [];
@@ -103,33 +108,33 @@ async function tunnelEndpointToFirstPacket() {
       await installCrds(client, { timeoutMs: 120_000 });
       for (const ns of ["liqo", "liqo-tenant"]) await ensureNamespace(client, ns);
       const pod = await realPod(client, `bench-${name}`);
-      const side = await buildSide(lab, { name, id: name, client, tenant: "liqo-tenant", nodeName: pod.node, podIp: pod.ip, nodeVtep: `172.16.${i + 1}.1`, gwVtep: `172.16.${i + 1}.2`, publicIp: `198.18.0.${i + 1}`, device: `lq${process.pid.toString(36)}-${lab.id.slice(-3)}${name[0]}` });
-      sides.push({ ...side, keys: await ensureKeys(client, "liqo") });
+      const side = await buildSide(lab, { name, id: `bench-${name}`, client, tenant: "liqo-tenant", nodeName: pod.node, podIp: pod.ip, nodeVtep: `172.16.${i + 1}.1`, gwVtep: `172.16.${i + 1}.2`, publicIp: `198.18.0.${i + 1}`, device: `lq${process.pid.toString(36)}-${lab.id.slice(-3)}${name[0]}` });
+      const cluster = rig.clusters.find((c) => c.name === name)!;
+      const manager = createNetworkManager({ client, liqoNamespace: "liqo", resyncMs: 5_000, ipam: { podCidr: cluster.podCIDR, serviceCidr: cluster.serviceCIDR, externalCidr: "10.210.0.0/16" } });
+      await manager.start();
+      stops.push(() => manager.stop());
+      sides.push({ ...side, manager });
     }
     const [r, m] = sides as [typeof sides[0], typeof sides[0]];
     await joinGateways(lab, r, m);
-    for (const s of sides) {
-      const g = createGatewayController({ client: s.client, liqoNamespace: "liqo", identity: s.name, netns: s.gw, device: s.device, listenPort: 51820, underlayDevice: "inet", wireguard: "userspace", endpoint: `${s.publicIp}:51820`, overlay: { vtepIp: s.gwVtep, dev: "uplink" }, lease: { durationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 1000 }, intervalMs: 2000 });
-      const a = createRouteAgent({ client: s.client, nodeName: s.nodeName, liqoNamespace: "liqo", ip: createIp(runner, s.node), end: { vtepIp: s.nodeVtep, dev: "uplink" }, intervalMs: 2000 });
-      await g.start();
-      await a.start();
-      stops.push(() => g.stop(), () => a.stop());
-    }
-    const spec = (peer: typeof r, seenByPeer: string, seenHere: string) => ({
-      clusterID: peer.name, localPodCIDR: "10.200.0.0/16", localNATPodCIDR: `${seenByPeer}.0.0/16`, localExternalCIDR: "10.210.0.0/16", localNATExternalCIDR: "None",
-      remotePodCIDR: "10.200.0.0/16", remoteNATPodCIDR: `${seenHere}.0.0/16`, remoteExternalCIDR: "10.210.0.0/16", remoteNATExternalCIDR: "10.220.0.0/16",
-      endpointIP: peer.publicIp, backendType: "wireguard", backend_config: { publicKey: peer.keys.publicKey, port: "51820" },
-    });
+    for (const s of sides) { const plane = await startDataPlane(s); stops.push(() => plane.stop()); }
+    // The gateways publish their keys and endpoints before the peering: what an installed cluster has.
     const t0 = performance.now();
-    await r.client.create(TunnelEndpointResource, { apiVersion: "net.liqo.io/v1alpha1", kind: "TunnelEndpoint", metadata: { name: "milan", namespace: "liqo-tenant", labels: { clusterID: "milan" } }, spec: spec(m, "10.1", "10.0") });
-    await m.client.create(TunnelEndpointResource, { apiVersion: "net.liqo.io/v1alpha1", kind: "TunnelEndpoint", metadata: { name: "rome", namespace: "liqo-tenant", labels: { clusterID: "rome" } }, spec: spec(r, "10.0", "10.1") });
-    const target = m.podIp.replace(/^10\.200\./, "10.0.");
+    r.manager.setPeers([{ remoteClusterId: m.id, remoteClusterName: m.name, tenantNamespace: "liqo-tenant" }]);
+    m.manager.setPeers([{ remoteClusterId: r.id, remoteClusterName: r.name, tenantNamespace: "liqo-tenant" }]);
+    let tunnelEndpoints: number | undefined;
     for (;;) {
-      const ok = await lab.sh(r.pod, ["ping", "-c", "1", "-W", "1", target]).then(() => true, () => false);
-      if (ok) break;
-      if (performance.now() - t0 > 120_000) throw new Error("no packet through the tunnel after 120 s");
+      await exchangeNetworkConfigs(r, m);
+      if (tunnelEndpoints === undefined) {
+        const both = await Promise.all([r, m].map(async (s) => (await s.client.list(TunnelEndpointResource, { namespace: "liqo-tenant" })).items.length));
+        if (both.every((n) => n > 0)) tunnelEndpoints = performance.now() - t0;
+      }
+      const target = r.manager.translator(m.id)(m.podIp, "backward");
+      if (target !== m.podIp && (await lab.sh(r.pod, ["ping", "-c", "1", "-W", "1", target]).then(() => true, () => false))) break;
+      if (performance.now() - t0 > 120_000) throw new Error("no packet through the tunnel 120 s after the peering");
     }
-    console.log(`${"TunnelEndpoints created → first ping through".padEnd(44)} ${(performance.now() - t0).toFixed(0)} ms (resync 2 s, wireguard-go)`);
+    console.log(`${"peering established → TunnelEndpoints".padEnd(44)} ${tunnelEndpoints?.toFixed(0)} ms (NetworkConfigs exchanged and processed)`);
+    console.log(`${"peering established → first packet".padEnd(44)} ${(performance.now() - t0).toFixed(0)} ms (ping pod → remapped pod; gateway resync 2 s, wireguard-go)`);
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     await lab.cleanup();
@@ -140,5 +145,5 @@ async function tunnelEndpointToFirstPacket() {
 ipamBench();
 if (process.getuid?.() === 0) {
   await throughputBench();
-  if (process.argv.includes("--rig")) await tunnelEndpointToFirstPacket();
+  if (process.argv.includes("--rig")) await peeringToFirstPacket();
 } else console.log("throughput: skipped (needs root for network namespaces)");

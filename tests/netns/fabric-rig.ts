@@ -4,9 +4,9 @@
 // gateway namespaces are joined by an "internet" veth. The test plays the CRD replicator for the
 // NetworkConfigs, as the peering will.
 import { join, resolve } from "node:path";
-import { NetworkConfigResource, type NetworkConfig } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { exchangeNetworkConfigs } from "../../netfabric/inband/exchange.ts";
 import { createIp } from "../../netfabric/os/ip.ts";
 import { runner, type Lab } from "./lab.ts";
 import { waitFor } from "../support/wait.ts";
@@ -75,25 +75,23 @@ export async function joinGateways(lab: Lab, a: FabricSide, b: FabricSide) {
   await createIp(runner, b.gw).batch([`addr add ${b.publicIp}/24 dev inet`, "link set inet up"]);
 }
 
-/** One pass of the CRD replicator both ways: NetworkConfig spec out, status back. */
-export async function replicate(sides: [FabricSide, FabricSide]) {
-  for (const [from, to] of [[sides[0], sides[1]], [sides[1], sides[0]]] as const) {
-    const sent = (await from.client.list<NetworkConfig>(NetworkConfigResource, { namespace: from.tenant, labelSelector: `liqo.io/replication=true,liqo.io/remoteID=${to.id}` })).items;
-    const copies = (await to.client.list<NetworkConfig>(NetworkConfigResource, { namespace: to.tenant, labelSelector: `liqo.io/originID=${from.id}` })).items;
-    for (const orig of sent) {
-      const labels: Record<string, string> = { ...orig.metadata.labels, "liqo.io/replication": "false", "liqo.io/replicated": "true", "liqo.io/originID": from.id };
-      delete labels["liqo.io/ownership"];
-      let copy = copies.find((c) => c.metadata.name === orig.metadata.name);
-      if (!copy) {
-        copy = await to.client.create<NetworkConfig>(NetworkConfigResource, { apiVersion: "net.liqo.io/v1alpha1", kind: "NetworkConfig", metadata: { name: orig.metadata.name, namespace: to.tenant, labels }, spec: orig.spec });
-      } else if (JSON.stringify(copy.spec) !== JSON.stringify(orig.spec)) {
-        copy = await to.client.replace<NetworkConfig>(NetworkConfigResource, { ...copy, spec: orig.spec });
-      }
-      if (copy.status && JSON.stringify(copy.status) !== JSON.stringify(orig.status ?? {})) {
-        await from.client.mergePatch(NetworkConfigResource, orig.metadata.name!, from.tenant, { status: copy.status }, "status");
-      }
-    }
+/** The "internet" for more than two gateways: a bridge in its own namespace, one "inet" veth per gateway. */
+export async function joinInternet(lab: Lab, sides: FabricSide[]) {
+  const inet = await lab.netns("inet");
+  await createIp(runner, inet).batch(["link add br0 type bridge", "link set br0 up"]);
+  for (const [i, s] of sides.entries()) {
+    await lab.sh(inet, ["ip", "link", "add", `to${i}`, "type", "veth", "peer", "name", "inet", "netns", s.gw]);
+    await createIp(runner, inet).batch([`link set to${i} master br0`, `link set to${i} up`]);
+    await createIp(runner, s.gw).batch([`addr add ${s.publicIp}/24 dev inet`, "link set inet up"]);
   }
+}
+
+/** One end of a peering as the replicator sees it: a cluster, its ID, and its tenant namespace for the other. */
+export type ReplicaEnd = Pick<FabricSide, "client" | "id" | "tenant">;
+
+/** One pass of the CRD replicator both ways: NetworkConfig spec out, status back (as liqoctl peer in-band does). */
+export async function replicate(sides: [ReplicaEnd, ReplicaEnd]) {
+  await exchangeNetworkConfigs(sides[0], sides[1]);
 }
 
 export interface RoleProcess {

@@ -5,6 +5,7 @@ import { ForeignClusterResource, type PeeringCondition } from "../../apis/index.
 import type { KubeClient } from "../../kube/client.ts";
 import type { Logger } from "../../log.ts";
 import type { Registry } from "../../metrics/index.ts";
+import type { IpTranslator } from "../../reflection/abi.ts";
 import { conditionsChanged, withCondition, type ConditionUpdate, type ForeignClusterObject } from "./conditions.ts";
 import type { PeerRuntime, ReplicatorFactory } from "./runtime.ts";
 
@@ -29,6 +30,13 @@ export interface ControllerConfig {
   /** How long a graceful unpeer waits for the remote cluster before giving up on it (default 120s). */
   disconnectTimeoutMs: number;
   insecureAuth?: boolean;
+  /**
+   * The IP translation for a peer's virtual kubelet when networking is enabled. Default: a
+   * translation watcher reading the peer's NetworkConfigs and NatMapping (netfabric/manager);
+   * a process that runs the network manager itself passes the manager's translator, which also
+   * allocates external-CIDR addresses for third-cluster endpoints.
+   */
+  ipTranslator?: (remoteClusterId: string) => IpTranslator;
   now: () => Date;
 }
 

@@ -33,6 +33,8 @@ export interface ForeignClusterControllerOptions {
   /** Every ForeignCluster is re-examined this often (virtual node health, offer changes missed). */
   resyncMs?: number;
   workers?: number;
+  /** See ControllerConfig.ipTranslator (default: the network fabric's translation watcher). */
+  ipTranslator?: ControllerConfig["ipTranslator"];
 }
 
 export interface ForeignClusterController {
@@ -50,7 +52,7 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
   const liqoNamespace = o.liqoNamespace ?? "liqo";
   const cfg: ControllerConfig = {
     client: o.client, local: o.localCluster, liqoNamespace, authUrl: o.authUrl ?? "", kubelet: o.kubelet, replicator: o.replicator,
-    registry: o.registry, logger: log, disconnectTimeoutMs: o.disconnectTimeoutMs ?? 120_000, now: () => new Date(),
+    registry: o.registry, logger: log, ipTranslator: o.ipTranslator, disconnectTimeoutMs: o.disconnectTimeoutMs ?? 120_000, now: () => new Date(),
   };
   const peers = new Map<string, PeerRuntime>();
   const ctx: ReconcileContext = { cfg, peers, log };

@@ -8,11 +8,14 @@ import {
 import { RetryAfterError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/resources.ts";
 import { startVirtualKubelet } from "../../virtualkubelet/start.ts";
+import type { IpTranslator } from "../../reflection/abi.ts";
+import { createTranslationWatcher } from "../../../netfabric/manager/translation-watch.ts";
 import type { Authenticated } from "./authenticate.ts";
 import { offeredResources } from "./conditions.ts";
 import type { ReconcileContext, StatusWriter } from "./context.ts";
 import { stopRuntime, type PeerRuntime } from "./runtime.ts";
 import { peerClient } from "./secrets.ts";
+import { peerRegistry } from "./peer-registry.ts";
 
 export const FIELD_MANAGER = "liqo-foreigncluster";
 type Offer = ResourceOffer & KubeObject;
@@ -33,20 +36,40 @@ export function resourceRequest(ctx: ReconcileContext, auth: Authenticated): Kub
 }
 
 /** The peer's runtime, rebuilt (the old one stopped) when the identity changed: a new identity was issued. */
-export async function peerRuntime(ctx: ReconcileContext, auth: Authenticated): Promise<PeerRuntime> {
+export async function peerRuntime(ctx: ReconcileContext, auth: Authenticated, proxyUrl?: string): Promise<PeerRuntime> {
   const id = auth.remote.clusterID;
   const rt = ctx.peers.get(id);
-  if (rt && rt.kubeconfig === auth.kubeconfig) return rt;
+  if (rt && rt.kubeconfig === auth.kubeconfig && rt.proxyUrl === proxyUrl) return rt;
   if (rt) await stopRuntime(rt, ctx.log, false);
-  const fresh: PeerRuntime = { clusterId: id, kubeconfig: auth.kubeconfig, remote: peerClient(auth.kubeconfig) };
+  const fresh: PeerRuntime = { clusterId: id, kubeconfig: auth.kubeconfig, proxyUrl, remote: peerClient(auth.kubeconfig, proxyUrl) };
   ctx.peers.set(id, fresh);
   return fresh;
+}
+
+/**
+ * With networking enabled, pod IPs reported back and endpoints reflected out are translated by
+ * the network fabric (overlapping pod CIDRs are remapped); with networkingEnabled No, not at all.
+ */
+async function peerTranslator(ctx: ReconcileContext, st: StatusWriter, rt: PeerRuntime, remoteClusterId: string): Promise<IpTranslator | undefined> {
+  if (st.fc.spec.networkingEnabled === "No") return undefined;
+  if (ctx.cfg.ipTranslator) return ctx.cfg.ipTranslator(remoteClusterId);
+  if (!rt.translation) {
+    // A crash-safe cache like the rest of the runtime: rebuilt from the API after a restart.
+    const log = ctx.log.child({ remoteClusterId });
+    const watcher = createTranslationWatcher({
+      client: ctx.cfg.client, remoteClusterId, logger: log,
+      onError: (err, ip, direction) => log.warn("address not translated", { ip, direction, err: err.message }),
+    });
+    await watcher.start();
+    rt.translation = watcher;
+  }
+  return rt.translation.translateIp;
 }
 
 export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Authenticated): Promise<void> {
   const { cfg, log } = ctx;
   const remoteName = auth.remote.clusterName;
-  const rt = await peerRuntime(ctx, auth);
+  const rt = await peerRuntime(ctx, auth, st.fc.spec.foreignProxyUrl || undefined);
   const pending = async (reason: string, message: string, retryMs: number) => {
     st.set({ type: "OutgoingPeering", status: "Pending", reason, message });
     await st.flush();
@@ -92,11 +115,14 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
   if (!rt.vk) {
     st.set({ type: "OutgoingPeering", status: "Pending", reason: "StartingVirtualKubelet", message: `offer of ${remoteName} accepted; starting the virtual kubelet (node liqo-${remoteName})` });
     await st.flush();
+    const ipTranslator = await peerTranslator(ctx, st, rt, auth.remote.clusterID);
+    // One registry serves every peering's virtual kubelet: each gets a view labelled with its peer.
+    rt.metrics ??= cfg.registry ? peerRegistry(cfg.registry, auth.remote.clusterID) : undefined;
     rt.vk = await startVirtualKubelet({
       local: cfg.client, remote: rt.remote, localClusterId: cfg.local.clusterId, remoteClusterId: auth.remote.clusterID,
       remoteClusterName: remoteName, remoteClusterLabels: { ...(offer.spec.labels ?? {}) }, resources,
       kubeletHost: cfg.kubelet.host, kubeletPort: 0, tls: cfg.kubelet.tls, clientCA: cfg.kubelet.clientCA,
-      registry: cfg.registry, logger: log,
+      registry: rt.metrics, logger: log, ipTranslator,
     });
     rt.resources = wanted;
     log.info("virtual kubelet started", { remoteClusterId: auth.remote.clusterID, node: rt.vk.nodeName, kubelet: rt.vk.api.url });

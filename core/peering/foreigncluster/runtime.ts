@@ -6,6 +6,8 @@ import type { KubeClient } from "../../kube/client.ts";
 import type { Logger } from "../../log.ts";
 import type { CrdReplicatorOptions } from "../replicator/index.ts";
 import type { VirtualKubelet } from "../../virtualkubelet/start.ts";
+import type { IpTranslator } from "../../reflection/abi.ts";
+import type { PeerRegistry } from "./peer-registry.ts";
 
 /** The CRD replicator (core/peering/replicator): pushes our ResourceRequest, pulls the provider's ResourceOffer. */
 export interface CrdReplicator {
@@ -20,9 +22,15 @@ export interface PeerRuntime {
   clusterId: string;
   /** The identity's kubeconfig the clients were built from: a new identity means new clients. */
   kubeconfig: string;
+  /** The foreignProxyUrl the client was built with (in-band peering): a new proxy means new clients. */
+  proxyUrl?: string;
   remote: KubeClient;
   replicator?: CrdReplicator;
   vk?: VirtualKubelet;
+  /** The virtual kubelet's view of the shared metrics registry (peer-registry.ts), closed with it. */
+  metrics?: PeerRegistry;
+  /** The network fabric's translation watcher feeding the virtual kubelet (networking enabled). */
+  translation?: { translateIp: IpTranslator; stop(): Promise<void> };
   /** JSON of the capacity the virtual node was last given, to spot a changed offer. */
   resources?: string;
 }
@@ -45,6 +53,13 @@ export async function stopRuntime(rt: PeerRuntime, log: Logger, removeNode: bool
     rt.vk = undefined;
     rt.resources = undefined;
     await bounded(removeNode ? vk.remove() : vk.stop(), 15_000, "stopping the virtual kubelet", log);
+  }
+  rt.metrics?.close();
+  rt.metrics = undefined;
+  if (rt.translation) {
+    const t = rt.translation;
+    rt.translation = undefined;
+    await bounded(t.stop(), 15_000, "stopping the translation watcher", log);
   }
   if (rt.replicator) {
     const r = rt.replicator;

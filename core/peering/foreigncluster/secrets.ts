@@ -56,8 +56,9 @@ export async function storeIdentity(client: KubeClient, tenantNamespace: string,
 }
 
 /** A client of the remote cluster acting as the identity it issued to us. */
-export function peerClient(kubeconfig: string): KubeClient {
+/** `proxyUrl`: the ForeignCluster's foreignProxyUrl (in-band peering: the peer's API server is reached through its proxy in the tunnel). */
+export function peerClient(kubeconfig: string, proxyUrl?: string): KubeClient {
   const kc = new KubeConfig();
   kc.loadFromString(kubeconfig);
-  return createKubeClient(kc, { userAgent: "liqo-foreigncluster", timeoutMs: 15_000 });
+  return createKubeClient(kc, { userAgent: "liqo-foreigncluster", timeoutMs: 15_000, ...(proxyUrl ? { proxy: proxyUrl } : {}) });
 }

@@ -71,7 +71,7 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
 
   const identity = await readIdentity(cfg.client, localNs, id);
   const rt = ctx.peers.get(id);
-  const peer: KubeClient | undefined = rt?.remote ?? (identity ? peerClient(identity.kubeconfig) : undefined);
+  const peer: KubeClient | undefined = rt?.remote ?? (identity ? peerClient(identity.kubeconfig, fc.spec.foreignProxyUrl || undefined) : undefined);
   const remoteNs = identity?.remoteNamespace ?? fc.status?.tenantNamespace?.remote;
   const rrName = resourceRequestName(cfg.local.clusterId);
 
@@ -88,6 +88,8 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
     rt.resources = undefined;
     await bounded(vk.remove(), 15_000, "stopping the virtual kubelet", log);
   }
+  rt?.metrics?.close();
+  if (rt) rt.metrics = undefined;
   for (const node of (await cfg.client.list(Resources.nodes, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id}` })).items) {
     await cfg.client.delete(Resources.nodes, node.metadata.name!, undefined, { uid: node.metadata.uid });
   }
