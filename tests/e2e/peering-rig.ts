@@ -30,10 +30,25 @@ export interface LiqoSide {
   /** Stops the authentication service (peers then see it unreachable). */
   stopAuth(): Promise<void>;
   startAuth(): Promise<void>;
+  /**
+   * Stops the provider's ResourceRequest controller (no offer is made meanwhile) and starts a fresh
+   * one: how tests hold a negotiation between authentication and the offer.
+   */
+  pauseOffers(): Promise<void>;
+  resumeOffers(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startLiqoSide(rig: TestRig, name: string, labels: Record<string, string> = {}): Promise<LiqoSide> {
+export interface LiqoSideOptions {
+  /**
+   * Which side's controllers run (default both): a pure provider needs no ForeignCluster or
+   * namespace-offloading controller, which saves CPU when a rig holds many providers.
+   */
+  consumer?: boolean;
+  provider?: boolean;
+}
+
+export async function startLiqoSide(rig: TestRig, name: string, labels: Record<string, string> = {}, options: LiqoSideOptions = {}): Promise<LiqoSide> {
   const cluster = rig.clusters.find((c) => c.name === name)!;
   const client = rig.client(name);
   const dir = join(rig.dir, `liqo-${name}`);
@@ -64,23 +79,28 @@ export async function startLiqoSide(rig: TestRig, name: string, labels: Record<s
       return { start: () => { r.start().catch(() => {}); }, stop: () => r.stop() };
     },
   });
-  const rr = createResourceRequestController({ client, clusterIdentity: identity, revokeGraceMs: 500, logger });
+  const consumer = options.consumer ?? true;
+  const provider = options.provider ?? true;
+  const newRr = () => createResourceRequestController({ client, clusterIdentity: identity, revokeGraceMs: 500, logger });
+  let rr = provider ? newRr() : undefined;
   // Namespace offloading (consumer side) and ShadowPods (provider side), as the controller manager runs them.
-  const offloading = createNamespaceOffloadingController({ client, localCluster: { clusterID: identity.clusterId, clusterName: name }, logger });
-  const shadowPods = createShadowPodController({ client, logger });
-  await fc.start();
-  await rr.start();
-  await offloading.start();
-  await shadowPods.start();
+  const offloading = consumer ? createNamespaceOffloadingController({ client, localCluster: { clusterID: identity.clusterId, clusterName: name }, logger }) : undefined;
+  const shadowPods = provider ? createShadowPodController({ client, logger }) : undefined;
+  if (consumer) await fc.start();
+  await rr?.start();
+  await offloading?.start();
+  await shadowPods?.start();
   return {
     name, client, kubeconfig: cluster.kubeconfig, identity, authUrl, fc,
     stopAuth: async () => { await auth?.stop(); auth = undefined; },
     startAuth,
+    async pauseOffers() { await rr?.stop(); rr = undefined; },
+    async resumeOffers() { if (!rr) { rr = newRr(); await rr.start(); } },
     async stop() {
-      await fc.stop();
-      await rr.stop();
-      await offloading.stop();
-      await shadowPods.stop();
+      if (consumer) await fc.stop();
+      await rr?.stop();
+      await offloading?.stop();
+      await shadowPods?.stop();
       await auth?.stop();
     },
   };
