@@ -47,7 +47,8 @@ export const twinNamespaceRules = [
   // Pods are created by the provider's ShadowPod controller; the consumer reads them for status, logs
   // and exec, and deletes one itself so that the user's grace period reaches the remote pod.
   { apiGroups: [""], resources: ["pods"], verbs: [...READ, "delete"] },
-  { apiGroups: [""], resources: ["pods/log"], verbs: ["get", "list"] },
+  // Logs are read with GET only (the virtual kubelet's kubectl logs); nothing lists them.
+  { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
   // Exec over WebSocket is a GET, authorised as verb get before Kubernetes 1.35 and create after it.
   { apiGroups: [""], resources: ["pods/exec"], verbs: ["get", "create"] },
 ];
