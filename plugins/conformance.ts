@@ -25,7 +25,8 @@ export async function testReflectorPlugin(wasm: string | Uint8Array, options: Co
     virtualNodeName: "liqo-conformance-remote", virtualKubeletIp: "10.0.0.1", storageClass: "standard", ...options.context,
   };
   // A generous budget: the kit checks behaviour, and a cold worker on a busy machine is slow.
-  const load = (extra: LoadOptions = {}) => loadPlugin(bytes, { trust: options.trust ?? "builtin", lookup: options.lookup, budgetMs: 5_000, ...extra });
+  // The decision memo is off: every call must reach the plugin (determinism is checked by calling twice).
+  const load = (extra: LoadOptions = {}) => loadPlugin(bytes, { trust: options.trust ?? "builtin", lookup: options.lookup, budgetMs: 5_000, memoEntries: 0, ...extra });
   let manifest: Manifest;
   try {
     const probe = await load();
@@ -75,6 +76,15 @@ export async function testReflectorPlugin(wasm: string | Uint8Array, options: Co
           const a = await p.forward(sample, null, ctx);
           const b = await p.forward(sample, null, ctx);
           expect(b).toEqual(a);
+          // What the engine runs: the host's decision memo answers the second call; it must agree.
+          const memo = await load({ memoEntries: 1024 });
+          try {
+            await memo.forward(sample, null, ctx);
+            expect(await memo.forward(sample, null, ctx)).toEqual(a);
+            expect(memo.stats().memoHits).toBe(1);
+          } finally {
+            await memo.close();
+          }
         }));
         test(`${what} forward: ${ANNOTATION_SKIP} removes the remote copy`, () => withPlugin(async (p) => {
           const skipped = { ...sample, metadata: { ...sample.metadata, annotations: { ...sample.metadata?.annotations, [ANNOTATION_SKIP]: "true" } } };

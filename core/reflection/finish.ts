@@ -31,17 +31,31 @@ export function writesStatusOnly(f: Pick<CallFacts, "direction" | "resource">): 
   return f.direction === "backward" && f.resource.kind === "Pod";
 }
 
-export function finishOutput(text: string, f: CallFacts): Decision {
-  const fail = (code: "invalid-output" | "violation" | "invalid-input", msg: string) => {
-    const key = objectKey(f.source) ?? objectKey(f.target) ?? "(no object)";
-    return new PluginError(code, f.plugin, `${msg} (object ${key}, ${f.direction})`, { object: key });
-  };
-  let raw: Record<string, unknown>;
+function failure(f: CallFacts, code: "invalid-output" | "violation" | "invalid-input", msg: string): PluginError {
+  const key = objectKey(f.source) ?? objectKey(f.target) ?? "(no object)";
+  return new PluginError(code, f.plugin, `${msg} (object ${key}, ${f.direction})`, { object: key });
+}
+
+/** The answer text as JSON; a plugin answering anything else is at fault. */
+export function parseAnswer(text: string, f: CallFacts): unknown {
   try {
-    raw = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
-    throw fail("invalid-output", `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`);
+    throw failure(f, "invalid-output", `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`);
   }
+}
+
+export function finishOutput(text: string, f: CallFacts): Decision {
+  return finishAnswer(parseAnswer(text, f), f);
+}
+
+/**
+ * A parsed answer to a Decision, every rule checked. Pure in (answer, facts) and never
+ * changes the answer: a memoized answer is finished again, against each call's own objects.
+ */
+export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
+  const fail = (code: "invalid-output" | "violation" | "invalid-input", msg: string) => failure(f, code, msg);
+  const raw = parsed as Record<string, unknown>;
   if (raw === null || typeof raw !== "object") throw fail("invalid-output", "answered a JSON value that is not an object");
   if (typeof raw.error === "string") throw fail("invalid-input", `rejected the object: ${raw.error}`);
   const decision = raw.decision;

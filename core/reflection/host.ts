@@ -12,10 +12,11 @@ import {
   type CacheLookup, type Decision, type Direction, type IpTranslator, type KubeObject, type Manifest, type ReflectionContext, type Resource,
 } from "./abi.ts";
 import { PluginError, objectKey } from "./errors.ts";
-import { finishOutput, isOwnedBy, type CallFacts } from "./finish.ts";
+import { finishAnswer, isOwnedBy, parseAnswer, type CallFacts } from "./finish.ts";
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
 import { readManifest } from "./manifest.ts";
-import { project } from "./objects.ts";
+import { DecisionMemo, foundStamp, type Dependency } from "./memo.ts";
+import { contextJson, encodedObject, payloadJson } from "./payloads.ts";
 import { WorkerRunner } from "./worker-runner.ts";
 
 export type Trust = "builtin" | "dropin";
@@ -36,6 +37,8 @@ export interface LoadOptions extends RecyclePolicy {
   clock?: { now(): number };
   /** Told once when the plugin is quarantined, so the engine can emit an Event and a metric. */
   onQuarantine?: (reason: string, error: PluginError) => void;
+  /** Entries of the decision memo (memo.ts); 0 turns it off, so that every call runs the plugin. Default 8192. */
+  memoEntries?: number;
 }
 
 export interface CallItem { source: KubeObject | null; target: KubeObject | null; ctx: ReflectionContext }
@@ -54,9 +57,12 @@ export interface ReflectorPlugin {
   backwardSync(remote: KubeObject | null, local: KubeObject | null, ctx: ReflectionContext): Decision;
   /** Many objects in one call (one worker round trip); each entry is a Decision or the error for that object. */
   forwardBatch(items: CallItem[]): Promise<Array<Decision | PluginError>>;
-  stats(): { calls: number; recycles: number; memoryBytes: number };
+  stats(): PluginStats;
   close(): Promise<void>;
 }
+
+/** calls: plugin runs; memoHits: calls answered from the decision memo without running the plugin. */
+export interface PluginStats { calls: number; recycles: number; memoryBytes: number; memoHits: number }
 
 interface Runner {
   /** `setCurrent(i)` is called before payload i runs, so host functions see that call's context. */
@@ -69,50 +75,6 @@ interface Runner {
 
 type Out = { ok: string } | { trap: string };
 
-// Objects from the informers' caches are immutable (an informer replaces, never edits, what it
-// holds), so their serialized forms are cached on the object, checked against its
-// resourceVersion: re-reflecting an unchanged object (a resync, a remote-side event, a retry)
-// and the look-ups of one ServiceAccount by every pod pay the JSON.stringify once. Objects
-// without a resourceVersion (built by hand, never stored by the API server) are not cached.
-const versionOf = (obj: KubeObject): string | undefined => {
-  const rv = obj.metadata?.resourceVersion;
-  return typeof rv === "string" && rv !== "" ? rv : undefined;
-};
-const lookupBytes = new WeakMap<object, { rv: string; bytes: Uint8Array }>();
-const textEncoder = new TextEncoder();
-function encodedObject(obj: KubeObject): Uint8Array | string {
-  const rv = versionOf(obj);
-  if (rv === undefined) return JSON.stringify(obj);
-  const hit = lookupBytes.get(obj);
-  if (hit !== undefined && hit.rv === rv) return hit.bytes;
-  const bytes = textEncoder.encode(JSON.stringify(obj));
-  lookupBytes.set(obj, { rv, bytes });
-  return bytes;
-}
-
-/** The JSON sent for `obj` projected to `fields` (undefined = whole), cached per object, version and field list. */
-const payloads = new WeakMap<object, { rv: string; fields: readonly string[] | undefined; json: string }>();
-function payloadJson(obj: KubeObject, fields: readonly string[] | undefined): string {
-  const rv = versionOf(obj);
-  if (rv === undefined) return JSON.stringify(project(obj, fields));
-  const hit = payloads.get(obj);
-  if (hit !== undefined && hit.rv === rv && hit.fields === fields) return hit.json;
-  const json = JSON.stringify(project(obj, fields));
-  payloads.set(obj, { rv, fields, json });
-  return json;
-}
-
-const ctxJson = new WeakMap<ReflectionContext, string>();
-let lastCtx: ReflectionContext | null = null;
-let lastCtxJson = "";
-function contextJson(ctx: ReflectionContext): string {
-  if (ctx === lastCtx) return lastCtxJson;
-  let s = ctxJson.get(ctx);
-  if (s === undefined) { s = JSON.stringify(ctx); ctxJson.set(ctx, s); }
-  lastCtx = ctx;
-  lastCtxJson = s;
-  return s;
-}
 
 export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOptions = {}): Promise<ReflectorPlugin> {
   const trust = options.trust ?? "dropin";
@@ -129,26 +91,50 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   }
   let current: CallFacts | null = null;
   let lastAbort: string | null = null;
+  // What the call in progress asked the host (memo.ts); a call that logged is not memoized.
+  type CallRecord = { deps: Dependency[]; logged: boolean };
+  let rec: CallRecord = { deps: [], logged: false };
+  const memoizable = (r: CallRecord | undefined): Dependency[] | null => (r && !r.logged ? r.deps : null);
+  const memo = options.memoEntries === 0 ? null : new DecisionMemo(options.memoEntries);
+  let memoHits = 0;
   const { manifest, name } = await readManifest(module, options.label);
   let log = logger.child({ plugin: name });
 
   const bindings: HostBindings = {
     log: (level, message) => {
+      rec.logged = true;
       const fields = { object: objectKey(current?.source ?? current?.target ?? null) };
       (level >= 3 ? log.error : level === 2 ? log.warn : level === 1 ? log.info : log.debug)(message, fields);
     },
     abort: (message) => { lastAbort = message; },
-    translateIp: (ip) => translate(ip, current?.direction ?? "forward"),
+    translateIp: (ip) => {
+      const out = translate(ip, current?.direction ?? "forward");
+      rec.deps.push({ fn: "translateIp", ip, out });
+      return out;
+    },
     identityIp: translate === identityTranslator,
     lookup: (reqJson) => {
-      const req = JSON.parse(reqJson);
-      const c = current?.ctx;
-      const allowed = req.cluster === "local" ? c?.localNamespace : c?.remoteNamespace;
-      // Read-only and confined to the call's namespace pair (or cluster-scoped objects).
-      if (!options.lookup || (req.namespace !== "" && req.namespace !== allowed)) return null;
-      const found = options.lookup(req);
+      const found = lookupFor(reqJson, current);
+      rec.deps.push({ fn: "lookup", request: reqJson, found: foundStamp(found) });
       return found ? encodedObject(found) : null;
     },
+  };
+
+  function lookupFor(reqJson: string, facts: CallFacts | null): KubeObject | null {
+    const req = JSON.parse(reqJson);
+    const c = facts?.ctx;
+    const allowed = req.cluster === "local" ? c?.localNamespace : c?.remoteNamespace;
+    // Read-only and confined to the call's namespace pair (or cluster-scoped objects).
+    if (!options.lookup || (req.namespace !== "" && req.namespace !== allowed)) return null;
+    return options.lookup(req);
+  }
+
+  /** A memoized answer for this call, if an equal earlier call's host-function answers still hold. */
+  const fromMemo = (fn: string, p: { facts: CallFacts; payload: Payload }): unknown => {
+    if (!memo) return undefined;
+    return memo.get(fn, p.payload, (d) => d.fn === "lookup"
+      ? foundStamp(lookupFor(d.request, p.facts)) === d.found
+      : translate(d.ip, p.facts.direction) === d.out);
   };
 
   let runner: Runner;
@@ -251,13 +237,24 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const callManyNow = async (direction: Direction, items: CallItem[]): Promise<Array<Decision | PluginError>> => {
     if (state === "closed") throw new PluginError("closed", name, "was closed");
     if (state === "quarantined") throw new PluginError("quarantined", name, `is quarantined: ${quarantineReason}`);
-    const prepared = items.map((it) => { try { return prepare(direction, it); } catch (err) { return err as PluginError; } });
-    const live = prepared.filter((p): p is { facts: CallFacts; payload: Payload } => !(p instanceof PluginError));
     const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
+    const prepared = items.map((it) => {
+      try {
+        const p = prepare(direction, it);
+        const hit = fromMemo(fn, p);
+        return hit === undefined ? p : settleMemo(p.facts, hit);
+      } catch (err) {
+        return err as PluginError;
+      }
+    });
+    const live = prepared.filter((p): p is { facts: CallFacts; payload: Payload } => typeof p === "object" && p !== null && "payload" in p);
     let outs: Out[] = [];
+    // Host-function answers per item; a worker reports a batch's host calls without saying which
+    // item made them, so only its calls that made none (or a batch of one) are memoized.
+    const recorded: CallRecord[] = [];
     let i = 0;
     try {
-      const setCurrent = (idx: number) => { current = live[idx]?.facts ?? null; };
+      const setCurrent = (idx: number) => { current = live[idx]?.facts ?? null; rec = recorded[idx] = { deps: [], logged: false }; };
       outs = live.length ? await runner.run(fn, live.map((p) => p.payload), budgetMs, setCurrent) : [];
     } catch (err) {
       const e = err instanceof PluginError ? err : new PluginError("trap", name, String(err), { cause: err });
@@ -266,11 +263,22 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     } finally {
       current = null;
     }
-    return prepared.map((p) => (p instanceof PluginError ? p : settle(p.facts, outs[i++]!)));
+    const batchDeps = (idx: number): Dependency[] | null => {
+      if (recorded.length === live.length) return memoizable(recorded[idx]);
+      return recorded.every((r) => !r.logged && r.deps.length === 0) ? [] : null;
+    };
+    return prepared.map((p) => {
+      if (!(typeof p === "object" && p !== null && "payload" in p)) return p;
+      const idx = i++;
+      return settle(p.facts, outs[idx]!, { fn, payload: p.payload, deps: batchDeps(idx) });
+    });
   };
 
-  /** A raw runner answer to a Decision, or the error (quarantining when it is the plugin's fault). */
-  const settle = (facts: CallFacts, out: Out): Decision | PluginError => {
+  /**
+   * A raw runner answer to a Decision, or the error (quarantining when it is the plugin's fault).
+   * `remember` (the call's host-function answers, null when not memoizable) stores a good answer.
+   */
+  const settle = (facts: CallFacts, out: Out, remember?: { fn: string; payload: Payload; deps: Dependency[] | null }): Decision | PluginError => {
     if ("trap" in out) {
       const key = objectKey(facts.source) ?? objectKey(facts.target);
       const timeout = out.trap.startsWith("timeout");
@@ -278,10 +286,41 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       quarantine(e);
       return e;
     }
+    let parsed: unknown;
     try {
-      return finishOutput(out.ok, facts);
+      parsed = parsedAnswer(out.ok, facts);
+      const decision = finishAnswer(parsed, facts);
+      if (remember?.deps) memo?.set(remember.fn, remember.payload, parsed, remember.deps);
+      return decision;
     } catch (err) {
       if ((err as PluginError).quarantines) quarantine(err as PluginError);
+      // The object's own problem (the plugin's "error" answer) is as pure as a decision.
+      else if (remember?.deps && (err as PluginError).code === "invalid-input") memo?.set(remember.fn, remember.payload, parsed, remember.deps);
+      return err as PluginError;
+    }
+  };
+
+  // Many objects get the very same answer text (every ConfigMap: apply, no edits; every Service
+  // without node ports: the same removals), and finishing never changes a parsed answer: short
+  // texts seen lately are parsed once.
+  const answers = new Map<string, unknown>();
+  const parsedAnswer = (text: string, facts: CallFacts): unknown => {
+    if (text.length > 512) return parseAnswer(text, facts);
+    let parsed = answers.get(text);
+    if (parsed === undefined) {
+      parsed = parseAnswer(text, facts);
+      if (answers.size >= 256) answers.delete(answers.keys().next().value!);
+      answers.set(text, parsed);
+    }
+    return parsed;
+  };
+
+  /** A memoized answer finished against this call's objects (the rules are checked again). */
+  const settleMemo = (facts: CallFacts, parsed: unknown): Decision | PluginError => {
+    memoHits++;
+    try {
+      return finishAnswer(parsed, facts);
+    } catch (err) {
       return err as PluginError;
     }
   };
@@ -291,14 +330,22 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     if (!runner.runOne) throw new PluginError("invalid-input", name, "runs in a worker (trust: dropin); use forward/backward, which are asynchronous");
     if (state !== "ready") throw new PluginError(state, name, state === "closed" ? "was closed" : `is quarantined: ${quarantineReason}`);
     const p = prepare(direction, item);
+    const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
+    const hit = fromMemo(fn, p);
+    if (hit !== undefined) {
+      const res = settleMemo(p.facts, hit);
+      if (res instanceof PluginError) throw res;
+      return res;
+    }
     current = p.facts;
+    const mine: CallRecord = rec = { deps: [], logged: false };
     let out: Out;
     try {
-      out = runner.runOne(direction === "forward" ? "liqo_forward" : "liqo_backward", p.payload, budgetMs);
+      out = runner.runOne(fn, p.payload, budgetMs);
     } finally {
       current = null;
     }
-    const res = settle(p.facts, out);
+    const res = settle(p.facts, out, { fn, payload: p.payload, deps: memoizable(mine) });
     if (res instanceof PluginError) throw res;
     return res;
   };
@@ -320,7 +367,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     forwardBatch: (items) => callMany("forward", items),
     forwardSync: (local, remote, ctx) => oneSync("forward", { source: local, target: remote, ctx }),
     backwardSync: (remote, local, ctx) => oneSync("backward", { source: remote, target: local, ctx }),
-    stats: () => runner.stats(),
+    stats: () => ({ ...runner.stats(), memoHits }),
     async close() {
       if (state === "closed") return;
       state = "closed";

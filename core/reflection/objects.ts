@@ -69,20 +69,38 @@ function copyOf(x: object): object {
   return Array.isArray(x) ? x.slice() : { ...(x as Json) };
 }
 
+/** A copy of `obj` without `keys`: deleting from an object turns it into a dictionary, which every later read and JSON.stringify pay for. */
+function copyWithout(obj: Json, keys: string[]): Json {
+  const out: Json = {};
+  if (keys.length === 1) {
+    const key = keys[0]!;
+    for (const k in obj) if (k !== key) out[k] = obj[k];
+  } else for (const k in obj) if (!keys.includes(k)) out[k] = obj[k];
+  return out;
+}
+
+/** The pointer of the container an edit's last segment lives in ("/spec/a" → "/spec"). */
+const parentOf = (path: string) => path.slice(0, path.lastIndexOf("/"));
+
 /**
  * Applies edits in order. Containers along each path are copied once (tracked in `fresh`),
  * so the caller's source objects stay untouched. Removing an absent path is a no-op;
- * setting under a missing parent creates it. Throws on a malformed edit.
+ * setting under a missing parent creates it. Throws on a malformed edit. Returns the result,
+ * which is `base` itself unless a top-level member was removed.
  */
 export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject {
   if (edits.length === 0) return base;
   const m = base.metadata ?? {};
   const fresh = new Fresh([base, m, m.labels ?? m, m.annotations ?? m]);
-  for (const edit of edits) {
+  let root = base as Json;
+  for (let e = 0; e < edits.length; e++) {
+    const edit = edits[e]!;
     const path = edit[0];
     const remove = edit.length === 1;
     const segs = parsePointer(path);
-    let cur = base as Json;
+    let cur = root;
+    let holder: Json | null = null; // the container holding `cur`, and under which key
+    let held = "";
     let ok = true;
     for (let i = 0; i < segs.length - 1; i++) {
       const seg = segs[i]!;
@@ -97,6 +115,8 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
         cur[seg] = child;
         fresh.add(child as object);
       }
+      holder = cur;
+      held = seg;
       cur = child as Json;
     }
     if (!ok) continue;
@@ -106,10 +126,23 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
       if (!Number.isInteger(idx) || idx < 0) throw new Error(`edit path ${path}: "${last}" is not an array index`);
       if (remove) { if (idx < cur.length) cur.splice(idx, 1); }
       else cur[idx] = edit[1];
-    } else if (remove) delete cur[last];
-    else cur[last] = edit[1];
+    } else if (remove) {
+      // Removals from one object in a row (a plugin dropping several fields) make one copy.
+      const keys = Object.hasOwn(cur, last) ? [last] : [];
+      const parent = parentOf(path);
+      while (e + 1 < edits.length && edits[e + 1]!.length === 1 && parentOf(edits[e + 1]![0]) === parent) {
+        const next = parsePointer(edits[++e]![0]);
+        const key = next[next.length - 1]!;
+        if (Object.hasOwn(cur, key)) keys.push(key);
+      }
+      if (keys.length === 0) continue;
+      const without = copyWithout(cur, keys);
+      fresh.add(without);
+      if (holder === null) root = without;
+      else holder[held] = without;
+    } else cur[last] = edit[1];
   }
-  return base;
+  return root as KubeObject;
 }
 
 /** Metadata every plugin always receives, so guards (ownership, skip annotation) need no declaration. */

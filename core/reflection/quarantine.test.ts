@@ -107,7 +107,7 @@ describe("time budget of built-ins (checked after the call)", () => {
   const slowClock = () => { let t = 0; return { now: () => (t += 1000) }; };
 
   test(`a slow call is tolerated; ${BUILTIN_OVERRUNS_TO_QUARANTINE} in a row quarantine`, async () => {
-    const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock: slowClock() });
+    const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock: slowClock(), memoEntries: 0 });
     try {
       for (let i = 1; i < BUILTIN_OVERRUNS_TO_QUARANTINE; i++) {
         const d = await p.forward(cm, null, ctx);
@@ -127,7 +127,7 @@ describe("time budget of built-ins (checked after the call)", () => {
     let t = 0;
     let slow = true;
     const clock = { now: () => (t += slow ? 1000 : 1) };
-    const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock });
+    const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock, memoEntries: 0 });
     try {
       for (let round = 0; round < 3; round++) {
         slow = true;

@@ -10,7 +10,7 @@ await ensureBuilt(["configmaps", "services"]);
 // outlive that with flat memory. 40k calls, recycling every 5k, yielding to the event loop
 // now and then as the engine's workers do (the recycled instance is swapped in between calls).
 test("survives 40,000 calls (past the 16k breakage) with flat plugin memory", async () => {
-  const plugin = await loadBuiltin("configmaps", { recycleAfterCalls: 5_000 });
+  const plugin = await loadBuiltin("configmaps", { recycleAfterCalls: 5_000, memoEntries: 0 });
   const memory: number[] = [];
   try {
     for (let i = 1; i <= 40_000; i++) {
@@ -34,7 +34,7 @@ test("survives 40,000 calls (past the 16k breakage) with flat plugin memory", as
 }, 60_000); // 40k calls: seconds on a busy shared machine
 
 test("without recycling, calls still do not grow memory (the arena is rewound per call)", async () => {
-  const plugin = await loadBuiltin("services", { recycleAfterCalls: Number.MAX_SAFE_INTEGER });
+  const plugin = await loadBuiltin("services", { recycleAfterCalls: Number.MAX_SAFE_INTEGER, memoEntries: 0 });
   try {
     const service = (nodePort: number) => ({ ...configMap, kind: "Service", spec: { ports: [{ port: 80, nodePort }] } });
     plugin.forwardSync(service(30000), null, ctx);

@@ -26,6 +26,14 @@ describe("configmaps: remote ConfigMap", () => {
     const d = await plugin.forward({ ...configMap, metadata: { ...configMap.metadata, name: "kube-root-ca.crt" } }, null, ctx);
     expect(d.decision).toBe("skip");
   });
+  test("the peer's own kube-root-ca.crt is not reported as a conflict", async () => {
+    const rootCa = { ...configMap, metadata: { ...configMap.metadata, name: "kube-root-ca.crt" } };
+    const theirs = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "kube-root-ca.crt", namespace: ctx.remoteNamespace } };
+    const d = await plugin.forward(rootCa, theirs, ctx);
+    expect(d.decision).toBe("skip");
+    expect(d.reason).not.toMatch(/conflict/i);
+    expect(d.reason).toContain("kube-root-ca.crt");
+  });
   test("skip-reflection deletes the remote copy", async () => {
     const d = await plugin.forward({ ...configMap, metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": "" } } }, null, ctx);
     expect(d.decision).toBe("delete");

@@ -3,8 +3,12 @@
 // writes the same objects straight to milan's API server; with the engine's peak RSS and CPU-seconds.
 // Like for like: the raw writer writes the same three kinds at once with as many requests in flight
 // per kind as the engine has workers per reflector, and both phases end when a watch on milan has
-// seen every object. The machine is shared, so its load drifts: the objects are split into rounds
-// and the phases alternate (raw, reflect, raw, reflect…), which spreads the drift over both.
+// seen every object. The machine is shared, so its load drifts (one phase measured 75 objects/s and
+// the next 240 on the same code): the objects are split into rounds and the phases alternate (raw,
+// reflect, reflect, raw…), so each reflection round has a raw round next to it; the per-round
+// ratios and their median are printed with the totals. Set-up is untimed and done before both
+// phases of a round, and each phase starts when milan's controllers have caught up. Arrivals are
+// counted by the watch handlers themselves (no polling): the bench's bookkeeping costs next to nothing.
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
@@ -15,7 +19,7 @@ import { heading, row } from "./stats.ts";
 import { waitFor } from "../support/wait.ts";
 
 const scale = Number(process.env.BENCH_SCALE ?? 1);
-const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
+const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 4));
 const workers = Math.max(1, Number(process.env.BENCH_WORKERS ?? 16));
 const configMaps = Math.round((5000 * scale) / rounds);
 const services = Math.round((1000 * scale) / rounds);
@@ -52,18 +56,33 @@ async function writeAll(client: KubeClient, batch: Batch, inFlight: number): Pro
 
 // Arrivals are counted by watches on milan that run through every phase, so all phases pay for them.
 const seen = new Set<string>();
+let waiting: { pending: Set<string>; done: () => void } | null = null;
 const counters = [Resources.configMaps, Resources.services, Resources.endpointSlices].map((res) => {
   const inf = createInformer({ client: remote, resource: res });
-  inf.on({ add: (o) => void seen.add(`${o.metadata.namespace}/${res.kind}/${o.metadata.name}`) });
+  inf.on({
+    add: (o) => {
+      const key = `${o.metadata.namespace}/${res.kind}/${o.metadata.name}`;
+      seen.add(key);
+      if (waiting?.pending.delete(key) && waiting.pending.size === 0) waiting.done();
+    },
+  });
   inf.start();
   return inf;
 });
 
+/** Resolves when every key has been seen by the watches (or at the deadline); answers how many were. */
 async function arrival(keys: string[], deadlineMs = 15 * 60_000): Promise<number> {
-  const deadline = Date.now() + deadlineMs;
-  let done = 0;
-  while ((done = keys.reduce((n, k) => n + (seen.has(k) ? 1 : 0), 0)) < keys.length && Date.now() < deadline) await Bun.sleep(100);
-  return done;
+  const pending = new Set(keys.filter((k) => !seen.has(k)));
+  if (pending.size > 0) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      waiting = { pending, done: resolve };
+      timer = setTimeout(resolve, deadlineMs);
+    });
+    clearTimeout(timer);
+    waiting = null;
+  }
+  return keys.length - pending.size;
 }
 
 const keysOf = (ns: string, batch: Batch) => batch.flatMap(([res, items]) => items.map((o) => `${ns}/${res.kind}/${o.metadata.name}`));
@@ -75,33 +94,38 @@ try {
 
   const raw = { objects: 0, seconds: 0 };
   const refl = { objects: 0, seconds: 0, cpu: 0, requests: 0, expected: 0 };
-  let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => { peakRss = Math.max(peakRss, process.memoryUsage().rss); }, 100);
+  let peakRss = process.memoryUsage.rss();
+  const sampler = setInterval(() => { peakRss = Math.max(peakRss, process.memoryUsage.rss()); }, 250);
+  const pairRatios: number[] = [];
   heading(`${rounds} rounds of ${configMaps} ConfigMaps + ${services} Services (+ their EndpointSlices); ${workers} in flight per kind`);
-  for (let r = 0; r < rounds; r++) {
+  // milan's EndpointSlice controller makes a slice for every Service written there, and keeps at it
+  // after a phase has counted its own objects: each phase starts once that backlog is gone, so no
+  // phase pays for the one before it.
+  const settled = () => waitFor("milan's EndpointSlice controller to catch up", () => {
+    const svcs = counters[1]!.list().filter((o) => /^(raw|bench)-/.test(o.metadata.namespace ?? "")).length;
+    const made = counters[2]!.list().filter((o) => o.metadata.labels?.["endpointslice.kubernetes.io/managed-by"] === "endpointslice-controller.k8s.io"
+      && /^(raw|bench)-/.test(o.metadata.namespace ?? "")).length;
+    return made >= svcs;
+  }, { timeoutMs: 600_000, intervalMs: 250 });
+
+  const rawPhase = async (r: number): Promise<number> => {
     const rawNs = `raw-${r}`;
-    await remote.create(Resources.namespaces, { metadata: { name: rawNs } });
     const rawBatch = objects(rawNs, true);
-    let t = performance.now();
+    await settled();
+    const t = performance.now();
     await writeAll(remote, rawBatch, workers);
     const rawDone = await arrival(keysOf(rawNs, rawBatch));
     const rawSec = (performance.now() - t) / 1000;
     raw.objects += rawDone; raw.seconds += rawSec;
     row(`round ${r + 1}: raw API writes`, rawDone / rawSec, "objects/s");
+    return rawDone / rawSec;
+  };
 
-    // The objects to reflect, made locally outside the clock; rome's controller adds one slice per Service.
-    const ns = `bench-${r}`;
-    await local.create(Resources.namespaces, { metadata: { name: ns } });
-    await remote.create(Resources.namespaces, { metadata: { name: `${ns}-rome` } });
-    const batch = objects(ns, false);
-    await writeAll(local, batch, workers);
-    const slices = async () => (await local.list(Resources.endpointSlices, { namespace: ns })).items;
-    await waitFor(`${services} EndpointSlices in ${ns}`, async () => (await slices()).length >= services, { timeoutMs: 600_000, intervalMs: 500 });
-    const expected = [...keysOf(`${ns}-rome`, batch), ...(await slices()).map((x) => `${ns}-rome/EndpointSlice/${x.metadata.name}`)];
-
+  const reflectPhase = async (r: number, ns: string, expected: string[]): Promise<number> => {
+    await settled();
     const cpu0 = process.cpuUsage();
     const req0 = engineRemote.stats.requests + engineLocal.stats.requests;
-    t = performance.now();
+    const t = performance.now();
     await engine.addNamespacePair({ localNamespace: ns, remoteNamespace: `${ns}-rome` });
     const done = await arrival(expected);
     const sec = (performance.now() - t) / 1000;
@@ -110,6 +134,28 @@ try {
     refl.cpu += (cpu.user + cpu.system) / 1e6;
     refl.requests += engineRemote.stats.requests + engineLocal.stats.requests - req0;
     row(`round ${r + 1}: reflection`, done / sec, "objects/s");
+    return done / sec;
+  };
+
+  for (let r = 0; r < rounds; r++) {
+    // Untimed set-up of both phases first: the namespaces (a fresh namespace keeps the controllers
+    // busy for a moment) and the objects to reflect, made locally; rome's controller adds one
+    // slice per Service.
+    const ns = `bench-${r}`;
+    await remote.create(Resources.namespaces, { metadata: { name: `raw-${r}` } });
+    await local.create(Resources.namespaces, { metadata: { name: ns } });
+    await remote.create(Resources.namespaces, { metadata: { name: `${ns}-rome` } });
+    const batch = objects(ns, false);
+    await writeAll(local, batch, workers);
+    const slices = async () => (await local.list(Resources.endpointSlices, { namespace: ns })).items;
+    await waitFor(`${services} EndpointSlices in ${ns}`, async () => (await slices()).length >= services, { timeoutMs: 600_000, intervalMs: 500 });
+    const expected = [...keysOf(`${ns}-rome`, batch), ...(await slices()).map((x) => `${ns}-rome/EndpointSlice/${x.metadata.name}`)];
+
+    // The order alternates, so neither phase is always the one after the other's leftovers.
+    let rawRate: number, reflRate: number;
+    if (r % 2 === 0) { rawRate = await rawPhase(r); reflRate = await reflectPhase(r, ns, expected); }
+    else { reflRate = await reflectPhase(r, ns, expected); rawRate = await rawPhase(r); }
+    pairRatios.push(reflRate / rawRate);
   }
   clearInterval(sampler);
 
@@ -120,10 +166,14 @@ try {
   row("objects reflected", `${refl.objects}/${refl.expected}`);
   row("reflection throughput", reflRate, "objects/s");
   row("ratio to raw API writes (target >= 0.8)", reflRate / rawRate, "x");
+  const sorted = pairRatios.slice().sort((a, b) => a - b);
+  const median = sorted.length % 2 ? sorted[sorted.length >> 1]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  row("per-round ratios (reflection / raw of the same round)", pairRatios.map((x) => x.toFixed(2)).join(" "));
+  row("median per-round ratio", median, "x");
   row("engine API requests per reflected object", refl.requests / Math.max(1, refl.objects), "req");
   row("bench process peak RSS (engine + counters)", peakRss / 2 ** 20, "MiB");
   row("CPU-seconds (user+system) while reflecting", refl.cpu, "s");
-  for (const p of engine.plugins()) row(`plugin ${p.name}: calls / instance recycles`, `${p.calls} / ${p.recycles}`);
+  for (const p of engine.plugins()) row(`plugin ${p.name}: runs / memo answers / recycles`, `${p.calls} / ${p.memoHits} / ${p.recycles}`);
   for (const x of engine.reflectors()) row(`reflector ${x.name}: handled / failed`, `${x.handled} / ${x.failed}`);
   // Outcomes say where requests went: apply = a write, unchanged = a write avoided.
   for (const line of (await engine.registry.expose()).split("\n")) if (line.startsWith("liqo_reflection_reconciles_total{")) process.stdout.write(`  ${line}\n`);

@@ -35,6 +35,8 @@ export interface PluginInfo {
   resources: string[];
   calls: number;
   recycles: number;
+  /** Calls answered by the host's decision memo without running the plugin. */
+  memoHits: number;
 }
 
 export interface ReflectorInfo {
@@ -117,7 +119,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
       name: l.plugin.manifest.name, version: l.plugin.manifest.version, trust: l.plugin.trust, source: l.source,
       state: l.plugin.state, quarantineReason: l.plugin.quarantineReason,
       resources: l.plugin.manifest.resources.map((r) => `${r.kind}.${apiVersionOf(r)} (${r.direction})`),
-      calls: s.calls, recycles: s.recycles,
+      calls: s.calls, recycles: s.recycles, memoHits: s.memoHits,
     };
   }
 

@@ -9,11 +9,12 @@ const MANIFEST = `{"abiVersion":1,"name":"configmaps","version":"1.0.0",
     "hostFunctions":[]}`;
 
 function remoteConfigMap(input: Input): Result {
-  const guard = forwardGuards(input);
-  if (guard != null) return guard;
+  // Before the guards: the peer always has its own kube-root-ca.crt, which is not a conflict to report.
   if (input.local.get("metadata").get("name").str() == "kube-root-ca.crt") {
     return Result.skip("kube-root-ca.crt is managed by each cluster and never reflected");
   }
+  const guard = forwardGuards(input);
+  if (guard != null) return guard;
   return Result.apply();
 }
 

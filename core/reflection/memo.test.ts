@@ -1,0 +1,124 @@
+// The decision memo (memo.ts): a call equal in everything the plugin sees to an earlier one is
+// answered without running the plugin; anything the plugin reads that changed (a declared
+// field, the target state, the context, a looked-up object, an IP translation) runs it again.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ensureBuilt } from "../../reflectors/build.ts";
+import { loadBuiltin } from "../../reflectors/index.ts";
+import { configMap, ctx, pod, remotePod, service, serviceAccount } from "../../reflectors/samples.ts";
+import type { CacheLookup, KubeObject } from "./abi.ts";
+import type { ReflectorPlugin } from "./host.ts";
+import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION } from "./abi.ts";
+
+await ensureBuilt(["configmaps", "services", "pods"]);
+
+const version = (obj: KubeObject, rv: string, extra: Partial<KubeObject> = {}): KubeObject => ({ ...obj, ...extra, metadata: { ...obj.metadata, resourceVersion: rv, ...extra.metadata } });
+
+describe("decision memo", () => {
+  let services: ReflectorPlugin;
+  beforeAll(async () => { services = await loadBuiltin("services"); });
+  afterAll(() => services.close());
+
+  test("an update outside the declared fields is answered from the memo, with this version's content", () => {
+    const before = services.stats();
+    const first = services.forwardSync(version(service, "1"), null, ctx);
+    // services declares ["/spec/ports"]: a status or selector change is invisible to it.
+    const changed = version(service, "2", { spec: { ...(service.spec as object), selector: { app: "other" } } });
+    const second = services.forwardSync(changed, null, ctx);
+    const after = services.stats();
+    expect(after.calls - before.calls).toBe(1);
+    expect(after.memoHits - before.memoHits).toBe(1);
+    expect(first.decision).toBe("apply");
+    expect(second.decision).toBe("apply");
+    // The memoized edits are applied to the new object, not a copy of the old answer.
+    expect(second.decision === "apply" && (second.object.spec as any).selector).toEqual({ app: "other" });
+    expect(second.decision === "apply" && (second.object.spec as any).clusterIP).toBeUndefined();
+  });
+
+  test("a change to a declared field runs the plugin", () => {
+    const before = services.stats();
+    const ports = [{ name: "http", port: 8080, nodePort: 30111 }];
+    const d = services.forwardSync(version(service, "3", { spec: { ...(service.spec as object), ports } }), null, ctx);
+    expect(services.stats().calls - before.calls).toBe(1);
+    expect(d.decision === "apply" && (d.object.spec as any).ports).toEqual([{ name: "http", port: 8080 }]);
+  });
+
+  test("a change of target state or context runs the plugin", () => {
+    const obj = version(service, "4");
+    services.forwardSync(obj, null, ctx);
+    const before = services.stats();
+    const foreign: KubeObject = { apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: ctx.remoteNamespace } };
+    expect(services.forwardSync(obj, foreign, ctx).decision).toBe("skip");
+    const owned: KubeObject = { ...foreign, metadata: { ...foreign.metadata, labels: { [LABEL_MANAGED_BY]: MANAGED_BY_REFLECTION, [LABEL_ORIGIN]: ctx.localClusterId } } };
+    expect(services.forwardSync(obj, owned, ctx).decision).toBe("apply");
+    const d = services.forwardSync(obj, null, { ...ctx, remoteNamespace: "elsewhere" });
+    expect(d.decision === "apply" && d.object.metadata?.namespace).toBe("elsewhere");
+    expect(services.stats().calls - before.calls).toBe(3);
+    expect(services.stats().memoHits - before.memoHits).toBe(0);
+  });
+
+  test("the skip annotation is always seen (metadata is always sent)", () => {
+    services.forwardSync(version(service, "5"), null, ctx);
+    const skipped = version(service, "6", { metadata: { ...service.metadata, annotations: { "liqo.io/skip-reflection": "true" } } });
+    expect(services.forwardSync(skipped, null, ctx).decision).toBe("delete");
+  });
+
+  test("memoEntries: 0 runs the plugin every time", async () => {
+    const p = await loadBuiltin("configmaps", { memoEntries: 0 });
+    try {
+      for (let i = 0; i < 3; i++) p.forwardSync(configMap, null, ctx);
+      expect(p.stats().calls).toBe(3);
+      expect(p.stats().memoHits).toBe(0);
+    } finally {
+      await p.close();
+    }
+  });
+
+  test("a closed plugin answers nothing from the memo", async () => {
+    const p = await loadBuiltin("configmaps");
+    p.forwardSync(configMap, null, ctx);
+    await p.close();
+    expect(() => p.forwardSync(configMap, null, ctx)).toThrow(/closed/);
+  });
+});
+
+describe("decision memo: host-function answers are inputs too", () => {
+  test("a look-up that finds something else (or a newer version) runs the plugin again", async () => {
+    let sa: KubeObject | null = null;
+    const lookup: CacheLookup = (req) => (req.kind === "ServiceAccount" && req.name === "builder" ? sa : null);
+    const p = await loadBuiltin("pods", { lookup });
+    try {
+      const local = version(pod, "10");
+      expect(p.forwardSync(local, null, ctx).decision).toBe("skip"); // no token secret yet
+      sa = serviceAccount;
+      expect(p.forwardSync(local, null, ctx).decision).toBe("apply");
+      const calls = p.stats().calls;
+      expect(p.forwardSync(local, null, ctx).decision).toBe("apply");
+      expect(p.stats().calls).toBe(calls); // nothing changed: memo
+      sa = { ...serviceAccount, metadata: { ...serviceAccount.metadata, resourceVersion: "5121" }, secrets: [{ name: "builder-token-new" }] };
+      const d = p.forwardSync(local, null, ctx);
+      expect(p.stats().calls).toBe(calls + 1);
+      expect(JSON.stringify(d)).toContain("builder-token-new");
+    } finally {
+      await p.close();
+    }
+  });
+
+  test("a remapped IP translation runs the plugin again", async () => {
+    let prefix = "10.123.";
+    const p = await loadBuiltin("pods", { translateIp: (ip) => ip.replace(/^10\.250\./, prefix) });
+    try {
+      const remote = version(remotePod, "20");
+      const a = p.backwardSync(remote, pod, { ...ctx, remoteRestarts: 0 });
+      expect(a.decision === "apply" && (a.object.status as any).podIP).toBe("10.123.3.4");
+      const calls = p.stats().calls;
+      p.backwardSync(remote, pod, { ...ctx, remoteRestarts: 0 });
+      expect(p.stats().calls).toBe(calls);
+      prefix = "10.124.";
+      const b = p.backwardSync(remote, pod, { ...ctx, remoteRestarts: 0 });
+      expect(p.stats().calls).toBe(calls + 1);
+      expect(b.decision === "apply" && (b.object.status as any).podIP).toBe("10.124.3.4");
+    } finally {
+      await p.close();
+    }
+  });
+});

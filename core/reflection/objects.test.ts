@@ -1,0 +1,56 @@
+// applyEdits: the host's side of an "edits" answer. Cached source objects are never changed,
+// removals build copies (no delete), and edits apply in order.
+import { describe, expect, test } from "bun:test";
+import type { Edit, KubeObject } from "./abi.ts";
+import { applyEdits, baseCopy } from "./objects.ts";
+
+const source = (): KubeObject => ({
+  apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "a", labels: { app: "web" } },
+  spec: { clusterIP: "10.0.0.1", clusterIPs: ["10.0.0.1"], type: "ClusterIP", ports: [{ port: 80, nodePort: 30080 }, { port: 443, nodePort: 30443 }] },
+  status: { loadBalancer: {} },
+});
+
+describe("applyEdits", () => {
+  test("several removals from one object in a row", () => {
+    const src = source();
+    const out = applyEdits(baseCopy(src, "b", "home", false), [["/spec/clusterIP"], ["/spec/missing"], ["/spec/clusterIPs"]]);
+    expect(out.spec).toEqual({ type: "ClusterIP", ports: [{ port: 80, nodePort: 30080 }, { port: 443, nodePort: 30443 }] });
+    expect((src.spec as any).clusterIP).toBe("10.0.0.1"); // the cached object is untouched
+  });
+
+  test("removals inside array members, and of array members, in order", () => {
+    const src = source();
+    const out = applyEdits(baseCopy(src, "b", "home", false), [["/spec/ports/0/nodePort"], ["/spec/ports/1/nodePort"], ["/spec/ports/0"]]);
+    expect((out.spec as any).ports).toEqual([{ port: 443 }]);
+    expect((src.spec as any).ports[0].nodePort).toBe(30080);
+  });
+
+  test("a top-level removal answers a new root; the base keeps its members", () => {
+    const base = baseCopy(source(), "b", "home", true);
+    const out = applyEdits(base, [["/status"]]);
+    expect(out).not.toHaveProperty("status");
+    expect(out.metadata?.namespace).toBe("b");
+    expect(base).toHaveProperty("status");
+  });
+
+  test("a set after a removal, under a missing parent, and on a label with an escaped key", () => {
+    const src = source();
+    const edits: Edit[] = [["/spec/clusterIP"], ["/spec/externalName", "x.example.com"], ["/spec/new/deep", 1], ["/metadata/labels/liqo.io~1x", "y"]];
+    const out = applyEdits(baseCopy(src, "b", "home", false), edits);
+    expect(out.spec).toMatchObject({ externalName: "x.example.com", new: { deep: 1 } });
+    expect(out.spec).not.toHaveProperty("clusterIP");
+    expect(out.metadata?.labels?.["liqo.io/x"]).toBe("y");
+    expect(src.metadata?.labels).toEqual({ app: "web" });
+  });
+
+  test("removing an absent path, or under a missing parent, changes nothing", () => {
+    const base = baseCopy(source(), "b", "home", false);
+    const out = applyEdits(base, [["/spec/nothing"], ["/nothing/here"]]);
+    expect(out).toBe(base);
+    expect(out.spec).toEqual(source().spec);
+  });
+
+  test("a malformed array index is refused with the path", () => {
+    expect(() => applyEdits(baseCopy(source(), "b", "home", false), [["/spec/ports/x", 1]])).toThrow(/\/spec\/ports\/x/);
+  });
+});
