@@ -11,6 +11,7 @@ const flagWords = (n: CommandNode) => [...n.flags.map((f) => `--${f.name}`), "--
 const words = (n: CommandNode) => [...n.subCommands.map((s) => s.path.at(-1)!), ...flagWords(n)];
 const valueFlags = (root: CommandNode) =>
   [...new Set(allCommands(root).flatMap((n) => n.flags.filter((f) => f.type !== "boolean").flatMap((f) => [`--${f.name}`, ...f.alias.map((a) => (a.length === 1 ? `-${a}` : `--${a}`))])))];
+const pathFlag = (name: string) => /(^|-)(kubeconfig|path|dir|file)$/.test(name);
 const sq = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
 
 export function bashCompletion(root: CommandNode, names: string[]): string {
@@ -65,7 +66,8 @@ export function fishCompletion(root: CommandNode, names: string[]): string {
       const cond = `'test (${fn}) = "${key(n)}"'`;
       for (const s of n.subCommands) lines.push(`complete -c ${name} -f -n ${cond} -a ${sq(s.path.at(-1)!)} -d ${sq(s.description)}`);
       for (const f of n.flags) {
-        const values = f.options?.length ? ` -xa ${sq(f.options.join(" "))}` : f.type === "boolean" ? "" : " -r";
+        // A value flag offers file names only when it takes a path; otherwise fish would list files.
+        const values = f.options?.length ? ` -xa ${sq(f.options.join(" "))}` : f.type === "boolean" ? "" : pathFlag(f.name) ? " -rF" : " -x";
         lines.push(`complete -c ${name} -n ${cond} -l ${f.name}${values} -d ${sq(f.description)}`);
       }
     }

@@ -1,17 +1,19 @@
 #!/usr/bin/env bun
-// liqoctl: the only place that reads process.argv or calls process.exit. Commands load lazily.
+// liqoctl: the only place that reads process.argv or calls process.exit. Commands load lazily, and
+// so does citty itself (through run.ts): `liqoctl version --client` is answered without it.
 import { basename } from "node:path";
-import { defineCommand, type CommandDef } from "citty";
+import type { CommandDef } from "citty";
 import { setRootCommand } from "./root.ts";
-import { runCli } from "./run.ts";
-import { liqoVersion } from "./version.ts";
+import { clientVersionFastPath, clientVersionOutput, liqoVersion } from "./version.ts";
 
 const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load().then((m) => m.default);
 
 /** kubectl runs plugins found on PATH as kubectl-liqo: help then speaks of `kubectl liqo`. */
 const asKubectlPlugin = [process.argv0, process.execPath, process.argv[1] ?? ""].some((p) => basename(p).startsWith("kubectl-liqo"));
 
-export const main = defineCommand({
+// A plain object rather than citty's defineCommand (an identity function), so that importing
+// this module does not load citty.
+export const main: CommandDef<any> = {
   meta: { name: asKubectlPlugin ? "kubectl liqo" : "liqoctl", version: liqoVersion, description: "Manage liqo (on Bun): peer clusters, offload namespaces, inspect reflection" },
   subCommands: {
     version: lazy(() => import("./commands/version.ts")),
@@ -27,8 +29,17 @@ export const main = defineCommand({
     completion: lazy(() => import("./commands/completion.ts")),
     docs: lazy(() => import("./commands/docs.ts")),
   },
-});
+};
 
 setRootCommand(main);
 
-if (import.meta.main) process.exit(await runCli(main, process.argv.slice(2)));
+if (import.meta.main) {
+  const argv = process.argv.slice(2);
+  const fast = clientVersionFastPath(argv);
+  if (fast) {
+    console.log(clientVersionOutput(fast));
+    process.exit(0);
+  }
+  const { runCli } = await import("./run.ts");
+  process.exit(await runCli(main, argv));
+}

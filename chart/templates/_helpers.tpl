@@ -130,3 +130,13 @@ https://{{ $first.hostname | default $first.ip }}:443
 {{- end -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+Replicas of a role's Deployment: its configured count, or 0 when roles.runInCluster is false (the
+roles then run as processes outside the cluster; the Deployments stay, scaled to zero, so
+`kubectl get deploy -n liqo` still lists every role). Call with (list $ .Values.auth.replicas).
+*/}}
+{{- define "liqo.replicas" -}}
+{{- $root := index . 0 -}}
+{{- ternary (index . 1) 0 $root.Values.roles.runInCluster -}}
+{{- end }}

@@ -3,7 +3,7 @@
 import { defineCommand } from "citty";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { CliError } from "../errors.ts";
-import { liqoVersion } from "../version.ts";
+import { clientVersion, clientVersionOutput } from "../version.ts";
 
 export interface ServerVersion { installed: boolean; version?: string; clusterId?: string; clusterName?: string; components?: string[] }
 
@@ -38,13 +38,13 @@ export default defineCommand({
   async run({ args }) {
     const output = args.output ?? "text";
     if (output !== "text" && output !== "json") throw new CliError(`--output ${output}: use text or json`);
-    const client = { version: liqoVersion, runtime: `bun ${Bun.version}`, platform: `${process.platform}/${process.arch}` };
+    // The same output as cli/version.ts's fast path for `version --client` (cli/main.ts).
     const server = args.client ? undefined : await serverVersion({ kubeconfig: args.kubeconfig, context: args.context, namespace: args.namespace });
     if (output === "json") {
-      console.log(JSON.stringify({ client, ...(server ? { server } : {}) }, null, 2));
+      console.log(JSON.stringify({ client: clientVersion(), ...(server ? { server } : {}) }, null, 2));
       return;
     }
-    console.log(`Client version: ${client.version} (${client.runtime}, ${client.platform})`);
+    console.log(clientVersionOutput("text"));
     if (!server) return;
     if (!server.installed) console.log(`Server version: not installed (no liqo in namespace ${args.namespace}; liqoctl install --help)`);
     else console.log(`Server version: ${server.version} (cluster ${server.clusterName ?? "?"}, id ${server.clusterId ?? "?"})`);

@@ -15,6 +15,7 @@ import { liqo } from "../../cli/liqo.ts";
 import { unknownFlags } from "../../cli/run.ts";
 import { allCommands, commandTree, type CommandNode } from "../../cli/tree.ts";
 import { docFileName } from "../../cli/docs.ts";
+import { clientVersionFastPath } from "../../cli/version.ts";
 import { findHelm } from "../../cli/install/helm.ts";
 import { staleCrdFiles } from "../../scripts/chart-crds.ts";
 import { buildLiqoctl, hostTarget, linkKubectlPlugin } from "../../scripts/build-liqoctl.ts";
@@ -109,6 +110,24 @@ describe("help and flag validation of every command", () => {
   });
 });
 
+describe("version --client without citty", () => {
+  test("the fast path takes exactly version --client with a valid --output, and answers as citty does", async () => {
+    expect(clientVersionFastPath(["version", "--client"])).toBe("text");
+    expect(clientVersionFastPath(["version", "-o", "json", "--client"])).toBe("json");
+    expect(clientVersionFastPath(["version", "--client", "--output=json"])).toBe("json");
+    for (const argv of [["version"], ["version", "--client", "-o", "xml"], ["version", "--client", "--help"], ["version", "--client", "--bogus"], ["status", "--client"], ["version", "--client", "-o"]]) {
+      expect({ argv, fast: clientVersionFastPath(argv) }).toEqual({ argv, fast: undefined });
+    }
+    for (const o of ["text", "json"]) {
+      const fast = await liqoctl(["version", "--client", "-o", o]);
+      const citty = await liqoctl(["version", "--client", "-o", o, "--namespace", "liqo"]); // an extra flag: the citty path
+      expect(fast).toEqual(citty);
+      expect(fast.code).toBe(0);
+    }
+    expect((await liqoctl(["version", "--client", "-o", "xml"])).stderr).toContain("--output xml: use text or json");
+  });
+});
+
 describe("completion", () => {
   test("the bash script loads in bash and completes commands, subcommands and flags", async () => {
     const script = (await liqoctl(["completion", "bash"])).stdout;
@@ -134,11 +153,82 @@ describe("completion", () => {
     ]);
   });
 
-  // zsh, fish and PowerShell are not installed here: check the scripts name every command path.
-  test.each(["zsh", "fish", "powershell"])("the %s script covers every command", async (shell) => {
-    const r = await liqoctl(["completion", shell]);
+  // A real zsh: compinit, the generated script (through bashcompinit), and zpty driving an
+  // interactive shell that presses Tab; compadd is wrapped to print the matches zsh would offer.
+  const zshDriver = `zmodload zsh/zpty
+zpty z 'zsh -f -i'
+zpty -w z "PS1='> '; autoload -U compinit && compinit -u -D && source \${(q)1}"
+zpty -w z 'compadd() { if [[ " $* " == *" -"[AOD]" "* ]]; then builtin compadd "$@"; return; fi; local -a h; builtin compadd -A h "$@"; (( $#h )) && print -rl -- \${h/#/MATCH:}; builtin compadd "$@"; }'
+zpty -w z 'print SETUP-DONE'
+zpty -r z out '*SETUP-DONE*SETUP-DONE*' || exit 3
+shift; integer n=0
+for line in "$@"; do
+  (( n++ )); zpty -w -n z "$line"$'\\t'; zpty -w -n z $'\\C-u'; zpty -w z "print PROBE-END-$n"
+  zpty -r z out "*PROBE-END-$n*PROBE-END-$n*"
+  print -r -- "PROBE $n"; print -rl -- \${(M)\${(f)out//$'\\r'/}:#*MATCH:*} | sed 's/.*MATCH://' | sort -u
+done
+zpty -d z
+`;
+
+  async function zshComplete(script: string, lines: string[]): Promise<string[][]> {
+    await Bun.write(join(tmp, "zsh-driver.zsh"), zshDriver);
+    const r = await run(["timeout", "60", "zsh", "-f", join(tmp, "zsh-driver.zsh"), script, ...lines]);
+    expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    for (const n of allCommands(tree).filter((c) => c.path.length)) expect(r.stdout).toContain(`/${n.path.join("/")}`);
+    return r.stdout.split(/^PROBE \d+\n/m).slice(1).map((block) => block.split("\n").filter(Boolean));
+  }
+
+  test("the zsh script loads in a real zsh (compinit) and Tab completes commands, subcommands and flags", async () => {
+    const path = join(tmp, "_liqoctl");
+    await Bun.write(path, (await liqoctl(["completion", "zsh"])).stdout);
+    const got = await zshComplete(path, ["liqoctl un", "liqoctl install ", "kubectl-liqo offload namespace demo --pod-", "liqoctl uninstall --p", "liqoctl nosuch"]);
+    expect(got).toEqual([
+      ["uninstall", "unoffload", "unpeer"],
+      ["--help", "aks", "eks", "generic", "gke", "k3s", "kind", "kubeadm", "openshift"],
+      ["--pod-offloading-strategy"],
+      ["--purge"],
+      [],
+    ]);
+  }, 90_000);
+
+  test("the harness sees nothing without the script (it can fail)", async () => {
+    const path = join(tmp, "_empty");
+    await Bun.write(path, "# no completion\n");
+    expect(await zshComplete(path, ["liqoctl un"])).toEqual([[]]);
+  }, 90_000);
+
+  test("the fish script loads in a real fish and complete -C offers subcommands, flags and no files for plain values", async () => {
+    const path = join(tmp, "liqoctl.fish");
+    await Bun.write(path, (await liqoctl(["completion", "fish"])).stdout);
+    const probes = ["liqoctl off", "liqoctl install ", "liqoctl offload namespace demo --pod-", "kubectl-liqo uninstall --p", "liqoctl offload namespace demo --pod-offloading-strategy "];
+    const r = await run(["fish", "--no-config", "-c", [`source ${path}`, ...probes.map((p, i) => `echo PROBE ${i}; complete -C '${p}'`)].join("; ")], { env: { HOME: tmp } });
+    expect(r.stderr).toBe("");
+    const blocks = r.stdout.split(/^PROBE \d+\n/m).slice(1).map((b) => b.split("\n").filter(Boolean).map((l) => l.split("\t")[0]));
+    expect(blocks).toEqual([
+      ["offload"],
+      ["aks", "eks", "generic", "gke", "k3s", "kind", "kubeadm", "openshift"],
+      ["--pod-offloading-strategy"],
+      ["--purge"],
+      [],
+    ]);
+    const kube = await run(["fish", "--no-config", "-c", `source ${path}; complete -C 'liqoctl status --kubeconfig ${join(repoRoot, "packa")}'`]);
+    expect(kube.stdout).toContain("package.json");
+  });
+
+  // PowerShell is not installable here (no Microsoft package repository): its script is checked
+  // only structurally, quotes and brackets balanced and every command path in the table.
+  test("the powershell script covers every command and its quotes and brackets balance", async () => {
+    const r = await liqoctl(["completion", "powershell"]);
+    expect(r.code).toBe(0);
+    for (const n of allCommands(tree).filter((c) => c.path.length)) expect(r.stdout).toContain(`'/${n.path.join("/")}' = @(`);
+    const code = r.stdout.replace(/'(?:[^']|'')*'/g, "''").replace(/"(?:[^"`]|`.)*"/g, '""').replace(/#.*$/gm, "");
+    const stack: string[] = [];
+    for (const ch of code) {
+      if ("{([".includes(ch)) stack.push(ch);
+      else if ("})]".includes(ch)) expect({ ch, open: stack.pop() }).toEqual({ ch, open: { "}": "{", ")": "(", "]": "[" }[ch] });
+    }
+    expect(stack).toEqual([]);
+    expect(code.replace(/''|""/g, "")).not.toMatch(/['"]/); // no string left open
   });
 });
 
@@ -195,6 +285,34 @@ describe("chart", () => {
       expect({ workload: w.metadata.name, unknown: await unknownFlags(roleDef, args.slice(1)) }).toEqual({ workload: w.metadata.name, unknown: [] });
       const missing = role!.flags.filter((f) => f.required && !args.includes(`--${f.name}`)).map((f) => f.name);
       expect({ workload: w.metadata.name, missing }).toEqual({ workload: w.metadata.name, missing: [] });
+    }
+  });
+
+  test("roles.runInCluster=false: Deployments at zero, no route DaemonSet, the webhook called at roles.external.webhookUrl with 127.0.0.1 in the certificates", async () => {
+    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, "--set", "roles.runInCluster=false",
+      "--set", "roles.external.webhookUrl=https://127.0.0.1:9443", "--set", "roles.external.ips={127.0.0.1}"]);
+    expect(rendered.stderr).toBe("");
+    const docs = rendered.stdout.split(/^---$/m).map((d) => Bun.YAML.parse(d) as any).filter(Boolean);
+    const replicas = docs.filter((d) => d.kind === "Deployment").map((d) => [d.metadata.name, d.spec.replicas]);
+    expect(replicas.sort()).toEqual(["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook"].map((n) => [n, 0]));
+    expect(docs.filter((d) => d.kind === "DaemonSet")).toEqual([]);
+    expect(docs.filter((d) => d.kind === "ServiceAccount").length).toBe(6);
+    const webhook = docs.find((d) => d.kind === "MutatingWebhookConfiguration");
+    expect(webhook.webhooks[0].clientConfig.url).toBe("https://127.0.0.1:9443/mutate/pods");
+    expect(webhook.webhooks[0].clientConfig.service).toBeUndefined();
+    const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name === "liqo-webhook-tls");
+    const text = (await run(["openssl", "x509", "-noout", "-ext", "subjectAltName"], { stdin: Buffer.from(secret.data["tls.crt"], "base64").toString() })).stdout;
+    expect(text).toContain("IP Address:127.0.0.1");
+  });
+
+  test("roles.external values are checked: a URL without https, a host name as IP, a webhook URL for in-cluster roles", async () => {
+    for (const [set, message] of [
+      ["roles.external.webhookUrl=http://127.0.0.1:9443", "/roles/external/webhookUrl"],
+      ["roles.external.ips={localhost}", "/roles/external/ips/0"],
+      ["roles.external.webhookUrl=https://127.0.0.1:9443", "roles.external.webhookUrl is for a webhook run outside the cluster: set roles.runInCluster=false too"],
+    ]) {
+      const r = await run([helm, "template", join(repoRoot, "chart"), ...chartSets, "--set", set!]);
+      expect({ set, code: r.code, named: r.stderr.includes(message!) }).toEqual({ set, code: 1, named: true });
     }
   });
 

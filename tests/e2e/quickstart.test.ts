@@ -1,18 +1,24 @@
-// The quick start, end to end, as the README's main command runs it: liqo's roles as processes,
-// a namespace offloaded with liqoctl, a pod on the virtual node running in the provider.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+// The quick start, end to end, as the README's main command runs it: liqo installed with liqoctl
+// and the chart (Helm), liqo's roles as local processes under the chart's ServiceAccounts, a
+// namespace offloaded with liqoctl, a pod on the virtual node running in the provider.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { ShadowPodResource } from "../../core/apis/index.ts";
+import { findHelm } from "../../cli/install/helm.ts";
+import { createKubeClient } from "../../core/kube/client.ts";
+import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { runQuickstart, show, type Quickstart } from "../quickstart/quickstart.ts";
-import { reapOrphanRigs, rigDown } from "../rig/rig.ts";
+import { loadRig, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { inCidr } from "../support/cidr.ts";
 import { waitFor } from "../support/wait.ts";
 
 let q: Quickstart;
 let dir: string;
+const Deployments = Resources.deployments;
 type Pod = KubeObject & { spec: { nodeName?: string }; status?: { phase?: string; podIP?: string } };
 
 beforeAll(async () => {
@@ -90,3 +96,42 @@ test("liqoctl unoffload namespace removes the twin namespace from milan", async 
     return !ns || !!ns.metadata.deletionTimestamp;
   }, { timeoutMs: 120_000 });
 }, 180_000);
+
+describe("liqo as the chart installed it", () => {
+  test.each(["rome", "milan"])("%s: helm lists the liqo release, deployed, its Deployments scaled to zero", async (cluster) => {
+    const proc = Bun.spawn([findHelm(), "list", "-n", "liqo", "--output", "json", `--kubeconfig=${q.kubeconfig(cluster)}`], { stdout: "pipe", stderr: "pipe" });
+    const releases = JSON.parse(await new Response(proc.stdout).text()) as { name: string; status: string; chart: string }[];
+    expect(releases.map((r) => [r.name, r.status])).toEqual([["liqo", "deployed"]]);
+    const client = cluster === "rome" ? q.rome : q.milan;
+    const deployments = (await client.list<KubeObject & { spec: { replicas: number } }>(Deployments, { namespace: "liqo" })).items;
+    expect(deployments.map((d) => [d.metadata.name, d.spec.replicas]).sort()).toEqual(
+      ["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook"].map((n) => [n, 0]));
+  });
+
+  test("each local role runs with its ServiceAccount's kubeconfig, and the API server sees that ServiceAccount", async () => {
+    const processes = loadRig(dir)?.extras ?? [];
+    const expected = { "milan/auth": "liqo-auth", "milan/controller-manager": "liqo-controller-manager", "rome/controller-manager": "liqo-controller-manager", "rome/webhook": "liqo-webhook" };
+    for (const [name, sa] of Object.entries(expected)) {
+      const p = processes.find((x) => x.name === name);
+      expect(p).toBeDefined();
+      const cmdline = readFileSync(`/proc/${p!.pid}/cmdline`, "utf8").split("\0");
+      const [cluster, role] = name.split("/") as ["rome" | "milan", string];
+      const kubeconfig = q.installed[cluster].kubeconfigs[role]!;
+      expect(cmdline).toContain(`--kubeconfig=${kubeconfig}`);
+      const review = await createKubeClient({ kubeconfig }).request<{ status: { userInfo: { username: string } } }>("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+      });
+      expect(review.status.userInfo.username).toBe(`system:serviceaccount:liqo:${sa}`);
+    }
+  });
+
+  test("the chart's RBAC bounds them: the webhook may not read Secrets, the controller manager may not write RBAC", async () => {
+    const cm = createKubeClient({ kubeconfig: q.installed.rome.kubeconfigs["controller-manager"]! });
+    const webhook = createKubeClient({ kubeconfig: q.installed.rome.kubeconfigs.webhook! });
+    const denied = async (what: Promise<unknown>) => what.then(() => 0, (err) => (err instanceof KubeApiError ? err.status : -1));
+    expect(await denied(webhook.list(Resources.secrets, { namespace: "kube-system" }))).toBe(403);
+    expect(await denied(cm.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", { body: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "quickstart-escalation" }, rules: [] } }))).toBe(403);
+    // ...while what its controllers need is allowed (ShadowPods, cluster-wide).
+    expect((await cm.list(ShadowPodResource)).items).toBeArray();
+  });
+});

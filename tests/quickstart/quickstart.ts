@@ -1,20 +1,20 @@
-// Liqo's quick start, locally: two rig clusters (rome and milan), liqo's roles started as local
-// processes, milan's resources offered to rome as the virtual node liqo-milan, the liqo-demo
-// namespace offloaded with liqoctl, and the hello-world app with one pod on the virtual node.
+// Liqo's quick start, locally: two rig clusters (rome and milan), liqo installed on both with
+// liqoctl and the chart (its in-cluster Deployments scaled to zero), liqo's roles started as local
+// processes under the chart's ServiceAccounts, milan's resources offered to rome as the virtual
+// node liqo-milan, the liqo-demo namespace offloaded with liqoctl, and the hello-world app with
+// one pod on the virtual node.
 //
 // Peering is Liqo's out-of-band flow: `liqoctl generate peer-command` on milan, the printed command
 // run on rome; rome's controller manager then authenticates, negotiates and runs the virtual
 // kubelet for liqo-milan in-process.
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { installCrds } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { ensureClusterIdentity } from "../../core/peering/identity.ts";
 import { freePort } from "../rig/ports.ts";
-import { serverExt, sign } from "../rig/pki.ts";
 import { RigError } from "../rig/errors.ts";
 import { rigUp, type Rig } from "../rig/rig.ts";
+import { findHelm } from "../../cli/install/helm.ts";
+import { authTls, clusterCa, installLiqo, kubeletTls, liqoctl, LIQO_NAMESPACE, run, webhookTls, type InstalledCluster } from "./install.ts";
 import { startRole } from "./roles.ts";
 
 export interface QuickstartOptions {
@@ -29,13 +29,8 @@ export interface Quickstart {
   milan: KubeClient;
   kubectl: string;
   kubeconfig: (cluster: string) => string;
-}
-
-async function run(cmd: string[], what: string): Promise<string> {
-  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  if ((await proc.exited) !== 0) throw new RigError(`${what} failed (exit ${proc.exitCode}):\n${err || out}`);
-  return out + err;
+  /** What liqoctl install left on each cluster for the local roles (their ServiceAccount kubeconfigs). */
+  installed: Record<"rome" | "milan", InstalledCluster>;
 }
 
 export async function runQuickstart(options: QuickstartOptions = {}): Promise<Quickstart> {
@@ -48,34 +43,31 @@ export async function runQuickstart(options: QuickstartOptions = {}): Promise<Qu
   const kubectl = join(rig.bin, "kubectl");
   const kubeconfig = (c: string) => join(rig.kubeconfigDir, `${c}.kubeconfig`);
 
-  say("installing liqo: CRDs and cluster identities");
-  await Promise.all([installCrds(rome), installCrds(milan)]);
-  const romeId = await ensureClusterIdentity(rome, { clusterName: "rome", clusterLabels: { "topology.liqo.io/region": "center" } });
-  const milanId = await ensureClusterIdentity(milan, { clusterName: "milan", clusterLabels: { "topology.liqo.io/region": "north" } });
-
-  // Certificates from each cluster's CA for 127.0.0.1: milan's auth service, rome's in-process
-  // virtual kubelets (the kubelet API) and rome's webhook.
-  const certs = join(rig.dir, "liqo-certs");
-  mkdirSync(certs, { recursive: true });
-  const authCert = sign(certs, milanC.pki.ca, "auth-milan", "/CN=liqo-auth-milan", serverExt(["IP:127.0.0.1"]));
-  const kubeletCert = sign(certs, romeC.pki.ca, "virtual-kubelet", "/CN=liqo-virtual-kubelet-rome", serverExt(["IP:127.0.0.1"]));
-  const webhookCert = sign(certs, romeC.pki.ca, "webhook", "/CN=liqo-webhook", serverExt(["IP:127.0.0.1"]));
-
-  say("starting liqo's roles as local processes: milan's auth service and controller manager, rome's controller manager and webhook");
+  // The ports the local roles will listen on are chosen first: the chart registers the webhook's URL.
   const authPort = await freePort();
-  await startRole(rig, "milan/auth", ["auth", `--kubeconfig=${milanC.kubeconfig}`, `--tls-cert-file=${authCert.cert}`, `--tls-key-file=${authCert.key}`,
-    `--address=127.0.0.1:${authPort}`, `--advertise-url=https://127.0.0.1:${authPort}`]);
-  await startRole(rig, "milan/controller-manager", ["controller-manager", `--kubeconfig=${milanC.kubeconfig}`, `--cluster-id=${milanId.clusterId}`,
-    "--cluster-name=milan", "--controllers=shadowpod,resourcerequest"]);
-  await startRole(rig, "rome/controller-manager", ["controller-manager", `--kubeconfig=${romeC.kubeconfig}`, `--cluster-id=${romeId.clusterId}`,
-    "--cluster-name=rome", "--controllers=namespaceoffloading,foreigncluster", "--kubelet-address=127.0.0.1",
-    `--kubelet-cert-file=${kubeletCert.cert}`, `--kubelet-key-file=${kubeletCert.key}`, `--kubelet-client-ca-file=${romeC.pki.ca.cert}`]);
   const webhookPort = await freePort();
-  await startRole(rig, "rome/webhook", ["webhook", `--kubeconfig=${romeC.kubeconfig}`, `--tls-cert-file=${webhookCert.cert}`, `--tls-key-file=${webhookCert.key}`,
-    `--ca-file=${romeC.pki.ca.cert}`, `--address=127.0.0.1:${webhookPort}`, `--register-url=https://127.0.0.1:${webhookPort}`]);
+  say("installing liqo with liqoctl install generic (Helm, the chart with roles.runInCluster=false: CRDs, RBAC, ServiceAccounts, certificates, identity, webhook configuration)");
+  const [romeI, milanI] = await Promise.all([
+    installLiqo(rig, romeC, rome, { labels: "topology.liqo.io/region=center", webhookUrl: `https://127.0.0.1:${webhookPort}` }),
+    installLiqo(rig, milanC, milan, { labels: "topology.liqo.io/region=north" }),
+  ]);
+
+  // Each process runs as its role's ServiceAccount (a token from the TokenRequest API), with the
+  // serving certificates the chart generated (their SANs include 127.0.0.1).
+  say("starting liqo's roles as local processes under the chart's ServiceAccounts: milan's auth service and controller manager, rome's controller manager and webhook");
+  const [authCert, kubeletCert, webhookCert, romeCa] = await Promise.all([authTls(milan, milanI), kubeletTls(rome, romeI), webhookTls(rome, romeI), clusterCa(rome, romeI)]);
+  await startRole(rig, "milan/auth", ["auth", `--kubeconfig=${milanI.kubeconfigs.auth}`, `--tls-cert-file=${authCert.cert}`, `--tls-key-file=${authCert.key}`,
+    `--address=127.0.0.1:${authPort}`, `--advertise-url=https://127.0.0.1:${authPort}`]);
+  await startRole(rig, "milan/controller-manager", ["controller-manager", `--kubeconfig=${milanI.kubeconfigs["controller-manager"]}`, `--cluster-id=${milanI.identity.clusterId}`,
+    `--cluster-name=${milanI.identity.clusterName}`, "--controllers=shadowpod,resourcerequest"]);
+  await startRole(rig, "rome/controller-manager", ["controller-manager", `--kubeconfig=${romeI.kubeconfigs["controller-manager"]}`, `--cluster-id=${romeI.identity.clusterId}`,
+    `--cluster-name=${romeI.identity.clusterName}`, "--controllers=namespaceoffloading,foreigncluster", "--kubelet-address=127.0.0.1",
+    `--kubelet-cert-file=${kubeletCert.cert}`, `--kubelet-key-file=${kubeletCert.key}`, `--kubelet-client-ca-file=${romeCa}`]);
+  // No --ca-file: the chart registered the webhook (at roles.external.webhookUrl), not the process.
+  await startRole(rig, "rome/webhook", ["webhook", `--kubeconfig=${romeI.kubeconfigs.webhook}`, `--tls-cert-file=${webhookCert.cert}`, `--tls-key-file=${webhookCert.key}`,
+    `--address=127.0.0.1:${webhookPort}`]);
 
   say("peering: liqoctl generate peer-command on milan, the printed command run on rome");
-  const liqoctl = [process.execPath, join(import.meta.dir, "../../cli/main.ts")];
   const printed = await run([...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${milanC.kubeconfig}`], "liqoctl generate peer-command (milan)");
   const generated = printed.split("\n").map((l) => l.trim()).find((l) => l.startsWith("liqoctl peer out-of-band "));
   if (!generated) throw new RigError(`liqoctl generate peer-command printed no peer command: ${printed}`);
@@ -85,7 +77,7 @@ export async function runQuickstart(options: QuickstartOptions = {}): Promise<Qu
 
   say("offloading namespace liqo-demo: liqoctl offload namespace liqo-demo");
   await rome.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });
-  await run([process.execPath, join(import.meta.dir, "../../cli/main.ts"), "offload", "namespace", "liqo-demo", `--kubeconfig=${romeC.kubeconfig}`], "liqoctl offload namespace liqo-demo");
+  await run([...liqoctl, "offload", "namespace", "liqo-demo", `--kubeconfig=${romeC.kubeconfig}`], "liqoctl offload namespace liqo-demo");
 
   say("deploying the hello-world app");
   await run([kubectl, `--kubeconfig=${romeC.kubeconfig}`, "apply", "-n", "liqo-demo", "-f", join(import.meta.dir, "hello-world.yaml")], "kubectl apply hello-world");
@@ -96,12 +88,15 @@ export async function runQuickstart(options: QuickstartOptions = {}): Promise<Qu
     if (Date.now() > deadline) throw new RigError(`the hello-world pods did not run within 180s: ${pods.map((p) => `${p.metadata.name}=${p.status?.phase}`).join(", ")}; see the logs in ${join(rig.dir, "logs")}`);
     await Bun.sleep(500);
   }
-  return { rig, rome, milan, kubectl, kubeconfig };
+  return { rig, rome, milan, kubectl, kubeconfig, installed: { rome: romeI, milan: milanI } };
 }
 
 export async function show(q: Quickstart): Promise<string> {
   const k = (cluster: string, ...args: string[]) => run([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], `kubectl ${args.join(" ")}`);
+  const helm = (cluster: string) => run([findHelm(), "list", "-n", LIQO_NAMESPACE, `--kubeconfig=${q.kubeconfig(cluster)}`], "helm list");
   const sections = [
+    ["$ helm list -n liqo   (rome)", await helm("rome")],
+    ["$ helm list -n liqo   (milan)", await helm("milan")],
     ["$ kubectl get foreignclusters   (rome)", await k("rome", "get", "foreignclusters")],
     ["$ kubectl get nodes   (rome)", await k("rome", "get", "nodes")],
     ["$ kubectl get pods -n liqo-demo -o wide   (rome)", await k("rome", "get", "pods", "-n", "liqo-demo", "-o", "wide")],

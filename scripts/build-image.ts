@@ -1,0 +1,166 @@
+// `bun run build:image`: the liqo image as an OCI archive (dist/liqo-image.oci.tar), without a
+// container engine. It builds what the Dockerfile describes, from the same sources:
+//   layer 1  Debian bookworm (debootstrap --variant=minbase) + the packages the Dockerfile's
+//            runtime stage apt-get installs; cached under ~/.cache/liqo-bun/image/
+//   layer 2  Bun at /usr/local/bin/bun, the binary npm installed (package.json devDependencies.bun)
+//   layer 3  /liqo: the checkout minus .dockerignore, the built .wasm reflectors, and the
+//            production dependencies (package-lock.json entries not marked dev, as `npm prune --omit=dev`)
+// and the Dockerfile's ENTRYPOINT, USER and WORKDIR, read from the Dockerfile itself so the two
+// cannot drift. Load it with `docker load -i`, copy it with `skopeo copy oci-archive:...` (docs/install.md).
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { makeLayer, ociArch, writeOciArchive, type Layer } from "./oci-archive.ts";
+
+const root = resolve(import.meta.dir, "..");
+const MIRROR = process.env.LIQO_DEBIAN_MIRROR ?? "http://deb.debian.org/debian";
+const SUITE = "bookworm";
+
+export interface BuildOptions { out?: string; cache?: string; progress?: (m: string) => void }
+export interface BuiltImage { path: string; ref: string; manifest: string; config: string; size: number; layers: Layer[] }
+
+/** What the image must match in the Dockerfile: runtime packages, entrypoint, user, working dir. */
+export function dockerfileRuntime(text = readFileSync(join(root, "Dockerfile"), "utf8")) {
+  const joined = text.replace(/\\\n/g, " ");
+  const stages = joined.split(/^FROM\s/m);
+  const runtime = stages[stages.length - 1]!;
+  const lines = runtime.split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const last = (op: string) => lines.filter((l) => l.startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim()).pop();
+  const install = runtime.match(/apt-get install -y --no-install-recommends ([^&]+)/);
+  if (!install) throw new Error("Dockerfile: the runtime stage has no `apt-get install -y --no-install-recommends <packages>` step to take the package list from");
+  const entrypoint = JSON.parse(last("ENTRYPOINT") ?? "null") as string[] | null;
+  const user = last("USER");
+  const workingDir = last("WORKDIR");
+  const bun = runtime.match(/^\s*oven\/bun:(\d+\.\d+\.\d+)/)?.[1];
+  if (!entrypoint || !user || !workingDir || !bun) throw new Error("Dockerfile: the runtime stage (oven/bun:<version>) needs ENTRYPOINT [...], USER and WORKDIR");
+  return { packages: install[1]!.trim().split(/\s+/).sort(), entrypoint, user, workingDir, bunVersion: bun };
+}
+
+async function sh(cmd: string[], what: string, o: { cwd?: string; quiet?: boolean } = {}): Promise<string> {
+  const p = Bun.spawn(cmd, { cwd: o.cwd ?? root, stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  if ((await p.exited) !== 0) throw new Error(`${what} failed (exit ${p.exitCode}):\n${(err || out).trim().slice(-3000)}`);
+  return out;
+}
+
+/** The Debian root file system, built once per package set into the cache (renamed in when complete). */
+async function debianRootfs(cache: string, packages: string[], say: (m: string) => void): Promise<{ dir: string; key: string }> {
+  const key = new Bun.CryptoHasher("sha256").update(`${SUITE} minbase ${packages.join(",")}`).digest("hex").slice(0, 12);
+  const dir = join(cache, `rootfs-${key}`);
+  if (existsSync(join(dir, "etc/debian_version"))) { say(`Debian ${SUITE} root file system: cached (${dir})`); return { dir, key }; }
+  if (process.getuid?.() !== 0) throw new Error(`building the Debian root file system needs root (debootstrap creates device nodes and chowns files): run as root once; it is cached in ${dir}`);
+  if (!Bun.which("debootstrap")) throw new Error("debootstrap is not installed: apt-get install debootstrap (scripts/setup.sh installs it)");
+  const partial = `${dir}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  say(`Debian ${SUITE} root file system: debootstrap --variant=minbase with ${packages.join(" ")} (a few minutes, once)`);
+  await sh(["debootstrap", "--variant=minbase", `--include=${packages.join(",")}`, SUITE, partial, MIRROR], "debootstrap");
+  // As the Dockerfile's `rm -rf /var/lib/apt/lists/*`; plus debootstrap's own leftovers.
+  for (const d of ["var/lib/apt/lists", "var/cache/apt/archives", "var/log"]) {
+    await sh(["find", join(partial, d), "-mindepth", "1", "-type", "f", "-delete"], `clean ${d}`);
+  }
+  rmSync(join(partial, "var/cache/apt/pkgcache.bin"), { force: true });
+  rmSync(join(partial, "var/cache/apt/srcpkgcache.bin"), { force: true });
+  // oven/bun's images run as user bun, uid 1000; the Dockerfile's USER 1000 is that user.
+  const passwd = join(partial, "etc/passwd");
+  if (!readFileSync(passwd, "utf8").includes(":1000:")) {
+    writeFileSync(passwd, `${readFileSync(passwd, "utf8")}bun:x:1000:1000::/home/bun:/bin/sh\n`);
+    writeFileSync(join(partial, "etc/group"), `${readFileSync(join(partial, "etc/group"), "utf8")}bun:x:1000:\n`);
+    mkdirSync(join(partial, "home/bun"), { recursive: true });
+    await sh(["chown", "1000:1000", join(partial, "home/bun")], "chown /home/bun");
+  }
+  renameSync(partial, dir);
+  return { dir, key };
+}
+
+/** Files the Dockerfile's `COPY . .` takes: tracked and untracked files, minus .dockerignore. */
+async function contextFiles(): Promise<string[]> {
+  const patterns = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const ignored = (p: string) => patterns.some((g) => new Bun.Glob(g).match(p) || p.startsWith(`${g}/`));
+  const listed = (await sh(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], "git ls-files")).split("\0").filter(Boolean);
+  return listed.filter((p) => !ignored(p) && existsSync(join(root, p)));
+}
+
+/** Stages /liqo as the Dockerfile's build stage leaves it. */
+async function stageApp(stage: string, say: (m: string) => void): Promise<void> {
+  const app = join(stage, "liqo");
+  mkdirSync(app, { recursive: true });
+  say("building the WASM reflectors (bun reflectors/build.ts)");
+  await sh([process.execPath, "reflectors/build.ts"], "bun reflectors/build.ts");
+  const wasm = [...new Bun.Glob("**/*.wasm").scanSync({ cwd: root, dot: false })].filter((p) => !/^(node_modules|dist|\.rig|\.tmp-exp|tests\/artifacts)\//.test(p));
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as { packages: Record<string, { dev?: boolean }> };
+  // Top-level production packages; nested node_modules come along inside their parents.
+  const deps = Object.entries(lock.packages).filter(([k, v]) => k.startsWith("node_modules/") && !k.slice(13).includes("node_modules/") && !v.dev && existsSync(join(root, k))).map(([k]) => k);
+  const files = [...(await contextFiles()), ...wasm, ...deps];
+  say(`staging /liqo: ${files.length - deps.length} files, ${wasm.length} .wasm, ${deps.length} production packages`);
+  const list = join(stage, "files.txt");
+  writeFileSync(list, files.join("\0"));
+  await sh(["sh", "-c", `tar -C '${root}' --null -T '${list}' -cf - | tar -C '${app}' -xf -`], "copy the app into the stage");
+  rmSync(list);
+}
+
+export async function buildImage(o: BuildOptions = {}): Promise<BuiltImage> {
+  const say = o.progress ?? ((m: string) => process.stderr.write(`[build-image] ${m}\n`));
+  const cache = o.cache ?? process.env.LIQO_IMAGE_CACHE ?? join(homedir(), ".cache/liqo-bun/image");
+  const out = resolve(o.out ?? join(root, "dist/liqo-image.oci.tar"));
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const docker = dockerfileRuntime();
+  const bunVersion = pkg.devDependencies.bun as string;
+  const installedBun = JSON.parse(readFileSync(join(root, "node_modules/bun/package.json"), "utf8")).version as string;
+  if (installedBun !== bunVersion || docker.bunVersion !== bunVersion) {
+    throw new Error(`Bun versions disagree: package.json ${bunVersion}, node_modules/bun ${installedBun} (run npm ci), Dockerfile oven/bun:${docker.bunVersion}`);
+  }
+  mkdirSync(join(cache, "layers"), { recursive: true });
+  const base = await debianRootfs(cache, docker.packages, say);
+  say("layer 1/3: the Debian root file system");
+  const layers: Layer[] = [await makeLayer(base.dir, join(cache, "layers", `rootfs-${base.key}.tar.gz`), {
+    comment: `debootstrap --variant=minbase ${SUITE} + apt-get install ${docker.packages.join(" ")}`,
+    // Device nodes, /proc and /sys are the runtime's to provide, as in any image.
+    exclude: ["./dev/*", "./proc/*", "./sys/*", "./run/*", "./tmp/*"],
+  })];
+
+  const work = join(cache, `work-${process.pid}`);
+  rmSync(work, { recursive: true, force: true });
+  try {
+    say(`layer 2/3: Bun ${bunVersion}`);
+    const bunStage = join(work, "bun");
+    mkdirSync(join(bunStage, "usr/local/bin"), { recursive: true });
+    cpSync(join(root, "node_modules/bun/bin/bun.exe"), join(bunStage, "usr/local/bin/bun"));
+    chmodSync(join(bunStage, "usr/local/bin/bun"), 0o755);
+    symlinkSync("bun", join(bunStage, "usr/local/bin/bunx"));
+    layers.push(await makeLayer(bunStage, join(cache, "layers", `bun-${bunVersion}-${ociArch()}.tar.gz`), { comment: `Bun ${bunVersion} at /usr/local/bin/bun` }));
+
+    say(`layer 3/3: the app at ${docker.workingDir}`);
+    const appStage = join(work, "app");
+    await stageApp(appStage, say);
+    layers.push(await makeLayer(appStage, join(work, "app.tar.gz"), { comment: "COPY --from=build /liqo /liqo" }));
+
+    const ref = `ghcr.io/liqo-bun/liqo:${pkg.version}`;
+    say(`writing ${out}`);
+    const written = await writeOciArchive({
+      out, layers, ref, work,
+      config: {
+        user: docker.user, workingDir: docker.workingDir, entrypoint: docker.entrypoint,
+        env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+        labels: { "org.opencontainers.image.title": "liqo", "org.opencontainers.image.version": pkg.version, "org.opencontainers.image.source": "https://github.com/liqo-bun/liqo" },
+      },
+    });
+    return { path: out, ref, layers: layers.map((l) => ({ ...l, path: l.path.startsWith(work) ? "" : l.path })), ...written };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const started = performance.now();
+  try {
+    const img = await buildImage();
+    const mb = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
+    console.log(`${img.path} (${mb(img.size)}) in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+    console.log(`  image ${img.ref}, manifest ${img.manifest}`);
+    for (const l of img.layers) console.log(`  layer ${l.digest.slice(0, 19)} ${mb(l.size).padStart(10)}  ${l.comment}`);
+    console.log(`load it: docker load -i ${img.path}    push it: skopeo copy oci-archive:${img.path} docker://<registry>/liqo:<tag>`);
+  } catch (err) {
+    console.error(`ERROR ${(err as Error).message}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,64 @@
+// Installing liqo for the quick start: the chart applied with `liqoctl install generic` (Helm), its
+// Deployments scaled to zero (roles.runInCluster=false) because the roles run as local processes;
+// then what those processes need from the install: per-role ServiceAccount kubeconfigs and the
+// chart's certificates (which carry 127.0.0.1, where the processes listen).
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { readClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
+import { RigError } from "../rig/errors.ts";
+import type { Rig } from "../rig/rig.ts";
+import { clusterCaFile, secretFiles, serviceAccountKubeconfig } from "./credentials.ts";
+
+export const LIQO_NAMESPACE = "liqo";
+type RigCluster = Rig["clusters"][number];
+
+export interface InstalledCluster {
+  identity: LocalClusterIdentity;
+  /** Kubeconfig of each role's ServiceAccount (liqo-<role>), by role. */
+  kubeconfigs: Record<string, string>;
+  dir: string;
+}
+
+export async function run(cmd: string[], what: string): Promise<string> {
+  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  if ((await proc.exited) !== 0) throw new RigError(`${what} failed (exit ${proc.exitCode}):\n${err || out}`);
+  return out + err;
+}
+
+export const liqoctl = [process.execPath, join(import.meta.dir, "../../cli/main.ts")];
+
+/**
+ * `liqoctl install generic` with the chart's out-of-cluster switch. webhookUrl: where the API
+ * server calls this cluster's pod webhook (only the cluster that offloads runs one).
+ */
+export async function installLiqo(rig: Rig, c: RigCluster, client: KubeClient, o: { labels: string; webhookUrl?: string }): Promise<InstalledCluster> {
+  const sets = ["roles.runInCluster=false", "roles.external.ips={127.0.0.1}", ...(o.webhookUrl ? [`roles.external.webhookUrl=${o.webhookUrl}`] : [])];
+  await run([...liqoctl, "install", "generic", `--kubeconfig=${c.kubeconfig}`, `--cluster-name=${c.name}`, `--cluster-labels=${o.labels}`,
+    `--pod-cidr=${c.podCIDR}`, `--service-cidr=${c.serviceCIDR}`, "--timeout=5m", ...sets.flatMap((s) => ["--set", s])], `liqoctl install generic (${c.name})`);
+  const identity = await readClusterIdentity(client, LIQO_NAMESPACE);
+  if (!identity) throw new RigError(`the chart installed no cluster identity on ${c.name} (ConfigMap ${LIQO_NAMESPACE}/liqo-clusterid-configmap)`);
+  const dir = join(rig.dir, "liqo", c.name);
+  mkdirSync(dir, { recursive: true });
+  const kubeconfigs: Record<string, string> = {};
+  for (const role of ["auth", "controller-manager", "webhook"]) {
+    kubeconfigs[role] = await serviceAccountKubeconfig(client, c.kubeconfig, { namespace: LIQO_NAMESPACE, serviceAccount: `liqo-${role}`, out: join(dir, `${role}.kubeconfig`) });
+  }
+  return { identity, kubeconfigs, dir };
+}
+
+export const authTls = (client: KubeClient, i: InstalledCluster) => secretFiles(client, LIQO_NAMESPACE, "liqo-auth-tls", i.dir);
+export const webhookTls = (client: KubeClient, i: InstalledCluster) => secretFiles(client, LIQO_NAMESPACE, "liqo-webhook-tls", i.dir);
+export const kubeletTls = (client: KubeClient, i: InstalledCluster) => secretFiles(client, LIQO_NAMESPACE, "liqo-virtual-kubelet-tls", i.dir);
+
+/** The cluster CA (kube-root-ca.crt is published into new namespaces shortly after they appear). */
+export async function clusterCa(client: KubeClient, i: InstalledCluster): Promise<string> {
+  const deadline = Date.now() + 60_000;
+  while (true) {
+    try { return await clusterCaFile(client, LIQO_NAMESPACE, join(i.dir, "cluster-ca.crt")); } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await Bun.sleep(250);
+  }
+}
