@@ -12,7 +12,7 @@ export interface InformerHandlers<T> {
   delete?(obj: T): void;
 }
 
-export interface InformerOptions {
+export interface InformerOptions<T extends KubeObject = KubeObject> {
   client: KubeClient;
   resource: ResourceRef;
   namespace?: string;
@@ -27,6 +27,12 @@ export interface InformerOptions {
   watchTimeoutSeconds?: number;
   logger?: Logger;
   random?: () => number;
+  /**
+   * Applied to every listed or watched object before it is cached and handed to handlers, as
+   * client-go's SetTransform: e.g. dropping managedFields or a spec the consumer never reads, which
+   * for thousands of pods is most of a cache's memory. It must not depend on the previous object.
+   */
+  transform?: (obj: T) => T;
 }
 
 export interface InformerStats {
@@ -56,7 +62,7 @@ export function jittered(ms: number, fraction: number, random: () => number): nu
   return ms * (1 + fraction * random());
 }
 
-export function createInformer<T extends KubeObject = KubeObject>(options: InformerOptions): Informer<T> {
+export function createInformer<T extends KubeObject = KubeObject>(options: InformerOptions<T>): Informer<T> {
   const { client, resource } = options;
   const random = options.random ?? Math.random;
   const log = (options.logger ?? silentLogger).child({ informer: resource.plural, namespace: options.namespace ?? "" });
@@ -79,7 +85,9 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
     }
   };
 
-  const upsert = (obj: T) => {
+  const transform = options.transform;
+  const upsert = (raw: T) => {
+    const obj = transform ? transform(raw) : raw;
     const key = objectKey(obj);
     const old = cache.get(key);
     cache.set(key, obj);
@@ -143,7 +151,7 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
       }
       if (obj?.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
       if (ev.type === "BOOKMARK") continue;
-      if (ev.type === "DELETED") remove(objectKey(obj), obj);
+      if (ev.type === "DELETED") remove(objectKey(obj), transform ? transform(obj) : obj);
       else upsert(obj);
     }
     return delivered;

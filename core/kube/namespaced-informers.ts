@@ -24,6 +24,8 @@ export interface NamespacedInformers<T extends KubeObject> {
 
 export function createNamespacedInformers<T extends KubeObject = KubeObject>(options: {
   client: KubeClient; resource: ResourceRef; labelSelector?: string; logger?: Logger;
+  /** As the informer's transform (e.g. dropping managedFields before caching). */
+  transform?: (obj: T) => T;
 }): NamespacedInformers<T> {
   const informers = new Map<string, Informer<T>>();
   const handlers = new Set<InformerHandlers<T>>();
@@ -36,7 +38,7 @@ export function createNamespacedInformers<T extends KubeObject = KubeObject>(opt
     },
     addNamespace(namespace) {
       if (stopped || informers.has(namespace)) return;
-      const informer = createInformer<T>({ client: options.client, resource: options.resource, namespace, labelSelector: options.labelSelector, logger: options.logger });
+      const informer = createInformer<T>({ client: options.client, resource: options.resource, namespace, labelSelector: options.labelSelector, logger: options.logger, transform: options.transform });
       informer.on({
         add: (o) => { for (const h of handlers) h.add?.(o); },
         update: (a, b) => { for (const h of handlers) h.update?.(a, b); },

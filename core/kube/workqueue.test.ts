@@ -117,4 +117,24 @@ describe("createWorkQueue", () => {
     await q.idle();
     expect(q.depth).toBe(0);
   });
+  test("addFirst goes ahead of plain adds, moves a waiting key ahead once, and keeps one worker per key", async () => {
+    const seen: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const q = createWorkQueue({ name: "t", handler: async (k) => { seen.push(k); if (k === "busy" && seen.length === 1) await gate; } });
+    q.add("busy");
+    q.start();
+    await Bun.sleep(0);
+    expect(seen).toEqual(["busy"]);
+    q.add("a"); q.add("b"); q.add("c");
+    q.addFirst("c"); // already waiting: moves ahead, handled once
+    q.addFirst("d");
+    q.addFirst("d"); // twice: still once
+    q.addFirst("busy"); // being handled: handled again when that ends, ahead of a and b
+    expect(q.depth).toBe(4); // busy is being handled, not waiting
+    release();
+    await q.idle();
+    expect(seen).toEqual(["busy", "c", "d", "busy", "a", "b"]);
+    await q.shutdown();
+  });
 });

@@ -19,6 +19,12 @@ export interface WorkQueueOptions {
 
 export interface WorkQueue {
   add(key: string): void;
+  /**
+   * As add, but ahead of the keys added without it (in their own FIFO order): for work whose
+   * latency users see (a new pod to offload, a pod turning Running) queued behind bulk updates.
+   * A key already waiting moves ahead; the at-most-once and one-worker-per-key rules are unchanged.
+   */
+  addFirst(key: string): void;
   addAfter(key: string, delayMs: number): void;
   addRateLimited(key: string): void;
   forget(key: string): void;
@@ -44,6 +50,12 @@ export function createWorkQueue(options: WorkQueueOptions): WorkQueue {
   const log = (options.logger ?? silentLogger).child({ queue: options.name });
   const queue: string[] = [];
   let head = 0;
+  const urgent: string[] = [];
+  let urgentHead = 0;
+  /** Keys waiting in `urgent`: a key there may also still sit in `queue`, a stale copy take() skips. */
+  const urgentKeys = new Set<string>();
+  /** Keys addFirst-ed while being handled: re-queued ahead when the handling ends. */
+  const urgentAfter = new Set<string>();
   const dirty = new Set<string>();
   const processing = new Set<string>();
   const delayed = new Map<string, { at: number; timer: ReturnType<typeof setTimeout> }>();
@@ -55,7 +67,7 @@ export function createWorkQueue(options: WorkQueueOptions): WorkQueue {
   let idleWaiters: (() => void)[] = [];
   const loops: Promise<void>[] = [];
 
-  const isIdle = () => queue.length - head === 0 && processing.size === 0 && delayed.size === 0;
+  const isIdle = () => dirty.size === 0 && processing.size === 0 && delayed.size === 0;
   const checkIdle = () => {
     if (!isIdle()) return;
     const waiters = idleWaiters;
@@ -68,6 +80,21 @@ export function createWorkQueue(options: WorkQueueOptions): WorkQueue {
     dirty.add(key);
     if (processing.has(key)) return;
     queue.push(key);
+    wake?.();
+  }
+
+  function addFirst(key: string) {
+    if (stopping || urgentKeys.has(key)) return;
+    if (processing.has(key)) {
+      // Handled again when this handling ends, ahead of the others.
+      dirty.add(key);
+      urgentAfter.add(key);
+      return;
+    }
+    // A copy already in `queue` stays there and is skipped once this one has been taken.
+    dirty.add(key);
+    urgentKeys.add(key);
+    urgent.push(key);
     wake?.();
   }
 
@@ -87,14 +114,28 @@ export function createWorkQueue(options: WorkQueueOptions): WorkQueue {
   }
 
   function take(): string | undefined {
-    if (head >= queue.length) return undefined;
-    const key = queue[head++]!;
-    // Compact now and then so a long-lived queue does not grow without bound.
-    if (head > 1024 && head * 2 > queue.length) {
-      queue.splice(0, head);
-      head = 0;
+    while (urgentHead < urgent.length) {
+      const key = urgent[urgentHead++]!;
+      if (urgentHead > 1024 && urgentHead * 2 > urgent.length) {
+        urgent.splice(0, urgentHead);
+        urgentHead = 0;
+      }
+      urgentKeys.delete(key);
+      if (!dirty.has(key) || processing.has(key)) continue;
+      return key;
     }
-    return key;
+    while (head < queue.length) {
+      const key = queue[head++]!;
+      // Compact now and then so a long-lived queue does not grow without bound.
+      if (head > 1024 && head * 2 > queue.length) {
+        queue.splice(0, head);
+        head = 0;
+      }
+      // A copy left behind when the key moved ahead (addFirst) and was handled from there.
+      if (!dirty.has(key) || processing.has(key)) continue;
+      return key;
+    }
+    return undefined;
   }
 
   async function worker() {
@@ -130,8 +171,15 @@ export function createWorkQueue(options: WorkQueueOptions): WorkQueue {
       processing.delete(key);
       options.observe?.(key, outcome, performance.now() - started);
       if (dirty.has(key)) {
-        queue.push(key);
+        if (urgentAfter.delete(key)) {
+          urgentKeys.add(key);
+          urgent.push(key);
+        } else {
+          queue.push(key);
+        }
         wake?.();
+      } else {
+        urgentAfter.delete(key);
       }
       checkIdle();
     }
@@ -145,10 +193,15 @@ export function createWorkQueue(options: WorkQueueOptions): WorkQueue {
 
   return {
     add,
+    addFirst,
     addAfter,
     addRateLimited,
     forget: (key) => void failureCount.delete(key),
-    get depth() { return queue.length - head; },
+    get depth() {
+      let n = dirty.size;
+      for (const k of processing) if (dirty.has(k)) n--;
+      return n;
+    },
     stats,
     failures: (key) => failureCount.get(key) ?? 0,
     start() {

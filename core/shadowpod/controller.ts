@@ -45,6 +45,16 @@ export function isOwnedBy(pod: Pod, shadow: ShadowPod): boolean {
   return !!pod.metadata.ownerReferences?.some((o) => o.kind === "ShadowPod" && o.uid === shadow.metadata.uid);
 }
 
+function withoutManagedFields<T extends KubeObject>(obj: T): T {
+  if (!obj.metadata?.managedFields) return obj;
+  const { managedFields: _, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
+}
+
+function metadataOnly<T extends KubeObject>(obj: T): T {
+  return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: withoutManagedFields(obj).metadata } as T;
+}
+
 export interface ShadowPodController {
   handle(key: string): Promise<void>;
   start(): Promise<void>;
@@ -56,19 +66,34 @@ export function createShadowPodController(options: { client: KubeClient; logger?
   const { client } = options;
   const log = (options.logger ?? silentLogger).child({ controller: "shadowpod" });
   const events: EventRecorder = createEventRecorder(client, "liqo-shadowpod", log);
-  const shadows: Informer<ShadowPod> = createInformer({ client, resource: ShadowPodResource, namespace: options.namespace, logger: log });
-  const pods: Informer<Pod> = createInformer({ client, resource: Resources.pods, namespace: options.namespace, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_SHADOWPOD}`, logger: log });
+  // Cached as handle reads them: ShadowPods whole but for managedFields (the pod spec is needed to
+  // create the pod), pods as metadata only (existence, owner, UID, deletion): the pods' specs and
+  // statuses were most of this controller's memory with thousands of pods.
+  const shadows: Informer<ShadowPod> = createInformer({ client, resource: ShadowPodResource, namespace: options.namespace, logger: log, transform: withoutManagedFields });
+  const pods: Informer<Pod> = createInformer({ client, resource: Resources.pods, namespace: options.namespace, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_SHADOWPOD}`, logger: log, transform: metadataOnly });
   let queue: WorkQueue | undefined;
+  /**
+   * ShadowPods (by UID) whose pod exists or existed: created by this process or seen by its pod
+   * informer, whose first list precedes any handling, so a restart still knows every pod that is
+   * there. A pod missing for one of these is a re-creation; for the others, a first creation,
+   * which then needs no write to the ShadowPod (one write fewer per offloaded pod; the consumer
+   * creates ShadowPods with the count at 0). Older ShadowPods carry the created annotation. The one
+   * case missed: a pod created, then deleted while this controller was down before it was ever
+   * re-created, is taken for a first creation and not counted.
+   */
+  const hadPod = new Set<string>();
+  const ownerOf = (pod: Pod) => pod.metadata.ownerReferences?.find((o) => o.kind === "ShadowPod")?.uid;
 
   async function handle(key: string) {
     const shadow = shadows.get(key);
     let pod = pods.get(key);
     if (!shadow || shadow.metadata.deletionTimestamp) return; // the garbage collector removes owned pods
+    const existed = hadPod.has(shadow.metadata.uid!) || !!shadow.metadata.annotations?.[CREATED_ANNOTATION];
     // The informer can lag behind our own create (its add event not seen yet) or replay an old
     // delete: asking the API server before re-creating means a re-creation is only attempted for a
     // pod that is really gone, never because of a stale cache.
     // First creations skip the check (nothing to count; a duplicate create just gets 409).
-    if (!pod && shadow.metadata.annotations?.[CREATED_ANNOTATION]) pod = await client.find<Pod>(Resources.pods, shadow.metadata.name!, shadow.metadata.namespace);
+    if (!pod && existed) pod = await client.find<Pod>(Resources.pods, shadow.metadata.name!, shadow.metadata.namespace);
     if (pod) {
       // A pod of that name from an older ShadowPod (same name, new UID) is replaced once it is gone.
       if (!isOwnedBy(pod, shadow) && !pod.metadata.deletionTimestamp) {
@@ -89,21 +114,17 @@ export function createShadowPodController(options: { client: KubeClient; logger?
       }
       throw err;
     }
-    // A re-creation reads the count fresh, not from the cache, so a lagging informer cannot lose an
-    // increment; a first creation (nothing counted yet) saves the request.
-    const fresh = shadow.metadata.annotations?.[CREATED_ANNOTATION]
-      ? (await client.find<ShadowPod>(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace)) ?? shadow
-      : shadow;
-    const first = !fresh.metadata.annotations?.[CREATED_ANNOTATION];
-    const recreations = Number(fresh.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) + (first ? 0 : 1);
+    hadPod.add(shadow.metadata.uid!);
+    if (!existed) return; // a first creation: nothing to count
+    // A re-creation reads the count fresh, not from the cache, so a lagging informer cannot lose an increment.
+    const fresh = (await client.find<ShadowPod>(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace)) ?? shadow;
+    const recreations = Number(fresh.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) + 1;
     await client.mergePatch(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace, {
       metadata: { annotations: { [CREATED_ANNOTATION]: "true", [RECREATIONS_ANNOTATION]: String(recreations), [POD_UID_ANNOTATION]: created.metadata.uid! } },
     });
-    if (!first) {
-      const previous = fresh.metadata.annotations?.[POD_UID_ANNOTATION];
-      events.normal(shadow, "PodRecreated", `pod ${key} was missing and has been re-created (${recreations} time(s))`);
-      log.info("pod re-created", { key, previousUid: previous, uid: created.metadata.uid, recreations });
-    }
+    const previous = fresh.metadata.annotations?.[POD_UID_ANNOTATION];
+    events.normal(shadow, "PodRecreated", `pod ${key} was missing and has been re-created (${recreations} time(s))`);
+    log.info("pod re-created", { key, previousUid: previous, uid: created.metadata.uid, recreations });
   }
 
   return {
@@ -113,7 +134,9 @@ export function createShadowPodController(options: { client: KubeClient; logger?
       // I/O-bound (create, patch): many workers keep a burst of ShadowPods from queueing (bench).
       queue = createWorkQueue({ name: "shadowpods", handler: handle, workers: options.workers ?? 24, logger: log });
       const enqueue = (o: KubeObject) => queue!.add(`${o.metadata.namespace}/${o.metadata.name}`);
-      for (const inf of [shadows, pods] as Informer<KubeObject>[]) inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+      const sawPod = (p: Pod) => { const owner = ownerOf(p); if (owner) hadPod.add(owner); enqueue(p); };
+      pods.on({ add: sawPod, update: (_o, n) => sawPod(n), delete: enqueue });
+      shadows.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: (s) => { hadPod.delete(s.metadata.uid!); enqueue(s); } });
       shadows.start();
       pods.start();
       await Promise.all([shadows.waitForSync(), pods.waitForSync()]);

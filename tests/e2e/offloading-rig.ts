@@ -52,6 +52,38 @@ async function staticPeering(consumer: ClusterInfo, provider: ClusterInfo, serve
   }, "status");
 }
 
+const Vap = { group: "admissionregistration.k8s.io", version: "v1", kind: "ValidatingAdmissionPolicy", plural: "validatingadmissionpolicies", namespaced: false };
+const VapBinding = { ...Vap, kind: "ValidatingAdmissionPolicyBinding", plural: "validatingadmissionpolicybindings" };
+export const KWOK_DELETE_GUARD = "rig-kwok-deletes-terminating-pods-only";
+
+/**
+ * kwok, the rig's fake kubelet, finishes a pod's deletion with a DELETE by name and no UID
+ * precondition, from a job queued by the pod's "being deleted" update. Under load that job runs
+ * after the ShadowPod controller has already re-created the pod under the same name, so it kills
+ * the new pod, whose own deletion queues the next such job: one delete became 2 to 20 re-creations
+ * (core/shadowpod/recreate-stress.test.ts). A real kubelet deletes with the pod's UID as
+ * precondition; this policy gives kwok the same effect: kwok may delete only a pod that is
+ * already being deleted, so a stale job aimed at a live pod is refused.
+ */
+export async function guardKwokDeletes(client: KubeClient): Promise<void> {
+  await client.create(Vap, {
+    apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name: KWOK_DELETE_GUARD },
+    spec: {
+      failurePolicy: "Fail",
+      matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE"], resources: ["pods"] }] },
+      matchConditions: [{ name: "kwok", expression: "request.userInfo.username == 'kwok'" }],
+      validations: [{
+        expression: "has(oldObject.metadata.deletionTimestamp)",
+        message: "kwok may only finish deleting a pod that is being deleted (a stale delete by name would hit a re-created pod of the same name)",
+      }],
+    },
+  } as KubeObject);
+  await client.create(VapBinding, {
+    apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: KWOK_DELETE_GUARD },
+    spec: { policyName: KWOK_DELETE_GUARD, validationActions: ["Deny"] },
+  } as KubeObject);
+}
+
 /** Starts the rig: `clusters[0]` consumes, the others provide; regions label every cluster. */
 export async function startOffloadingRig(clusters: { name: string; region: string }[]): Promise<OffloadingRig> {
   const rig = await startTestRig({ clusters: clusters.length, names: clusters.map((c) => c.name), nodes: 1 });
@@ -59,6 +91,7 @@ export async function startOffloadingRig(clusters: { name: string; region: strin
   for (const c of clusters) {
     const client = rig.client(c.name);
     await installCrds(client);
+    await guardKwokDeletes(client);
     const id = await ensureClusterIdentity(client, { clusterName: c.name, clusterLabels: { "topology.liqo.io/region": c.region } });
     infos.push({ ...c, clusterID: id.clusterId, client, kubeconfig: rig.clusters.find((x) => x.name === c.name)!.kubeconfig });
   }
