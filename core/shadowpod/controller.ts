@@ -11,6 +11,7 @@ import { Resources, type KubeObject } from "../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../reflection/engine/events.ts";
+import { metadataOnly, withoutManagedFields } from "../kube/slim.ts";
 
 export const RECREATIONS_ANNOTATION = "liqo.io/shadowpod-recreations";
 const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
@@ -43,16 +44,6 @@ export function podFor(shadow: ShadowPod): Pod {
 
 export function isOwnedBy(pod: Pod, shadow: ShadowPod): boolean {
   return !!pod.metadata.ownerReferences?.some((o) => o.kind === "ShadowPod" && o.uid === shadow.metadata.uid);
-}
-
-function withoutManagedFields<T extends KubeObject>(obj: T): T {
-  if (!obj.metadata?.managedFields) return obj;
-  const { managedFields: _, ...metadata } = obj.metadata;
-  return { ...obj, metadata };
-}
-
-function metadataOnly<T extends KubeObject>(obj: T): T {
-  return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: withoutManagedFields(obj).metadata } as T;
 }
 
 export interface ShadowPodController {

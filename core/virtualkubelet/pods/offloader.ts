@@ -18,6 +18,7 @@ import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { RECREATIONS_ANNOTATION } from "../../shadowpod/controller.ts";
 import { hostNamespacesAsked } from "../../webhook/pods.ts";
 import { ensureTokenSecret, mountedServiceAccount, tokenSecretName } from "./tokens.ts";
+import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
 
 export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
 export const OFFLOADING_BACKOFF = "OffloadingBackOff";
@@ -75,16 +76,6 @@ export interface PodOffloader {
   /** Re-examines every pod of a namespace, e.g. when its offloading starts or stops. */
   resyncNamespace(namespace: string): void;
   readonly synced: boolean;
-}
-
-function withoutManagedFields<T extends KubeObject>(obj: T): T {
-  if (!obj.metadata?.managedFields) return obj;
-  const { managedFields: _, ...metadata } = obj.metadata;
-  return { ...obj, metadata };
-}
-
-function metadataOnly<T extends KubeObject>(obj: T): T {
-  return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: withoutManagedFields(obj).metadata } as T;
 }
 
 function metadataAndStatus<T extends Pod>(obj: T): T {
