@@ -17,6 +17,7 @@ export const liqo = defineCommand({
     "network-manager": lazy(() => import("../core/roles/network-manager.ts")),
     gateway: lazy(() => import("../core/roles/gateway.ts")),
     route: lazy(() => import("../core/roles/route.ts")),
+    proxy: lazy(() => import("../core/roles/proxy.ts")),
   },
 });
 

@@ -1,7 +1,8 @@
 // `liqo network-manager`: IPAM (persisted in IpamStorage), NetworkConfig exchange, TunnelEndpoints
-// and NatMappings. Until the peering controller drives it, peers come from a YAML file that is
-// re-read when it changes. Serves the admin API: readiness, metrics, and the ipam,
-// networkconfigs, tunnelendpoints and peers views.
+// and NatMappings. Its peers are the ForeignClusters with networking enabled and a tenant
+// namespace (as Liqo's network manager follows the peering); `--peers-file` replaces that with a
+// YAML file re-read when it changes (fabric without the peering controllers). Serves the admin
+// API: readiness, metrics, and the ipam, networkconfigs, tunnelendpoints and peers views.
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
 import { adminArgs, adminSecurity, serveAdmin, watchConfigFile } from "./shared.ts";
@@ -10,6 +11,7 @@ import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry } from "../metrics/index.ts";
 import { createNetworkManager, networkManagerViews, parsePeers, PeersFileError } from "../../netfabric/manager/index.ts";
+import { watchForeignClusterPeers } from "../../netfabric/manager/fc-peers.ts";
 import { IpamError, parseIpv4 } from "../../netfabric/ipam/index.ts";
 import type { Peer } from "../../netfabric/manager/forge.ts";
 
@@ -33,6 +35,18 @@ export function parseAddress(flag: string, value: string, allowZero = false): { 
   return { host, port };
 }
 
+/** The peers' source; the two ways are exclusive, so a file never silently shadows the ForeignClusters. */
+export function peersSource(peers: string | undefined, peersFile: string | undefined): "foreignclusters" | "file" {
+  if (peers !== undefined && peers !== "foreignclusters" && peers !== "file") {
+    throw new CliError(`--peers must be foreignclusters or file, got ${JSON.stringify(peers)}`);
+  }
+  if (peers === "foreignclusters" && peersFile !== undefined) {
+    throw new CliError("--peers-file cannot be used with --peers=foreignclusters: peers come either from the ForeignClusters or from the file; drop one of the two flags");
+  }
+  if (peers === "file" && !peersFile) throw new CliError("--peers=file needs --peers-file <path>");
+  return peersFile !== undefined ? "file" : "foreignclusters";
+}
+
 export default defineCommand({
   meta: { name: "network-manager", description: "IPAM, NetworkConfig exchange and TunnelEndpoints for every peering" },
   args: {
@@ -44,7 +58,8 @@ export default defineCommand({
     "external-cidr": { type: "string", description: "the external CIDR (default: a free network of the pod CIDR's size from the pools)" },
     "reserved-subnets": { type: "string", default: "", description: "comma-separated networks never given to peers" },
     "gateway-endpoint": { type: "string", description: "ip:port where peers reach this cluster's gateway (default: what `liqo gateway` publishes on its key Secret)" },
-    "peers-file": { type: "string", required: true, description: "YAML file: peers: [{remoteClusterId, remoteClusterName, tenantNamespace}], re-read on change" },
+    peers: { type: "string", description: "where peers come from: foreignclusters (default) or file (needs --peers-file)" },
+    "peers-file": { type: "string", description: "YAML file: peers: [{remoteClusterId, remoteClusterName, tenantNamespace}], re-read on change; replaces following ForeignClusters" },
     ...adminArgs("127.0.0.1:8091"),
   },
   async run({ args }) {
@@ -57,7 +72,9 @@ export default defineCommand({
       throw new CliError(`${(err as Error).message}; the gateway endpoint is an IPv4 address and a port, e.g. 172.18.0.2:5871`);
     }
     const reserved = args["reserved-subnets"].split(",").map((s) => s.trim()).filter(Boolean);
-    const peers = readPeersFile(args["peers-file"]);
+    const source = peersSource(args.peers, args["peers-file"]);
+    const peersFile = args["peers-file"];
+    const peers = source === "file" ? readPeersFile(peersFile!) : [];
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const registry = createRegistry();
     let manager;
@@ -74,32 +91,39 @@ export default defineCommand({
     }
 
     let peersError: string | undefined;
-    const stopWatching = watchConfigFile(args["peers-file"], () => {
-      try {
-        manager.setPeers(readPeersFile(args["peers-file"]));
-        peersError = undefined;
-      } catch (err) {
-        peersError = (err as Error).message;
-        log.error("peers file rejected; keeping the previous peers", { err });
-      }
-    });
+    let stopWatching: () => void | Promise<void>;
+    if (source === "file") {
+      stopWatching = watchConfigFile(peersFile!, () => {
+        try {
+          manager.setPeers(readPeersFile(peersFile!));
+          peersError = undefined;
+        } catch (err) {
+          peersError = (err as Error).message;
+          log.error("peers file rejected; keeping the previous peers", { err });
+        }
+      });
+    } else {
+      const fcs = watchForeignClusterPeers({ client, logger: log, onPeers: (next) => manager.setPeers(next) });
+      await fcs.start();
+      stopWatching = () => fcs.stop();
+    }
 
     const server = await serveAdmin({
       args, registry, logger: log, client, title: "liqo network-manager",
       extensions: [networkManagerViews(manager)],
       checks: {
         "caches-synced": () => manager.synced() || { ok: false, reason: "informers are still listing" },
-        "peers-file": () => (peersError ? { ok: false, reason: peersError } : true),
+        ...(source === "file" ? { "peers-file": () => (peersError ? { ok: false, reason: peersError } : true) } : {}),
       },
     });
-    log.info("network manager running", { admin: server.url, peers: peers.length });
+    log.info("network manager running", { admin: server.url, peersFrom: source, peers: manager.peers().length });
     console.log(`admin API on ${server.url}`);
 
     await new Promise<void>((resolve) => {
       for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => resolve());
     });
     log.info("stopping");
-    stopWatching();
+    await stopWatching();
     await server.stop();
     await manager.stop();
   },

@@ -29,8 +29,16 @@ export interface InBandSide {
 }
 
 const FIELD_MANAGER = "liqoctl-in-band";
-/** A syntactically valid auth URL for a ForeignCluster whose outgoing peering is not enabled yet. */
-const NOT_YET = "https://liqo-auth.in-band.invalid";
+/**
+ * spec.foreignAuthUrl is required, but an in-band peer's auth service has no address until the
+ * tunnel is up (it is reached at the proxy's pod address as remapped here). Until then the
+ * ForeignCluster carries this placeholder (the .invalid TLD never resolves, RFC 2606) with
+ * outgoing peering disabled, so the controller never asks it for anything, and the condition
+ * AuthenticationStatus Pending/WaitingForInBandTunnel says why; enableOutgoing replaces both.
+ */
+export const IN_BAND_PENDING_AUTH_URL = "https://liqo-auth.in-band.invalid";
+export const WAITING_FOR_TUNNEL = "WaitingForInBandTunnel";
+const NOT_YET = IN_BAND_PENDING_AUTH_URL;
 
 /** Reads the cluster's identity; an unreachable cluster or one without liqo is an InBandError naming the flag. */
 export async function openSide(label: string, client: KubeClient, namespace: string): Promise<InBandSide> {
@@ -100,7 +108,35 @@ export async function prepareSide(s: InBandSide, other: InBandSide): Promise<str
   if (!fc.status?.tenantNamespace?.local) {
     await s.client.mergePatch(ForeignClusterResource, fc.metadata.name!, undefined, { status: { tenantNamespace: { local: tenant } } }, "status");
   }
+  if (fc.spec.foreignAuthUrl === NOT_YET) await markWaitingForTunnel(s, fc, other);
   return done;
+}
+
+/** AuthenticationStatus Pending, naming the tunnel, on a ForeignCluster still holding the placeholder URL. */
+async function markWaitingForTunnel(s: InBandSide, fc: ForeignClusterObject, other: InBandSide): Promise<void> {
+  // The ForeignCluster controller writes the status too: a conflict is retried on a fresh read.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await writeWaitingForTunnel(s, fc, other);
+    } catch (err) {
+      if (!(err instanceof KubeApiError && err.status === 409) || attempt >= 5) throw err;
+    }
+  }
+}
+
+async function writeWaitingForTunnel(s: InBandSide, fc: ForeignClusterObject, other: InBandSide): Promise<void> {
+  const fresh = (await s.client.find<ForeignClusterObject>(ForeignClusterResource, fc.metadata.name!)) ?? fc;
+  if (fresh.spec.foreignAuthUrl !== NOT_YET) return;
+  const conditions = [...(fresh.status?.peeringConditions ?? [])];
+  const at = conditions.findIndex((c) => c.type === "AuthenticationStatus");
+  if (at >= 0 && conditions[at]!.reason === WAITING_FOR_TUNNEL) return;
+  const condition = {
+    type: "AuthenticationStatus", status: "Pending", reason: WAITING_FOR_TUNNEL, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+    message: `${other.identity.clusterName}'s auth service is reached through the in-band tunnel, which is not up yet; liqoctl peer in-band sets spec.foreignAuthUrl once it is (the placeholder ${NOT_YET} is never contacted)`,
+  };
+  if (at >= 0) conditions[at] = condition as never; else conditions.push(condition as never);
+  // The resourceVersion makes it a compare-and-swap: a controller's concurrent write wins, this step reruns.
+  await s.client.mergePatch(ForeignClusterResource, fresh.metadata.name!, undefined, { metadata: { resourceVersion: fresh.metadata.resourceVersion }, status: { peeringConditions: conditions } }, "status");
 }
 
 export interface TunnelState {

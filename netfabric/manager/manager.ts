@@ -16,9 +16,10 @@ import { createEventRecorder } from "../../core/reflection/engine/events.ts";
 import type { IpamOptions } from "../ipam/index.ts";
 import { CLUSTER_ID_LABEL, KEYS_LABEL, PUBLIC_KEY_FIELD, networkConfigRole, type LocalNetworkParameters, type Peer } from "./forge.ts";
 import { createIpamStore, type IpamStore } from "./ipam-store.ts";
-import { desiredNatMappings, syncNatMappings } from "./natmappings.ts";
+import { desiredNatMappings, dropEndpointRequests, syncNatMappings } from "./natmappings.ts";
 import { reconcilePeer, type PeerState } from "./peering.ts";
 import { createIpTranslator } from "./translator.ts";
+import { requestedEndpoints } from "./translation-watch.ts";
 import { ENDPOINT_ANNOTATION, endpointOf } from "../gateway/keys.ts";
 
 export interface NetworkManagerOptions {
@@ -140,6 +141,41 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
     };
   }
 
+  /**
+   * Addresses other processes (virtual kubelets' translation watchers) asked for on NatMappings:
+   * allocated here, persisted in IpamStorage; syncNatMappings then writes them and drops the requests.
+   */
+  async function fulfilEndpointRequests() {
+    const wanted: { clusterId: string; ip: string; name: string }[] = [];
+    const mapped = (clusterId: string) => store.ipam.natMappings().find((n) => n.clusterId === clusterId)?.clusterMappings ?? {};
+    for (const m of informers.natMappings.list()) {
+      const clusterId = m.metadata.labels?.[CLUSTER_ID_LABEL];
+      if (!clusterId || !peers.has(clusterId)) continue;
+      const known = mapped(clusterId);
+      for (const ip of requestedEndpoints(m.metadata.annotations)) if (known[ip] === undefined) wanted.push({ clusterId, ip, name: m.metadata.name! });
+    }
+    if (wanted.length === 0) return;
+    const errors = new Map<string, string>();
+    await store.update("allocate requested endpoint addresses", (ipam) => {
+      errors.clear();
+      for (const w of wanted) {
+        try {
+          ipam.endpointIpFor(w.clusterId, w.ip);
+        } catch (err) {
+          errors.set(`${w.clusterId}/${w.ip}`, (err as Error).message);
+        }
+      }
+    });
+    // A request that allocates nothing (malformed, or an address that needs no external-CIDR
+    // address) is dropped, so it is not retried forever; a watcher asks again if it still needs it.
+    for (const w of wanted) {
+      if (mapped(w.clusterId)[w.ip] !== undefined) continue;
+      const reason = errors.get(`${w.clusterId}/${w.ip}`) ?? "the address needs no external-CIDR address";
+      log.warn("endpoint address request dropped", { peer: w.clusterId, ip: w.ip, key: w.name, err: reason });
+      await dropEndpointRequests(client, w.name, [w.ip]);
+    }
+  }
+
   const queue = createWorkQueue({
     name: "network-manager",
     workers: 2,
@@ -149,6 +185,7 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
     observe: (_key, outcome) => reconciles?.inc({ outcome }),
     handler: async (key) => {
       if (key === NATMAPPINGS_KEY) {
+        await fulfilEndpointRequests();
         await syncNatMappings(client, desiredNatMappings(store.ipam, (id) => peers.has(id)), log);
         return;
       }

@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import type { Ipam } from "../ipam/index.ts";
 import { CLUSTER_ID_LABEL, natMappingLabels, natMappingSpec } from "./forge.ts";
 import { canonicalJson } from "./ipam-storage.ts";
+import { endpointRequestKey, requestedEndpoints } from "./translation-watch.ts";
 
 export type NatMappingObjectSpec = ReturnType<typeof natMappingSpec>;
 
@@ -39,9 +40,14 @@ export async function syncNatMappings(client: KubeClient, desired: Map<string, N
       continue;
     }
     seen.add(clusterId);
-    if (canonicalJson(obj.spec) === canonicalJson(spec)) continue;
-    await client.replace(NatMappingResource, { ...obj, apiVersion: "net.liqo.io/v1alpha1", kind: "NatMapping", spec });
-    logger.info("NatMapping updated", { key: obj.metadata.name, peer: clusterId });
+    if (canonicalJson(obj.spec) !== canonicalJson(spec)) {
+      await client.replace(NatMappingResource, { ...obj, apiVersion: "net.liqo.io/v1alpha1", kind: "NatMapping", spec });
+      logger.info("NatMapping updated", { key: obj.metadata.name, peer: clusterId });
+    }
+    // Requests (translation-watch.ts) the spec answers are done; each key is removed alone, so a
+    // request written meanwhile for another address survives.
+    const done = requestedEndpoints(obj.metadata.annotations).filter((ip) => spec.clusterMappings?.[ip] !== undefined);
+    if (done.length) await dropEndpointRequests(client, obj.metadata.name!, done);
   }
   for (const [clusterId, spec] of desired) {
     if (seen.has(clusterId)) continue;
@@ -52,4 +58,10 @@ export async function syncNatMappings(client: KubeClient, desired: Map<string, N
     });
     logger.info("NatMapping created", { key: natMappingName(clusterId), peer: clusterId });
   }
+}
+
+/** Removes answered (or unanswerable) endpoint requests from a NatMapping, one annotation key each. */
+export async function dropEndpointRequests(client: KubeClient, name: string, ips: string[]): Promise<void> {
+  const annotations = Object.fromEntries(ips.map((ip) => [endpointRequestKey(ip), null]));
+  await client.mergePatch(NatMappingResource, name, undefined, { metadata: { annotations } });
 }

@@ -4,7 +4,7 @@
 import { describe, expect, test } from "bun:test";
 import { createIpam, type Ipam } from "../ipam/index.ts";
 import { natMappingSpec, remoteNetworkConfigStatus } from "./forge.ts";
-import { translateWith, TranslationError, type TranslationSources } from "./translation-watch.ts";
+import { endpointRequestKey, requestedEndpoints, translateWith, TranslationError, type TranslationSources } from "./translation-watch.ts";
 import { createIpTranslator } from "./translator.ts";
 
 const milanDeclared = { podCidr: "10.200.0.0/16", externalCidr: "10.211.0.0/16" };
@@ -75,5 +75,23 @@ describe("what the watcher cannot answer is a clear error", () => {
   });
   test("errors are TranslationErrors", () => {
     expect(() => translateWith({ remoteClusterId: "x" }, "10.0.0.1", "backward")).toThrow(TranslationError);
+  });
+});
+
+describe("requests for third-cluster addresses", () => {
+  const sources = sourcesOf(rome(), "milan", milanDeclared);
+  const code = (s: TranslationSources, ip: string, d: "forward" | "backward") => {
+    try { translateWith(s, ip, d); return "ok"; } catch (err) { return (err as TranslationError).code; }
+  };
+  test("only a missing NatMapping entry is requestable; the rest is NotReady or Invalid", () => {
+    expect(code({ ...sources, natMapping: undefined }, "10.120.0.99", "forward")).toBe("NoMapping");
+    expect(code(sources, "10.200.0.1", "forward")).toBe("ok");
+    expect(code({ ...sources, remote: undefined }, "10.200.0.1", "backward")).toBe("NotReady");
+    expect(code(sources, "10.99.0.1", "backward")).toBe("Invalid");
+  });
+  test("the request annotations name one address each and are read back", () => {
+    expect(endpointRequestKey("10.120.0.99")).toBe("endpoint-request.net.liqo.io/10.120.0.99");
+    expect(requestedEndpoints({ [endpointRequestKey("10.120.0.99")]: "", [endpointRequestKey("10.120.0.7")]: "", other: "x" }).sort()).toEqual(["10.120.0.7", "10.120.0.99"]);
+    expect(requestedEndpoints(undefined)).toEqual([]);
   });
 });

@@ -2,8 +2,13 @@
 // computed from what the API server holds: the two NetworkConfigs of a peering (ours, whose
 // status says how the peer remapped our networks; the peer's, whose status we wrote with how we
 // remapped its networks) and the peer's NatMapping (third-cluster endpoints). It gives the same
-// answers as the manager's in-process translator, except that it never allocates: an endpoint
-// with no NatMapping yet passes through (reported), and the manager's answer lands a moment later.
+// answers as the manager's in-process translator, except that it never allocates itself: an
+// endpoint with no NatMapping entry yet passes through (reported) and is *requested* through the
+// API, as an annotation `endpoint-request.net.liqo.io/<ip>` on the peer's NatMapping. The network
+// manager (another process, level-triggered on NatMappings) allocates the address, writes the entry
+// into spec.clusterMappings and removes the request; the watcher then answers with it and tells its
+// onChange listeners, so reflection re-runs. One annotation key per address: concurrent requests
+// from several virtual kubelets never conflict, and a lost one is simply written again.
 import { NatMappingResource, NAT_MAPPING_LABEL, type NatMapping } from "../../core/apis/net/natmapping.ts";
 import { NetworkConfigResource, type NetworkConfig } from "../../core/apis/net/networkconfig.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
@@ -27,6 +32,19 @@ export interface TranslationSources {
 
 export class TranslationError extends Error {
   override name = "TranslationError";
+  /** NoMapping: translatable, but the network manager has not allocated the address yet. */
+  constructor(message: string, readonly code: "NotReady" | "NoMapping" | "Invalid" = "NotReady") {
+    super(message);
+  }
+}
+
+/** The annotation (on a NatMapping) asking the network manager for an external-CIDR address for one endpoint. */
+export const ENDPOINT_REQUEST_PREFIX = "endpoint-request.net.liqo.io/";
+export const endpointRequestKey = (ip: string) => `${ENDPOINT_REQUEST_PREFIX}${ip}`;
+
+/** The endpoint addresses requested on a NatMapping (malformed keys are ignored: the manager reports them). */
+export function requestedEndpoints(annotations: Record<string, string> | undefined): string[] {
+  return Object.keys(annotations ?? {}).filter((k) => k.startsWith(ENDPOINT_REQUEST_PREFIX)).map((k) => k.slice(ENDPOINT_REQUEST_PREFIX.length));
 }
 
 /** Pure: one translation from the sources; throws TranslationError naming what is missing. */
@@ -38,7 +56,7 @@ export function translateWith(s: TranslationSources, ip: string, direction: Dire
   const remotePod = parseCidr(remote.spec.podCIDR, "remote podCIDR");
   const podHere = parseCidr(natOf(remote.status.podCIDRNAT ?? "", remote.spec.podCIDR), "remote podCIDRNAT");
   if (direction === "backward") {
-    if (!contains(remotePod, address)) throw new TranslationError(`${ip} is outside the podCIDR of cluster ${id} (${remote.spec.podCIDR})`);
+    if (!contains(remotePod, address)) throw new TranslationError(`${ip} is outside the podCIDR of cluster ${id} (${remote.spec.podCIDR})`, "Invalid");
     return formatIpv4(remapIp(address, remotePod, podHere));
   }
   const local = s.local;
@@ -51,7 +69,7 @@ export function translateWith(s: TranslationSources, ip: string, direction: Dire
   if (contains(podHere, address)) return formatIpv4(remapIp(address, podHere, remotePod));
   const mapped = s.natMapping?.spec.clusterMappings?.[ip];
   if (mapped) return mapped;
-  throw new TranslationError(`no NatMapping entry for ${ip} towards cluster ${id} yet; the network manager allocates it when the endpoint is reflected`);
+  throw new TranslationError(`no NatMapping entry for ${ip} towards cluster ${id} yet; requested from the network manager (annotation ${endpointRequestKey(ip)})`, "NoMapping");
 }
 
 export interface TranslationWatcherOptions {
@@ -59,6 +77,8 @@ export interface TranslationWatcherOptions {
   remoteClusterId: string;
   logger?: Logger;
   onError?: (error: Error, ip: string, direction: Direction) => void;
+  /** Whether to request missing third-cluster addresses from the network manager (default true). */
+  requestMissing?: boolean;
 }
 
 export interface TranslationWatcher {
@@ -67,6 +87,9 @@ export interface TranslationWatcher {
   stop(): Promise<void>;
   synced(): boolean;
   sources(): TranslationSources;
+  /** Called when the peer's NetworkConfigs or NatMapping change, i.e. answers may have changed:
+   * whoever reflected with an address passed through re-queues. Returns an unsubscribe. */
+  onChange(listener: () => void): () => void;
 }
 
 export function createTranslationWatcher(o: TranslationWatcherOptions): TranslationWatcher {
@@ -86,11 +109,35 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
     s.natMapping = mappings.list()[0];
     return s;
   }
+  const listeners = new Set<() => void>();
+  const changed = () => { for (const l of listeners) l(); };
+  const isPeer = (c: NetworkConfig) => networkConfigRole(c.metadata.labels)?.clusterId === o.remoteClusterId;
+  configs.on({ add: (c) => isPeer(c) && changed(), update: (_, c) => isPeer(c) && changed(), delete: (c) => isPeer(c) && changed() });
+  mappings.on({ add: changed, update: changed, delete: changed });
+
+  // Requests in flight or written, so a hot path asking for one address patches once; an address
+  // leaves the set when its request failed (written again on the next ask) or the entry appeared.
+  const requested = new Set<string>();
+  function request(ip: string, mapping: NatMapping | undefined) {
+    if (o.requestMissing === false || !mapping?.metadata?.name || requested.has(ip)) return;
+    if (mapping.metadata.annotations?.[endpointRequestKey(ip)] !== undefined) return;
+    requested.add(ip);
+    o.client.mergePatch(NatMappingResource, mapping.metadata.name, undefined, { metadata: { annotations: { [endpointRequestKey(ip)]: "" } } })
+      .then(() => log.info("endpoint address requested from the network manager", { ip, key: mapping.metadata.name }))
+      .catch((err) => {
+        requested.delete(ip);
+        log.warn("requesting an endpoint address failed; retried on the next reflection", { ip, err: (err as Error).message });
+      });
+  }
   return {
     translateIp(ip, direction) {
+      const s = sources();
       try {
-        return translateWith(sources(), ip, direction);
+        const out = translateWith(s, ip, direction);
+        requested.delete(ip);
+        return out;
       } catch (err) {
+        if (err instanceof TranslationError && err.code === "NoMapping") request(ip, s.natMapping as NatMapping | undefined);
         // Called inside a plugin call: never throw, pass the address through and say why.
         const error = err as Error;
         if (o.onError) o.onError(error, ip, direction);
@@ -106,5 +153,9 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
     async stop() { await Promise.all([configs.stop(), mappings.stop()]); },
     synced: () => configs.synced && mappings.synced,
     sources,
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
   };
 }

@@ -6,6 +6,8 @@
 // endpoint is venice's pod as milan sees it: milan's manager gives it a stable address of milan's
 // external CIDR (as rome sees it), records it in a NatMapping, milan's gateway installs the DNAT,
 // and rome's pod reaches venice's pod at that address through milan (ICMP and TCP).
+// The last test does it across processes: a translation watcher (the controller manager's way)
+// only requests the address on the NatMapping, and milan's manager allocates it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { installCrds } from "../../core/apis/crds.ts";
@@ -15,7 +17,7 @@ import { createLogger } from "../../core/log.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../../core/reflection/engine/engine.ts";
 import { createGatewayController, type GatewayController } from "../../netfabric/gateway/controller.ts";
 import { contains, parseCidr, parseIpv4 } from "../../netfabric/ipam/index.ts";
-import { CLUSTER_ID_LABEL, createNetworkManager, type NetworkManager } from "../../netfabric/manager/index.ts";
+import { CLUSTER_ID_LABEL, createNetworkManager, createTranslationWatcher, type NetworkManager } from "../../netfabric/manager/index.ts";
 import { createIp } from "../../netfabric/os/ip.ts";
 import { createRouteAgent, type RouteAgent } from "../../netfabric/overlay/agent.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
@@ -187,5 +189,24 @@ describe("hub and spoke rome ↔ milan ↔ venice on three clusters with the sam
     await waitFor("the NatMapping entry to go", async () =>
       !(await side.milan.client.list<NatMapping>(NatMappingResource, { labelSelector: `${CLUSTER_ID_LABEL}=${ID.rome}` })).items.some((m) => m.spec.clusterMappings?.[veniceSeenByMilan]) || undefined, { timeoutMs: 60_000 });
     await waitFor("the path through milan to close", async () => ((await tcp(side.rome.pod, before, 1000)) === undefined) || undefined, { timeoutMs: 60_000 });
+  }, 180_000);
+
+  test("across processes: a translation watcher (as in the controller manager) requests the address on the NatMapping; milan's manager allocates it and the path opens", async () => {
+    const veniceSeenByMilan = manager.milan.translator(ID.venice)(side.venice.podIp, "backward");
+    // Only the API between the two: the watcher never touches milan's IPAM.
+    const watcher = createTranslationWatcher({ client: side.milan.client, remoteClusterId: ID.rome, onError: () => undefined });
+    await watcher.start();
+    try {
+      const address = await waitFor("milan's manager to answer the request", () => {
+        const out = watcher.translateIp(veniceSeenByMilan, "forward");
+        return out !== veniceSeenByMilan ? out : undefined;
+      }, { timeoutMs: 60_000, describe: () => watcher.sources().natMapping });
+      const romeTep = (await tep("rome", "milan"))!;
+      expect(contains(parseCidr(romeTep.spec.remoteNATExternalCIDR), parseIpv4(address))).toBe(true);
+      expect(manager.milan.translator(ID.rome)(veniceSeenByMilan, "forward")).toBe(address);
+      expect(await waitFor("TCP rome pod → venice pod via milan at the requested address", () => tcp(side.rome.pod, address), { timeoutMs: 60_000 })).toBeDefined();
+    } finally {
+      await watcher.stop();
+    }
   }, 180_000);
 });
