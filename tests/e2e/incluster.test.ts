@@ -98,7 +98,9 @@ describe("in-cluster configuration", () => {
       return name.endsWith(":cm-reader") && name;
     }, { timeoutMs: 30_000 });
     expect(user).toBe(`system:serviceaccount:${ns}:cm-reader`);
-    expect((await client.list(Resources.configMaps, { namespace: ns })).items.length).toBeGreaterThan(0); // kube-root-ca.crt
+    // A ConfigMap of our own: kube-root-ca.crt is published asynchronously and may not exist yet under load.
+    await admin.apply(Resources.configMaps, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "rotation-probe", namespace: ns }, data: { a: "1" } }, { fieldManager: "incluster-test", force: true });
+    expect((await client.list(Resources.configMaps, { namespace: ns })).items.map((c) => c.metadata.name)).toContain("rotation-probe");
     expect(await forbidden(client.list(Resources.pods, { namespace: ns }))).toBe(403);
     writeToken(await tokenFor("reader")); // back, for the other tests
     await waitFor("the first token again", async () => (await whoAmI(client)).endsWith(":reader"), { timeoutMs: 30_000 });
