@@ -31,3 +31,11 @@ export async function readAuthUrl(client: KubeClient, liqoNamespace: string): Pr
   const cm = await client.find(Resources.configMaps, AUTH_URL_CONFIGMAP, liqoNamespace);
   return (cm?.data as Record<string, string> | undefined)?.url || undefined;
 }
+
+/**
+ * spec.foreignAuthUrl is required, but an in-band peer's auth service has no address until the
+ * tunnel is up (`liqoctl peer in-band`, netfabric/inband). Until then the ForeignCluster carries
+ * this placeholder (the .invalid TLD never resolves, RFC 2606), which is never contacted.
+ */
+export const IN_BAND_PENDING_AUTH_URL = "https://liqo-auth.in-band.invalid";
+export const WAITING_FOR_TUNNEL = "WaitingForInBandTunnel";

@@ -11,7 +11,7 @@ import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { tenantNamespaceName } from "../../core/offloading/names.ts";
 import { readAuthToken } from "../../core/peering/auth/index.ts";
-import { readAuthUrl } from "../../core/peering/auth-url.ts";
+import { IN_BAND_PENDING_AUTH_URL, readAuthUrl, WAITING_FOR_TUNNEL } from "../../core/peering/auth-url.ts";
 import { remoteTokenSecret, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { ensureNamespace, readClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
 import { CLUSTER_ID_LABEL, KEYS_LABEL } from "../manager/forge.ts";
@@ -29,15 +29,8 @@ export interface InBandSide {
 }
 
 const FIELD_MANAGER = "liqoctl-in-band";
-/**
- * spec.foreignAuthUrl is required, but an in-band peer's auth service has no address until the
- * tunnel is up (it is reached at the proxy's pod address as remapped here). Until then the
- * ForeignCluster carries this placeholder (the .invalid TLD never resolves, RFC 2606) with
- * outgoing peering disabled, so the controller never asks it for anything, and the condition
- * AuthenticationStatus Pending/WaitingForInBandTunnel says why; enableOutgoing replaces both.
- */
-export const IN_BAND_PENDING_AUTH_URL = "https://liqo-auth.in-band.invalid";
-export const WAITING_FOR_TUNNEL = "WaitingForInBandTunnel";
+// The placeholder auth URL of an in-band ForeignCluster until the tunnel is up: see auth-url.ts.
+export { IN_BAND_PENDING_AUTH_URL, WAITING_FOR_TUNNEL };
 const NOT_YET = IN_BAND_PENDING_AUTH_URL;
 
 /** Reads the cluster's identity; an unreachable cluster or one without liqo is an InBandError naming the flag. */

@@ -5,6 +5,7 @@
 import { DISCOVERY_CLUSTER_ID_LABEL, TENANT_NAMESPACE_LABEL, type ClusterIdentity } from "../../apis/index.ts";
 import { RetryAfterError } from "../../kube/errors.ts";
 import { tenantNamespaceName } from "../../offloading/names.ts";
+import { IN_BAND_PENDING_AUTH_URL, WAITING_FOR_TUNNEL } from "../auth-url.ts";
 import { ensureNamespace } from "../identity.ts";
 import { fetchRemoteIds, requestIdentity } from "./auth-client.ts";
 import { authenticationFailure, duplicateOwner, type ForeignClusterObject } from "./conditions.ts";
@@ -55,6 +56,11 @@ export async function authenticate(ctx: ReconcileContext, st: StatusWriter, all:
   }
 
   const url = fc.spec.foreignAuthUrl;
+  if (url === IN_BAND_PENDING_AUTH_URL) {
+    // liqoctl peer in-band replaces the placeholder once the tunnel is up; never dial it.
+    await fail("Pending", WAITING_FOR_TUNNEL, `the auth service of ${remote.clusterName} is reached through the in-band tunnel, which is not up yet (liqoctl peer in-band sets spec.foreignAuthUrl when it is)`);
+    throw retry(5000, `in-band tunnel to ${name} not up`);
+  }
   const opts = { insecureSkipTLSVerify: fc.spec.insecureSkipTLSVerify ?? cfg.insecureAuth ?? true };
   const before = st.fc.status?.peeringConditions?.find((c) => c.type === "AuthenticationStatus")?.status;
   // A refusal stays on show while we try again; otherwise say what we are doing.

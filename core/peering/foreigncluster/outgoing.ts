@@ -125,6 +125,10 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
       registry: rt.metrics, logger: log, ipTranslator,
     });
     rt.resources = wanted;
+    // An address the fabric could not translate yet (a third cluster's endpoint waiting for its
+    // external-CIDR address) was reflected as is; when the mappings change, reflect again.
+    const vk = rt.vk;
+    rt.translation?.onChange?.(() => vk.engine.requeueAll());
     log.info("virtual kubelet started", { remoteClusterId: auth.remote.clusterID, node: rt.vk.nodeName, kubelet: rt.vk.api.url });
   } else if (rt.resources !== wanted) {
     await rt.vk.updateResources(resources);

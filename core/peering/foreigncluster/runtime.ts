@@ -30,7 +30,7 @@ export interface PeerRuntime {
   /** The virtual kubelet's view of the shared metrics registry (peer-registry.ts), closed with it. */
   metrics?: PeerRegistry;
   /** The network fabric's translation watcher feeding the virtual kubelet (networking enabled). */
-  translation?: { translateIp: IpTranslator; stop(): Promise<void> };
+  translation?: { translateIp: IpTranslator; stop(): Promise<void>; onChange?(listener: () => void): () => void };
   /** JSON of the capacity the virtual node was last given, to spot a changed offer. */
   resources?: string;
 }

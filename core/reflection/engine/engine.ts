@@ -59,6 +59,11 @@ export interface ReflectionEngine {
   reflectors(): ReflectorInfo[];
   /** True when every running reflector's caches are synced. */
   synced(): boolean;
+  /**
+   * Re-queues every local object of every reflector: for inputs the engine cannot see change,
+   * such as an IP translation that now answers differently (the memo re-checks such answers).
+   */
+  requeueAll(): void;
   readonly registry: Registry;
   stop(): Promise<void>;
 }
@@ -201,6 +206,9 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
       handled: r.queueStats.handled, failed: r.queueStats.failed,
     }))),
     synced: () => [...loaded.values()].every((l) => l.reflectors.every((r) => r.synced())),
+    requeueAll() {
+      for (const l of loaded.values()) for (const r of l.reflectors) r.requeueLocal();
+    },
     async stop() {
       stopped = true;
       await Promise.all([...loaded.keys()].map((n) => this.removePlugin(n)));
