@@ -50,6 +50,7 @@ export default defineCommand({
     "renew-deadline": { type: "string", default: "10", description: "seconds the holder keeps trying to renew before it steps down" },
     "retry-period": { type: "string", default: "2", description: "seconds between Lease attempts" },
     "resync-period": { type: "string", default: "5", description: "seconds between reconcile passes (drift repair)" },
+    "persistent-keepalive": { type: "string", default: "10", description: "seconds between WireGuard keepalives to each peer, so a gateway behind NAT stays reachable (0: off)" },
     "handshake-timeout": { type: "string", default: "60", description: "seconds without a WireGuard handshake before a tunnel is reported as Error" },
     ...adminArgs("127.0.0.1:8093"),
   },
@@ -68,6 +69,7 @@ export default defineCommand({
     const listenPort = positive("listen-port", args["listen-port"], 1, 65535)!;
     const mtu = positive("mtu", args.mtu, 576, 65535);
     const endpoint = endpointFlag(args.endpoint);
+    const persistentKeepalive = positive("persistent-keepalive", args["persistent-keepalive"], 0, 65535);
     const log = createLogger({ role: "gateway" });
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const registry = createRegistry();
@@ -80,6 +82,7 @@ export default defineCommand({
       endpoint, loadBalancerTimeoutMs: seconds("lb-timeout"), nodeName: args["node-name"],
       overlay: args["vtep-address"] ? { vtepIp: args["vtep-address"], dev: args["vtep-device"]! } : undefined,
       lease, intervalMs: seconds("resync-period"), handshakeTimeoutMs: seconds("handshake-timeout"),
+      persistentKeepalive,
     });
     await gateway.start();
     const admin = await serveAdmin({

@@ -14,8 +14,15 @@ export interface PeerTunnel {
   publicKey: string;
   /** host:port of the peer's gateway on the underlay. */
   endpoint: string;
+  /** Seconds between keepalives; 0 turns them off. Default `defaultKeepaliveSec`. */
   persistentKeepalive?: number;
 }
+
+/** Liqo's interval (its WireGuard driver's KeepAliveInterval), on both sides of every tunnel:
+ * the side behind NAT keeps its router's mapping open and lets the reachable side roam to it;
+ * the reachable side's keepalives are harmless and cover the case where both are behind NAT
+ * with a forwarded port. 10 s sits well under common UDP NAT timeouts (30 s and up). */
+export const defaultKeepaliveSec = 10;
 
 export interface GatewayConfig {
   device: string;

@@ -45,6 +45,8 @@ export interface GatewayControllerOptions {
   wireguard?: WireguardMode;
   /** ip:port announced to peers; without it the Service's load balancer or NodePort address. */
   endpoint?: string;
+  /** WireGuard keepalive for every peer, seconds (0: off); defaults to `defaultKeepaliveSec`. */
+  persistentKeepalive?: number;
   loadBalancerTimeoutMs?: number;
   nodeName?: string;
   /** The gateway's end of the in-cluster overlay. */
@@ -157,7 +159,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
       }
       const current = planTunnels(teps.list(), natMappings.list(), {
         device: o.device, privateKey: keys.privateKey, listenPort: o.listenPort, mtu: o.mtu,
-        underlay: { mtu: await underlayMtu(), ipv6: false },
+        underlay: { mtu: await underlayMtu(), ipv6: false }, persistentKeepalive: o.persistentKeepalive,
       });
       plan = current;
       const reconciler = createGatewayReconciler({ ip, nft, wireguard: device.client, runner }, options);

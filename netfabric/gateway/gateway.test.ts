@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { tunnelMtu, type GatewayConfig, type PeerTunnel } from "./config.ts";
 import { masqueradeAddress, renderNatTable } from "./nat-table.ts";
 import { desiredRoutes, desiredRules, planRouting } from "./routing.ts";
-import { desiredWireguard, wireguardDrift } from "./wireguard.ts";
+import { desiredWireguard, keepRoamedEndpoints, roamFreshSec, wireguardDrift } from "./wireguard.ts";
 
 const keyA = "YGbyMPpWKvqfCg8wD1TchmBPBFWCE4USd0ut7dl0i1M=";
 const keyB = "qZcd6k4rY0Z44wSygvF/1k3EBO5Bq09Ixq5QhzV/Lzc=";
@@ -120,11 +120,11 @@ describe("wireguard desired state and drift", () => {
   const want = desiredWireguard(config);
   const live = {
     privateKey: keyA, listenPort: 51820,
-    peers: [{ publicKey: keyB, endpoint: "198.18.0.2:51820", allowedIps: ["10.1.0.0/16", "10.0.0.0/16"], persistentKeepalive: 25, lastHandshakeSec: 1, rxBytes: 1, txBytes: 1 }],
+    peers: [{ publicKey: keyB, endpoint: "198.18.0.2:51820", allowedIps: ["10.1.0.0/16", "10.0.0.0/16"], persistentKeepalive: 10, lastHandshakeSec: 1, rxBytes: 1, txBytes: 1 }],
   };
 
   test("one peer per remote cluster, allowed IPs = its networks as we see them", () => {
-    expect(want.peers).toEqual([{ publicKey: keyB, endpoint: "198.18.0.2:51820", persistentKeepalive: 25, allowedIps: ["10.0.0.0/16", "10.1.0.0/16"] }]);
+    expect(want.peers).toEqual([{ publicKey: keyB, endpoint: "198.18.0.2:51820", persistentKeepalive: 10, allowedIps: ["10.0.0.0/16", "10.1.0.0/16"] }]);
   });
 
   test.each([
@@ -138,5 +138,16 @@ describe("wireguard desired state and drift", () => {
     const l = structuredClone(live);
     damage(l);
     expect(wireguardDrift(want, l)).toEqual(reasons);
+  });
+
+  test("a repair keeps a roamed endpoint while its handshake is fresh, and resets a stale one", () => {
+    const roamed = structuredClone(live);
+    roamed.peers[0]!.endpoint = "198.18.9.254:40000";
+    roamed.peers[0]!.lastHandshakeSec = 1000;
+    expect(keepRoamedEndpoints(want, roamed, 1000 + 30).peers[0]!.endpoint).toBe("198.18.9.254:40000");
+    expect(keepRoamedEndpoints(want, roamed, 1000 + roamFreshSec).peers[0]!.endpoint).toBe("198.18.0.2:51820");
+    roamed.peers[0]!.lastHandshakeSec = 0; // never handshaked: the live endpoint is only what we set
+    expect(keepRoamedEndpoints(want, roamed, 30).peers[0]!.endpoint).toBe("198.18.0.2:51820");
+    expect(keepRoamedEndpoints(want, { peers: [] }, 30)).toEqual(want);
   });
 });

@@ -9,7 +9,7 @@ import type { UapiClient } from "../os/wireguard-uapi.ts";
 import { defaultGatewayOptions, tunnelMtu, type GatewayConfig, type GatewayOptions } from "./config.ts";
 import { renderNatTable } from "./nat-table.ts";
 import { desiredRoutes, desiredRules, planRouting, type RouteJson, type RuleJson } from "./routing.ts";
-import { desiredWireguard, wireguardDrift } from "./wireguard.ts";
+import { desiredWireguard, keepRoamedEndpoints, wireguardDrift } from "./wireguard.ts";
 
 export interface GatewayAdapters {
   ip: IpAdapter;
@@ -39,9 +39,11 @@ export function createGatewayReconciler(adapters: GatewayAdapters, options: Part
 
   async function device(config: GatewayConfig, changes: string[]) {
     const want = desiredWireguard(config);
-    const drift = wireguardDrift(want, await wireguard.get());
+    const have = await wireguard.get();
+    const drift = wireguardDrift(want, have);
     if (drift.length > 0) {
-      await wireguard.set(want);
+      // Not `want` as is: a peer that roamed (it is behind NAT) must keep its working endpoint.
+      await wireguard.set(keepRoamedEndpoints(want, have));
       changes.push(`wireguard ${config.device}: ${drift.join("; ")}`);
     }
     const [link] = await ip.json<{ mtu: number; flags: string[] }>(["link", "show", "dev", config.device]);

@@ -1,7 +1,7 @@
 // The WireGuard part of the gateway's desired state, and when the live device differs from it.
 import type { WireguardConfig, WireguardStatus } from "../os/wireguard-uapi.ts";
 import { clampPrivateKey } from "../os/wireguard-keys.ts";
-import type { GatewayConfig } from "./config.ts";
+import { defaultKeepaliveSec, type GatewayConfig } from "./config.ts";
 
 export function desiredWireguard(config: GatewayConfig): WireguardConfig {
   return {
@@ -10,7 +10,7 @@ export function desiredWireguard(config: GatewayConfig): WireguardConfig {
     peers: config.peers.map((p) => ({
       publicKey: p.publicKey,
       endpoint: p.endpoint,
-      persistentKeepalive: p.persistentKeepalive ?? 25,
+      persistentKeepalive: p.persistentKeepalive ?? defaultKeepaliveSec,
       allowedIps: [p.remoteNatPodCidr, p.remoteNatExternalCidr],
     })),
   };
@@ -32,4 +32,24 @@ export function wireguardDrift(want: WireguardConfig, have: WireguardStatus): st
   }
   for (const live of have.peers) if (!want.peers.some((p) => p.publicKey === live.publicKey)) reasons.push(`stale peer ${live.publicKey}`);
   return reasons;
+}
+
+/** WireGuard's REJECT_AFTER_TIME: a session whose last handshake is older than this is dead. */
+export const roamFreshSec = 180;
+
+/** The config to `set` when some drift was found. A peer behind NAT reaches us from its router's
+ * public address, not from the (private, unreachable) endpoint it advertised, and WireGuard
+ * follows it there (roaming). Pushing the advertised endpoint back while repairing an unrelated
+ * drift would send our packets into the void until the peer's next keepalive, so a live endpoint
+ * is kept while the handshake it came with is recent. A stale one is replaced by the configured
+ * endpoint: that is the only address we know when the peer is silent. */
+export function keepRoamedEndpoints(want: WireguardConfig, have: WireguardStatus, nowSec = Date.now() / 1000): WireguardConfig {
+  return {
+    ...want,
+    peers: want.peers.map((peer) => {
+      const live = have.peers.find((p) => p.publicKey === peer.publicKey);
+      const fresh = live?.endpoint && live.lastHandshakeSec > 0 && nowSec - live.lastHandshakeSec < roamFreshSec;
+      return fresh && live.endpoint !== peer.endpoint ? { ...peer, endpoint: live.endpoint } : peer;
+    }),
+  };
 }
