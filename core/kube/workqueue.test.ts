@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { backoffDelay, createWorkQueue } from "./workqueue.ts";
 import { RetryAfterError } from "./errors.ts";
+import { waitFor } from "../../tests/support/wait.ts";
 
 describe("backoffDelay", () => {
   test.each([
@@ -124,7 +125,7 @@ describe("createWorkQueue", () => {
     const q = createWorkQueue({ name: "t", handler: async (k) => { seen.push(k); if (k === "busy" && seen.length === 1) await gate; } });
     q.add("busy");
     q.start();
-    await Bun.sleep(0);
+    await waitFor("the worker to take busy", () => seen.length === 1, { timeoutMs: 5_000, intervalMs: 1 });
     expect(seen).toEqual(["busy"]);
     q.add("a"); q.add("b"); q.add("c");
     q.addFirst("c"); // already waiting: moves ahead, handled once

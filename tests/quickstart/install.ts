@@ -9,6 +9,7 @@ import { readClusterIdentity, type LocalClusterIdentity } from "../../core/peeri
 import { RigError } from "../rig/errors.ts";
 import type { Rig } from "../rig/rig.ts";
 import { clusterCaFile, secretFiles, serviceAccountKubeconfig } from "./credentials.ts";
+import { waitFor } from "../support/wait.ts";
 
 export const LIQO_NAMESPACE = "liqo";
 type RigCluster = Rig["clusters"][number];
@@ -54,11 +55,8 @@ export const kubeletTls = (client: KubeClient, i: InstalledCluster) => secretFil
 
 /** The cluster CA (kube-root-ca.crt is published into new namespaces shortly after they appear). */
 export async function clusterCa(client: KubeClient, i: InstalledCluster): Promise<string> {
-  const deadline = Date.now() + 60_000;
-  while (true) {
-    try { return await clusterCaFile(client, LIQO_NAMESPACE, join(i.dir, "cluster-ca.crt")); } catch (err) {
-      if (Date.now() > deadline) throw err;
-    }
-    await Bun.sleep(250);
-  }
+  let last: unknown;
+  return waitFor(`kube-root-ca.crt in namespace ${LIQO_NAMESPACE}`, async () => {
+    try { return await clusterCaFile(client, LIQO_NAMESPACE, join(i.dir, "cluster-ca.crt")); } catch (err) { last = err; return false; }
+  }, { timeoutMs: 60_000, intervalMs: 250, describe: () => String((last as Error)?.message ?? last) });
 }
