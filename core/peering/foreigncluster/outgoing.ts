@@ -127,8 +127,12 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     rt.resources = wanted;
     // An address the fabric could not translate yet (a third cluster's endpoint waiting for its
     // external-CIDR address) was reflected as is; when the mappings change, reflect again.
+    // A burst of mapping changes (one per allocated address) re-queues everything once, not per change.
     const vk = rt.vk;
-    rt.translation?.onChange?.(() => vk.engine.requeueAll());
+    let requeueSoon: ReturnType<typeof setTimeout> | undefined;
+    rt.translation?.onChange?.(() => {
+      requeueSoon ??= setTimeout(() => { requeueSoon = undefined; vk.engine.requeueAll(); }, 200);
+    });
     log.info("virtual kubelet started", { remoteClusterId: auth.remote.clusterID, node: rt.vk.nodeName, kubelet: rt.vk.api.url });
   } else if (rt.resources !== wanted) {
     await rt.vk.updateResources(resources);
