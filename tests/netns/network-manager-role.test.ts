@@ -111,8 +111,11 @@ describe("liqo network-manager follows the ForeignClusters", () => {
     }, { timeoutMs: 120_000, describe: () => role.output().slice(-2000) });
     expect(nc!.spec.cluster.clusterID).toBe(ID.milan);
     expect(nc!.spec.podCIDR).toBe(rig.clusters[0]!.podCIDR);
-    const peers = await view<{ remoteClusterId: string }[]>(role.url, "peers");
-    expect(JSON.stringify(peers)).toContain(ID.milan);
+    // The admin views are served from a short-lived cache: wait for it to show milan.
+    const peers = await waitFor("milan in the role's peers view", async () => {
+      const got = await view<{ remoteClusterId: string }[]>(role.url, "peers");
+      return JSON.stringify(got).includes(ID.milan) && got;
+    }, { timeoutMs: 30_000 });
     expect(JSON.stringify(peers)).not.toContain(ID.venice);
     expect(await ownConfigs(rome, "liqo-tenant-venice").catch(() => [])).toEqual([]);
   }, 200_000);
