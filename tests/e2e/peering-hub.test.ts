@@ -2,12 +2,23 @@
 // command `liqoctl generate peer-command` printed there, all three at once. Three Established
 // ForeignClusters and three Ready virtual nodes; a namespace offloaded on the hub gets its twin in
 // every provider; unpeering one provider takes its node and twin and leaves the other two as they
-// were (same node and namespace UIDs). Providers run only the provider side (auth service,
-// ResourceRequest and ShadowPod controllers), in this process, to keep CPU low.
+// were (same node and namespace UIDs). The hub runs a real `liqo controller-manager` process
+// (foreigncluster and namespaceoffloading controllers): its three virtual kubelets share that
+// process and its metrics registry, each series labelled with its peer. Providers run only the
+// provider side (auth service, ResourceRequest and ShadowPod controllers), in this process, to
+// keep CPU low.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ForeignClusterResource, NamespaceOffloadingResource } from "../../core/apis/index.ts";
+import { ForeignClusterResource, installCrds, NamespaceOffloadingResource } from "../../core/apis/index.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
+import { PEER_LABEL } from "../../core/peering/foreigncluster/peer-registry.ts";
+import { ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
+import { startRole } from "../quickstart/roles.ts";
+import { serverExt, sign } from "../rig/pki.ts";
+import { freePort } from "../rig/ports.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
@@ -16,27 +27,43 @@ import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./p
 const PROVIDERS = ["milan", "naples", "turin"] as const;
 const NS = "hub-app";
 let rig: TestRig;
-let hub: LiqoSide;
+/** The hub: a cluster whose controller manager runs as a process (no in-process controllers). */
+let hub: { name: string; client: KubeClient; kubeconfig: string; identity: LocalClusterIdentity; admin: string };
 let providers: LiqoSide[];
 type Node = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 4, names: ["rome", ...PROVIDERS], nodes: 1 });
-  [hub, ...providers] = await Promise.all([
-    startLiqoSide(rig, "rome", {}, { provider: false }),
-    ...PROVIDERS.map((p) => startLiqoSide(rig, p, { "topology.liqo.io/region": p }, { consumer: false })),
-  ]);
+  providers = await Promise.all(PROVIDERS.map((p) => startLiqoSide(rig, p, { "topology.liqo.io/region": p }, { consumer: false })));
+  const c = rig.clusters.find((x) => x.name === "rome")!;
+  const client = rig.client("rome");
+  await installCrds(client);
+  const identity = await ensureClusterIdentity(client, { clusterName: "rome" });
+  const certs = join(rig.dir, "rome-certs");
+  mkdirSync(certs, { recursive: true });
+  const kubelet = sign(certs, c.pki.ca, "virtual-kubelet", "/CN=liqo-virtual-kubelet-rome", serverExt(["IP:127.0.0.1"]));
+  // Roles recorded in the rig, so rig.down() stops them; logs in <rig dir>/logs/rome-*.log. The
+  // auth service's URL goes into the hub's ResourceRequests: providers record it on their
+  // ForeignCluster for the hub (IncomingPeering).
+  const authCert = sign(certs, c.pki.ca, "auth", "/CN=liqo-auth-rome", serverExt(["IP:127.0.0.1"]));
+  const authUrl = `https://127.0.0.1:${await freePort()}`;
+  await startRole(rig, "rome/auth", ["auth", `--kubeconfig=${c.kubeconfig}`, `--tls-cert-file=${authCert.cert}`, `--tls-key-file=${authCert.key}`,
+    `--address=${authUrl.slice("https://".length)}`, `--advertise-url=${authUrl}`]);
+  const { admin } = await startRole(rig, "rome/controller-manager", ["controller-manager", `--kubeconfig=${c.kubeconfig}`,
+    `--cluster-id=${identity.clusterId}`, "--cluster-name=rome", "--controllers=foreigncluster,namespaceoffloading", `--auth-url=${authUrl}`,
+    "--kubelet-address=127.0.0.1", `--kubelet-cert-file=${kubelet.cert}`, `--kubelet-key-file=${kubelet.key}`, `--kubelet-client-ca-file=${c.pki.ca.cert}`]);
+  hub = { name: "rome", client, kubeconfig: c.kubeconfig, identity, admin };
 }, 600_000);
 
 afterAll(async () => {
-  await Promise.all([hub?.stop(), ...(providers ?? []).map((p) => p.stop())]);
+  await Promise.all((providers ?? []).map((p) => p.stop()));
   await rig?.down();
 });
 
 const side = (name: string) => providers.find((p) => p.name === name)!;
 const cond = (fc: ForeignClusterObject | undefined, type: string) => fc?.status?.peeringConditions?.find((c) => c.type === type);
 const ready = (n: Node | undefined) => n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-const uidOf = async (c: LiqoSide, res: typeof Resources.nodes, name: string) => (await c.client.find(res, name))?.metadata.uid;
+const uidOf = async (c: { client: KubeClient }, res: typeof Resources.nodes, name: string) => (await c.client.find(res, name))?.metadata.uid;
 
 describe("one hub, three providers", () => {
   test("the three generated commands, run on the hub at once, give three Established peerings and three Ready virtual nodes", async () => {
@@ -61,6 +88,9 @@ describe("one hub, three providers", () => {
       expect(n.metadata.labels?.["liqo.io/remote-cluster-id"]).toBe(p.identity.clusterId);
       expect(n.metadata.labels?.["topology.liqo.io/region"]).toBe(p.name);
     }
+    // One process, three virtual kubelets: each peer's reflection metrics are its own series.
+    const metrics = await (await fetch(`${hub.admin}/metrics`)).text();
+    for (const p of providers) expect(metrics).toContain(`${PEER_LABEL}="${p.identity.clusterId}"`);
     // Each provider issued exactly one identity, to the hub, and sees the incoming peering.
     for (const p of providers) {
       const tenants = await p.client.list(Resources.namespaces, { labelSelector: "discovery.liqo.io/tenant-namespace" });
