@@ -49,6 +49,8 @@ export const ascFlags = [
   "--runtime", "plugins/sdk/assembly/runtime/arena", // bump allocator rewound per call (see the file)
   "-O3", "--noAssert",
   "--use", "abort=plugins/sdk/assembly/abort/abort/abort", // traps report their message through liqo:log
+  "--enable", "simd", // the SDK classifies input 16 bytes at a time (scan.ts buildTape); optional, it falls back to bytes
+  "--transform", "./plugins/sdk/assembly/transform/no-shadow-stack.mjs", // no GC, so no shadow stack (see the file)
 ];
 
 export async function buildTarget(t: Target): Promise<void> {

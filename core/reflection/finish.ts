@@ -94,14 +94,20 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
   return { decision: "apply", reason, object };
 }
 
+/** Edit lists already checked: a parsed answer is shared by many calls (host.ts) and never changes. */
+const checked = new WeakSet<object>();
+const noEdits: Edit[] = [];
+
 function checkEdits(edits: unknown): Edit[] {
-  if (edits === undefined) return [];
+  if (edits === undefined) return noEdits;
   if (!Array.isArray(edits)) throw new Error("answered edits that are not an array");
+  if (checked.has(edits)) return edits as Edit[];
   for (const e of edits) {
     if (!Array.isArray(e) || typeof e[0] !== "string" || e.length < 1 || e.length > 2) {
       throw new Error(`answered a malformed edit ${JSON.stringify(e)}; expected ["/json/pointer"] (remove) or ["/json/pointer", value] (set)`);
     }
   }
+  checked.add(edits);
   return edits as Edit[];
 }
 

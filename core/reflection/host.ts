@@ -76,6 +76,11 @@ interface Runner {
 type Out = { ok: string } | { trap: string };
 
 
+/** The memo's key for a call: the source object's name (memo.ts compares the payload itself). */
+const memoKey = (f: CallFacts): string => f.source?.metadata?.name ?? "";
+
+const shapeOk = (o: KubeObject | null) => o === null || (typeof o === "object" && typeof o.metadata?.name === "string");
+
 export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOptions = {}): Promise<ReflectorPlugin> {
   const trust = options.trust ?? "dropin";
   const budgetMs = options.budgetMs ?? (trust === "builtin" ? 250 : 100);
@@ -132,7 +137,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   /** A memoized answer for this call, if an equal earlier call's host-function answers still hold. */
   const fromMemo = (fn: string, p: { facts: CallFacts; payload: Payload }): unknown => {
     if (!memo) return undefined;
-    return memo.get(fn, p.payload, (d) => d.fn === "lookup"
+    return memo.get(fn, memoKey(p.facts), p.payload, (d) => d.fn === "lookup"
       ? foundStamp(lookupFor(d.request, p.facts)) === d.found
       : translate(d.ip, p.facts.direction) === d.out);
   };
@@ -199,8 +204,12 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     options.onQuarantine?.(err.message, err);
   };
 
+  // apiVersion strings built once, not per call; the error message (and its object key) only on failure.
+  const declared = manifest.resources.map((r) => ({ r, kind: r.kind, apiVersion: apiVersionOf(r) }));
   const resourceFor = (obj: KubeObject | null, direction: Direction): Resource => {
-    const r = manifest.resources.find((x) => x.kind === obj?.kind && apiVersionOf(x) === obj?.apiVersion);
+    let r: Resource | undefined;
+    for (const d of declared) if (d.kind === obj?.kind && d.apiVersion === obj?.apiVersion) { r = d.r; break; }
+    if (r !== undefined && (r.direction === "both" || r.direction === direction)) return r;
     const key = objectKey(obj) ?? "(none)";
     if (!r) throw new PluginError("invalid-input", name, `does not reflect ${obj?.apiVersion}/${obj?.kind} (object ${key}); it declares ${manifest.resources.map((x) => `${apiVersionOf(x)}/${x.kind}`).join(", ")}`, { object: key });
     if (r.direction !== "both" && r.direction !== direction) throw new PluginError("invalid-input", name, `has no ${direction} transform for ${r.kind} (object ${key})`, { object: key });
@@ -209,7 +218,6 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
 
   const prepare = (direction: Direction, item: CallItem): { facts: CallFacts; payload: Payload } => {
     const { source, target, ctx } = item;
-    const shapeOk = (o: KubeObject | null) => o === null || (typeof o === "object" && typeof o.metadata?.name === "string");
     if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) {
       throw new PluginError("invalid-input", name, `${direction} needs objects with metadata.name (got ${JSON.stringify(source)?.slice(0, 80)}); pass null for an absent object`);
     }
@@ -290,12 +298,12 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     try {
       parsed = parsedAnswer(out.ok, facts);
       const decision = finishAnswer(parsed, facts);
-      if (remember?.deps) memo?.set(remember.fn, remember.payload, parsed, remember.deps);
+      if (remember?.deps) memo?.set(remember.fn, memoKey(facts), remember.payload, parsed, remember.deps);
       return decision;
     } catch (err) {
       if ((err as PluginError).quarantines) quarantine(err as PluginError);
       // The object's own problem (the plugin's "error" answer) is as pure as a decision.
-      else if (remember?.deps && (err as PluginError).code === "invalid-input") memo?.set(remember.fn, remember.payload, parsed, remember.deps);
+      else if (remember?.deps && (err as PluginError).code === "invalid-input") memo?.set(remember.fn, memoKey(facts), remember.payload, parsed, remember.deps);
       return err as PluginError;
     }
   };
@@ -304,7 +312,12 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   // without node ports: the same removals), and finishing never changes a parsed answer: short
   // texts seen lately are parsed once.
   const answers = new Map<string, unknown>();
+  let lastText = "";
+  let lastParsed: unknown;
   const parsedAnswer = (text: string, facts: CallFacts): unknown => {
+    // Runs of objects of one kind mostly get the very answer of the call before: one string
+    // compare instead of hashing the answer for the map.
+    if (text === lastText) return lastParsed;
     if (text.length > 512) return parseAnswer(text, facts);
     let parsed = answers.get(text);
     if (parsed === undefined) {
@@ -312,6 +325,8 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       if (answers.size >= 256) answers.delete(answers.keys().next().value!);
       answers.set(text, parsed);
     }
+    lastText = text;
+    lastParsed = parsed;
     return parsed;
   };
 

@@ -43,6 +43,9 @@ type Exports = {
   [fn: string]: unknown;
 };
 
+/** Bun's (and Node's) native Buffer decoder, which the typings do not declare. */
+type Utf8Buffer = Buffer & { utf8Slice(start: number, end: number): string };
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -53,7 +56,12 @@ export class InstanceRunner {
   #plugin: Plugin | null = null;
   #exports: Exports | null = null;
   #u8 = new Uint8Array(0);
-  #scratch = new Uint8Array(16 * 1024);
+  /** A Buffer over the same memory: utf8Slice decodes an answer without a subarray object per call. */
+  #buf = Buffer.alloc(0) as Utf8Buffer;
+  /** A view starting where liqo_begin put the last payload: after the per-call rewind the
+   *  payload lands at the same address every call, so the view is made once, not per call. */
+  #inAt = -1;
+  #inView = new Uint8Array(0);
   #callsOnInstance = 0;
   /** The context JSON this instance holds; re-sent only when it changes. */
   #context: string | null = null;
@@ -77,12 +85,18 @@ export class InstanceRunner {
   #view(): Uint8Array {
     // Growing a wasm memory detaches its old buffer, which empties every view of it: an
     // empty view is the cue to take a new one (memory.buffer itself is a slow getter).
-    if (this.#u8.length === 0) this.#u8 = new Uint8Array(this.#exports!.memory.buffer);
+    if (this.#u8.length === 0) {
+      const memory = this.#exports!.memory.buffer;
+      this.#u8 = new Uint8Array(memory);
+      this.#buf = Buffer.from(memory) as Utf8Buffer;
+      this.#inAt = -1;
+    }
     return this.#u8;
   }
 
   #readString(ptr: number, len: number): string {
-    return decoder.decode(this.#view().subarray(ptr, ptr + len));
+    this.#view();
+    return this.#buf.utf8Slice(ptr, ptr + len);
   }
 
   /** Host-function arguments are mostly short ASCII (IP addresses): building the string by
@@ -207,12 +221,15 @@ export class InstanceRunner {
     this.#callsOnInstance++;
     this.calls++;
     if (context !== this.#context) this.#writeContext(context);
-    const need = ((source?.length ?? 0) + (target?.length ?? 0)) * 3;
-    if (this.#scratch.length < need) this.#scratch = new Uint8Array(need);
-    const a = source === null ? 0 : encoder.encodeInto(source, this.#scratch).written;
-    const b = target === null ? 0 : encoder.encodeInto(target, this.#scratch.subarray(a)).written;
-    const ptr = ex.liqo_begin(a + b);
-    this.#view().set(this.#scratch.subarray(0, a + b), ptr);
+    // Room for the worst case (3 UTF-8 bytes per UTF-16 unit): arena allocation is a pointer
+    // bump, so reserving more than is written costs nothing, and the JSON is encoded straight
+    // into plugin memory instead of through a scratch buffer.
+    const room = ((source?.length ?? 0) + (target?.length ?? 0)) * 3;
+    const ptr = ex.liqo_begin(room);
+    this.#view();
+    if (ptr !== this.#inAt) { this.#inAt = ptr; this.#inView = this.#u8.subarray(ptr); }
+    const a = source === null ? 0 : encoder.encodeInto(source, this.#inView).written;
+    const b = target === null ? 0 : encoder.encodeInto(target, this.#inView.subarray(a)).written;
     const out = (ex[fn] as (p: number, a: number, b: number, s: number) => number)(ptr, a, b, state);
     return this.#readString(out, ex.liqo_output_len());
   }

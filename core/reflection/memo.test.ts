@@ -121,4 +121,46 @@ describe("decision memo: host-function answers are inputs too", () => {
       await p.close();
     }
   });
+  test("objects of one name in two namespaces, and a version going back, are told apart", async () => {
+    const services = await loadBuiltin("services");
+    // The memo is keyed by name (memo.ts) and compares the whole payload: a same-named object
+    // elsewhere must run the plugin, and a version whose read content returns to an earlier
+    // one's is not confused with the version it replaced.
+    const a = version(service, "30");
+    const b = version(service, "31", { metadata: { namespace: "other" } });
+    const before = services.stats();
+    const da = services.forwardSync(a, null, ctx);
+    const db = services.forwardSync(b, null, ctx);
+    expect(services.stats().calls - before.calls).toBe(2);
+    expect(da.decision).toBe("apply");
+    expect(db.decision).toBe("apply");
+    const forced = version(service, "32", { metadata: { annotations: { "liqo.io/force-remote-node-port": "true" } } });
+    const df = services.forwardSync(forced, null, ctx);
+    expect(df.decision === "apply" && (df.object.spec as any).ports[0].nodePort).toBe(30080);
+    const back = services.forwardSync(version(service, "33"), null, ctx);
+    expect(back.decision === "apply" && (back.object.spec as any).ports[0].nodePort).toBeUndefined();
+    expect(services.stats().calls - before.calls).toBe(4);
+    await services.close();
+  });
+
+  test("a full memo keeps answering: old generations are dropped whole, entries in use survive", async () => {
+    const p = await loadBuiltin("configmaps", { memoEntries: 8 });
+    try {
+      const hot = version(configMap, "1");
+      p.forwardSync(hot, null, ctx);
+      for (let i = 0; i < 50; i++) {
+        p.forwardSync(version(configMap, `x${i}`, { metadata: { name: `cm-${i}` } }), null, ctx);
+        // Read between every insertion: the hot entry keeps moving to the young generation.
+        const calls = p.stats().calls;
+        expect(p.forwardSync(hot, null, ctx).decision).toBe("apply");
+        expect(p.stats().calls).toBe(calls);
+      }
+      // A name evicted long ago runs the plugin again.
+      const calls = p.stats().calls;
+      p.forwardSync(version(configMap, "x0", { metadata: { name: "cm-0" } }), null, ctx);
+      expect(p.stats().calls).toBe(calls + 1);
+    } finally {
+      await p.close();
+    }
+  });
 });

@@ -20,6 +20,7 @@ export type Dependency =
 
 interface Entry {
   fn: string;
+  source: string;
   context: string;
   state: number;
   target: string | null;
@@ -35,39 +36,60 @@ export function foundStamp(obj: KubeObject | null): string | KubeObject | null {
 }
 
 export class DecisionMemo {
-  // Keyed by the source payload: the host caches that string per object version, so a repeated
-  // call hashes nothing new. The few entries under one key differ by direction, target or context.
-  #bySource = new Map<string, Entry[]>();
-  constructor(private readonly capacity = 8192) {}
+  // Keyed by the object's name, the entries holding the source payload they answered. Keying by
+  // the payload itself cost a hash of the whole JSON text on every call, and a call whose
+  // content changed (the common cold case) only ever misses: by name, the miss is a short-key
+  // look-up and a string compare that fails at the length or the first differing byte. Equal
+  // payloads of different objects cannot happen (the payload holds name and namespace), so
+  // nothing is lost. An object's entries differ by direction, target or context; a new version
+  // replaces the old one's entry, so a list never holds stale versions.
+  // Two generations instead of one map evicted oldest-first: deleting a Map's first entries
+  // leaves tombstones that keys().next() walks over again on every eviction, which made set()
+  // the most expensive step of a call once the memo was full. Here the young map fills up to
+  // half the capacity, then becomes the old one and the previous old one is dropped whole:
+  // between capacity/2 and capacity names are kept, and names still in use move back into the
+  // young map when read.
+  #young = new Map<string, Entry[]>();
+  #old = new Map<string, Entry[]>();
+  readonly #half: number;
+  constructor(capacity = 8192) { this.#half = Math.max(1, capacity >> 1); }
 
-  get size(): number { return this.#bySource.size; }
+  get size(): number { return this.#young.size + this.#old.size; }
+
+  #list(name: string): Entry[] | undefined {
+    const list = this.#young.get(name);
+    if (list !== undefined) return list;
+    const old = this.#old.get(name);
+    if (old !== undefined) this.#adopt(name, old);
+    return old;
+  }
+
+  #adopt(name: string, list: Entry[]): void {
+    if (this.#young.size >= this.#half) { this.#old = this.#young; this.#young = new Map(); }
+    this.#young.set(name, list);
+  }
 
   /** The parsed answer of an equal earlier call whose dependencies still answer the same, or undefined. */
-  get(fn: string, p: Payload, stillSame: (d: Dependency) => boolean): unknown {
+  get(fn: string, name: string, p: Payload, stillSame: (d: Dependency) => boolean): unknown {
     if (p.source === null) return undefined;
-    const list = this.#bySource.get(p.source);
+    const list = this.#list(name);
     if (list === undefined) return undefined;
     for (const e of list) {
       if (e.fn !== fn || e.state !== p.state || e.target !== p.target || e.context !== p.context) continue;
-      return e.deps.every(stillSame) ? e.answer : undefined;
+      return e.source === p.source && e.deps.every(stillSame) ? e.answer : undefined;
     }
     return undefined;
   }
 
-  set(fn: string, p: Payload, answer: unknown, deps: Dependency[]): void {
+  set(fn: string, name: string, p: Payload, answer: unknown, deps: Dependency[]): void {
     if (p.source === null) return;
-    let list = this.#bySource.get(p.source);
-    if (list === undefined) {
-      // Oldest first out: a Map iterates in insertion order.
-      if (this.#bySource.size >= this.capacity) this.#bySource.delete(this.#bySource.keys().next().value!);
-      list = [];
-      this.#bySource.set(p.source, list);
-    }
-    const entry: Entry = { fn, context: p.context, state: p.state, target: p.target, answer, deps };
+    let list = this.#list(name);
+    if (list === undefined) { list = []; this.#adopt(name, list); }
+    const entry: Entry = { fn, source: p.source, context: p.context, state: p.state, target: p.target, answer, deps };
     const i = list.findIndex((e) => e.fn === fn && e.state === p.state && e.target === p.target && e.context === p.context);
     if (i >= 0) list[i] = entry;
     else if (list.length < 8) list.push(entry);
   }
 
-  clear(): void { this.#bySource.clear(); }
+  clear(): void { this.#young.clear(); this.#old.clear(); }
 }

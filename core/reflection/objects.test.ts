@@ -53,4 +53,24 @@ describe("applyEdits", () => {
   test("a malformed array index is refused with the path", () => {
     expect(() => applyEdits(baseCopy(source(), "b", "home", false), [["/spec/ports/x", 1]])).toThrow(/\/spec\/ports\/x/);
   });
+  test("one compiled edit list applied to many objects: each result is its own, sources untouched", () => {
+    // The host applies one parsed answer (its edits compiled once) to every object of a run.
+    const edits: Edit[] = [["/spec/clusterIP"], ["/spec/clusterIPs"], ["/spec/ports/1/nodePort"], ["/spec/ports/0/port", 8080]];
+    const a = source();
+    const b = source();
+    (b.spec as any).ports[1].nodePort = 31111;
+    const outA = applyEdits(baseCopy(a, "x", "home", false), edits);
+    const outB = applyEdits(baseCopy(b, "x", "home", false), edits);
+    expect((outA.spec as any).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
+    expect((outB.spec as any).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
+    expect((outA.spec as any).ports).not.toBe((outB.spec as any).ports);
+    expect((a.spec as any).ports).toEqual([{ port: 80, nodePort: 30080 }, { port: 443, nodePort: 30443 }]);
+    expect((b.spec as any).ports[1].nodePort).toBe(31111);
+    // A member the removal does not find leaves its container shared, not copied.
+    const c = source();
+    delete (c.spec as any).clusterIP;
+    delete (c.spec as any).clusterIPs;
+    const outC = applyEdits(baseCopy(c, "x", "home", false), [["/spec/clusterIP"], ["/spec/clusterIPs"]]);
+    expect(outC.spec).toBe(c.spec);
+  });
 });

@@ -54,14 +54,18 @@ export function getPointer(obj: unknown, pointer: string): unknown {
 
 /** Containers already copied for one answer: usually a handful, where an array beats a Set; a Set past 16. */
 class Fresh {
-  #list: object[];
-  #set: Set<object> | null = null;
-  constructor(first: object[]) { this.#list = first; }
-  has(o: object): boolean { return this.#set ? this.#set.has(o) : this.#list.includes(o); }
+  private set: Set<object> | null = null;
+  constructor(private list: object[]) {}
+  has(o: object): boolean {
+    if (this.set !== null) return this.set.has(o);
+    const l = this.list;
+    for (let i = 0; i < l.length; i++) if (l[i] === o) return true;
+    return false;
+  }
   add(o: object): void {
-    if (this.#set) { this.#set.add(o); return; }
-    this.#list.push(o);
-    if (this.#list.length > 16) this.#set = new Set(this.#list);
+    if (this.set !== null) { this.set.add(o); return; }
+    this.list.push(o);
+    if (this.list.length > 16) this.set = new Set(this.list);
   }
 }
 
@@ -79,8 +83,63 @@ function copyWithout(obj: Json, keys: string[]): Json {
   return out;
 }
 
-/** The pointer of the container an edit's last segment lives in ("/spec/a" → "/spec"). */
-const parentOf = (path: string) => path.slice(0, path.lastIndexOf("/"));
+/**
+ * One step of a compiled edit list: the container's path, then a set, or the removal of one
+ * or more members (consecutive removals under one parent are grouped, so that an object
+ * loses them all in one copy).
+ */
+interface Step {
+  parent: ReadonlyArray<string | number>; last: string; path: string; value: unknown; remove: boolean;
+  more: Array<{ last: string; path: string }> | null;
+  /** A removal's member names: `last` and those of `more`. */
+  keys: string[];
+}
+
+// Edit lists are compiled once per list: the host answers many calls with the same parsed
+// answer (equal answer texts are parsed once, and the decision memo hands out stored ones),
+// so pointers are split and removals grouped once, not per call. Lists must not change after
+// they are applied; parsed answers never do.
+const compiled = new WeakMap<readonly Edit[], Step[]>();
+
+let lastEdits: readonly Edit[] | null = null;
+let lastSteps: Step[] = [];
+
+function compile(edits: readonly Edit[]): Step[] {
+  if (edits === lastEdits) return lastSteps; // runs of one kind share one parsed answer
+  let steps = compiled.get(edits);
+  if (steps !== undefined) { lastEdits = edits; lastSteps = steps; return steps; }
+  steps = [];
+  let prev: Step | null = null;
+  let prevParent = "";
+  for (const edit of edits) {
+    const path = edit[0];
+    const segs = parsePointer(path);
+    const remove = edit.length === 1;
+    const parentPath = path.slice(0, path.lastIndexOf("/"));
+    const last = segs[segs.length - 1]!;
+    if (remove && prev !== null && prev.remove && parentPath === prevParent) {
+      (prev.more ??= []).push({ last, path });
+      prev.keys.push(last);
+      continue;
+    }
+    // Array positions as numbers: obj["0"] and obj[0] are the same member, but a string key on
+    // an array takes the engines' slow path (parse the string, then index).
+    const parent = segs.slice(0, -1).map((seg) => (/^(0|[1-9][0-9]{0,8})$/.test(seg) ? Number(seg) : seg));
+    prev = { parent, last, path, value: edit[1], remove, more: null, keys: [last] };
+    prevParent = parentPath;
+    steps.push(prev);
+  }
+  compiled.set(edits, steps);
+  lastEdits = edits;
+  lastSteps = steps;
+  return steps;
+}
+
+function arrayIndex(cur: unknown[], last: string, path: string): number {
+  const idx = last === "-" ? cur.length : Number(last);
+  if (!Number.isInteger(idx) || idx < 0) throw new Error(`edit path ${path}: "${last}" is not an array index`);
+  return idx;
+}
 
 /**
  * Applies edits in order. Containers along each path are copied once (tracked in `fresh`),
@@ -90,19 +149,21 @@ const parentOf = (path: string) => path.slice(0, path.lastIndexOf("/"));
  */
 export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject {
   if (edits.length === 0) return base;
+  const steps = compile(edits);
   const m = base.metadata ?? {};
   const fresh = new Fresh([base, m, m.labels ?? m, m.annotations ?? m]);
   let root = base as Json;
-  for (let e = 0; e < edits.length; e++) {
-    const edit = edits[e]!;
-    const path = edit[0];
-    const remove = edit.length === 1;
-    const segs = parsePointer(path);
-    let cur = root;
-    let holder: Json | null = null; // the container holding `cur`, and under which key
-    let held = "";
+  for (let e = 0; e < steps.length; e++) {
+    const step = steps[e]!;
+    const segs = step.parent;
+    const remove = step.remove;
+    // Walk to the container's holder, copying what is shared; the container itself is copied
+    // below, and only when it changes (a removal copies it once, without the removed members).
+    let holder: Record<string | number, unknown> | null = null;
+    let cur = root as Record<string | number, unknown>;
     let ok = true;
-    for (let i = 0; i < segs.length - 1; i++) {
+    const n = segs.length;
+    for (let i = 0; i < n; i++) {
       const seg = segs[i]!;
       let child = cur[seg];
       if (child === null || typeof child !== "object") {
@@ -110,37 +171,34 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
         child = {};
         cur[seg] = child;
         fresh.add(child as object);
-      } else if (!fresh.has(child as object)) {
-        child = copyOf(child as object);
-        cur[seg] = child;
-        fresh.add(child as object);
+      } else if (i < n - 1 || !remove || Array.isArray(child)) {
+        if (!fresh.has(child as object)) {
+          child = copyOf(child as object);
+          cur[seg] = child;
+          fresh.add(child as object);
+        }
       }
       holder = cur;
-      held = seg;
       cur = child as Json;
     }
     if (!ok) continue;
-    const last = segs[segs.length - 1]!;
+    const last = step.last;
     if (Array.isArray(cur)) {
-      const idx = last === "-" ? cur.length : Number(last);
-      if (!Number.isInteger(idx) || idx < 0) throw new Error(`edit path ${path}: "${last}" is not an array index`);
-      if (remove) { if (idx < cur.length) cur.splice(idx, 1); }
-      else cur[idx] = edit[1];
+      if (!remove) { cur[arrayIndex(cur, last, step.path)] = step.value; continue; }
+      const idx = arrayIndex(cur, last, step.path);
+      if (idx < cur.length) cur.splice(idx, 1);
+      if (step.more) for (const r of step.more) { const i = arrayIndex(cur, r.last, r.path); if (i < cur.length) cur.splice(i, 1); }
     } else if (remove) {
-      // Removals from one object in a row (a plugin dropping several fields) make one copy.
-      const keys = Object.hasOwn(cur, last) ? [last] : [];
-      const parent = parentOf(path);
-      while (e + 1 < edits.length && edits[e + 1]!.length === 1 && parentOf(edits[e + 1]![0]) === parent) {
-        const next = parsePointer(edits[++e]![0]);
-        const key = next[next.length - 1]!;
-        if (Object.hasOwn(cur, key)) keys.push(key);
-      }
-      if (keys.length === 0) continue;
+      // Present means defined: JSON has no undefined members, and an undefined one is not sent anyway.
+      const keys = step.keys;
+      let present = false;
+      for (let k = 0; k < keys.length && !present; k++) present = cur[keys[k]!] !== undefined;
+      if (!present) continue; // nothing to remove: the container stays shared
       const without = copyWithout(cur, keys);
       fresh.add(without);
       if (holder === null) root = without;
-      else holder[held] = without;
-    } else cur[last] = edit[1];
+      else holder[segs[n - 1]!] = without;
+    } else cur[last] = step.value;
   }
   return root as KubeObject;
 }
@@ -155,20 +213,25 @@ function baseProjection(obj: KubeObject): Json {
 export function project(obj: KubeObject | null, fields: readonly string[] | undefined): unknown {
   if (obj === null || fields === undefined) return obj;
   const out = baseProjection(obj);
-  const made = new Set<unknown>([out, out.metadata]);
-  for (const f of fields) {
-    const value = getPointer(obj, f);
+  if (fields.length === 0) return out;
+  // Containers this projection made (so writable): a handful, an array beats a Set.
+  const made: unknown[] = [out, out.metadata];
+  for (let f = 0; f < fields.length; f++) {
+    const segs = parsePointer(fields[f]!);
+    let value: unknown = obj;
+    for (let i = 0; i < segs.length && value !== undefined; i++) {
+      value = value !== null && typeof value === "object" ? (value as Json)[segs[i]!] : undefined;
+    }
     if (value === undefined) continue;
-    const segs = parsePointer(f);
     let cur = out;
     for (let i = 0; i < segs.length - 1; i++) {
       const seg = segs[i]!;
       let next = cur[seg];
       // Never write into a subtree shared with the source object: copy it first.
-      if (!made.has(next)) {
+      if (!made.includes(next)) {
         next = next !== null && typeof next === "object" && !Array.isArray(next) ? { ...(next as Json) } : {};
         cur[seg] = next;
-        made.add(next);
+        made.push(next);
       }
       cur = next as Json;
     }

@@ -34,6 +34,14 @@ describe("configmaps: remote ConfigMap", () => {
     expect(d.reason).not.toMatch(/conflict/i);
     expect(d.reason).toContain("kube-root-ca.crt");
   });
+  test("skip-reflection=false reflects; any other value (even a near miss) deletes", async () => {
+    // The SDK compares the annotation's input bytes in place (Value.is): check it both ways.
+    const with_ = (v: string) => ({ ...configMap, metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": v } } });
+    expect((await plugin.forward(with_("false"), null, ctx)).decision).toBe("apply");
+    for (const v of ["falsey", "fals", "False", "f\u0061lse-ish", "\"false\""]) {
+      expect((await plugin.forward(with_(v), null, ctx)).decision).toBe("delete");
+    }
+  });
   test("skip-reflection deletes the remote copy", async () => {
     const d = await plugin.forward({ ...configMap, metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": "" } } }, null, ctx);
     expect(d.decision).toBe("delete");

@@ -3,7 +3,7 @@
 // copy in, the plugin's own work including host functions, the answer read out), the host's
 // checks and edits, and the JSON body the engine sends. Printed by reflector-calls.ts.
 import type { KubeObject, ReflectionContext } from "../../core/reflection/abi.ts";
-import { finishOutput, isOwnedBy, type CallFacts } from "../../core/reflection/finish.ts";
+import { finishAnswer, isOwnedBy, parseAnswer, type CallFacts } from "../../core/reflection/finish.ts";
 import { InstanceRunner } from "../../core/reflection/instance.ts";
 import { readManifest } from "../../core/reflection/manifest.ts";
 import { project } from "../../core/reflection/objects.ts";
@@ -22,7 +22,9 @@ function p50(f: () => unknown, n: number): number {
 
 export async function breakdown(cases: Case[], ctx: ReflectionContext, lookup: Lookup, iterations: number): Promise<void> {
   console.log(`\nbreakdown of the cold wasm path, p50 µs per stage (stages timed separately; they do not add up exactly)`);
-  console.log(`${"case".padEnd(28)} ${"project".padStart(8)} ${"stringify".padStart(9)} ${"wasm call".padStart(9)} ${"finish".padStart(8)} ${"body".padStart(8)}   in/out bytes`);
+  // parse: JSON.parse of the answer (the host parses each distinct answer text once, so runs of
+  // equal answers skip it); finish: the checks, the base copy and the edits.
+  console.log(`${"case".padEnd(28)} ${"project".padStart(8)} ${"stringify".padStart(9)} ${"wasm call".padStart(9)} ${"parse".padStart(8)} ${"finish".padStart(8)} ${"body".padStart(8)}   in/out bytes`);
   for (const c of cases) {
     let encoded: Uint8Array | undefined;
     const module = await WebAssembly.compile((await builtinWasm(c.plugin)) as Uint8Array<ArrayBuffer>);
@@ -41,13 +43,15 @@ export async function breakdown(cases: Case[], ctx: ReflectionContext, lookup: L
     const input = JSON.stringify(project(c.source, fields));
     const out = inst.call(fn, ctxJson, input, null, state);
     const facts: CallFacts = { plugin: name, direction: c.direction, resource, source: c.source, target: c.target, ctx };
-    const decision = finishOutput(out, facts);
+    const parsed = parseAnswer(out, facts);
+    const decision = finishAnswer(parsed, facts);
     const n = Math.max(1000, iterations);
     const row = [
       p50(() => project(c.source, fields), n),
       p50(() => JSON.stringify(project(c.source, fields)), n),
       p50(() => inst.call(fn, ctxJson, input, null, state), n),
-      p50(() => finishOutput(out, facts), n),
+      p50(() => parseAnswer(out, facts), n),
+      p50(() => finishAnswer(parsed, facts), n),
       p50(() => JSON.stringify(decision.decision === "apply" ? decision.object : null), n),
     ];
     console.log(`${c.label.padEnd(28)} ${row.map((x) => x.toFixed(2).padStart(8)).join(" ")}   ${input.length}/${out.length}`);

@@ -36,6 +36,29 @@ export function translateIp(ip: string): string {
 }
 
 /**
+ * translateIp for an address read from the input: when the address is unchanged (always, in
+ * a peering without overlapping CIDRs) the result is the input value itself, which is
+ * written back by a raw copy. The address's input bytes go to the host as they are: no
+ * string is decoded, re-encoded or built on that path.
+ */
+export function translateIpValue(v: Value): Value {
+  if (!v.isString()) return v;
+  if (v.end != 0) {
+    const s = v.start + 1;
+    const n = v.end - 1 - s;
+    let plain = true;
+    for (let i: usize = 0; i < n; i++) if (load<u8>(s + i) == 0x5c) { plain = false; break; }
+    if (plain) {
+      const out = readAnswer(hostTranslateIp(s, <i32>n));
+      return out == null ? v : Value.str(out!);
+    }
+  }
+  const ip = v.str();
+  const out = translateIp(ip);
+  return out == ip ? v : Value.str(out);
+}
+
+/**
  * Read-only look-up in the host's caches. `cluster` is "local" or "remote"; the namespace
  * must be the call's local or remote namespace (or "" for cluster-scoped kinds).
  * Returns a Null value when the object is not cached.

@@ -3,7 +3,7 @@
 import { Value, Writer } from "./json";
 import "./abort/abort"; // linked as env.abort through --use (see reflectors/build.ts)
 export { Value, Kind, Writer, parse, parseString, validate } from "./json";
-export { log, Level, translateIp, lookup } from "./host";
+export { log, Level, translateIp, translateIpValue, lookup } from "./host";
 
 export const ABI_VERSION: i32 = 1;
 export const LABEL_MANAGED_BY = "liqo.io/managed-by";
@@ -103,13 +103,13 @@ export function label(obj: Value, key: string): Value { return obj.get("metadata
 /** Liqo's opt-out: any value other than "false" disables reflection of the object. */
 export function isSkipAnnotated(obj: Value): bool {
   const v = annotation(obj, ANNOTATION_SKIP);
-  return v.isString() && v.str() != "false";
+  return v.isString() && !v.is("false");
 }
 
 /** True when a remote object carries our ownership labels for this origin cluster. */
 export function isOwned(remote: Value, ctx: Context): bool {
-  return label(remote, LABEL_MANAGED_BY).str() == MANAGED_BY_REFLECTION
-    && label(remote, LABEL_ORIGIN).str() == ctx.localClusterId;
+  return label(remote, LABEL_MANAGED_BY).is(MANAGED_BY_REFLECTION)
+    && label(remote, LABEL_ORIGIN).is(ctx.localClusterId);
 }
 
 /**

@@ -29,6 +29,8 @@ export class Value {
   private firstFound: Value | null = null;
   private nextFound: Value | null = null;
   private keyPos: u64 = 0;
+  /** The key string this member was last found by (its address; see findRaw). */
+  private keyRef: usize = 0;
 
   static null(): Value { return new Value(); }
   static bool(b: bool): Value { const v = new Value(); v.kind = Kind.Bool; v.bool = b; return v; }
@@ -50,7 +52,7 @@ export class Value {
 
   /** Member of an object; a Null value when absent or when this is not an object. */
   get(key: string): Value {
-    if (this.kind == Kind.Object && this.itemList == null && this.tape != 0) {
+    if (this.kind == Kind.Object && this.itemList == null && this.isRaw()) {
       const v = this.findRaw(key);
       return v != null ? v! : new Value();
     }
@@ -59,30 +61,38 @@ export class Value {
   }
 
   /**
-   * A member of a raw object with a tape, without indexing it: the members before it are
-   * jumped over (tape), and only the one found is allocated, then remembered.
+   * A member of a raw object, without indexing it: the members before it are skipped (by
+   * tape jumps when the document has one, else by scanning), and only the one found is
+   * allocated, then remembered.
    */
   private findRaw(key: string): Value | null {
+    const keyRef = changetype<usize>(key);
     for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) {
+      // Plugins look members up by string literals, which are static: the same literal is the
+      // same pointer, so a repeated look-up is recognized without comparing bytes.
+      if (f!.keyRef == keyRef) return f;
       const k = f!.keyPos;
-      if (keyEquals(<usize>(k >>> 32), <usize>(k & 0xffffffff), key)) return f;
+      if (keyEquals(<usize>(k >>> 32), <usize>(k & 0xffffffff), key)) { f!.keyRef = keyRef; return f; }
     }
     const end = this.end;
     const tape = this.tape;
     let i = skipWs(this.start + 1, end);
     while (i < end && load<u8>(i) == 0x22) {
-      const ke = <usize>load<u32>(tape + (i << 2));
+      const ke = tape != 0 ? <usize>load<u32>(tape + (i << 2)) : skipString(i, end);
       if (ke <= i || ke > end) return null;
       const vs = skipWs(skipWs(ke, end) + 1, end);
-      const ve = skipTaped(vs, end, tape);
-      if (ve <= vs || ve > end) return null;
       if (keyEquals(i, ke, key)) {
+        const ve = tape != 0 ? skipTaped(vs, end, tape) : skipValue(vs, end);
+        if (ve <= vs || ve > end) return null;
         const v = Value.raw(kindAt(vs), vs, ve, tape);
         v.keyPos = (<u64>i << 32) | <u64>ke;
+        v.keyRef = keyRef;
         v.nextFound = this.firstFound;
         this.firstFound = v;
         return v;
       }
+      const ve = tape != 0 ? skipTaped(vs, end, tape) : skipValue(vs, end);
+      if (ve <= vs || ve > end) return null;
       i = skipWs(ve, end);
       if (load<u8>(i) == 0x2c) i = skipWs(i + 1, end);
     }
@@ -112,7 +122,7 @@ export class Value {
 
   /** True when the member exists, even with a null value. */
   has(key: string): bool {
-    if (this.kind == Kind.Object && this.itemList == null && this.tape != 0) return this.findRaw(key) != null;
+    if (this.kind == Kind.Object && this.itemList == null && this.isRaw()) return this.findRaw(key) != null;
     return this.indexOf(key) >= 0;
   }
   /** Follows a dotted path of object keys: path("metadata.labels"). */
@@ -149,6 +159,16 @@ export class Value {
     return this.itemList!.length;
   }
 
+  /** True when this is the string `s`; a string read from the input is compared in place, not decoded. */
+  is(s: string): bool {
+    if (this.kind != Kind.String) return false;
+    return this.end != 0 ? keyEquals(this.start, this.end, s) : this.textValue == s;
+  }
+  /** A non-empty string, checked without decoding it. */
+  hasText(): bool {
+    if (this.kind != Kind.String) return false;
+    return this.end != 0 ? this.end - this.start > 2 : this.textValue.length > 0;
+  }
   /** String content, or "" for any other kind: plugins read fields without crashing on odd input. */
   str(): string { return this.kind == Kind.String ? this.text() : ""; }
   int(): i64 { return this.kind == Kind.Number ? I64.parseInt(this.text()) : 0; }

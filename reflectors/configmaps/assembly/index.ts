@@ -10,7 +10,7 @@ const MANIFEST = `{"abiVersion":1,"name":"configmaps","version":"1.0.0",
 
 function remoteConfigMap(input: Input): Result {
   // Before the guards: the peer always has its own kube-root-ca.crt, which is not a conflict to report.
-  if (input.local.get("metadata").get("name").str() == "kube-root-ca.crt") {
+  if (input.local.get("metadata").get("name").is("kube-root-ca.crt")) {
     return Result.skip("kube-root-ca.crt is managed by each cluster and never reflected");
   }
   const guard = forwardGuards(input);

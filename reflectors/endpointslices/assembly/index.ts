@@ -3,7 +3,7 @@
 // very cluster, whose own control plane already lists them: they are not duplicated.
 import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "../../../plugins/sdk/assembly";
 export * from "../../../plugins/sdk/assembly/exports";
-import { translateIp } from "../../../plugins/sdk/assembly";
+import { translateIp, translateIpValue } from "../../../plugins/sdk/assembly";
 
 const MANAGED_BY = "endpointslice.kubernetes.io/managed-by";
 const REFLECTION_CONTROLLER = "endpointslice.reflection.liqo.io";
@@ -38,7 +38,11 @@ function remoteEndpoints(endpoints: Value, virtualNode: string): Value {
 
 function translated(addresses: Value): Value {
   const out = Value.arr();
-  for (let i = 0; i < addresses.length; i++) out.push(Value.str(translateIp(addresses.at(i).str())));
+  for (let i = 0; i < addresses.length; i++) {
+    // An unchanged address is the input value itself, written back by a raw copy.
+    const a = addresses.at(i);
+    out.push(a.isString() ? translateIpValue(a) : Value.str(translateIp(a.str())));
+  }
   return out;
 }
 

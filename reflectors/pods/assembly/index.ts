@@ -3,7 +3,7 @@
 // service account, which is rewired so the pod keeps talking to the origin API server.
 // Status comes back with IPs remapped, the virtual kubelet as host and restart counts
 // that include the remote re-creations.
-import { reflector, Target, Input, Result, Value, forwardGuards, translateIp, lookup } from "../../../plugins/sdk/assembly";
+import { reflector, Target, Input, Result, Value, forwardGuards, translateIp, translateIpValue, lookup } from "../../../plugins/sdk/assembly";
 export * from "../../../plugins/sdk/assembly/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"pods","version":"1.0.0",
@@ -55,12 +55,12 @@ function localPodStatus(input: Input): Result {
   if (input.target == Target.Absent) return Result.skip("local pod deleted");
   const status = input.remote.get("status");
   const r = Result.apply();
-  const podIP = status.get("podIP").str();
-  if (podIP.length > 0) r.set("/status/podIP", Value.str(translateIp(podIP)));
+  const podIP = status.get("podIP");
+  if (podIP.hasText()) r.set("/status/podIP", translateIpValue(podIP));
   const ips = status.get("podIPs");
   if (ips.isArray()) {
     const out = Value.arr();
-    for (let i = 0; i < ips.length; i++) out.push(Value.obj().set("ip", Value.str(translateIp(ips.at(i).get("ip").str()))));
+    for (let i = 0; i < ips.length; i++) out.push(Value.obj().set("ip", ipOf(ips.at(i).get("ip"))));
     r.set("/status/podIPs", out);
   }
   const vk = input.ctx.virtualKubeletIp;
@@ -70,15 +70,30 @@ function localPodStatus(input: Input): Result {
   }
   const extra = input.ctx.remoteRestarts;
   if (extra > 0) {
-    bumpRestarts(r, status.get("containerStatuses"), "/status/containerStatuses/", extra);
-    bumpRestarts(r, status.get("initContainerStatuses"), "/status/initContainerStatuses/", extra);
+    bumpRestarts(r, status.get("containerStatuses"), CONTAINER_RESTARTS, "/status/containerStatuses/", extra);
+    bumpRestarts(r, status.get("initContainerStatuses"), INIT_CONTAINER_RESTARTS, "/status/initContainerStatuses/", extra);
   }
   return r;
 }
 
-function bumpRestarts(r: Result, statuses: Value, base: string, extra: i64): void {
+/** An address translated for the destination; the input value itself when unchanged (raw copy). */
+function ipOf(v: Value): Value {
+  return v.isString() ? translateIpValue(v) : Value.str(translateIp(v.str()));
+}
+
+// "/status/containerStatuses/<i>/restartCount" for the first containers, built once by the start function.
+const CONTAINER_RESTARTS = restartPaths("/status/containerStatuses/");
+const INIT_CONTAINER_RESTARTS = restartPaths("/status/initContainerStatuses/");
+function restartPaths(base: string): string[] {
+  const out = new Array<string>(16);
+  for (let i = 0; i < 16; i++) out[i] = base + i.toString() + "/restartCount";
+  return out;
+}
+
+function bumpRestarts(r: Result, statuses: Value, paths: string[], base: string, extra: i64): void {
   for (let i = 0; i < statuses.length; i++) {
-    r.set(base + i.toString() + "/restartCount", Value.num(statuses.at(i).get("restartCount").int() + extra));
+    const path = i < paths.length ? unchecked(paths[i]) : base + i.toString() + "/restartCount";
+    r.set(path, Value.num(statuses.at(i).get("restartCount").int() + extra));
   }
 }
 

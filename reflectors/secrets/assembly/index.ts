@@ -17,7 +17,7 @@ function remoteSecret(input: Input): Result {
   const guard = forwardGuards(input);
   if (guard != null) return guard;
   const r = Result.apply();
-  if (input.local.get("type").str() == SA_TOKEN) {
+  if (input.local.get("type").is(SA_TOKEN)) {
     r.set("/type", Value.str("Opaque"));
     // The uid names an object of the origin cluster; the remote one would mistake it for its own.
     r.remove(UID_ANNOTATION);
