@@ -48,11 +48,12 @@ function procOf(name: string): number {
   return p.pid;
 }
 function usage(pid: number) {
-  if (!existsSync(`/proc/${pid}/stat`)) return { cpuS: NaN, peakMiB: NaN };
+  if (!existsSync(`/proc/${pid}/stat`)) return { cpuS: NaN, peakMiB: NaN, rssMiB: NaN };
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14, 15 of stat)
-  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return { cpuS: ticks / 100, peakMiB: hwm ? Number(hwm[1]) / 1024 : NaN };
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (field: string) => { const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status); return m ? Number(m[1]) / 1024 : NaN; };
+  return { cpuS: ticks / 100, peakMiB: kib("VmHWM"), rssMiB: kib("VmRSS") };
 }
 
 // When this process first saw each pod pass each stage, by pod name: where offloading spends time.
@@ -144,6 +145,7 @@ function report(pods: number) {
   for (const [who, name] of [["virtual kubelet (rome)", "rome/virtual-kubelet-milan"], ["controller-manager (rome)", "rome/controller-manager"], ["controller-manager (milan, ShadowPods)", "milan/controller-manager"]]) {
     const u = usage(procOf(name!));
     row(`${who}: peak RSS`, u.peakMiB, "MiB");
+    row(`${who}: RSS now`, u.rssMiB, "MiB");
     row(`${who}: CPU`, u.cpuS, "CPU-s");
   }
 }
@@ -179,59 +181,63 @@ try {
   heading(`${SMALL} offloaded pods (warm-up and first resource sample)`);
   row(`Deployment of ${SMALL} offloaded: all Running`, await timeToRunning("off", "small", SMALL), "s");
   report(SMALL);
+  // BENCH_WARMUP_ONLY=1: only the first Deployment (memory of a cold virtual kubelet under one burst).
+  larger: {
+    if (process.env.BENCH_WARMUP_ONLY) break larger;
 
-  heading(`Deployment of ${LARGE} replicas: physical kwok node vs offloaded`);
-  const cpu0 = cpuOfAll();
-  const phys = await timeToRunning("phys", "large", LARGE, { "kubernetes.io/hostname": "rome-big" });
-  row(`physical (rome-big): all ${LARGE} Running`, phys, "s");
-  const cpu1 = cpuOfAll();
-  const largeStarted = performance.now();
-  const offloaded = await timeToRunning("off", "large", LARGE);
-  const cpu2 = cpuOfAll();
-  row(`offloaded (liqo-milan): all ${LARGE} Running`, offloaded, "s");
-  // BENCH_SCALE=10 makes this the 10,000-replica run (with 1,000 as warm-up), whose target is 1.5.
-  row(`ratio offloaded / physical (target ≤ ${LARGE >= 10_000 ? 1.5 : 1.2})`, offloaded / phys, "×");
-  report(SMALL + LARGE);
-  stageReport("large-", largeStarted);
-  heading(`writes per offloaded pod of large-* (watch events: creations and updates)`);
-  for (const [label, n] of writes) row(label, n / LARGE, "per pod");
-  cpuReport(`the physical ${LARGE}`, cpu0, cpu1);
-  cpuReport(`the offloaded ${LARGE}`, cpu1, cpu2);
-  // Pod creations the ReplicaSet controller had to retry (e.g. the webhook timing out) slow "local created".
-  for (const ns of ["phys", "off"]) {
-    // Only a hint: at 10,000 pods this list once timed out on the busy API server, which must not lose the rest of the report.
-    const failed = await rome.list<any>(Resources.events, { namespace: ns, fieldSelector: "reason=FailedCreate" }).then((l) => l.items, (err: Error) => err);
-    if (failed instanceof Error) row(`FailedCreate Events in ${ns}`, NaN, `not read: ${failed.message.slice(0, 120)}`);
-    else row(`FailedCreate Events in ${ns}`, failed.reduce((n, e) => n + (e.count ?? 1), 0), failed[0] ? `e.g. ${String(failed[0].message).slice(0, 160)}` : "");
-  }
+    heading(`Deployment of ${LARGE} replicas: physical kwok node vs offloaded`);
+    const cpu0 = cpuOfAll();
+    const phys = await timeToRunning("phys", "large", LARGE, { "kubernetes.io/hostname": "rome-big" });
+    row(`physical (rome-big): all ${LARGE} Running`, phys, "s");
+    const cpu1 = cpuOfAll();
+    const largeStarted = performance.now();
+    const offloaded = await timeToRunning("off", "large", LARGE);
+    const cpu2 = cpuOfAll();
+    row(`offloaded (liqo-milan): all ${LARGE} Running`, offloaded, "s");
+    // BENCH_SCALE=10 makes this the 10,000-replica run (with 1,000 as warm-up), whose target is 1.5.
+    row(`ratio offloaded / physical (target ≤ ${LARGE >= 10_000 ? 1.5 : 1.2})`, offloaded / phys, "×");
+    report(SMALL + LARGE);
+    stageReport("large-", largeStarted);
+    heading(`writes per offloaded pod of large-* (watch events: creations and updates)`);
+    for (const [label, n] of writes) row(label, n / LARGE, "per pod");
+    cpuReport(`the physical ${LARGE}`, cpu0, cpu1);
+    cpuReport(`the offloaded ${LARGE}`, cpu1, cpu2);
+    // Pod creations the ReplicaSet controller had to retry (e.g. the webhook timing out) slow "local created".
+    for (const ns of ["phys", "off"]) {
+      // Only a hint: at 10,000 pods this list once timed out on the busy API server, which must not lose the rest of the report.
+      const failed = await rome.list<any>(Resources.events, { namespace: ns, fieldSelector: "reason=FailedCreate" }).then((l) => l.items, (err: Error) => err);
+      if (failed instanceof Error) row(`FailedCreate Events in ${ns}`, NaN, `not read: ${failed.message.slice(0, 120)}`);
+      else row(`FailedCreate Events in ${ns}`, failed.reduce((n, e) => n + (e.count ?? 1), 0), failed[0] ? `e.g. ${String(failed[0].message).slice(0, 160)}` : "");
+    }
 
-  const latencies = [...localRunning].flatMap(([name, t]) => (remoteRunning.has(name) ? [t - remoteRunning.get(name)!] : []));
-  const s = summarize(latencies);
-  heading("status propagation: remote pod Running → local pod Running");
-  row("samples", s.n);
-  row("p50", s.p50, "ms");
-  row("p99", s.p99, "ms");
-  row("max", s.max, "ms");
-  // The slowest few, stage by stage (ms after their local creation): what the tail waits on.
-  const slow = [...localRunning].filter(([n]) => remoteRunning.has(n)).sort((a, b) => (b[1] - remoteRunning.get(b[0])!) - (a[1] - remoteRunning.get(a[0])!)).slice(0, 3);
-  for (const [name] of slow) {
-    const t0 = seen.get("local created")!.get(name) ?? 0;
-    console.log(`  ${name} (created ${((t0 - largeStarted) / 1000).toFixed(1)} s after its Deployment): ${stages.map((st) => `${st} +${((seen.get(st)!.get(name) ?? NaN) - t0).toFixed(0)}`).join(", ")};` +
-      ` seen ${seenLag.get(`remote Running/${name}`)} ms after kwok's write, ${seenLag.get(`local Running/${name}`)} ms after the virtual kubelet's (1 s resolution)`);
-  }
+    const latencies = [...localRunning].flatMap(([name, t]) => (remoteRunning.has(name) ? [t - remoteRunning.get(name)!] : []));
+    const s = summarize(latencies);
+    heading("status propagation: remote pod Running → local pod Running");
+    row("samples", s.n);
+    row("p50", s.p50, "ms");
+    row("p99", s.p99, "ms");
+    row("max", s.max, "ms");
+    // The slowest few, stage by stage (ms after their local creation): what the tail waits on.
+    const slow = [...localRunning].filter(([n]) => remoteRunning.has(n)).sort((a, b) => (b[1] - remoteRunning.get(b[0])!) - (a[1] - remoteRunning.get(a[0])!)).slice(0, 3);
+    for (const [name] of slow) {
+      const t0 = seen.get("local created")!.get(name) ?? 0;
+      console.log(`  ${name} (created ${((t0 - largeStarted) / 1000).toFixed(1)} s after its Deployment): ${stages.map((st) => `${st} +${((seen.get(st)!.get(name) ?? NaN) - t0).toFixed(0)}`).join(", ")};` +
+        ` seen ${seenLag.get(`remote Running/${name}`)} ms after kwok's write, ${seenLag.get(`local Running/${name}`)} ms after the virtual kubelet's (1 s resolution)`);
+    }
 
-  const projected = (phys + offloaded) * (HUGE / LARGE);
-  heading(`Deployment of ${HUGE} replicas`);
-  if (projected > HUGE_BUDGET_S && !process.env.BENCH_HUGE) {
-    console.log(`  skipped: projected from the ${LARGE} run it needs ~${projected.toFixed(0)}s (budget ${HUGE_BUDGET_S}s, BENCH_HUGE_BUDGET_S) on this machine;` +
-      ` the largest size that ran is ${LARGE} (+${SMALL}). Set BENCH_HUGE=1 to run it anyway.`);
-  } else {
-    const physHuge = await timeToRunning("phys", "huge", HUGE, { "kubernetes.io/hostname": "rome-big" });
-    row(`physical: all ${HUGE} Running`, physHuge, "s");
-    const offHuge = await timeToRunning("off", "huge", HUGE);
-    row(`offloaded: all ${HUGE} Running`, offHuge, "s");
-    row("ratio offloaded / physical (target ≤ 1.5)", offHuge / physHuge, "×");
-    report(SMALL + LARGE + HUGE);
+    const projected = (phys + offloaded) * (HUGE / LARGE);
+    heading(`Deployment of ${HUGE} replicas`);
+    if (projected > HUGE_BUDGET_S && !process.env.BENCH_HUGE) {
+      console.log(`  skipped: projected from the ${LARGE} run it needs ~${projected.toFixed(0)}s (budget ${HUGE_BUDGET_S}s, BENCH_HUGE_BUDGET_S) on this machine;` +
+        ` the largest size that ran is ${LARGE} (+${SMALL}). Set BENCH_HUGE=1 to run it anyway.`);
+    } else {
+      const physHuge = await timeToRunning("phys", "huge", HUGE, { "kubernetes.io/hostname": "rome-big" });
+      row(`physical: all ${HUGE} Running`, physHuge, "s");
+      const offHuge = await timeToRunning("off", "huge", HUGE);
+      row(`offloaded: all ${HUGE} Running`, offHuge, "s");
+      row("ratio offloaded / physical (target ≤ 1.5)", offHuge / physHuge, "×");
+      report(SMALL + LARGE + HUGE);
+    }
   }
   await Promise.all(informers.map((i) => i.stop()));
 } finally {
