@@ -13,16 +13,10 @@
 //    providers' sides run in this process.
 //
 // Usage: bun tests/bench/peering.ts [--rounds 3] [--hub 10]   (0 skips a part)
-import { mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { installCrds } from "../../core/apis/index.ts";
+import { readFileSync } from "node:fs";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
-import { ensureClusterIdentity } from "../../core/peering/identity.ts";
-import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "../e2e/peering-rig.ts";
-import { startRole } from "../quickstart/roles.ts";
-import { serverExt, sign } from "../rig/pki.ts";
-import { loadRig } from "../rig/rig.ts";
+import { generatedPeerCommand, liqoctl, startConsumerProcesses, startLiqoSide, type LiqoSide } from "../e2e/peering-rig.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -88,17 +82,9 @@ async function hub(n: number) {
     const rig = rigs[0]!;
     const rigOf = (name: string) => rigs.find((r) => r.clusters.some((c) => c.name === name))!;
     console.log(`hub: ${rigs.length} rig(s) of ${n + 1} clusters up in ${s(performance.now() - t)}`);
-    const hubC = rig.clusters[0]!;
-    const client = rig.client("hub");
-    await installCrds(client);
-    const id = await ensureClusterIdentity(client, { clusterName: "hub" });
-    const certs = join(rig.dir, "hub-certs");
-    mkdirSync(certs, { recursive: true });
-    const kubelet = sign(certs, hubC.pki.ca, "virtual-kubelet", "/CN=liqo-virtual-kubelet-hub", serverExt(["IP:127.0.0.1"]));
-    await startRole(rig, "hub/controller-manager", ["controller-manager", `--kubeconfig=${hubC.kubeconfig}`, `--cluster-id=${id.clusterId}`,
-      "--cluster-name=hub", "--controllers=foreigncluster", "--kubelet-address=127.0.0.1",
-      `--kubelet-cert-file=${kubelet.cert}`, `--kubelet-key-file=${kubelet.key}`, `--kubelet-client-ca-file=${hubC.pki.ca.cert}`]);
-    const pid = loadRig(rig.dir)!.extras!.find((p) => p.name === "hub/controller-manager")!.pid;
+    // The hub's liqo as processes (auth, controller manager), so /proc tells the controller manager's RSS.
+    const hub = await startConsumerProcesses(rig, "hub");
+    const { client, pid } = hub;
     // Providers one at a time: each start lists and watches on its own cluster.
     for (const name of names) providers.push(await startLiqoSide(rigOf(name), name, {}, { consumer: false }));
     const commands = await Promise.all(providers.map((p) => generatedPeerCommand(p)));
@@ -108,7 +94,7 @@ async function hub(n: number) {
     let peak = idle.rss;
     const sampler = setInterval(() => { try { peak = Math.max(peak, memoryOf(pid).rss); } catch { /* exited: reported below */ } }, 250);
     t = performance.now();
-    const exits = commands.map((args, i) => liqoctl({ kubeconfig: hubC.kubeconfig }, ...args, "--timeout=900s").then((r) => {
+    const exits = commands.map((args, i) => liqoctl(hub, ...args, "--timeout=900s").then((r) => {
       if (r.code !== 0) throw new Error(`liqoctl peer out-of-band ${names[i]} failed (${r.code}): ${r.err}`);
       return performance.now() - t;
     }));

@@ -7,52 +7,29 @@
 // process and its metrics registry, each series labelled with its peer. Providers run only the
 // provider side (auth service, ResourceRequest and ShadowPod controllers), in this process, to
 // keep CPU low.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ForeignClusterResource, installCrds, NamespaceOffloadingResource } from "../../core/apis/index.ts";
+import { ForeignClusterResource, NamespaceOffloadingResource } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
 import { PEER_LABEL } from "../../core/peering/foreigncluster/peer-registry.ts";
-import { ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
-import { startRole } from "../quickstart/roles.ts";
-import { serverExt, sign } from "../rig/pki.ts";
-import { freePort } from "../rig/ports.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
-import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
+import { generatedPeerCommand, liqoctl, startConsumerProcesses, startLiqoSide, type ConsumerProcesses, type LiqoSide } from "./peering-rig.ts";
 
 const PROVIDERS = ["milan", "naples", "turin"] as const;
 const NS = "hub-app";
 let rig: TestRig;
-/** The hub: a cluster whose controller manager runs as a process (no in-process controllers). */
-let hub: { name: string; client: KubeClient; kubeconfig: string; identity: LocalClusterIdentity; admin: string };
+/** The hub: liqo auth and controller-manager as processes (no in-process controllers). */
+let hub: ConsumerProcesses;
 let providers: LiqoSide[];
 type Node = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 4, names: ["rome", ...PROVIDERS], nodes: 1 });
   providers = await Promise.all(PROVIDERS.map((p) => startLiqoSide(rig, p, { "topology.liqo.io/region": p }, { consumer: false })));
-  const c = rig.clusters.find((x) => x.name === "rome")!;
-  const client = rig.client("rome");
-  await installCrds(client);
-  const identity = await ensureClusterIdentity(client, { clusterName: "rome" });
-  const certs = join(rig.dir, "rome-certs");
-  mkdirSync(certs, { recursive: true });
-  const kubelet = sign(certs, c.pki.ca, "virtual-kubelet", "/CN=liqo-virtual-kubelet-rome", serverExt(["IP:127.0.0.1"]));
-  // Roles recorded in the rig, so rig.down() stops them; logs in <rig dir>/logs/rome-*.log. The
-  // auth service's URL goes into the hub's ResourceRequests: providers record it on their
-  // ForeignCluster for the hub (IncomingPeering).
-  const authCert = sign(certs, c.pki.ca, "auth", "/CN=liqo-auth-rome", serverExt(["IP:127.0.0.1"]));
-  const authUrl = `https://127.0.0.1:${await freePort()}`;
-  await startRole(rig, "rome/auth", ["auth", `--kubeconfig=${c.kubeconfig}`, `--tls-cert-file=${authCert.cert}`, `--tls-key-file=${authCert.key}`,
-    `--address=${authUrl.slice("https://".length)}`, `--advertise-url=${authUrl}`]);
-  const { admin } = await startRole(rig, "rome/controller-manager", ["controller-manager", `--kubeconfig=${c.kubeconfig}`,
-    `--cluster-id=${identity.clusterId}`, "--cluster-name=rome", "--controllers=foreigncluster,namespaceoffloading", `--auth-url=${authUrl}`,
-    "--kubelet-address=127.0.0.1", `--kubelet-cert-file=${kubelet.cert}`, `--kubelet-key-file=${kubelet.key}`, `--kubelet-client-ca-file=${c.pki.ca.cert}`]);
-  hub = { name: "rome", client, kubeconfig: c.kubeconfig, identity, admin };
+  hub = await startConsumerProcesses(rig, "rome");
 }, 600_000);
 
 afterAll(async () => {

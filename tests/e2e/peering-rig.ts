@@ -1,7 +1,8 @@
 // Liqo's peering parts on a rig cluster, in the test process: the authentication service (own
 // serving certificate, fixed port so it can be stopped and started again), the ForeignCluster
 // controller (consumer) with in-process virtual kubelets, and the ResourceRequest controller
-// (provider). liqoctl runs as a real subprocess against them.
+// (provider). liqoctl runs as a real subprocess against them. startConsumerProcesses runs a
+// consumer's liqo as real `liqo auth` and `liqo controller-manager` processes instead.
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { installCrds } from "../../core/apis/index.ts";
@@ -18,6 +19,8 @@ import { createNamespaceOffloadingController } from "../../core/offloading/index
 import { createShadowPodController } from "../../core/shadowpod/controller.ts";
 import { freePort } from "../rig/ports.ts";
 import { serverExt, sign } from "../rig/pki.ts";
+import { loadRig } from "../rig/rig.ts";
+import { startRole } from "../quickstart/roles.ts";
 import type { TestRig } from "../rig/testing.ts";
 
 export interface LiqoSide {
@@ -121,4 +124,43 @@ export async function generatedPeerCommand(provider: LiqoSide): Promise<string[]
   const words = r.out.trim().split(/\s+/);
   if (words[0] !== "liqoctl") throw new Error(`unexpected generated command: ${r.out}`);
   return words.slice(1);
+}
+
+/** A consumer whose liqo runs as real processes (see startConsumerProcesses). */
+export interface ConsumerProcesses {
+  name: string;
+  client: KubeClient;
+  kubeconfig: string;
+  identity: LocalClusterIdentity;
+  /** The controller manager's admin API (http://127.0.0.1:port): /metrics, /readyz, views. */
+  admin: string;
+  /** The controller manager's process ID, for its RSS. */
+  pid: number;
+}
+
+/**
+ * `liqo auth` and `liqo controller-manager` (foreigncluster and namespaceoffloading controllers) as
+ * processes, as a developer runs them outside the cluster: every virtual kubelet of the cluster's
+ * peerings then lives in that one process. Both are recorded in the rig, so rig.down() stops them;
+ * logs in <rig dir>/logs/<name>-*.log. The auth service's URL goes into the ResourceRequests, so
+ * providers can record the consumer on their side (IncomingPeering).
+ */
+export async function startConsumerProcesses(rig: TestRig, name: string): Promise<ConsumerProcesses> {
+  const c = rig.clusters.find((x) => x.name === name)!;
+  const client = rig.client(name);
+  await installCrds(client);
+  const identity = await ensureClusterIdentity(client, { clusterName: name });
+  const certs = join(rig.dir, `${name}-certs`);
+  mkdirSync(certs, { recursive: true });
+  const san = serverExt(["IP:127.0.0.1"]);
+  const kubelet = sign(certs, c.pki.ca, "virtual-kubelet", `/CN=liqo-virtual-kubelet-${name}`, san);
+  const authCert = sign(certs, c.pki.ca, "auth", `/CN=liqo-auth-${name}`, san);
+  const authUrl = `https://127.0.0.1:${await freePort()}`;
+  await startRole(rig, `${name}/auth`, ["auth", `--kubeconfig=${c.kubeconfig}`, `--tls-cert-file=${authCert.cert}`, `--tls-key-file=${authCert.key}`,
+    `--address=${authUrl.slice("https://".length)}`, `--advertise-url=${authUrl}`]);
+  const { admin } = await startRole(rig, `${name}/controller-manager`, ["controller-manager", `--kubeconfig=${c.kubeconfig}`,
+    `--cluster-id=${identity.clusterId}`, `--cluster-name=${name}`, "--controllers=foreigncluster,namespaceoffloading", `--auth-url=${authUrl}`,
+    "--kubelet-address=127.0.0.1", `--kubelet-cert-file=${kubelet.cert}`, `--kubelet-key-file=${kubelet.key}`, `--kubelet-client-ca-file=${c.pki.ca.cert}`]);
+  const pid = loadRig(rig.dir)!.extras!.find((p) => p.name === `${name}/controller-manager`)!.pid;
+  return { name, client, kubeconfig: c.kubeconfig, identity, admin, pid };
 }
