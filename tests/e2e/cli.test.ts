@@ -154,17 +154,20 @@ describe("completion", () => {
   });
 
   // A real zsh: compinit, the generated script (through bashcompinit), and zpty driving an
-  // interactive shell that presses Tab; compadd is wrapped to print the matches zsh would offer.
+  // interactive shell that presses Tab; compadd is wrapped to print the matches zsh would offer,
+  // and Tab is bound to the usual completion followed by a marker the driver waits for.
   const zshDriver = `zmodload zsh/zpty
 zpty z 'zsh -f -i'
 zpty -w z "PS1='> '; autoload -U compinit && compinit -u -D && source \${(q)1}"
 zpty -w z 'compadd() { if [[ " $* " == *" -"[AOD]" "* ]]; then builtin compadd "$@"; return; fi; local -a h; builtin compadd -A h "$@"; (( $#h )) && print -rl -- \${h/#/MATCH:}; builtin compadd "$@"; }'
+zpty -w z 'tab-then-mark() { zle expand-or-complete; print -n COMPLETION-DONE; }; zle -N tab-then-mark; bindkey "^I" tab-then-mark'
 zpty -w z 'print SETUP-DONE'
 zpty -r z out '*SETUP-DONE*SETUP-DONE*' || exit 3
 shift; integer n=0
 for line in "$@"; do
-  (( n++ )); zpty -w -n z "$line"$'\\t'; zpty -w -n z $'\\C-u'; zpty -w z "print PROBE-END-$n"
-  zpty -r z out "*PROBE-END-$n*PROBE-END-$n*"
+  # Nothing more is typed until Tab's completion has finished: keys typed ahead of it can cut it short.
+  (( n++ )); zpty -w -n z "$line"$'\\t'; zpty -r z out '*COMPLETION-DONE*'
+  zpty -w -n z $'\\C-u'; zpty -w z "print PROBE-END-$n"; zpty -r z rest "*PROBE-END-$n*PROBE-END-$n*"
   print -r -- "PROBE $n"; print -rl -- \${(M)\${(f)out//$'\\r'/}:#*MATCH:*} | sed 's/.*MATCH://' | sort -u
 done
 zpty -d z
