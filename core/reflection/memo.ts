@@ -54,8 +54,6 @@ export class DecisionMemo {
   readonly #half: number;
   constructor(capacity = 8192) { this.#half = Math.max(1, capacity >> 1); }
 
-  get size(): number { return this.#young.size + this.#old.size; }
-
   #list(name: string): Entry[] | undefined {
     const list = this.#young.get(name);
     if (list !== undefined) return list;
