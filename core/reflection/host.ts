@@ -16,6 +16,7 @@ import { finishAnswer, isOwnedBy, parseAnswer, type CallFacts } from "./finish.t
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
 import { readManifest } from "./manifest.ts";
 import { DecisionMemo, foundStamp, type Dependency } from "./memo.ts";
+import { project } from "./objects.ts";
 import { contextJson, encodedObject, payloadJson } from "./payloads.ts";
 import { WorkerRunner } from "./worker-runner.ts";
 
@@ -37,6 +38,8 @@ export interface LoadOptions extends RecyclePolicy {
   clock?: { now(): number };
   /** Told once when the plugin is quarantined, so the engine can emit an Event and a metric. */
   onQuarantine?: (reason: string, error: PluginError) => void;
+  /** Built-ins: read objects by handle when the plugin supports it (default); false forces the JSON wire. */
+  live?: boolean;
   /** Entries of the decision memo (memo.ts); 0 turns it off, so that every call runs the plugin. Default 8192. */
   memoEntries?: number;
 }
@@ -69,7 +72,7 @@ interface Runner {
   run(fn: string, payloads: Payload[], budgetMs: number, setCurrent: (i: number) => void): Promise<Out[]>;
   /** The single-object fast path (main thread only): synchronous, no batch arrays. */
   runOne?(fn: string, payload: Payload, budgetMs: number): Out;
-  stats(): { calls: number; recycles: number; memoryBytes: number };
+  stats(): { calls: number; recycles: number; memoryBytes: number; memoHits?: number };
   close(): Promise<void>;
 }
 
@@ -98,7 +101,8 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   let lastAbort: string | null = null;
   // What the call in progress asked the host (memo.ts); a call that logged is not memoized.
   type CallRecord = { deps: Dependency[]; logged: boolean };
-  let rec: CallRecord = { deps: [], logged: false };
+  // Null during live calls, whose memo (instance.ts) records reads itself.
+  let rec: CallRecord | null = null;
   const memoizable = (r: CallRecord | undefined): Dependency[] | null => (r && !r.logged ? r.deps : null);
   const memo = options.memoEntries === 0 ? null : new DecisionMemo(options.memoEntries);
   let memoHits = 0;
@@ -107,22 +111,23 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
 
   const bindings: HostBindings = {
     log: (level, message) => {
-      rec.logged = true;
+      if (rec) rec.logged = true;
       const fields = { object: objectKey(current?.source ?? current?.target ?? null) };
       (level >= 3 ? log.error : level === 2 ? log.warn : level === 1 ? log.info : log.debug)(message, fields);
     },
     abort: (message) => { lastAbort = message; },
     translateIp: (ip) => {
       const out = translate(ip, current?.direction ?? "forward");
-      rec.deps.push({ fn: "translateIp", ip, out });
+      rec?.deps.push({ fn: "translateIp", ip, out });
       return out;
     },
     identityIp: translate === identityTranslator,
     lookup: (reqJson) => {
       const found = lookupFor(reqJson, current);
-      rec.deps.push({ fn: "lookup", request: reqJson, found: foundStamp(found) });
+      rec?.deps.push({ fn: "lookup", request: reqJson, found: foundStamp(found) });
       return found ? encodedObject(found) : null;
     },
+    lookupObject: (reqJson) => lookupFor(reqJson, current),
   };
 
   function lookupFor(reqJson: string, facts: CallFacts | null): KubeObject | null {
@@ -136,7 +141,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
 
   /** A memoized answer for this call, if an equal earlier call's host-function answers still hold. */
   const fromMemo = (fn: string, p: { facts: CallFacts; payload: Payload }): unknown => {
-    if (!memo) return undefined;
+    if (!memo || p.payload.live) return undefined;
     return memo.get(fn, memoKey(p.facts), p.payload, (d) => d.fn === "lookup"
       ? foundStamp(lookupFor(d.request, p.facts)) === d.found
       : translate(d.ip, p.facts.direction) === d.out);
@@ -144,13 +149,22 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
 
   let runner: Runner;
   let overruns = 0;
+  // Main-thread plugins built with the live exports read the cached objects by handle.
+  let live = false;
   if (trust === "builtin") {
-    const inst = await InstanceRunner.create(module, bindings, options);
+    // Live calls are memoized by the runner itself, by replaying what the plugin read (instance.ts).
+    const inst = await InstanceRunner.create(module, bindings, { ...options, memo: options.memoEntries !== 0 });
+    live = inst.hasExport("liqo_forward_live") && inst.hasExport("liqo_backward_live") && options.live !== false;
     const runOne = (fn: string, p: Payload, budget: number): Out => {
+      if (p.live) {
+        // Answered by replaying an earlier call's reads: the plugin does not run, nothing to time.
+        const hit = inst.memoAnswer(fn === "liqo_backward", p.context, p.live.source, p.live.target, p.state);
+        if (hit !== undefined) return { ok: hit };
+      }
       const started = clock.now();
       let text: string;
       try {
-        text = inst.call(fn, p.context, p.source, p.target, p.state);
+        text = p.live ? inst.callLive(fn === "liqo_backward", p.context, p.live.source, p.live.target, p.state) : inst.call(fn, p.context, p.source, p.target, p.state);
       } catch (err) {
         const trap = lastAbort ?? (err as Error).message;
         lastAbort = null;
@@ -187,7 +201,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
         return out;
       },
       runOne: (fn, p, budget) => runOneRecycling(fn, p, budget),
-      stats: () => ({ calls: inst.calls, recycles: inst.recycles, memoryBytes: inst.memoryBytes() }),
+      stats: () => ({ calls: inst.calls, recycles: inst.recycles, memoryBytes: inst.memoryBytes(), memoHits: inst.memoHits }),
       close: () => inst.close(),
     };
   } else {
@@ -224,12 +238,18 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const resource = resourceFor(source ?? target, direction);
     const fields = direction === "forward" ? resource.fields : resource.backwardFields;
     const origin = direction === "forward" ? ctx.localClusterId : ctx.remoteClusterId;
+    const state = target === null ? 0 : isOwnedBy(target, origin) ? 1 : 2;
+    if (live) {
+      // The same projections as the JSON below, as objects: the plugin reads only what it asks for.
+      const liveIn = { source: project(source, fields), target: target === null || !resource.targetFields ? null : project(target, resource.targetFields) };
+      return { facts: { plugin: name, direction, resource, source, target, ctx }, payload: { context: contextJson(ctx), source: null, target: null, state, live: liveIn } };
+    }
     const payload: Payload = {
       context: contextJson(ctx),
       source: source === null ? null : payloadJson(source, fields),
       // The target's content only when declared; its ownership always (guards need it).
       target: target === null || !resource.targetFields ? null : payloadJson(target, resource.targetFields),
-      state: target === null ? 0 : isOwnedBy(target, origin) ? 1 : 2,
+      state,
     };
     return { facts: { plugin: name, direction, resource, source, target, ctx }, payload };
   };
@@ -262,7 +282,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const recorded: CallRecord[] = [];
     let i = 0;
     try {
-      const setCurrent = (idx: number) => { current = live[idx]?.facts ?? null; rec = recorded[idx] = { deps: [], logged: false }; };
+      const setCurrent = (idx: number) => { current = live[idx]?.facts ?? null; rec = recorded[idx] = { deps: [], logged: false }; if (current && live[idx]!.payload.live) rec = null; };
       outs = live.length ? await runner.run(fn, live.map((p) => p.payload), budgetMs, setCurrent) : [];
     } catch (err) {
       const e = err instanceof PluginError ? err : new PluginError("trap", name, String(err), { cause: err });
@@ -278,7 +298,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     return prepared.map((p) => {
       if (!(typeof p === "object" && p !== null && "payload" in p)) return p;
       const idx = i++;
-      return settle(p.facts, outs[idx]!, { fn, payload: p.payload, deps: batchDeps(idx) });
+      return settle(p.facts, outs[idx]!, p.payload.live ? undefined : { fn, payload: p.payload, deps: batchDeps(idx) });
     });
   };
 
@@ -353,14 +373,14 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       return res;
     }
     current = p.facts;
-    const mine: CallRecord = rec = { deps: [], logged: false };
+    const mine: CallRecord | undefined = p.payload.live ? (rec = null) ?? undefined : (rec = { deps: [], logged: false });
     let out: Out;
     try {
       out = runner.runOne(fn, p.payload, budgetMs);
     } finally {
       current = null;
     }
-    const res = settle(p.facts, out, { fn, payload: p.payload, deps: memoizable(mine) });
+    const res = settle(p.facts, out, mine && { fn, payload: p.payload, deps: memoizable(mine) });
     if (res instanceof PluginError) throw res;
     return res;
   };
@@ -382,7 +402,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     forwardBatch: (items) => callMany("forward", items),
     forwardSync: (local, remote, ctx) => oneSync("forward", { source: local, target: remote, ctx }),
     backwardSync: (remote, local, ctx) => oneSync("backward", { source: remote, target: local, ctx }),
-    stats: () => ({ ...runner.stats(), memoHits }),
+    stats: () => { const st = runner.stats(); return { ...st, memoHits: memoHits + (st.memoHits ?? 0) }; },
     async close() {
       if (state === "closed") return;
       state = "closed";

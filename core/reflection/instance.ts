@@ -20,18 +20,25 @@ export interface HostBindings {
   identityIp?: boolean;
   /** A JSON request in, a JSON object (text, or its UTF-8 bytes) or null out. */
   lookup(requestJson: string): string | Uint8Array | null;
+  /** The same look-up for a live call: the cached object itself (read by handle, never serialized). */
+  lookupObject?(requestJson: string): object | null;
   /** A plugin's abort message, reported just before it traps. */
   abort(message: string): void;
 }
 
-/** One call's input as the host prepared it (JSON text; null for an absent object). */
-export interface Payload { context: string; source: string | null; target: string | null; state: number }
+/**
+ * One call's input as the host prepared it: JSON text (null for an absent object), or for a
+ * live call (main thread, plugin exports liqo_*_live) the projected objects themselves.
+ */
+export interface Payload { context: string; source: string | null; target: string | null; state: number; live?: { source: unknown; target: unknown } }
 
 export interface RecyclePolicy {
   /** Re-instantiate after this many calls (default 10,000). */
   recycleAfterCalls?: number;
   /** ...or once linear memory grows past this many bytes (default 32 MiB). */
   maxMemoryBytes?: number;
+  /** Live calls: answer a call from a recorded one whose reads replay equal (default true). */
+  memo?: boolean;
 }
 
 type Exports = {
@@ -42,6 +49,16 @@ type Exports = {
   liqo_output_len(): number;
   [fn: string]: unknown;
 };
+
+/** Codes of the packed answers of the live host calls (plugins/sdk/assembly/live.ts). */
+const CODE_NULL = 1, CODE_FALSE = 2, CODE_TRUE = 3, CODE_NUMBER = 4, CODE_STRING = 5, CODE_ARRAY = 6, CODE_OBJECT = 7;
+
+/** Reads a live call records for its memo (see #replay): [op, handle, argument, answer] each. */
+const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_JSON = 7, OP_IP = 8, OP_LOOKUP = 9;
+/** Recorded calls kept per context: the distinct ways a plugin reads objects of one kind are few. */
+const MEMO_PER_CONTEXT = 8;
+
+interface Recorded { backward: boolean; state: number; log: unknown[]; text: string }
 
 /** Bun's (and Node's) native Buffer decoder, which the typings do not declare. */
 type Utf8Buffer = Buffer & { utf8Slice(start: number, end: number): string };
@@ -56,6 +73,25 @@ export class InstanceRunner {
   #plugin: Plugin | null = null;
   #exports: Exports | null = null;
   #u8 = new Uint8Array(0);
+  #u16 = new Uint16Array(0);
+  /** The live call's values by handle (index); handle 0 is "none". */
+  #vals: unknown[] = [undefined];
+  /** Member names of live objects read by position (indexed once per handle). */
+  #keysOf: Array<string[] | undefined> = [undefined];
+  #handles = 1;
+  /** The plugin's string literals by address: the data segment never changes, so each is decoded once. */
+  #literals: string[] = [];
+  /** liqo_forward_live and liqo_backward_live of the current instance. */
+  #live: Array<(s: number, t: number, st: number) => number> = [];
+  /** The last answer, bytes and text: a run of equal answers is decoded once. */
+  #lastAnswer = Buffer.alloc(0);
+  #lastAnswerText = "";
+  /** The live call in progress's reads, while it can still be memoized (null: not recording). */
+  #log: unknown[] | null = null;
+  /** Recorded live calls by context JSON, most recent first. */
+  #memo = new Map<string, Recorded[]>();
+  /** Live calls answered by replaying a recorded call instead of running the plugin. */
+  memoHits = 0;
   /** A Buffer over the same memory: utf8Slice decodes an answer without a subarray object per call. */
   #buf = Buffer.alloc(0) as Utf8Buffer;
   /** A view starting where liqo_begin put the last payload: after the per-call rewind the
@@ -72,7 +108,7 @@ export class InstanceRunner {
   private constructor(module: WebAssembly.Module, bindings: HostBindings, policy: RecyclePolicy) {
     this.#module = module;
     this.#bindings = bindings;
-    this.#policy = { recycleAfterCalls: policy.recycleAfterCalls ?? 10_000, maxMemoryBytes: policy.maxMemoryBytes ?? 32 * 1024 * 1024 };
+    this.#policy = { recycleAfterCalls: policy.recycleAfterCalls ?? 10_000, maxMemoryBytes: policy.maxMemoryBytes ?? 32 * 1024 * 1024, memo: policy.memo ?? true };
   }
 
   static async create(module: WebAssembly.Module, bindings: HostBindings, policy: RecyclePolicy = {}): Promise<InstanceRunner> {
@@ -88,6 +124,7 @@ export class InstanceRunner {
     if (this.#u8.length === 0) {
       const memory = this.#exports!.memory.buffer;
       this.#u8 = new Uint8Array(memory);
+      this.#u16 = new Uint16Array(memory);
       this.#buf = Buffer.from(memory) as Utf8Buffer;
       this.#inAt = -1;
     }
@@ -141,27 +178,213 @@ export class InstanceRunner {
     return ptr;
   }
 
+  /** A value of the live call as its packed handle: (handle << 3) | kind code, 0 for undefined. */
+  #pack(v: unknown): number {
+    let code: number;
+    switch (typeof v) {
+      case "undefined": return 0;
+      case "boolean": return v ? CODE_TRUE : CODE_FALSE;
+      case "number": code = CODE_NUMBER; break;
+      case "string": code = CODE_STRING; break;
+      case "object":
+        if (v === null) return CODE_NULL;
+        code = Array.isArray(v) ? CODE_ARRAY : CODE_OBJECT;
+        break;
+      default: return CODE_NULL; // functions, symbols, bigints: not JSON, never in an API object
+    }
+    const h = this.#handles++;
+    this.#vals[h] = v;
+    this.#keysOf[h] = undefined;
+    return (h << 3) | code;
+  }
+
+  /** An AssemblyScript string of the plugin (UTF-16, byte length in the header before it). */
+  #plugString(ptr: number, fixed: number): string {
+    // Indexed by address / 2 in a dense array (a far index would make it a slow sparse one).
+    const slot = ptr >>> 1;
+    if (fixed) {
+      const hit = this.#literals[slot];
+      if (hit !== undefined) return hit;
+    }
+    this.#view();
+    const start = ptr >>> 1;
+    const end = start + (this.#u8[ptr - 4]! | (this.#u8[ptr - 3]! << 8) | (this.#u8[ptr - 2]! << 16)) / 2;
+    let s = "";
+    for (let i = start; i < end; i++) s += String.fromCharCode(this.#u16[i]!);
+    if (fixed) {
+      const lits = this.#literals;
+      while (lits.length <= slot) lits.push(undefined as unknown as string);
+      lits[slot] = s;
+    }
+    return s;
+  }
+
+  // The reads of a live call, shared by the host calls and the memo's replay.
+  #get(h: number, k: string): number {
+    const o = this.#vals[h] as Record<string, unknown>;
+    const v = o[k];
+    // Inherited members are not members: constructor, toString, __proto__...
+    if (v === undefined || typeof v === "function" || (k === "__proto__" && !Object.hasOwn(o, k))) return 0;
+    return this.#pack(v);
+  }
+
+  #at(h: number, i: number): number {
+    const o = this.#vals[h];
+    if (Array.isArray(o)) return i >= 0 && i < o.length ? this.#pack(o[i]) : 0;
+    const keys = this.#keys(h);
+    return i >= 0 && i < keys.length ? this.#pack((o as Record<string, unknown>)[keys[i]!]) : 0;
+  }
+
+  #len(h: number): number {
+    const o = this.#vals[h];
+    return typeof o === "string" || Array.isArray(o) ? o.length : typeof o === "object" && o !== null ? this.#keys(h).length : 0;
+  }
+
+  #text(h: number): string {
+    const o = this.#vals[h];
+    return typeof o === "string" ? o : JSON.stringify(o);
+  }
+
+  /** The translated address of a live string, or null when unchanged (or not a string). */
+  #translated(h: number): string | null {
+    const b = this.#bindings;
+    if (b.identityIp) return null;
+    const ip = this.#vals[h];
+    if (typeof ip !== "string") return null;
+    const out = b.translateIp(ip);
+    return out === ip ? null : out;
+  }
+
+  #lookup(req: string): number {
+    const b = this.#bindings;
+    const found = b.lookupObject ? b.lookupObject(req) : (() => { const t = b.lookup(req); return t === null ? null : JSON.parse(typeof t === "string" ? t : decoder.decode(t)); })();
+    return found === null ? 0 : this.#pack(found);
+  }
+
+  /**
+   * Replays a recorded live call's reads on new objects: true when every read answers as it
+   * did then, so the plugin, a pure function of what it read, would answer the same. Handles
+   * are numbered in the order values are handed out, so equal answers give equal numbers.
+   */
+  #replay(log: unknown[], source: unknown, target: unknown): boolean {
+    this.#handles = 1;
+    if ((this.#pack(source ?? undefined) & 7) !== log[0] || (this.#pack(target ?? undefined) & 7) !== log[1]) return false;
+    const vals = this.#vals;
+    for (let i = 2; i < log.length; i += 4) {
+      const h = log[i + 1] as number;
+      const res = log[i + 3];
+      switch (log[i]) {
+        case OP_GET: if ((this.#get(h, log[i + 2] as string) & 7) !== res) return false; break;
+        case OP_AT: if ((this.#at(h, log[i + 2] as number) & 7) !== res) return false; break;
+        case OP_LEN: if (this.#len(h) !== res) return false; break;
+        case OP_EQ: if ((vals[h] === log[i + 2] ? 1 : 0) !== res) return false; break;
+        case OP_TEXT: if (this.#text(h) !== res) return false; break;
+        case OP_KEY: if ((this.#keys(h)[log[i + 2] as number] ?? "") !== res) return false; break;
+        case OP_JSON: if ((JSON.stringify(vals[h]) ?? "null") !== res) return false; break;
+        case OP_IP: {
+          const out = this.#translated(h);
+          if (out !== res) return false;
+          if (out !== null) this.#pack(out);
+          break;
+        }
+        case OP_LOOKUP: if ((this.#lookup(log[i + 2] as string) & 7) !== res) return false; break;
+        default: return false;
+      }
+    }
+    return true;
+  }
+
+  #keys(h: number): string[] {
+    let keys = this.#keysOf[h];
+    if (keys === undefined) this.#keysOf[h] = keys = Object.keys(this.#vals[h] as object);
+    return keys;
+  }
+
+  /** Any text into plugin memory, length-prefixed (the live calls' text, key and json answers). */
+  #answerText(text: string): number {
+    if (text.length <= 64) return this.#answer(text);
+    const ptr = this.#exports!.liqo_alloc(text.length * 3 + 4);
+    const view = this.#view();
+    const n = encoder.encodeInto(text, view.subarray(ptr + 4)).written;
+    view[ptr] = n & 0xff; view[ptr + 1] = (n >>> 8) & 0xff; view[ptr + 2] = (n >>> 16) & 0xff; view[ptr + 3] = (n >>> 24) & 0xff;
+    return ptr;
+  }
+
   #functions() {
     const b = this.#bindings;
+    const vals = this.#vals;
     // Extism passes its CallContext first; ABI v1 host functions only use plugin memory.
     return {
       "liqo:log": {
-        log: (_: unknown, level: number, ptr: number, len: number) => b.log(level, this.#readString(ptr, len)),
+        log: (_: unknown, level: number, ptr: number, len: number) => { this.#log = null; b.log(level, this.#readString(ptr, len)); },
         abort: (_: unknown, ptr: number, len: number) => b.abort(this.#readString(ptr, len)),
       },
       "liqo:net": {
         // 0 means "unchanged" (docs/plugins.md): the plugin keeps the address it passed.
         translate_ip: (_: unknown, ptr: number, len: number) => {
+          this.#log = null; // an address the plugin built itself: not a read the memo can replay
           if (b.identityIp) return 0;
           const ip = this.#readShort(ptr, len);
           const out = b.translateIp(ip);
           return out === ip ? 0 : this.#answer(out);
         },
+        translate_ip_value: (_: unknown, h: number) => {
+          const out = this.#translated(h);
+          this.#log?.push(OP_IP, h, 0, out);
+          return out === null ? 0 : this.#pack(out);
+        },
       },
       "liqo:cache": {
         lookup: (_: unknown, ptr: number, len: number) => {
+          this.#log = null;
           const found = b.lookup(this.#readString(ptr, len));
           return typeof found === "string" || found === null ? this.#answer(found) : this.#answerBytes(found);
+        },
+        lookup_value: (_: unknown, ptr: number, len: number) => {
+          const req = this.#readString(ptr, len);
+          const r = this.#lookup(req);
+          this.#log?.push(OP_LOOKUP, 0, req, r & 7);
+          return r;
+        },
+      },
+      // Live calls: reads of the call's objects by handle (plugins/sdk/assembly/live.ts).
+      "liqo:obj": {
+        get: (_: unknown, h: number, key: number, fixed: number) => {
+          const k = this.#plugString(key, fixed);
+          const r = this.#get(h, k);
+          this.#log?.push(OP_GET, h, k, r & 7);
+          return r;
+        },
+        at: (_: unknown, h: number, i: number) => {
+          const r = this.#at(h, i);
+          this.#log?.push(OP_AT, h, i, r & 7);
+          return r;
+        },
+        len: (_: unknown, h: number) => {
+          const r = this.#len(h);
+          this.#log?.push(OP_LEN, h, 0, r);
+          return r;
+        },
+        eq: (_: unknown, h: number, s: number, fixed: number) => {
+          const lit = this.#plugString(s, fixed);
+          const r = vals[h] === lit ? 1 : 0;
+          this.#log?.push(OP_EQ, h, lit, r);
+          return r;
+        },
+        text: (_: unknown, h: number) => {
+          const t = this.#text(h);
+          this.#log?.push(OP_TEXT, h, 0, t);
+          return this.#answerText(t);
+        },
+        key: (_: unknown, h: number, i: number) => {
+          const k = this.#keys(h)[i] ?? "";
+          this.#log?.push(OP_KEY, h, i, k);
+          return this.#answerText(k);
+        },
+        json: (_: unknown, h: number) => {
+          const j = JSON.stringify(vals[h]) ?? "null";
+          this.#log?.push(OP_JSON, h, 0, j);
+          return this.#answerText(j);
         },
       },
       // Plugins built without the SDK's abort hook import AssemblyScript's default.
@@ -171,7 +394,9 @@ export class InstanceRunner {
 
   needsRecycle(): boolean {
     return this.#callsOnInstance >= this.#policy.recycleAfterCalls
-      || (this.#exports !== null && this.#exports.memory.buffer.byteLength > this.#policy.maxMemoryBytes);
+      // The view's length is the memory's (memory.buffer is a slow getter); a grown memory
+      // detaches it (length 0) until the next call takes a new one, a call later.
+      || this.#u8.length > this.#policy.maxMemoryBytes;
   }
 
   #recycling: Promise<void> | null = null;
@@ -188,6 +413,10 @@ export class InstanceRunner {
     const old = this.#plugin;
     this.#plugin = next;
     this.#exports = instance.exports as unknown as Exports;
+    const ex = this.#exports;
+    this.#live = typeof ex.liqo_forward_live === "function" && typeof ex.liqo_backward_live === "function"
+      ? [ex.liqo_forward_live as (s: number, t: number, st: number) => number, ex.liqo_backward_live as (s: number, t: number, st: number) => number]
+      : [];
     this.#u8 = new Uint8Array(0);
     this.#callsOnInstance = 0;
     this.#context = null;
@@ -232,6 +461,65 @@ export class InstanceRunner {
     const b = target === null ? 0 : encoder.encodeInto(target, this.#inView.subarray(a)).written;
     const out = (ex[fn] as (p: number, a: number, b: number, s: number) => number)(ptr, a, b, state);
     return this.#readString(out, ex.liqo_output_len());
+  }
+
+  /**
+   * The live hot path: the objects stay here and the plugin reads them by handle; `fn` is
+   * liqo_forward_live or liqo_backward_live. Same answer as call().
+   */
+  /** The answer of a recorded live call whose reads replay equal on these objects, if any. */
+  memoAnswer(backward: boolean, context: string, source: unknown, target: unknown, state: number): string | undefined {
+    const recorded = this.#policy.memo ? this.#memo.get(context) : undefined;
+    if (recorded === undefined) return undefined;
+    for (let i = 0; i < recorded.length; i++) {
+      const r = recorded[i]!;
+      if (r.backward === backward && r.state === state && this.#replay(r.log, source, target)) {
+        if (i > 0) { recorded.splice(i, 1); recorded.unshift(r); }
+        this.memoHits++;
+        return r.text;
+      }
+    }
+    return undefined;
+  }
+
+  callLive(backward: boolean, context: string, source: unknown, target: unknown, state: number): string {
+    const ex = this.#exports!;
+    this.#callsOnInstance++;
+    this.calls++;
+    if (context !== this.#context) this.#writeContext(context);
+    this.#handles = 1;
+    const s = this.#pack(source ?? undefined);
+    const t = this.#pack(target ?? undefined);
+    const log = this.#log = this.#policy.memo ? [s & 7, t & 7] : null;
+    let out: number;
+    try {
+      out = this.#live[backward ? 1 : 0]!(s, t, state);
+    } catch (err) {
+      this.#log = null;
+      throw err;
+    }
+    const text = this.#answerOf(out, ex.liqo_output_len());
+    if (log !== null && this.#log === log) {
+      this.#log = null;
+      let list = this.#memo.get(context);
+      if (list === undefined) {
+        if (this.#memo.size >= 64) this.#memo.clear(); // contexts are per namespace pair: few
+        this.#memo.set(context, (list = []));
+      }
+      list.unshift({ backward, state, log, text });
+      if (list.length > MEMO_PER_CONTEXT) list.pop();
+    }
+    return text;
+  }
+
+  #answerOf(out: number, n: number): string {
+    this.#view();
+    // Buffer#compare over a range: no view is made, and an equal answer is not decoded again.
+    const last = this.#lastAnswer;
+    if (last.length === n && last.compare(this.#buf, out, out + n) === 0) return this.#lastAnswerText;
+    const text = this.#buf.utf8Slice(out, out + n);
+    if (n <= 4096) { this.#lastAnswer = Buffer.from(this.#buf.subarray(out, out + n)); this.#lastAnswerText = text; }
+    return text;
   }
 
   #writeContext(context: string): void {

@@ -8,7 +8,9 @@ import { InstanceRunner } from "./instance.ts";
 
 const REQUIRED_EXPORTS = ["memory", "liqo_abi_version", "liqo_context", "liqo_begin", "liqo_alloc", "liqo_output_len", "liqo_manifest", "liqo_forward", "liqo_backward"];
 /** Imports every SDK-built plugin may have without declaring them. */
-const ALWAYS_ALLOWED = new Set(["liqo:log/abort", "env/abort"]);
+const ALWAYS_ALLOWED = new Set(["liqo:log/abort", "env/abort", "liqo:obj/get", "liqo:obj/at", "liqo:obj/len", "liqo:obj/eq", "liqo:obj/text", "liqo:obj/key", "liqo:obj/json"]);
+/** The live-call twin of a host function is covered by declaring the function itself. */
+const LIVE_TWINS: Record<string, string> = { "liqo:net/translate_ip_value": "liqo:net/translate_ip", "liqo:cache/lookup_value": "liqo:cache/lookup" };
 
 const noHost = { log() {}, abort() {}, translateIp: (ip: string) => ip, lookup: () => null };
 
@@ -51,8 +53,8 @@ export async function readManifest(module: WebAssembly.Module, label = "(unnamed
   const declared = new Set(manifest.hostFunctions.map((f) => HOST_FUNCTIONS[f].join("/")));
   for (const imp of WebAssembly.Module.imports(module)) {
     const id = `${imp.module}/${imp.name}`;
-    if (ALWAYS_ALLOWED.has(id) || declared.has(id)) continue;
-    const known = Object.entries(HOST_FUNCTIONS).find(([, pair]) => pair.join("/") === id)?.[0];
+    if (ALWAYS_ALLOWED.has(id) || declared.has(id) || declared.has(LIVE_TWINS[id] ?? "")) continue;
+    const known = Object.entries(HOST_FUNCTIONS).find(([, pair]) => pair.join("/") === (LIVE_TWINS[id] ?? id))?.[0];
     throw new PluginError("invalid-manifest", name, known
       ? `imports host function ${known} (${id}) without declaring it; add "${known}" to hostFunctions in its manifest`
       : `imports ${id}, which is not an ABI v1 host function (WASI is not available; build without it)`);

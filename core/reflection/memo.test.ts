@@ -1,6 +1,8 @@
-// The decision memo (memo.ts): a call equal in everything the plugin sees to an earlier one is
-// answered without running the plugin; anything the plugin reads that changed (a declared
-// field, the target state, the context, a looked-up object, an IP translation) runs it again.
+// The decision memos: a call equal in everything the plugin sees to an earlier one is answered
+// without running the plugin; anything the plugin reads that changed (a read field, the target
+// state, the context, a looked-up object, an IP translation) runs it again. Built-ins run live
+// (instance.ts replays what the plugin read); `live: false` tests the JSON wire's memo (memo.ts),
+// which drop-ins in workers use.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ensureBuilt } from "../../reflectors/build.ts";
 import { loadBuiltin } from "../../reflectors/index.ts";
@@ -121,8 +123,8 @@ describe("decision memo: host-function answers are inputs too", () => {
       await p.close();
     }
   });
-  test("objects of one name in two namespaces, and a version going back, are told apart", async () => {
-    const services = await loadBuiltin("services");
+  test("objects of one name in two namespaces, and a version going back, are told apart (JSON wire)", async () => {
+    const services = await loadBuiltin("services", { live: false });
     // The memo is keyed by name (memo.ts) and compares the whole payload: a same-named object
     // elsewhere must run the plugin, and a version whose read content returns to an earlier
     // one's is not confused with the version it replaced.
@@ -143,8 +145,8 @@ describe("decision memo: host-function answers are inputs too", () => {
     await services.close();
   });
 
-  test("a full memo keeps answering: old generations are dropped whole, entries in use survive", async () => {
-    const p = await loadBuiltin("configmaps", { memoEntries: 8 });
+  test("a full memo keeps answering: old generations are dropped whole, entries in use survive (JSON wire)", async () => {
+    const p = await loadBuiltin("configmaps", { memoEntries: 8, live: false });
     try {
       const hot = version(configMap, "1");
       p.forwardSync(hot, null, ctx);

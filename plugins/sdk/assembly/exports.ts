@@ -4,6 +4,7 @@
 // per-call arena rewind: it lives in a static buffer), then per object liqo_begin + bulk
 // copy of [source JSON][target JSON] + liqo_forward/liqo_backward, and reads the answer
 // at the returned pointer, liqo_output_len bytes long.
+import { setLive } from "./live";
 import { ABI_VERSION, Context, Input, Result, Target, Transform, Writer, parse, Value, registeredManifest, forwardTransform, backwardTransform } from "./index";
 
 const CONTEXT_CAPACITY: i32 = 16384;
@@ -30,6 +31,13 @@ export function liqo_context(len: i32): usize {
  * indexed, every scalar decoded, so reading it later allocates nothing), into the kept region.
  */
 export function liqo_begin(len: i32): usize {
+  startCall();
+  setLive(false);
+  return heap.alloc(<usize>len);
+}
+
+/** Rewinds the arena, decoding a new context first if one was sent. */
+function startCall(): void {
   if (contextValue == null) {
     __arena_restart();
     const ctx = new Context(slice(contextBuffer, contextLen));
@@ -37,7 +45,6 @@ export function liqo_begin(len: i32): usize {
     contextValue = ctx;
     __arena_keep();
   } else __arena_rewind();
-  return heap.alloc(<usize>len);
 }
 /** Memory for host-function answers written during a call (no rewind). */
 export function liqo_alloc(len: i32): usize { return heap.alloc(<usize>len); }
@@ -59,6 +66,22 @@ export function liqo_backward(ptr: usize, remoteLen: i32, localLen: i32, localSt
   const remote = slice(ptr, remoteLen);
   const local = slice(ptr + <usize>remoteLen, localLen);
   return run(new Input(context(), local, remote, <Target>localState), backwardTransform);
+}
+
+/**
+ * The live calls (main thread): the objects stay on the host and are read through liqo:obj
+ * host calls (live.ts). `source` and `target` are packed handles (0 = absent).
+ */
+export function liqo_forward_live(source: i32, target: i32, state: i32): usize {
+  startCall();
+  setLive(true);
+  return run(new Input(context(), Value.live(source), Value.live(target), <Target>state), forwardTransform);
+}
+
+export function liqo_backward_live(source: i32, target: i32, state: i32): usize {
+  startCall();
+  setLive(true);
+  return run(new Input(context(), Value.live(target), Value.live(source), <Target>state), backwardTransform);
 }
 
 function context(): Context { return contextValue != null ? contextValue! : new Context(slice(contextBuffer, contextLen)); }

@@ -2,6 +2,7 @@
 // An import is linked only when a plugin calls the wrapper, and the manifest must list it
 // in `hostFunctions`: the host refuses plugins whose imports and manifest disagree.
 import { Value, Writer, parse } from "./json";
+import { liveCall, objLookup, objTranslateIp } from "./live";
 
 @external("liqo:log", "log")
 declare function hostLog(level: i32, ptr: usize, len: i32): void;
@@ -43,6 +44,10 @@ export function translateIp(ip: string): string {
  */
 export function translateIpValue(v: Value): Value {
   if (!v.isString()) return v;
+  if (v.handle != 0) {
+    const out = objTranslateIp(v.handle);
+    return out == 0 ? v : Value.live(out);
+  }
   if (v.end != 0) {
     const s = v.start + 1;
     const n = v.end - 1 - s;
@@ -72,6 +77,7 @@ export function lookup(cluster: string, apiVersion: string, kind: string, namesp
   w.raw(",\"namespace\":"); w.str(namespace);
   w.raw(",\"name\":"); w.str(name);
   w.byte(0x7d);
+  if (liveCall) return Value.live(objLookup(w.ptr, w.len));
   const ptr = hostLookup(w.ptr, w.len);
   if (ptr == 0) return Value.null();
   const res = parse(ptr + 4, <i32>load<u32>(ptr));

@@ -5,6 +5,7 @@
 // plugin builds or edits (set/remove/push) become ordinary containers.
 // Numbers keep their source text so ports and quantities round-trip exactly.
 import { Writer } from "./writer";
+import { objGet, objAt, objLen, objEq, objText, objKey, objJson, isFixed, CODE_ABSENT, CODE_NULL, CODE_FALSE, CODE_TRUE, CODE_NUMBER, CODE_STRING, CODE_ARRAY } from "./live";
 import { Kind, buildTape, checkValue, decodeString, failedAt, isWs, keyEquals, kindAt, skipScalar, skipString, skipTaped, skipValue, skipWs } from "./scan";
 export { Writer } from "./writer";
 export { Kind } from "./scan";
@@ -31,6 +32,10 @@ export class Value {
   private keyPos: u64 = 0;
   /** The key string this member was last found by (its address; see findRaw). */
   private keyRef: usize = 0;
+  /** A live value (see live.ts): the host's handle for it, read through host calls; 0 = not live. */
+  handle: i32 = 0;
+  /** The key a live member was found by (findLive compares it when the address differs). */
+  private liveKey: string = "";
 
   static null(): Value { return new Value(); }
   static bool(b: bool): Value { const v = new Value(); v.kind = Kind.Bool; v.bool = b; return v; }
@@ -44,6 +49,17 @@ export class Value {
     return v;
   }
 
+  /** A value of the host's live input, from the packed answer of a liqo:obj call. */
+  static live(packed: i32): Value {
+    const v = new Value();
+    const code = packed & 7;
+    if (code == CODE_ABSENT || code == CODE_NULL) return v;
+    if (code == CODE_FALSE || code == CODE_TRUE) { v.kind = Kind.Bool; v.bool = code == CODE_TRUE; return v; }
+    v.kind = code == CODE_NUMBER ? Kind.Number : code == CODE_STRING ? Kind.String : code == CODE_ARRAY ? Kind.Array : Kind.Object;
+    v.handle = packed >>> 3;
+    return v;
+  }
+
   isNull(): bool { return this.kind == Kind.Null; }
   isObject(): bool { return this.kind == Kind.Object; }
   isArray(): bool { return this.kind == Kind.Array; }
@@ -52,6 +68,10 @@ export class Value {
 
   /** Member of an object; a Null value when absent or when this is not an object. */
   get(key: string): Value {
+    if (this.kind == Kind.Object && this.itemList == null && this.handle != 0) {
+      const v = this.findLive(key);
+      return v != null ? v! : new Value();
+    }
     if (this.kind == Kind.Object && this.itemList == null && this.isRaw()) {
       const v = this.findRaw(key);
       return v != null ? v! : new Value();
@@ -99,6 +119,41 @@ export class Value {
     return null;
   }
 
+  /** A member of a live object, asked of the host once and then remembered (like findRaw). */
+  private findLive(key: string): Value | null {
+    const keyRef = changetype<usize>(key);
+    for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) {
+      if (f!.keyRef == keyRef || f!.liveKey == key) { f!.keyRef = keyRef; return f; }
+    }
+    const packed = objGet(this.handle, keyRef, isFixed(key));
+    if (packed == CODE_ABSENT) return null;
+    const v = Value.live(packed);
+    v.keyRef = keyRef;
+    v.liveKey = key;
+    v.nextFound = this.firstFound;
+    this.firstFound = v;
+    return v;
+  }
+
+  /** Lists the members of a live container (keys decoded: a live object is small and read by key). */
+  private indexLive(): void {
+    const h = this.handle;
+    const n = objLen(h);
+    const isObj = this.kind == Kind.Object;
+    const items = new Array<Value>(n);
+    const keys = new Array<string>(isObj ? n : 0);
+    for (let i = 0; i < n; i++) {
+      if (!isObj) { unchecked(items[i] = Value.live(objAt(h, i))); continue; }
+      const key = answerText(objKey(h, i));
+      let child: Value | null = null;
+      for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (f!.liveKey == key) { child = f; break; }
+      unchecked(items[i] = child != null ? child! : Value.live(objAt(h, i)));
+      unchecked(keys[i] = key);
+    }
+    this.itemList = items;
+    if (isObj) this.keyList = keys;
+  }
+
   /**
    * Position of a member, -1 when absent. A raw object is indexed on first use, in one pass
    * (children as raw slices, keys as byte ranges): later look-ups compare keys in place and
@@ -122,7 +177,10 @@ export class Value {
 
   /** True when the member exists, even with a null value. */
   has(key: string): bool {
-    if (this.kind == Kind.Object && this.itemList == null && this.isRaw()) return this.findRaw(key) != null;
+    if (this.kind == Kind.Object && this.itemList == null) {
+      if (this.handle != 0) return this.findLive(key) != null;
+      if (this.isRaw()) return this.findRaw(key) != null;
+    }
     return this.indexOf(key) >= 0;
   }
   /** Follows a dotted path of object keys: path("metadata.labels"). */
@@ -155,6 +213,7 @@ export class Value {
   }
   get length(): i32 {
     if (this.kind != Kind.Array && this.kind != Kind.Object) return 0;
+    if (this.itemList == null && this.handle != 0) return objLen(this.handle);
     this.index();
     return this.itemList!.length;
   }
@@ -162,11 +221,13 @@ export class Value {
   /** True when this is the string `s`; a string read from the input is compared in place, not decoded. */
   is(s: string): bool {
     if (this.kind != Kind.String) return false;
+    if (this.handle != 0) return objEq(this.handle, changetype<usize>(s), isFixed(s)) != 0;
     return this.end != 0 ? keyEquals(this.start, this.end, s) : this.textValue == s;
   }
   /** A non-empty string, checked without decoding it. */
   hasText(): bool {
     if (this.kind != Kind.String) return false;
+    if (this.handle != 0) return objLen(this.handle) > 0;
     return this.end != 0 ? this.end - this.start > 2 : this.textValue.length > 0;
   }
   /** String content, or "" for any other kind: plugins read fields without crashing on odd input. */
@@ -174,6 +235,10 @@ export class Value {
   int(): i64 { return this.kind == Kind.Number ? I64.parseInt(this.text()) : 0; }
   isTrue(): bool { return this.kind == Kind.Bool && this.bool; }
   private text(): string {
+    if (!this.decoded && this.handle != 0) {
+      this.textValue = answerText(objText(this.handle));
+      this.decoded = true;
+    }
     if (!this.decoded) {
       this.textValue = this.kind == Kind.String ? decodeString(this.start, this.end) : String.UTF8.decodeUnsafe(this.start, this.end - this.start);
       this.decoded = true;
@@ -186,7 +251,7 @@ export class Value {
     this.materialize();
     const v = new Value();
     v.kind = this.kind; v.bool = this.bool; v.decoded = this.decoded; v.textValue = this.textValue;
-    v.start = this.start; v.end = this.end;
+    v.start = this.start; v.end = this.end; v.handle = this.handle;
     if (this.itemList != null) v.itemList = this.itemList!.slice(0);
     if (this.keyList != null) v.keyList = this.keyList!.slice(0);
     return v;
@@ -203,7 +268,9 @@ export class Value {
 
   /** Lists the children of a raw container as raw slices; the container stays raw. */
   private index(): void {
-    if (this.itemList != null || !this.isRaw()) return;
+    if (this.itemList != null) return;
+    if (this.handle != 0) { this.indexLive(); return; }
+    if (!this.isRaw()) return;
     const isObj = this.kind == Kind.Object;
     const tape = this.tape;
     // With a tape, a first pass counts the members (jumps only) so the lists are allocated
@@ -269,7 +336,7 @@ export class Value {
   /** Turns a raw container into a built one (its children stay raw slices), before a change. */
   private materialize(): void {
     if (this.kind != Kind.Array && this.kind != Kind.Object) return;
-    if (!this.isRaw()) return;
+    if (!this.isRaw() && this.handle == 0) return;
     this.index();
     const raw = this.rawKeys;
     if (raw != null) {
@@ -278,12 +345,12 @@ export class Value {
       this.keyList = keys;
       this.rawKeys = null;
     }
-    this.start = 0; this.end = 0;
+    this.start = 0; this.end = 0; this.handle = 0;
   }
 
   /** A raw value none of whose indexed descendants was changed: its input bytes are its text. */
   private clean(): bool {
-    if (!this.isRaw()) return false;
+    if (!this.isRaw() && this.handle == 0) return false;
     const items = this.itemList;
     if (items == null) {
       for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (!f!.clean()) return false;
@@ -294,7 +361,10 @@ export class Value {
   }
 
   write(w: Writer): void {
-    if (this.isRaw()) {
+    if (this.handle != 0) {
+      if (this.clean()) { const p = objJson(this.handle); w.bytes(p + 4, <i32>load<u32>(p)); return; }
+      this.index(); // a member was changed: write member by member
+    } else if (this.isRaw()) {
       if (this.clean()) { w.bytes(this.start, <i32>(this.end - this.start)); return; }
       this.index(); // a member was changed: write member by member (index() keeps the changed ones)
     }
@@ -325,6 +395,9 @@ export class Value {
   }
   toString(): string { const w = new Writer(256); this.write(w); return w.toString(); }
 }
+
+/** A host answer: length-prefixed UTF-8 in our memory. */
+function answerText(ptr: usize): string { return String.UTF8.decodeUnsafe(ptr + 4, <usize>load<u32>(ptr)); }
 
 /** Parse failure: the position lets a plugin author find the bad byte in the input. */
 export class ParseResult {
