@@ -72,14 +72,19 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
   const namespaced = f.resource.namespaced !== false;
   const targetNs = f.direction === "forward" ? f.ctx.remoteNamespace : f.ctx.localNamespace;
   let object: KubeObject;
+  let edits: Edit[] | null = null;
   try {
     object = raw.object !== undefined
       ? normalizeObject(raw.object, namespaced ? targetNs : undefined, origin)
-      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), checkEdits(raw.edits));
+      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), (edits = checkEdits(raw.edits)));
   } catch (err) {
     throw fail("invalid-output", (err as Error).message);
   }
   const m = object.metadata ?? {};
+  // Edits that stay clear of apiVersion, kind and metadata leave the base copy's identity as it
+  // was built: the source's kind (the host matched it to the resource), its name, the target
+  // namespace and the ownership labels. Only other answers need the checks below.
+  if (edits !== null && !identityEdits.has(edits)) return statusOnly ? statusOf(object, reason) : { decision: "apply", reason, object };
   if (object.apiVersion !== apiVersionOf(f.resource) || object.kind !== f.resource.kind) {
     throw fail("violation", `answered a ${object.apiVersion}/${object.kind}, but the call was for ${apiVersionOf(f.resource)}/${f.resource.kind}`);
   }
@@ -90,12 +95,20 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
   if (!isOwnedBy(object, origin)) {
     throw fail("violation", `answered an object labelled for cluster ${JSON.stringify(m.labels?.[LABEL_ORIGIN])}; it must carry ${LABEL_ORIGIN}=${origin}`);
   }
-  if (statusOnly) object = { apiVersion: object.apiVersion, kind: object.kind, metadata: { name: m.name, namespace: m.namespace }, status: object.status };
+  if (statusOnly) return statusOf(object, reason);
   return { decision: "apply", reason, object };
+}
+
+function statusOf(object: KubeObject, reason: string): Decision {
+  const m = object.metadata!;
+  return { decision: "apply", reason, object: { apiVersion: object.apiVersion, kind: object.kind, metadata: { name: m.name, namespace: m.namespace }, status: object.status } };
 }
 
 /** Edit lists already checked: a parsed answer is shared by many calls (host.ts) and never changes. */
 const checked = new WeakSet<object>();
+/** Checked lists with an edit at or under /apiVersion, /kind or /metadata (or the whole object). */
+const identityEdits = new WeakSet<object>();
+const touchesIdentity = (path: string) => path === "" || path === "/" || /^\/(apiVersion|kind|metadata)(\/|$)/.test(path);
 const noEdits: Edit[] = [];
 
 function checkEdits(edits: unknown): Edit[] {
@@ -106,6 +119,9 @@ function checkEdits(edits: unknown): Edit[] {
     if (!Array.isArray(e) || typeof e[0] !== "string" || e.length < 1 || e.length > 2) {
       throw new Error(`answered a malformed edit ${JSON.stringify(e)}; expected ["/json/pointer"] (remove) or ["/json/pointer", value] (set)`);
     }
+    // A __proto__ member would set a container's prototype instead of a member: never valid in an API object.
+    if (/(^|\/)__proto__(\/|$)/.test(e[0])) throw new Error(`answered an edit at ${JSON.stringify(e[0])}: __proto__ is not a member an API object can have`);
+    if (touchesIdentity(e[0])) identityEdits.add(edits);
   }
   checked.add(edits);
   return edits as Edit[];

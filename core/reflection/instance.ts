@@ -54,7 +54,7 @@ type Exports = {
 const CODE_NULL = 1, CODE_FALSE = 2, CODE_TRUE = 3, CODE_NUMBER = 4, CODE_STRING = 5, CODE_ARRAY = 6, CODE_OBJECT = 7;
 
 /** Reads a live call records for its memo (see #replay): [op, handle, argument, answer] each. */
-const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_JSON = 7, OP_IP = 8, OP_LOOKUP = 9;
+const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_JSON = 7, OP_IP = 8, OP_LOOKUP = 9, OP_SCALAR = 10;
 /** Recorded calls kept per context: the distinct ways a plugin reads objects of one kind are few. */
 const MEMO_PER_CONTEXT = 8;
 
@@ -281,6 +281,7 @@ export class InstanceRunner {
         case OP_TEXT: if (this.#text(h) !== res) return false; break;
         case OP_KEY: if ((this.#keys(h)[log[i + 2] as number] ?? "") !== res) return false; break;
         case OP_JSON: if ((JSON.stringify(vals[h]) ?? "null") !== res) return false; break;
+        case OP_SCALAR: if (vals[h] !== res) return false; break;
         case OP_IP: {
           const out = this.#translated(h);
           if (out !== res) return false;
@@ -382,8 +383,11 @@ export class InstanceRunner {
           return this.#answerText(k);
         },
         json: (_: unknown, h: number) => {
-          const j = JSON.stringify(vals[h]) ?? "null";
-          this.#log?.push(OP_JSON, h, 0, j);
+          const v = vals[h];
+          const j = JSON.stringify(v) ?? "null";
+          // A scalar is recorded as itself (replayed by ===), a container as its JSON.
+          if (typeof v === "object" && v !== null) this.#log?.push(OP_JSON, h, 0, j);
+          else this.#log?.push(OP_SCALAR, h, 0, v);
           return this.#answerText(j);
         },
       },

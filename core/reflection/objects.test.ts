@@ -1,5 +1,6 @@
 // applyEdits: the host's side of an "edits" answer. Cached source objects are never changed,
-// removals build copies (no delete), and edits apply in order.
+// removals build copies, and edits apply in order. A list applied often runs as generated code
+// (edits-jit.ts), which must do exactly what the generic loop does.
 import { describe, expect, test } from "bun:test";
 import type { Edit, KubeObject } from "./abi.ts";
 import { applyEdits, baseCopy } from "./objects.ts";
@@ -72,5 +73,72 @@ describe("applyEdits", () => {
     delete (c.spec as any).clusterIPs;
     const outC = applyEdits(baseCopy(c, "x", "home", false), [["/spec/clusterIP"], ["/spec/clusterIPs"]]);
     expect(outC.spec).toBe(c.spec);
+  });
+});
+
+describe("applyEdits as generated code (edits-jit.ts)", () => {
+  // A small deterministic generator: the same lists every run, so a failure can be replayed.
+  let seed = 7;
+  const rand = (n: number) => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return (seed >>> 16) % n; };
+  const keys = ["a", "b", "c", "x y", "lab/el", "~t", "0", "ports"];
+  const tree = (depth: number): unknown => {
+    const kind = depth === 0 ? 3 : rand(4);
+    if (kind === 0) return Array.from({ length: rand(4) }, () => tree(depth - 1));
+    if (kind === 1 || kind === 2) {
+      const o: Record<string, unknown> = {};
+      for (let i = rand(5); i > 0; i--) o[keys[rand(keys.length)]!] = tree(depth - 1);
+      return o;
+    }
+    return [1, "s", null, true][rand(4)];
+  };
+  const seg = (k: string) => k.replaceAll("~", "~0").replaceAll("/", "~1");
+  // Half the pointers follow members that exist (so edits reach shared containers deep down).
+  const pointer = (obj: unknown) => {
+    let p = "";
+    let cur = obj;
+    for (let i = 1 + rand(3); i > 0; i--) {
+      const members = cur !== null && typeof cur === "object" ? Object.keys(cur) : [];
+      const k = members.length > 0 && rand(2) === 0 ? members[rand(members.length)]! : rand(3) === 0 ? String(rand(3)) : keys[rand(keys.length)]!;
+      p += "/" + seg(k);
+      cur = cur !== null && typeof cur === "object" ? (cur as Record<string, unknown>)[k] : undefined;
+    }
+    return p;
+  };
+  const list = (obj: unknown): Edit[] => Array.from({ length: 1 + rand(5) }, () => (rand(2) === 0 ? [pointer(obj)] : [pointer(obj), tree(1)]) as Edit);
+  const run = (base: KubeObject, edits: Edit[], jit: boolean): unknown => {
+    try { return applyEdits(base, edits, jit); } catch (err) { return `throws: ${(err as Error).message}`; }
+  };
+
+  test("300 random edit lists give the generic loop's result, and leave the source alone", () => {
+    let compared = 0;
+    for (let n = 0; n < 300; n++) {
+      const src = { apiVersion: "v1", kind: "Thing", metadata: { name: "t" }, ...(tree(3) as object) } as KubeObject;
+      const before = JSON.stringify(src);
+      const edits = list(src);
+      const want = run(baseCopy(src, "b", "home", false), edits, false);
+      // Past the threshold the list runs as generated code; earlier uses go through the loop.
+      for (let i = 0; i < 6; i++) expect(run(baseCopy(src, "b", "home", false), edits, true)).toEqual(want);
+      expect(JSON.stringify(src)).toBe(before);
+      compared++;
+    }
+    expect(compared).toBe(300);
+  });
+
+  test("the Service answer, generated: six removals, the cached object untouched", () => {
+    const edits: Edit[] = [["/spec/clusterIP"], ["/spec/clusterIPs"], ["/spec/loadBalancerIP"], ["/spec/healthCheckNodePort"], ["/spec/ports/0/nodePort"], ["/spec/ports/1/nodePort"]];
+    const src = source();
+    let out: KubeObject = src;
+    for (let i = 0; i < 6; i++) out = applyEdits(baseCopy(src, "b", "home", false), edits);
+    expect(out.spec).toEqual({ type: "ClusterIP", ports: [{ port: 80 }, { port: 443 }] });
+    expect((src.spec as any).ports[1].nodePort).toBe(30443);
+  });
+
+  test("keys that are not identifiers are written as string literals, never as code", () => {
+    const evil = `"]; globalThis.pwned = 1; x["`;
+    const edits: Edit[] = [[`/spec/${evil}`, 1], [`/spec/${evil}`]];
+    for (let i = 0; i < 6; i++) applyEdits(baseCopy(source(), "b", "home", false), edits);
+    expect((globalThis as any).pwned).toBeUndefined();
+    const out = applyEdits(baseCopy(source(), "b", "home", false), [[`/spec/${evil}`, 2]]);
+    expect((out.spec as any)[evil]).toBe(2);
   });
 });

@@ -3,6 +3,7 @@
 // are never mutated, and untouched subtrees are shared instead of deep-copied), and the
 // projection of the fields a plugin declared it reads.
 import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION, type Edit, type KubeObject, type ReflectionContext } from "./abi.ts";
+import { generate, type JitEdits, type JitHelpers } from "./edits-jit.ts";
 
 type Json = Record<string, unknown>;
 
@@ -73,13 +74,10 @@ function copyOf(x: object): object {
   return Array.isArray(x) ? x.slice() : { ...(x as Json) };
 }
 
-/** A copy of `obj` without `keys`: deleting from an object turns it into a dictionary, which every later read and JSON.stringify pay for. */
+/** A copy of `obj` without `keys`. */
 function copyWithout(obj: Json, keys: string[]): Json {
-  const out: Json = {};
-  if (keys.length === 1) {
-    const key = keys[0]!;
-    for (const k in obj) if (k !== key) out[k] = obj[k];
-  } else for (const k in obj) if (!keys.includes(k)) out[k] = obj[k];
+  const out: Json = { ...obj };
+  for (let i = 0; i < keys.length; i++) delete out[keys[i]!];
   return out;
 }
 
@@ -88,7 +86,7 @@ function copyWithout(obj: Json, keys: string[]): Json {
  * or more members (consecutive removals under one parent are grouped, so that an object
  * loses them all in one copy).
  */
-interface Step {
+export interface Step {
   parent: ReadonlyArray<string | number>; last: string; path: string; value: unknown; remove: boolean;
   more: Array<{ last: string; path: string }> | null;
   /** A removal's member names: `last` and those of `more`. */
@@ -147,11 +145,13 @@ function arrayIndex(cur: unknown[], last: string, path: string): number {
  * setting under a missing parent creates it. Throws on a malformed edit. Returns the result,
  * which is `base` itself unless a top-level member was removed.
  */
-export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject {
+export function applyEdits(base: KubeObject, edits: readonly Edit[], jit = true): KubeObject {
   if (edits.length === 0) return base;
   const steps = compile(edits);
   const m = base.metadata ?? {};
   const fresh = new Fresh([base, m, m.labels ?? m, m.annotations ?? m]);
+  const fast = jit ? jitFor(steps) : null;
+  if (fast !== null) return fast(base as Json, fresh) as KubeObject;
   let root = base as Json;
   for (let e = 0; e < steps.length; e++) {
     const step = steps[e]!;
@@ -182,13 +182,8 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
       cur = child as Json;
     }
     if (!ok) continue;
-    const last = step.last;
-    if (Array.isArray(cur)) {
-      if (!remove) { cur[arrayIndex(cur, last, step.path)] = step.value; continue; }
-      const idx = arrayIndex(cur, last, step.path);
-      if (idx < cur.length) cur.splice(idx, 1);
-      if (step.more) for (const r of step.more) { const i = arrayIndex(cur, r.last, r.path); if (i < cur.length) cur.splice(i, 1); }
-    } else if (remove) {
+    if (Array.isArray(cur)) arrayTail(cur, step);
+    else if (remove) {
       // Present means defined: JSON has no undefined members, and an undefined one is not sent anyway.
       const keys = step.keys;
       let present = false;
@@ -198,9 +193,33 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
       fresh.add(without);
       if (holder === null) root = without;
       else holder[segs[n - 1]!] = without;
-    } else cur[last] = step.value;
+    } else cur[step.last] = step.value;
   }
   return root as KubeObject;
+}
+
+/** A step's set or removal at an array index. */
+function arrayTail(cur: unknown[], step: Step): void {
+  if (!step.remove) { cur[arrayIndex(cur, step.last, step.path)] = step.value; return; }
+  const idx = arrayIndex(cur, step.last, step.path);
+  if (idx < cur.length) cur.splice(idx, 1);
+  if (step.more) for (const r of step.more) { const i = arrayIndex(cur, r.last, r.path); if (i < cur.length) cur.splice(i, 1); }
+}
+
+/** Uses of a compiled list before it is generated as code (a one-off answer is not worth it). */
+const JIT_AFTER = 4;
+const jitted = new WeakMap<Step[], { uses: number; fn: JitEdits | null }>();
+const jitHelpers = { copyOf, copyWithout, arrayTail } as JitHelpers;
+
+let lastJit: { steps: Step[] | null; fn: JitEdits | null } = { steps: null, fn: null };
+
+function jitFor(steps: Step[]): JitEdits | null {
+  if (steps === lastJit.steps) return lastJit.fn;
+  let j = jitted.get(steps);
+  if (j === undefined) jitted.set(steps, (j = { uses: 0, fn: null }));
+  if (j.fn === null && ++j.uses >= JIT_AFTER) j.fn = generate(steps, jitHelpers);
+  if (j.fn !== null) lastJit = { steps, fn: j.fn };
+  return j.fn;
 }
 
 /** Metadata every plugin always receives, so guards (ownership, skip annotation) need no declaration. */
