@@ -6,7 +6,7 @@ import {
   type Decision, type Direction, type Edit, type KubeObject, type ReflectionContext, type Resource,
 } from "./abi.ts";
 import { PluginError, objectKey } from "./errors.ts";
-import { applyEdits, baseCopy } from "./objects.ts";
+import { EditShapeError, applyEdits, baseCopy } from "./objects.ts";
 
 export interface CallFacts {
   plugin: string;
@@ -78,6 +78,7 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
       ? normalizeObject(raw.object, namespaced ? targetNs : undefined, origin)
       : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), (edits = checkEdits(raw.edits)));
   } catch (err) {
+    if (err instanceof EditShapeError) throw fail("invalid-input", `the object's shape does not fit the answer: ${err.message}`);
     throw fail("invalid-output", (err as Error).message);
   }
   const m = object.metadata ?? {};

@@ -11,6 +11,7 @@
 // @extism/extism 1.0.3's per-call block leak (a plugin breaks after ~16k calls through
 // plugin.call): no instance lives that long, and the hot path never uses plugin.call.
 import createPlugin, { type Plugin } from "@extism/extism";
+import { generateReplay, type Replay, type ReplayHelpers } from "./replay-jit.ts";
 
 export interface HostBindings {
   log(level: number, message: string): void;
@@ -58,7 +59,14 @@ const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_
 /** Recorded calls kept per context: the distinct ways a plugin reads objects of one kind are few. */
 const MEMO_PER_CONTEXT = 8;
 
-interface Recorded { backward: boolean; state: number; log: unknown[]; text: string }
+/** Hits before a recorded call's replay is generated as code (replay-jit.ts). */
+const JIT_AFTER_HITS = 8;
+
+interface Recorded {
+  backward: boolean; state: number; log: unknown[]; text: string;
+  /** Replays that answered; the generated replay once there are JIT_AFTER_HITS (null: not yet, or not possible). */
+  hits: number; replay: Replay | null;
+}
 
 /** Bun's (and Node's) native Buffer decoder, which the typings do not declare. */
 type Utf8Buffer = Buffer & { utf8Slice(start: number, end: number): string };
@@ -212,6 +220,9 @@ export class InstanceRunner {
     let s = "";
     for (let i = start; i < end; i++) s += String.fromCharCode(this.#u16[i]!);
     if (fixed) {
+      // Kept as the engine's own copy of the name (a key from Object.keys): a string built
+      // by concatenation is looked up in the engine's name table every time it is used as a key.
+      s = Object.keys({ [s]: 0 })[0]!;
       const lits = this.#literals;
       while (lits.length <= slot) lits.push(undefined as unknown as string);
       lits[slot] = s;
@@ -221,11 +232,8 @@ export class InstanceRunner {
 
   // The reads of a live call, shared by the host calls and the memo's replay.
   #get(h: number, k: string): number {
-    const o = this.#vals[h] as Record<string, unknown>;
-    const v = o[k];
-    // Inherited members are not members: constructor, toString, __proto__...
-    if (v === undefined || typeof v === "function" || (k === "__proto__" && !Object.hasOwn(o, k))) return 0;
-    return this.#pack(v);
+    const v = this.#replayHelpers.member(this.#vals[h] as Record<string, unknown>, k);
+    return v === undefined ? 0 : this.#pack(v);
   }
 
   #at(h: number, i: number): number {
@@ -240,26 +248,40 @@ export class InstanceRunner {
     return typeof o === "string" || Array.isArray(o) ? o.length : typeof o === "object" && o !== null ? this.#keys(h).length : 0;
   }
 
-  #text(h: number): string {
-    const o = this.#vals[h];
-    return typeof o === "string" ? o : JSON.stringify(o);
-  }
-
-  /** The translated address of a live string, or null when unchanged (or not a string). */
-  #translated(h: number): string | null {
-    const b = this.#bindings;
-    if (b.identityIp) return null;
-    const ip = this.#vals[h];
-    if (typeof ip !== "string") return null;
-    const out = b.translateIp(ip);
-    return out === ip ? null : out;
-  }
-
+  #text(h: number): string { return this.#replayHelpers.text(this.#vals[h]); }
+  #translated(h: number): string | null { return this.#replayHelpers.translated(this.#vals[h]); }
   #lookup(req: string): number {
-    const b = this.#bindings;
-    const found = b.lookupObject ? b.lookupObject(req) : (() => { const t = b.lookup(req); return t === null ? null : JSON.parse(typeof t === "string" ? t : decoder.decode(t)); })();
+    const found = this.#replayHelpers.lookup(req);
     return found === null ? 0 : this.#pack(found);
   }
+
+  /** The reads the live host calls and both replays (interpreted, generated) share. */
+  #replayHelpers: ReplayHelpers = {
+    member: (o, k) => {
+      const v = o[k];
+      // Inherited members are not members: constructor, toString, __proto__...
+      return v === undefined || typeof v === "function" || (k === "__proto__" && !Object.hasOwn(o, k)) ? undefined : v;
+    },
+    at: (o, i) => {
+      const keys = Object.keys(o as object);
+      return i >= 0 && i < keys.length ? (o as Record<string, unknown>)[keys[i]!] : undefined;
+    },
+    len: (o) => (typeof o === "string" || Array.isArray(o) ? o.length : typeof o === "object" && o !== null ? Object.keys(o).length : 0),
+    // String(n) is a finite number's JSON text, without the serializer's set-up.
+    text: (o) => (typeof o === "string" ? o : typeof o === "number" && Number.isFinite(o) ? String(o) : JSON.stringify(o)),
+    translated: (o) => {
+      const b = this.#bindings;
+      if (b.identityIp || typeof o !== "string") return null;
+      const out = b.translateIp(o);
+      return out === o ? null : out;
+    },
+    lookup: (req) => {
+      const b = this.#bindings;
+      if (b.lookupObject) return b.lookupObject(req);
+      const t = b.lookup(req);
+      return t === null ? null : JSON.parse(typeof t === "string" ? t : decoder.decode(t));
+    },
+  };
 
   /**
    * Replays a recorded live call's reads on new objects: true when every read answers as it
@@ -477,7 +499,9 @@ export class InstanceRunner {
     if (recorded === undefined) return undefined;
     for (let i = 0; i < recorded.length; i++) {
       const r = recorded[i]!;
-      if (r.backward === backward && r.state === state && this.#replay(r.log, source, target)) {
+      if (r.backward !== backward || r.state !== state) continue;
+      if (r.replay !== null ? r.replay(source, target) : this.#replay(r.log, source, target)) {
+        if (r.replay === null && ++r.hits === JIT_AFTER_HITS) r.replay = generateReplay(r.log, this.#replayHelpers);
         if (i > 0) { recorded.splice(i, 1); recorded.unshift(r); }
         this.memoHits++;
         return r.text;
@@ -510,7 +534,7 @@ export class InstanceRunner {
         if (this.#memo.size >= 64) this.#memo.clear(); // contexts are per namespace pair: few
         this.#memo.set(context, (list = []));
       }
-      list.unshift({ backward, state, log, text });
+      list.unshift({ backward, state, log, text, hits: 0, replay: null });
       if (list.length > MEMO_PER_CONTEXT) list.pop();
     }
     return text;

@@ -3,7 +3,7 @@
 // (edits-jit.ts), which must do exactly what the generic loop does.
 import { describe, expect, test } from "bun:test";
 import type { Edit, KubeObject } from "./abi.ts";
-import { applyEdits, baseCopy } from "./objects.ts";
+import { EditShapeError, applyEdits, baseCopy } from "./objects.ts";
 
 const source = (): KubeObject => ({
   apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "a", labels: { app: "web" } },
@@ -51,8 +51,15 @@ describe("applyEdits", () => {
     expect(out.spec).toEqual(source().spec);
   });
 
-  test("a malformed array index is refused with the path", () => {
+  test("a member set on what is an array in this object is refused with the path, as the object's shape", () => {
+    expect(() => applyEdits(baseCopy(source(), "b", "home", false), [["/spec/ports/x", 1]])).toThrow(EditShapeError);
     expect(() => applyEdits(baseCopy(source(), "b", "home", false), [["/spec/ports/x", 1]])).toThrow(/\/spec\/ports\/x/);
+  });
+  test("removing a member that is no index from an array removes nothing (it is absent)", () => {
+    const src = source();
+    (src as any).spec = [{ clusterIP: "x" }];
+    const out = applyEdits(baseCopy(src, "b", "home", false), [["/spec/clusterIP"], ["/spec/clusterIPs"]]);
+    expect(out.spec).toEqual([{ clusterIP: "x" }]);
   });
   test("one compiled edit list applied to many objects: each result is its own, sources untouched", () => {
     // The host applies one parsed answer (its edits compiled once) to every object of a run.

@@ -133,10 +133,22 @@ function compile(edits: readonly Edit[]): Step[] {
   return steps;
 }
 
+/**
+ * An edit that does not fit the object: a member set on what is an array in this object.
+ * The object's shape is the problem (a user can write `spec: []`), not the plugin's answer.
+ */
+export class EditShapeError extends Error {}
+
 function arrayIndex(cur: unknown[], last: string, path: string): number {
   const idx = last === "-" ? cur.length : Number(last);
-  if (!Number.isInteger(idx) || idx < 0) throw new Error(`edit path ${path}: "${last}" is not an array index`);
+  if (!Number.isInteger(idx) || idx < 0) throw new EditShapeError(`edit path ${path}: "${last}" is not an index, and the object has an array there`);
   return idx;
+}
+
+/** Position of a removal in an array; -1 when the segment is no index (no such member: nothing to remove). */
+function removalIndex(last: string): number {
+  const idx = Number(last);
+  return last !== "" && Number.isInteger(idx) && idx >= 0 ? idx : -1;
 }
 
 /**
@@ -201,9 +213,9 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[], jit = true)
 /** A step's set or removal at an array index. */
 function arrayTail(cur: unknown[], step: Step): void {
   if (!step.remove) { cur[arrayIndex(cur, step.last, step.path)] = step.value; return; }
-  const idx = arrayIndex(cur, step.last, step.path);
-  if (idx < cur.length) cur.splice(idx, 1);
-  if (step.more) for (const r of step.more) { const i = arrayIndex(cur, r.last, r.path); if (i < cur.length) cur.splice(i, 1); }
+  const idx = removalIndex(step.last);
+  if (idx >= 0 && idx < cur.length) cur.splice(idx, 1);
+  if (step.more) for (const r of step.more) { const i = removalIndex(r.last); if (i >= 0 && i < cur.length) cur.splice(i, 1); }
 }
 
 /** Uses of a compiled list before it is generated as code (a one-off answer is not worth it). */

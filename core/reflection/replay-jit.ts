@@ -1,0 +1,94 @@
+// A recorded live call whose replay keeps answering (instance.ts memoAnswer) is turned into a
+// JavaScript predicate: the same checks as the interpreted replay, in a straight line, one
+// local per handle and each member read with its key written as a literal. The interpreter
+// reads `value[key]` at one site for every key of every object, which the engine cannot cache;
+// the generated reads can be. The log itself (its strings: looked-up requests, texts, JSON) is
+// passed in and read by index; only integers and JSON.stringify'd keys are written as code.
+//
+// It must do exactly what instance.ts #replay does: the same answer for every object, and the
+// same handle numbering (a value gets the next handle when its code is 4 or more, and an IP
+// translation that changed the address hands out the new one).
+
+/** The packed kind code of a value, as instance.ts #pack computes it (0 = undefined). */
+export function codeOf(v: unknown): number {
+  switch (typeof v) {
+    case "undefined": return 0;
+    case "boolean": return v ? 3 : 2;
+    case "number": return 4;
+    case "string": return 5;
+    case "object": return v === null ? 1 : Array.isArray(v) ? 6 : 7;
+    default: return 1;
+  }
+}
+
+export interface ReplayHelpers {
+  /** A member as instance.ts #get sees it: undefined when absent or inherited. */
+  member(o: Record<string, unknown>, k: string): unknown;
+  /** The i-th member value of a non-array (instance.ts #at). */
+  at(o: unknown, i: number): unknown;
+  len(o: unknown): number;
+  text(o: unknown): string;
+  /** The translated address, null when unchanged (instance.ts #translated). */
+  translated(o: unknown): string | null;
+  /** The looked-up object, null when none. */
+  lookup(request: string): unknown;
+}
+
+export type Replay = (source: unknown, target: unknown) => boolean;
+
+const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_JSON = 7, OP_IP = 8, OP_LOOKUP = 9, OP_SCALAR = 10;
+/** Keys longer than this are read through the log, not written into the code. */
+const MAX_LITERAL = 128;
+
+/** The predicate for `log` (instance.ts's recording format), or null for an op it does not know. */
+export function generateReplay(log: unknown[], h: ReplayHelpers): Replay | null {
+  const lines: string[] = [];
+  let next = 1;
+  const handOut = (expr: string, code: number) => { if (code >= 4) lines.push(`const v${next++} = ${expr};`); };
+  lines.push(`if (codeOf(source ?? undefined) !== ${log[0]}) return false;`);
+  handOut("source", log[0] as number);
+  lines.push(`if (codeOf(target ?? undefined) !== ${log[1]}) return false;`);
+  handOut("target", log[1] as number);
+  for (let i = 2; i < log.length; i += 4) {
+    const hv = log[i + 1] as number;
+    if (!Number.isInteger(hv) || hv < 0 || hv >= next) return null;
+    const v = `v${hv}`;
+    const res = log[i + 3];
+    const t = `t${i}`;
+    switch (log[i]) {
+      case OP_GET: {
+        const k = log[i + 2] as string;
+        const read = k === "__proto__" ? `h.member(${v}, L[${i + 2}])` : k.length > MAX_LITERAL ? `${v}[L[${i + 2}]]` : `${v}[${JSON.stringify(k)}]`;
+        lines.push(`let ${t} = ${read}; if (typeof ${t} === "function") ${t} = undefined;`);
+        lines.push(`if (codeOf(${t}) !== ${res}) return false;`);
+        handOut(t, res as number);
+        break;
+      }
+      case OP_AT: {
+        const idx = log[i + 2] as number;
+        lines.push(`const ${t} = Array.isArray(${v}) ? (${idx} >= 0 && ${idx} < ${v}.length ? ${v}[${idx}] : undefined) : h.at(${v}, ${idx});`);
+        lines.push(`if (codeOf(${t}) !== ${res}) return false;`);
+        handOut(t, res as number);
+        break;
+      }
+      case OP_LEN: lines.push(`if (h.len(${v}) !== ${res}) return false;`); break;
+      case OP_EQ: lines.push(`if ((${v} === L[${i + 2}] ? 1 : 0) !== ${res}) return false;`); break;
+      case OP_TEXT: lines.push(`if (h.text(${v}) !== L[${i + 3}]) return false;`); break;
+      case OP_KEY: lines.push(`if ((Object.keys(${v})[${log[i + 2]}] ?? "") !== L[${i + 3}]) return false;`); break;
+      case OP_JSON: lines.push(`if ((JSON.stringify(${v}) ?? "null") !== L[${i + 3}]) return false;`); break;
+      case OP_SCALAR: lines.push(`if (${v} !== L[${i + 3}]) return false;`); break;
+      case OP_IP:
+        lines.push(`const ${t} = h.translated(${v}); if (${t} !== L[${i + 3}]) return false;`);
+        if (res !== null) handOut(t, 5);
+        break;
+      case OP_LOOKUP:
+        lines.push(`const ${t} = h.lookup(L[${i + 2}]); if ((${t} === null ? 0 : codeOf(${t})) !== ${res}) return false;`);
+        handOut(t, res as number);
+        break;
+      default: return null;
+    }
+  }
+  lines.push("return true;");
+  // eslint-disable-next-line no-new-func -- integers and JSON.stringify'd keys only (see the header)
+  return new Function("h", "L", "codeOf", `"use strict"; return (source, target) => {\n${lines.join("\n")}\n};`)(h, log, codeOf) as Replay;
+}
