@@ -190,7 +190,9 @@ export class Value {
     for (let i = 0; i < parts.length; i++) cur = cur.get(parts[i]);
     return cur;
   }
+  /** Sets a member of an object; on any other kind it does nothing (input can have any shape). */
   set(key: string, value: Value): Value {
+    if (this.kind != Kind.Object) return this;
     this.materialize();
     const keys = this.keyList!;
     const i = keys.indexOf(key);
@@ -199,12 +201,18 @@ export class Value {
     return this;
   }
   remove(key: string): Value {
+    if (this.kind != Kind.Object) return this;
     this.materialize();
     const i = this.keyList!.indexOf(key);
     if (i >= 0) { this.keyList!.splice(i, 1); this.itemList!.splice(i, 1); }
     return this;
   }
-  push(value: Value): Value { this.materialize(); this.itemList!.push(value); return this; }
+  push(value: Value): Value {
+    if (this.kind != Kind.Array) return this;
+    this.materialize();
+    this.itemList!.push(value);
+    return this;
+  }
   at(i: i32): Value {
     if (this.kind != Kind.Array) return new Value();
     this.index();

@@ -26,6 +26,7 @@ function remoteEndpoints(endpoints: Value, virtualNode: string): Value {
   const out = Value.arr();
   for (let i = 0; i < endpoints.length; i++) {
     const ep = endpoints.at(i);
+    if (!ep.isObject()) continue; // not an endpoint: nothing to reflect
     if (virtualNode.length > 0 && ep.get("nodeName").str() == virtualNode) continue;
     const copy = ep.shallow();
     // Node and pod references name objects of the origin cluster only.
