@@ -31,7 +31,7 @@ export const localPodStatus: Twin = (remote, local, ctx, translateIp = (ip) => i
   const rs = (remote.status ?? {}) as Status;
   const status: Status = { ...rs };
   if (rs.podIP) status.podIP = translateIp(rs.podIP);
-  if (Array.isArray(rs.podIPs)) status.podIPs = rs.podIPs.map((p: { ip: string }) => ({ ip: translateIp(p.ip) }));
+  if (Array.isArray(rs.podIPs)) status.podIPs = rs.podIPs.map((p: { ip?: unknown }) => (typeof p?.ip === "string" ? { ...p, ip: translateIp(p.ip) } : p));
   if (ctx.virtualKubeletIp) {
     status.hostIP = ctx.virtualKubeletIp;
     if (rs.hostIPs) status.hostIPs = [{ ip: ctx.virtualKubeletIp }];

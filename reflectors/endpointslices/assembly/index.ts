@@ -19,32 +19,27 @@ function remoteEndpointSlice(input: Input): Result {
   const r = Result.apply()
     // The remote endpointslice controller must not adopt (and garbage-collect) our copy.
     .set(MANAGED_BY_PATH, Value.str(REFLECTION_CONTROLLER));
-  return r.set("/endpoints", remoteEndpoints(input.local.get("endpoints"), input.ctx.virtualNodeName));
-}
-
-function remoteEndpoints(endpoints: Value, virtualNode: string): Value {
-  const out = Value.arr();
-  for (let i = 0; i < endpoints.length; i++) {
+  // Edits on the host's copy of the slice, last endpoint first so that removing one does not
+  // move those still to edit. Untouched endpoints and unchanged addresses cost no edit.
+  const endpoints = input.local.get("endpoints");
+  if (!endpoints.isArray()) return r.set("/endpoints", Value.arr());
+  const virtualNode = input.ctx.virtualNodeName;
+  for (let i = endpoints.length - 1; i >= 0; i--) {
     const ep = endpoints.at(i);
-    if (!ep.isObject()) continue; // not an endpoint: nothing to reflect
-    if (virtualNode.length > 0 && ep.get("nodeName").str() == virtualNode) continue;
-    const copy = ep.shallow();
+    const at = "/endpoints/" + i.toString();
+    // Not an endpoint, or a pod offloaded to the destination, whose own control plane lists it.
+    if (!ep.isObject() || (virtualNode.length > 0 && ep.get("nodeName").is(virtualNode))) { r.remove(at); continue; }
     // Node and pod references name objects of the origin cluster only.
-    copy.remove("nodeName").remove("targetRef");
-    copy.set("addresses", translated(ep.get("addresses")));
-    out.push(copy);
+    r.remove(at + "/nodeName").remove(at + "/targetRef");
+    const addresses = ep.get("addresses");
+    if (!addresses.isArray()) { r.set(at + "/addresses", Value.arr()); continue; }
+    for (let j = 0; j < addresses.length; j++) {
+      const a = addresses.at(j);
+      const out = a.isString() ? translateIpValue(a) : Value.str(translateIp(a.str()));
+      if (changetype<usize>(out) != changetype<usize>(a)) r.set(at + "/addresses/" + j.toString(), out);
+    }
   }
-  return out;
-}
-
-function translated(addresses: Value): Value {
-  const out = Value.arr();
-  for (let i = 0; i < addresses.length; i++) {
-    // An unchanged address is the input value itself, written back by a raw copy.
-    const a = addresses.at(i);
-    out.push(a.isString() ? translateIpValue(a) : Value.str(translateIp(a.str())));
-  }
-  return out;
+  return r;
 }
 
 reflector(MANIFEST, remoteEndpointSlice);

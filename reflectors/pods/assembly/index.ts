@@ -3,7 +3,7 @@
 // service account, which is rewired so the pod keeps talking to the origin API server.
 // Status comes back with IPs remapped, the virtual kubelet as host and restart counts
 // that include the remote re-creations.
-import { reflector, Target, Input, Result, Value, forwardGuards, translateIp, translateIpValue, lookup } from "../../../plugins/sdk/assembly";
+import { reflector, Target, Input, Result, Value, forwardGuards, translateIpValue, lookup } from "../../../plugins/sdk/assembly";
 export * from "../../../plugins/sdk/assembly/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"pods","version":"1.0.0",
@@ -53,15 +53,15 @@ function tokenSecretOf(serviceAccount: string, namespace: string): string {
 function localPodStatus(input: Input): Result {
   if (input.remote.isNull()) return Result.skip("remote pod absent; its ShadowPod re-creates it");
   if (input.target == Target.Absent) return Result.skip("local pod deleted");
+  // The host starts from the remote status (the base copy keeps it): only what differs is an edit.
   const status = input.remote.get("status");
   const r = Result.apply();
   const podIP = status.get("podIP");
-  if (podIP.hasText()) r.set("/status/podIP", translateIpValue(podIP));
+  if (podIP.hasText()) setIfTranslated(r, "/status/podIP", podIP);
   const ips = status.get("podIPs");
-  if (ips.isArray()) {
-    const out = Value.arr();
-    for (let i = 0; i < ips.length; i++) out.push(Value.obj().set("ip", ipOf(ips.at(i).get("ip"))));
-    r.set("/status/podIPs", out);
+  for (let i = 0; i < ips.length && ips.isArray(); i++) {
+    const ip = ips.at(i).get("ip");
+    if (ip.isString()) setIfTranslated(r, i < POD_IPS.length ? unchecked(POD_IPS[i]) : "/status/podIPs/" + i.toString() + "/ip", ip);
   }
   const vk = input.ctx.virtualKubeletIp;
   if (vk.length > 0) {
@@ -76,17 +76,20 @@ function localPodStatus(input: Input): Result {
   return r;
 }
 
-/** An address translated for the destination; the input value itself when unchanged (raw copy). */
-function ipOf(v: Value): Value {
-  return v.isString() ? translateIpValue(v) : Value.str(translateIp(v.str()));
+/** An edit only when the translation changes the address (never, without overlapping CIDRs). */
+function setIfTranslated(r: Result, path: string, ip: Value): void {
+  const out = translateIpValue(ip);
+  if (changetype<usize>(out) != changetype<usize>(ip)) r.set(path, out);
 }
 
 // "/status/containerStatuses/<i>/restartCount" for the first containers, built once by the start function.
 const CONTAINER_RESTARTS = restartPaths("/status/containerStatuses/");
 const INIT_CONTAINER_RESTARTS = restartPaths("/status/initContainerStatuses/");
-function restartPaths(base: string): string[] {
+const POD_IPS = indexPaths("/status/podIPs/", "/ip");
+function restartPaths(base: string): string[] { return indexPaths(base, "/restartCount"); }
+function indexPaths(base: string, tail: string): string[] {
   const out = new Array<string>(16);
-  for (let i = 0; i < 16; i++) out[i] = base + i.toString() + "/restartCount";
+  for (let i = 0; i < 16; i++) out[i] = base + i.toString() + tail;
   return out;
 }
 
