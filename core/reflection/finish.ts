@@ -54,20 +54,19 @@ export function finishOutput(text: string, f: CallFacts): Decision {
  * changes the answer: a memoized answer is finished again, against each call's own objects.
  */
 export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
-  const fail = (code: "invalid-output" | "violation" | "invalid-input", msg: string) => failure(f, code, msg);
   const raw = parsed as Record<string, unknown>;
-  if (raw === null || typeof raw !== "object") throw fail("invalid-output", "answered a JSON value that is not an object");
-  if (typeof raw.error === "string") throw fail("invalid-input", `rejected the object: ${raw.error}`);
+  if (raw === null || typeof raw !== "object") throw failure(f, "invalid-output", "answered a JSON value that is not an object");
+  if (typeof raw.error === "string") throw failure(f, "invalid-input", `rejected the object: ${raw.error}`);
   const decision = raw.decision;
-  if (typeof decision !== "string" || !DECISIONS.has(decision)) throw fail("invalid-output", `answered decision ${JSON.stringify(decision)}; expected apply, delete or skip`);
+  if (typeof decision !== "string" || !DECISIONS.has(decision)) throw failure(f, "invalid-output", `answered decision ${JSON.stringify(decision)}; expected apply, delete or skip`);
   const reason = typeof raw.reason === "string" ? raw.reason : "";
   const origin = f.direction === "forward" ? f.ctx.localClusterId : f.ctx.remoteClusterId;
   const statusOnly = writesStatusOnly(f);
   if (decision !== "skip" && f.target && !statusOnly && !isOwnedBy(f.target, origin)) {
-    throw fail("violation", `decided ${decision} over an object it does not own (no ${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION}, ${LABEL_ORIGIN}=${origin}); the answer must be skip with reason "conflict"`);
+    throw failure(f, "violation", `decided ${decision} over an object it does not own (no ${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION}, ${LABEL_ORIGIN}=${origin}); the answer must be skip with reason "conflict"`);
   }
   if (decision === "delete" || decision === "skip") return { decision, reason } as Decision;
-  if (!f.source) throw fail("invalid-output", "decided apply without a source object");
+  if (!f.source) throw failure(f, "invalid-output", "decided apply without a source object");
 
   const namespaced = f.resource.namespaced !== false;
   const targetNs = f.direction === "forward" ? f.ctx.remoteNamespace : f.ctx.localNamespace;
@@ -78,8 +77,8 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
       ? normalizeObject(raw.object, namespaced ? targetNs : undefined, origin)
       : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), (edits = checkEdits(raw.edits)));
   } catch (err) {
-    if (err instanceof EditShapeError) throw fail("invalid-input", `the object's shape does not fit the answer: ${err.message}`);
-    throw fail("invalid-output", (err as Error).message);
+    if (err instanceof EditShapeError) throw failure(f, "invalid-input", `the object's shape does not fit the answer: ${err.message}`);
+    throw failure(f, "invalid-output", (err as Error).message);
   }
   const m = object.metadata ?? {};
   // Edits that stay clear of apiVersion, kind and metadata leave the base copy's identity as it
@@ -87,14 +86,14 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
   // namespace and the ownership labels. Only other answers need the checks below.
   if (edits !== null && !identityEdits.has(edits)) return statusOnly ? statusOf(object, reason) : { decision: "apply", reason, object };
   if (object.apiVersion !== apiVersionOf(f.resource) || object.kind !== f.resource.kind) {
-    throw fail("violation", `answered a ${object.apiVersion}/${object.kind}, but the call was for ${apiVersionOf(f.resource)}/${f.resource.kind}`);
+    throw failure(f, "violation", `answered a ${object.apiVersion}/${object.kind}, but the call was for ${apiVersionOf(f.resource)}/${f.resource.kind}`);
   }
-  if (typeof m.name !== "string" || m.name === "") throw fail("invalid-output", "answered an object without metadata.name");
+  if (typeof m.name !== "string" || m.name === "") throw failure(f, "invalid-output", "answered an object without metadata.name");
   if (namespaced ? m.namespace !== targetNs : m.namespace !== undefined) {
-    throw fail("violation", `answered an object in namespace ${JSON.stringify(m.namespace)}; only ${JSON.stringify(namespaced ? targetNs : undefined)} is allowed`);
+    throw failure(f, "violation", `answered an object in namespace ${JSON.stringify(m.namespace)}; only ${JSON.stringify(namespaced ? targetNs : undefined)} is allowed`);
   }
   if (!isOwnedBy(object, origin)) {
-    throw fail("violation", `answered an object labelled for cluster ${JSON.stringify(m.labels?.[LABEL_ORIGIN])}; it must carry ${LABEL_ORIGIN}=${origin}`);
+    throw failure(f, "violation", `answered an object labelled for cluster ${JSON.stringify(m.labels?.[LABEL_ORIGIN])}; it must carry ${LABEL_ORIGIN}=${origin}`);
   }
   if (statusOnly) return statusOf(object, reason);
   return { decision: "apply", reason, object };

@@ -230,8 +230,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     return r;
   };
 
-  const prepare = (direction: Direction, item: CallItem): { facts: CallFacts; payload: Payload } => {
-    const { source, target, ctx } = item;
+  const prepare = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): { facts: CallFacts; payload: Payload } => {
     if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) {
       throw new PluginError("invalid-input", name, `${direction} needs objects with metadata.name (got ${JSON.stringify(source)?.slice(0, 80)}); pass null for an absent object`);
     }
@@ -268,7 +267,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
     const prepared = items.map((it) => {
       try {
-        const p = prepare(direction, it);
+        const p = prepare(direction, it.source, it.target, it.ctx);
         const hit = fromMemo(fn, p);
         return hit === undefined ? p : settleMemo(p.facts, hit);
       } catch (err) {
@@ -361,10 +360,10 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   };
 
   /** Main-thread plugins only: the whole call is synchronous. */
-  const oneSync = (direction: Direction, item: CallItem): Decision => {
+  const oneSync = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): Decision => {
     if (!runner.runOne) throw new PluginError("invalid-input", name, "runs in a worker (trust: dropin); use forward/backward, which are asynchronous");
     if (state !== "ready") throw new PluginError(state, name, state === "closed" ? "was closed" : `is quarantined: ${quarantineReason}`);
-    const p = prepare(direction, item);
+    const p = prepare(direction, source, target, ctx);
     const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
     const hit = fromMemo(fn, p);
     if (hit !== undefined) {
@@ -386,7 +385,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   };
 
   const one = async (direction: Direction, item: CallItem): Promise<Decision> => {
-    if (runner.runOne) return oneSync(direction, item);
+    if (runner.runOne) return oneSync(direction, item.source, item.target, item.ctx);
     const [res] = await callMany(direction, [item]);
     if (res instanceof PluginError) throw res;
     return res!;
@@ -400,8 +399,8 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     forward: (local, remote, ctx) => one("forward", { source: local, target: remote, ctx }),
     backward: (remote, local, ctx) => one("backward", { source: remote, target: local, ctx }),
     forwardBatch: (items) => callMany("forward", items),
-    forwardSync: (local, remote, ctx) => oneSync("forward", { source: local, target: remote, ctx }),
-    backwardSync: (remote, local, ctx) => oneSync("backward", { source: remote, target: local, ctx }),
+    forwardSync: (local, remote, ctx) => oneSync("forward", local, remote, ctx),
+    backwardSync: (remote, local, ctx) => oneSync("backward", remote, local, ctx),
     stats: () => { const st = runner.stats(); return { ...st, memoHits: memoHits + (st.memoHits ?? 0) }; },
     async close() {
       if (state === "closed") return;
