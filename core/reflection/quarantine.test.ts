@@ -123,6 +123,26 @@ describe("time budget of built-ins (checked after the call)", () => {
     }
   });
 
+  test("runs are timed one in eight while fast, every one once a run was slow", async () => {
+    let reads = 0;
+    let t = 0;
+    let slow = false;
+    const clock = { now: () => { reads++; return (t += slow ? 1000 : 1); } };
+    const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock, memoEntries: 0 });
+    try {
+      for (let i = 0; i < 64; i++) p.forwardSync(cm, null, ctx);
+      expect(reads).toBe(16); // 8 timed runs, two clock reads each
+      slow = true;
+      // The next sampled run is slow: from then on every run is timed, and the fifth slow one in a row quarantines.
+      let calls = 0;
+      while (p.state === "ready" && calls < 100) { calls++; try { p.forwardSync(cm, null, ctx); } catch { /* the quarantining call */ } }
+      expect(p.state).toBe("quarantined");
+      expect(calls).toBeLessThanOrEqual(8 + BUILTIN_OVERRUNS_TO_QUARANTINE);
+    } finally {
+      await p.close();
+    }
+  });
+
   test("a fast call in between resets the count", async () => {
     let t = 0;
     let slow = true;
