@@ -214,9 +214,12 @@ export class InstanceRunner {
       const hit = this.#literals[slot];
       if (hit !== undefined) return hit;
     }
-    this.#view();
+    const u8 = this.#view();
+    const bytes = (u8[ptr - 4]! | (u8[ptr - 3]! << 8) | (u8[ptr - 2]! << 16) | (u8[ptr - 1]! << 24)) >>> 0;
+    // Keys and literals are short; a length past this is a plugin that passed no string.
+    if (!(bytes <= 65536) || ptr + bytes > u8.length) throw new RangeError(`the plugin passed a string of ${bytes} bytes at ${ptr}: not an AssemblyScript string of its memory`);
     const start = ptr >>> 1;
-    const end = start + (this.#u8[ptr - 4]! | (this.#u8[ptr - 3]! << 8) | (this.#u8[ptr - 2]! << 16)) / 2;
+    const end = start + bytes / 2;
     let s = "";
     for (let i = start; i < end; i++) s += String.fromCharCode(this.#u16[i]!);
     if (fixed) {
@@ -258,6 +261,7 @@ export class InstanceRunner {
   /** The reads the live host calls and both replays (interpreted, generated) share. */
   #replayHelpers: ReplayHelpers = {
     member: (o, k) => {
+      if (o === null || typeof o !== "object") return undefined; // a handle that is no object (a plugin not built with the SDK)
       const v = o[k];
       // Inherited members are not members: constructor, toString, __proto__...
       return v === undefined || typeof v === "function" || (k === "__proto__" && !Object.hasOwn(o, k)) ? undefined : v;
