@@ -32,6 +32,17 @@ describe("finishAnswer", () => {
   test("an edit that changes the kind is a violation", () => {
     expect(failure([["/kind", "Secret"]]).code).toBe("violation");
   });
+  test("edits of annotations and other labels skip the checks and keep the identity", () => {
+    const d = finish([["/metadata/annotations/note", "x"], ["/metadata/labels/app"], ["/metadata/labels/tier", "web"]]);
+    expect(d.decision === "apply" && d.object.metadata).toEqual({ name: "cm", namespace: "a-home", labels: { tier: "web", "liqo.io/managed-by": "reflection", "liqo.io/origin-cluster-id": "home" }, annotations: { note: "x" } });
+  });
+  test("replacing the labels or the metadata wholesale is checked", () => {
+    expect(failure([["/metadata/labels", { app: "x" }]]).code).toBe("violation");
+    expect(failure([["/metadata", { name: "cm" }]]).code).toBe("violation");
+    expect(failure([["/metadata/labels/liqo.io~1managed-by"]]).code).toBe("violation");
+    expect(failure([["/metadata/name", 5]]).code).toBe("invalid-output");
+    expect(failure([["/metadata/labels/app", "x"], ["/metadata/namespace", "elsewhere"]]).code).toBe("violation");
+  });
   test("an edit through __proto__ is refused as invalid output, naming the path", () => {
     const e = failure([["/metadata/labels/__proto__", { "liqo.io/managed-by": "reflection" }]]);
     expect(e.code).toBe("invalid-output");

@@ -108,7 +108,14 @@ function statusOf(object: KubeObject, reason: string): Decision {
 const checked = new WeakSet<object>();
 /** Checked lists with an edit at or under /apiVersion, /kind or /metadata (or the whole object). */
 const identityEdits = new WeakSet<object>();
-const touchesIdentity = (path: string) => path === "" || path === "/" || /^\/(apiVersion|kind|metadata)(\/|$)/.test(path);
+/**
+ * What the identity checks below guard, as JSON pointers. An edit touches them when it is one
+ * of them, inside one, or an ancestor of one (replacing /metadata/labels wholesale, say); an
+ * edit elsewhere (annotations, other labels, the spec) cannot change them.
+ */
+const IDENTITY = ["/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/labels/liqo.io~1managed-by", "/metadata/labels/liqo.io~1origin-cluster-id"];
+const touchesIdentity = (path: string) =>
+  path === "" || IDENTITY.some((id) => id === path || id.startsWith(`${path}/`) || path.startsWith(`${id}/`));
 const noEdits: Edit[] = [];
 
 function checkEdits(edits: unknown): Edit[] {
