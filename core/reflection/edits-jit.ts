@@ -37,7 +37,9 @@ export function generate(steps: Step[], h: JitHelpers): JitEdits {
       lines.push(`if (child === null || typeof child !== "object") { ${step.remove ? `break s${e};` : `child = {}; cur[${seg}] = child; fresh.add(child);`} }`);
       // Containers on the way are copied before a change; the last one of a removal only when it is an array.
       const copy = i < n - 1 || !step.remove ? "true" : "Array.isArray(child)";
-      lines.push(`else if (${copy} && !fresh.has(child)) { child = h.copyOf(child); cur[${seg}] = child; fresh.add(child); }`);
+      // The copy is written out at each site, not called through copyOf: one spread site per
+      // path sees one shape, where a shared helper sees every shape and takes the slow path.
+      lines.push(`else if (${copy} && !fresh.has(child)) { child = Array.isArray(child) ? child.slice() : { ...child }; cur[${seg}] = child; fresh.add(child); }`);
       lines.push(`holder = cur; cur = child;`);
     }
     lines.push(`if (Array.isArray(cur)) h.arrayTail(cur, steps[${e}]);`);

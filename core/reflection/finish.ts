@@ -41,12 +41,81 @@ export function parseAnswer(text: string, f: CallFacts): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw failure(f, "invalid-output", `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`);
+    throw failure(f, "invalid-output", invalidJson(text, err));
   }
 }
 
+const invalidJson = (text: string, err: unknown) => `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`;
+
 export function finishOutput(text: string, f: CallFacts): Decision {
   return finishAnswer(parseAnswer(text, f), f);
+}
+
+/**
+ * What an answer says, checked once: everything about it that does not depend on the call's
+ * objects. Many calls share one answer (equal answer texts, memoized answers), so finishing a
+ * call is only the part that reads its objects (finishPlan).
+ */
+export interface Plan {
+  /** The answer is wrong whatever the objects: reported as is. */
+  error: { code: "invalid-output" | "invalid-input"; message: string } | null;
+  decision: "apply" | "delete" | "skip";
+  reason: string;
+  /** A whole object answered instead of edits. */
+  object: unknown;
+  edits: Edit[];
+  /** An apply answer that cannot be applied (malformed edits, an object that is no object). */
+  applyError: string | null;
+  /** The edits touch apiVersion, kind, the name, the namespace or the ownership labels. */
+  identity: boolean;
+  /** Every edit is at or under /status: a status-only write needs no copy of the rest. */
+  statusEdits: boolean;
+}
+
+const plans = new WeakMap<object, Plan>();
+const errorPlan = (code: "invalid-output" | "invalid-input", message: string): Plan =>
+  ({ error: { code, message }, decision: "skip", reason: "", object: undefined, edits: noEdits, applyError: null, identity: false, statusEdits: false });
+
+/** The plan of a parsed answer; parsed answers never change, so an object's plan is made once. */
+export function planOf(parsed: unknown): Plan {
+  const raw = parsed as Record<string, unknown>;
+  if (raw === null || typeof raw !== "object") return errorPlan("invalid-output", "answered a JSON value that is not an object");
+  let plan = plans.get(raw);
+  if (plan !== undefined) return plan;
+  plan = makePlan(raw);
+  plans.set(raw, plan);
+  return plan;
+}
+
+/** The plan of an answer text (invalid JSON is a plan too: the plugin's error, for every call that gets it). */
+export function planOfText(text: string): Plan {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    return errorPlan("invalid-output", invalidJson(text, err));
+  }
+  return planOf(parsed);
+}
+
+function makePlan(raw: Record<string, unknown>): Plan {
+  if (typeof raw.error === "string") return errorPlan("invalid-input", `rejected the object: ${raw.error}`);
+  const decision = raw.decision;
+  if (typeof decision !== "string" || !DECISIONS.has(decision)) return errorPlan("invalid-output", `answered decision ${JSON.stringify(decision)}; expected apply, delete or skip`);
+  const plan: Plan = { error: null, decision: decision as Plan["decision"], reason: typeof raw.reason === "string" ? raw.reason : "", object: raw.object, edits: noEdits, applyError: null, identity: false, statusEdits: false };
+  if (decision !== "apply") return plan;
+  try {
+    if (raw.object !== undefined) {
+      if (!raw.object || typeof raw.object !== "object" || Array.isArray(raw.object)) throw new Error("answered an object that is not a JSON object");
+    } else {
+      plan.edits = checkEdits(raw.edits);
+      plan.identity = plan.edits.some((e) => touchesIdentity(e[0]));
+      plan.statusEdits = plan.edits.every((e) => e[0] === "/status" || e[0].startsWith("/status/"));
+    }
+  } catch (err) {
+    plan.applyError = (err as Error).message;
+  }
+  return plan;
 }
 
 /**
@@ -54,28 +123,33 @@ export function finishOutput(text: string, f: CallFacts): Decision {
  * changes the answer: a memoized answer is finished again, against each call's own objects.
  */
 export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
-  const raw = parsed as Record<string, unknown>;
-  if (raw === null || typeof raw !== "object") throw failure(f, "invalid-output", "answered a JSON value that is not an object");
-  if (typeof raw.error === "string") throw failure(f, "invalid-input", `rejected the object: ${raw.error}`);
-  const decision = raw.decision;
-  if (typeof decision !== "string" || !DECISIONS.has(decision)) throw failure(f, "invalid-output", `answered decision ${JSON.stringify(decision)}; expected apply, delete or skip`);
-  const reason = typeof raw.reason === "string" ? raw.reason : "";
+  return finishPlan(planOf(parsed), f);
+}
+
+/** A planned answer to this call's Decision: the checks that read the call's objects, the base copy, the edits. */
+export function finishPlan(plan: Plan, f: CallFacts): Decision {
+  if (plan.error !== null) throw failure(f, plan.error.code, plan.error.message);
+  const decision = plan.decision;
+  const reason = plan.reason;
   const origin = f.direction === "forward" ? f.ctx.localClusterId : f.ctx.remoteClusterId;
   const statusOnly = writesStatusOnly(f);
   if (decision !== "skip" && f.target && !statusOnly && !isOwnedBy(f.target, origin)) {
     throw failure(f, "violation", `decided ${decision} over an object it does not own (no ${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION}, ${LABEL_ORIGIN}=${origin}); the answer must be skip with reason "conflict"`);
   }
-  if (decision === "delete" || decision === "skip") return { decision, reason } as Decision;
+  if (decision !== "apply") return { decision, reason };
   if (!f.source) throw failure(f, "invalid-output", "decided apply without a source object");
+  if (plan.applyError !== null) throw failure(f, "invalid-output", plan.applyError);
 
   const namespaced = f.resource.namespaced !== false;
   const targetNs = f.direction === "forward" ? f.ctx.remoteNamespace : f.ctx.localNamespace;
+  // A status-only write keeps the name, the namespace and the status: with edits only there,
+  // it is made from those alone (what statusOf keeps of the whole copy).
+  const slim = statusOnly && plan.statusEdits && plan.object === undefined;
   let object: KubeObject;
-  let edits: Edit[] | null = null;
   try {
-    object = raw.object !== undefined
-      ? normalizeObject(raw.object, namespaced ? targetNs : undefined, origin)
-      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), (edits = checkEdits(raw.edits)));
+    object = slim ? applyEdits(statusBase(f.source, namespaced ? targetNs : undefined), plan.edits) : plan.object !== undefined
+      ? normalizeObject(plan.object, namespaced ? targetNs : undefined, origin)
+      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), plan.edits);
   } catch (err) {
     if (err instanceof EditShapeError) throw failure(f, "invalid-input", `the object's shape does not fit the answer: ${err.message}`);
     throw failure(f, "invalid-output", (err as Error).message);
@@ -84,7 +158,8 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
   // Edits that stay clear of apiVersion, kind and metadata leave the base copy's identity as it
   // was built: the source's kind (the host matched it to the resource), its name, the target
   // namespace and the ownership labels. Only other answers need the checks below.
-  if (edits !== null && !identityEdits.has(edits)) return statusOnly ? statusOf(object, reason) : { decision: "apply", reason, object };
+  if (slim) return { decision: "apply", reason, object };
+  if (plan.object === undefined && !plan.identity) return statusOnly ? statusOf(object, reason) : { decision: "apply", reason, object };
   if (object.apiVersion !== apiVersionOf(f.resource) || object.kind !== f.resource.kind) {
     throw failure(f, "violation", `answered a ${object.apiVersion}/${object.kind}, but the call was for ${apiVersionOf(f.resource)}/${f.resource.kind}`);
   }
@@ -99,17 +174,20 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
   return { decision: "apply", reason, object };
 }
 
+/** What a status-only write sends, before the edits: the identity and the source's status. */
+function statusBase(source: KubeObject, namespace: string | undefined): KubeObject {
+  const metadata: NonNullable<KubeObject["metadata"]> = { name: source.metadata?.name };
+  if (namespace !== undefined) metadata.namespace = namespace;
+  return { apiVersion: source.apiVersion, kind: source.kind, metadata, status: source.status };
+}
+
 function statusOf(object: KubeObject, reason: string): Decision {
   const m = object.metadata!;
   return { decision: "apply", reason, object: { apiVersion: object.apiVersion, kind: object.kind, metadata: { name: m.name, namespace: m.namespace }, status: object.status } };
 }
 
-/** Edit lists already checked: a parsed answer is shared by many calls (host.ts) and never changes. */
-const checked = new WeakSet<object>();
-/** Checked lists with an edit at or under /apiVersion, /kind or /metadata (or the whole object). */
-const identityEdits = new WeakSet<object>();
 /**
- * What the identity checks below guard, as JSON pointers. An edit touches them when it is one
+ * What the identity checks above guard, as JSON pointers. An edit touches them when it is one
  * of them, inside one, or an ancestor of one (replacing /metadata/labels wholesale, say); an
  * edit elsewhere (annotations, other labels, the spec) cannot change them.
  */
@@ -121,22 +199,18 @@ const noEdits: Edit[] = [];
 function checkEdits(edits: unknown): Edit[] {
   if (edits === undefined) return noEdits;
   if (!Array.isArray(edits)) throw new Error("answered edits that are not an array");
-  if (checked.has(edits)) return edits as Edit[];
   for (const e of edits) {
     if (!Array.isArray(e) || typeof e[0] !== "string" || e.length < 1 || e.length > 2) {
       throw new Error(`answered a malformed edit ${JSON.stringify(e)}; expected ["/json/pointer"] (remove) or ["/json/pointer", value] (set)`);
     }
     // A __proto__ member would set a container's prototype instead of a member: never valid in an API object.
     if (/(^|\/)__proto__(\/|$)/.test(e[0])) throw new Error(`answered an edit at ${JSON.stringify(e[0])}: __proto__ is not a member an API object can have`);
-    if (touchesIdentity(e[0])) identityEdits.add(edits);
   }
-  checked.add(edits);
   return edits as Edit[];
 }
 
 /** A whole object from the plugin: server-managed metadata dropped, target namespace filled in if absent. */
 function normalizeObject(obj: unknown, namespace: string | undefined, origin: string): KubeObject {
-  if (!obj || typeof obj !== "object" || Array.isArray(obj)) throw new Error("answered an object that is not a JSON object");
   const o = obj as KubeObject;
   const m = o.metadata ?? {};
   const metadata: NonNullable<KubeObject["metadata"]> = { name: m.name };

@@ -12,11 +12,11 @@ import {
   type CacheLookup, type Decision, type Direction, type IpTranslator, type KubeObject, type Manifest, type ReflectionContext, type Resource,
 } from "./abi.ts";
 import { PluginError, objectKey } from "./errors.ts";
-import { finishAnswer, isOwnedBy, parseAnswer, type CallFacts } from "./finish.ts";
+import { finishPlan, isOwnedBy, planOf, planOfText, type CallFacts, type Plan } from "./finish.ts";
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
+import { liveView, type LiveView } from "./views.ts";
 import { readManifest } from "./manifest.ts";
 import { DecisionMemo, foundStamp, type Dependency } from "./memo.ts";
-import { project } from "./objects.ts";
 import { contextJson, encodedObject, payloadJson } from "./payloads.ts";
 import { WorkerRunner } from "./worker-runner.ts";
 
@@ -104,7 +104,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   let lastAbort: string | null = null;
   // What the call in progress asked the host (memo.ts); a call that logged is not memoized.
   type CallRecord = { deps: Dependency[]; logged: boolean };
-  // Null during live calls, whose memo (instance.ts) records reads itself.
+  // Null during live calls, whose memo (instance.ts) records the reads itself.
   let rec: CallRecord | null = null;
   const memoizable = (r: CallRecord | undefined): Dependency[] | null => (r && !r.logged ? r.deps : null);
   const memo = options.memoEntries === 0 ? null : new DecisionMemo(options.memoEntries);
@@ -144,13 +144,15 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
 
   /** A memoized answer for this call, if an equal earlier call's host-function answers still hold. */
   const fromMemo = (fn: string, p: { facts: CallFacts; payload: Payload }): unknown => {
-    if (!memo || p.payload.live) return undefined;
+    if (!memo) return undefined;
     return memo.get(fn, memoKey(p.facts), p.payload, (d) => d.fn === "lookup"
       ? foundStamp(lookupFor(d.request, p.facts)) === d.found
       : translate(d.ip, p.facts.direction) === d.out);
   };
 
   let runner: Runner;
+  // Built-ins with the live exports: their calls go through liveSync (below).
+  let liveParts: { inst: InstanceRunner; timed: (budget: number, run: () => string) => Out } | null = null;
   let overruns = 0;
   let timing = 0;
   // Main-thread plugins built with the live exports read the cached objects by handle.
@@ -159,26 +161,21 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     // Live calls are memoized by the runner itself, by replaying what the plugin read (instance.ts).
     const inst = await InstanceRunner.create(module, bindings, { ...options, memo: options.memoEntries !== 0 });
     live = inst.hasExport("liqo_forward_live") && inst.hasExport("liqo_backward_live") && options.live !== false;
-    const runOne = (fn: string, p: Payload, budget: number): Out => {
-      if (p.live) {
-        // Answered by replaying an earlier call's reads: the plugin does not run, nothing to time.
-        const hit = inst.memoAnswer(fn === "liqo_backward", p.context, p.live.source, p.live.target, p.state);
-        if (hit !== undefined) return { ok: hit };
-      }
-      // A clock read costs ~45 ns, a tenth of a small plugin's run: one run in TIME_EVERY is
-      // timed, and every run after a slow one, so a plugin that stays slow is still caught.
-      const timed = overruns > 0 || timing++ % TIME_EVERY === 0;
-      const started = timed ? clock.now() : 0;
+    // A clock read costs ~45 ns, a tenth of a small plugin's run: one run in TIME_EVERY is
+    // timed, and every run after a slow one, so a plugin that stays slow is still caught.
+    const timed = (budget: number, run: () => string): Out => {
+      const timedRun = overruns > 0 || timing++ % TIME_EVERY === 0;
+      const started = timedRun ? clock.now() : 0;
       let text: string;
       try {
-        text = p.live ? inst.callLive(fn === "liqo_backward", p.context, p.live.source, p.live.target, p.state) : inst.call(fn, p.context, p.source, p.target, p.state);
+        text = run();
       } catch (err) {
         const trap = lastAbort ?? (err as Error).message;
         lastAbort = null;
         void inst.recycle(); // a trapped instance's memory cannot be trusted; the handle is quarantined anyway
         return { trap };
       }
-      if (!timed) return { ok: text };
+      if (!timedRun) return { ok: text };
       const took = clock.now() - started;
       // A main-thread call cannot be interrupted; a slow one is caught after the fact. One slow call
       // is as likely a GC pause or a loaded machine as the plugin's fault: only a run of
@@ -193,6 +190,8 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
         ? { trap: `timeout: ${overruns} calls in a row past the budget (last took ${took.toFixed(1)} ms, budget ${budget} ms)` }
         : { ok: text };
     };
+    const runOne = (fn: string, p: Payload, budget: number): Out => timed(budget, () => inst.call(fn, p.context, p.source, p.target, p.state));
+    if (live) liveParts = { inst, timed };
     // A due recycle is started in the background and swapped in between calls; calls never
     // wait for it (the arena keeps memory flat meanwhile), so the hot path stays synchronous.
     const runOneRecycling = (fn: string, p: Payload, budget: number): Out => {
@@ -246,11 +245,6 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const fields = direction === "forward" ? resource.fields : resource.backwardFields;
     const origin = direction === "forward" ? ctx.localClusterId : ctx.remoteClusterId;
     const state = target === null ? 0 : isOwnedBy(target, origin) ? 1 : 2;
-    if (live) {
-      // The same projections as the JSON below, as objects: the plugin reads only what it asks for.
-      const liveIn = { source: project(source, fields), target: target === null || !resource.targetFields ? null : project(target, resource.targetFields) };
-      return { facts: { plugin: name, direction, resource, source, target, ctx }, payload: { context: contextJson(ctx), source: null, target: null, state, live: liveIn } };
-    }
     const payload: Payload = {
       context: contextJson(ctx),
       source: source === null ? null : payloadJson(source, fields),
@@ -272,6 +266,16 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const callManyNow = async (direction: Direction, items: CallItem[]): Promise<Array<Decision | PluginError>> => {
     if (state === "closed") throw new PluginError("closed", name, "was closed");
     if (state === "quarantined") throw new PluginError("quarantined", name, `is quarantined: ${quarantineReason}`);
+    if (liveParts !== null) {
+      return items.map((it) => {
+        try {
+          return liveSync(direction, it.source, it.target, it.ctx);
+        } catch (err) {
+          if (err instanceof PluginError) return err;
+          throw err;
+        }
+      });
+    }
     const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
     const prepared = items.map((it) => {
       try {
@@ -289,7 +293,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const recorded: CallRecord[] = [];
     let i = 0;
     try {
-      const setCurrent = (idx: number) => { current = live[idx]?.facts ?? null; rec = recorded[idx] = { deps: [], logged: false }; if (current && live[idx]!.payload.live) rec = null; };
+      const setCurrent = (idx: number) => { current = live[idx]?.facts ?? null; rec = recorded[idx] = { deps: [], logged: false }; };
       outs = live.length ? await runner.run(fn, live.map((p) => p.payload), budgetMs, setCurrent) : [];
     } catch (err) {
       const e = err instanceof PluginError ? err : new PluginError("trap", name, String(err), { cause: err });
@@ -305,7 +309,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     return prepared.map((p) => {
       if (!(typeof p === "object" && p !== null && "payload" in p)) return p;
       const idx = i++;
-      return settle(p.facts, outs[idx]!, p.payload.live ? undefined : { fn, payload: p.payload, deps: batchDeps(idx) });
+      return settle(p.facts, outs[idx]!, { fn, payload: p.payload, deps: batchDeps(idx) });
     });
   };
 
@@ -321,49 +325,105 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       quarantine(e);
       return e;
     }
-    let parsed: unknown;
+    const plan = planned(out.ok);
     try {
-      parsed = parsedAnswer(out.ok, facts);
-      const decision = finishAnswer(parsed, facts);
-      if (remember?.deps) memo?.set(remember.fn, memoKey(facts), remember.payload, parsed, remember.deps);
+      const decision = finishPlan(plan, facts);
+      if (remember?.deps) memo?.set(remember.fn, memoKey(facts), remember.payload, plan, remember.deps);
       return decision;
     } catch (err) {
       if ((err as PluginError).quarantines) quarantine(err as PluginError);
       // The object's own problem (the plugin's "error" answer) is as pure as a decision.
-      else if (remember?.deps && (err as PluginError).code === "invalid-input") memo?.set(remember.fn, memoKey(facts), remember.payload, parsed, remember.deps);
+      else if (remember?.deps && (err as PluginError).code === "invalid-input") memo?.set(remember.fn, memoKey(facts), remember.payload, plan, remember.deps);
       return err as PluginError;
     }
   };
 
   // Many objects get the very same answer text (every ConfigMap: apply, no edits; every Service
-  // without node ports: the same removals), and finishing never changes a parsed answer: short
-  // texts seen lately are parsed once.
-  const answers = new Map<string, unknown>();
+  // without node ports: the same removals), and finishing never changes a plan: short texts
+  // seen lately are planned once.
+  const answers = new Map<string, Plan>();
   let lastText = "";
-  let lastParsed: unknown;
-  const parsedAnswer = (text: string, facts: CallFacts): unknown => {
+  let lastPlan: Plan | null = null;
+  const planned = (text: string): Plan => {
     // Runs of objects of one kind mostly get the very answer of the call before: one string
     // compare instead of hashing the answer for the map.
-    if (text === lastText) return lastParsed;
-    if (text.length > 512) return parseAnswer(text, facts);
-    let parsed = answers.get(text);
-    if (parsed === undefined) {
-      parsed = parseAnswer(text, facts);
+    if (text === lastText && lastPlan !== null) return lastPlan;
+    if (text.length > 512) return planOfText(text);
+    let plan = answers.get(text);
+    if (plan === undefined) {
+      plan = planOfText(text);
       if (answers.size >= 256) answers.delete(answers.keys().next().value!);
-      answers.set(text, parsed);
+      answers.set(text, plan);
     }
     lastText = text;
-    lastParsed = parsed;
-    return parsed;
+    lastPlan = plan;
+    return plan;
   };
 
-  /** A memoized answer finished against this call's objects (the rules are checked again). */
-  const settleMemo = (facts: CallFacts, parsed: unknown): Decision | PluginError => {
+  /** A memoized answer (a plan, memo.ts) finished against this call's objects (the rules are checked again). */
+  const settleMemo = (facts: CallFacts, plan: unknown): Decision | PluginError => {
     memoHits++;
     try {
-      return finishAnswer(parsed, facts);
+      return finishPlan(plan as Plan, facts);
     } catch (err) {
       return err as PluginError;
+    }
+  };
+
+  // The live call's facts: one object per handle, filled in for each call (nothing keeps it past the call).
+  const liveFacts: CallFacts = { plugin: name, direction: "forward", resource: declared[0]!.r, source: null, target: null, ctx: null as unknown as ReflectionContext };
+  // What each resource shows the plugin, per direction (views.ts), made once.
+  const views = new Map<Resource, LiveView[]>();
+  const viewFor = (resource: Resource, backward: boolean): LiveView => {
+    let v = views.get(resource);
+    if (v === undefined) {
+      v = [liveView(resource.fields, resource.targetFields), liveView(resource.backwardFields, resource.targetFields)];
+      views.set(resource, v);
+    }
+    return v[backward ? 1 : 0]!;
+  };
+
+  /**
+   * A built-in's call over the live wire: answered by the live memo when a recorded call's reads
+   * replay equal (the plugin does not run, nothing is projected for a generated replay), else by
+   * running the plugin on projections of the objects, which it reads by handle.
+   */
+  const liveSync = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): Decision => {
+    const { inst, timed } = liveParts!;
+    if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) {
+      throw new PluginError("invalid-input", name, `${direction} needs objects with metadata.name (got ${JSON.stringify(source)?.slice(0, 80)}); pass null for an absent object`);
+    }
+    const resource = resourceFor(source ?? target, direction);
+    const backward = direction === "backward";
+    const view = viewFor(resource, backward);
+    const st = target === null ? 0 : isOwnedBy(target, backward ? ctx.remoteClusterId : ctx.localClusterId) ? 1 : 2;
+    const context = contextJson(ctx);
+    // The target's content only when declared; its ownership always (the state).
+    const shown = target === null || view.targetFields === undefined ? null : target;
+    const f = liveFacts;
+    f.direction = direction; f.resource = resource; f.source = source; f.target = target; f.ctx = ctx;
+    // A due recycle is started in the background and swapped in between calls.
+    if (inst.needsRecycle()) void inst.recycle();
+    // Look-ups (replayed or made by the plugin) read the call's namespace pair from `current`.
+    current = f;
+    rec = null; // the live memo records the reads itself
+    let plan: Plan;
+    try {
+      const hit = inst.memoAnswer(backward, context, view, source, shown, st);
+      if (hit !== undefined) plan = (hit.answer ??= planned(hit.text)) as Plan;
+      else {
+        const out = timed(budgetMs, () => inst.callLive(backward, context, view, source, shown, st));
+        if ("trap" in out) throw settle(f, out);
+        plan = planned(out.ok);
+      }
+    } finally {
+      current = null;
+    }
+    try {
+      return finishPlan(plan, f);
+    } catch (err) {
+      if ((err as PluginError).quarantines) quarantine(err as PluginError);
+      throw err;
     }
   };
 
@@ -371,6 +431,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const oneSync = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): Decision => {
     if (!runner.runOne) throw new PluginError("invalid-input", name, "runs in a worker (trust: dropin); use forward/backward, which are asynchronous");
     if (state !== "ready") throw new PluginError(state, name, state === "closed" ? "was closed" : `is quarantined: ${quarantineReason}`);
+    if (liveParts !== null) return liveSync(direction, source, target, ctx);
     const p = prepare(direction, source, target, ctx);
     const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
     const hit = fromMemo(fn, p);
@@ -380,14 +441,14 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       return res;
     }
     current = p.facts;
-    const mine: CallRecord | undefined = p.payload.live ? (rec = null) ?? undefined : (rec = { deps: [], logged: false });
+    const mine: CallRecord = rec = { deps: [], logged: false };
     let out: Out;
     try {
       out = runner.runOne(fn, p.payload, budgetMs);
     } finally {
       current = null;
     }
-    const res = settle(p.facts, out, mine && { fn, payload: p.payload, deps: memoizable(mine) });
+    const res = settle(p.facts, out, { fn, payload: p.payload, deps: memoizable(mine) });
     if (res instanceof PluginError) throw res;
     return res;
   };

@@ -11,7 +11,9 @@
 // @extism/extism 1.0.3's per-call block leak (a plugin breaks after ~16k calls through
 // plugin.call): no instance lives that long, and the hot path never uses plugin.call.
 import createPlugin, { type Plugin } from "@extism/extism";
+import { project } from "./objects.ts";
 import { generateReplay, type Replay, type ReplayHelpers } from "./replay-jit.ts";
+import type { LiveView } from "./views.ts";
 
 export interface HostBindings {
   log(level: number, message: string): void;
@@ -27,11 +29,8 @@ export interface HostBindings {
   abort(message: string): void;
 }
 
-/**
- * One call's input as the host prepared it: JSON text (null for an absent object), or for a
- * live call (main thread, plugin exports liqo_*_live) the projected objects themselves.
- */
-export interface Payload { context: string; source: string | null; target: string | null; state: number; live?: { source: unknown; target: unknown } }
+/** One call's input over the JSON wire as the host prepared it: JSON text (null for an absent object). */
+export interface Payload { context: string; source: string | null; target: string | null; state: number }
 
 export interface RecyclePolicy {
   /** Re-instantiate after this many calls (default 10,000). */
@@ -62,10 +61,15 @@ const MEMO_PER_CONTEXT = 8;
 /** Hits before a recorded call's replay is generated as code (replay-jit.ts). */
 const JIT_AFTER_HITS = 8;
 
-interface Recorded {
-  backward: boolean; state: number; log: unknown[]; text: string;
+/** A recorded call as memoAnswer hands it out: its answer text, and a slot the host keeps what it made of it in. */
+export interface MemoEntry { readonly text: string; answer: unknown }
+
+interface Recorded extends MemoEntry {
+  backward: boolean; state: number; log: unknown[]; view: LiveView;
   /** Replays that answered; the generated replay once there are JIT_AFTER_HITS (null: not yet, or not possible). */
   hits: number; replay: Replay | null;
+  /** The generated replay reads the objects themselves (through the view's trees), not projections. */
+  raw: boolean;
 }
 
 /** Bun's (and Node's) native Buffer decoder, which the typings do not declare. */
@@ -96,6 +100,9 @@ export class InstanceRunner {
   #lastAnswerText = "";
   /** The live call in progress's reads, while it can still be memoized (null: not recording). */
   #log: unknown[] | null = null;
+  /** The projections of the call in progress (made once, when a replay or the plugin needs them). */
+  #projFor: unknown[] = [null, null, null];
+  #projected: unknown[] = [null, null];
   /** Recorded live calls by context JSON, most recent first. */
   #memo = new Map<string, Recorded[]>();
   /** Live calls answered by replaying a recorded call instead of running the plugin. */
@@ -493,35 +500,62 @@ export class InstanceRunner {
     return this.#readString(out, ex.liqo_output_len());
   }
 
+  /** What the plugin is shown of this call's objects (`target` already null when not shown). */
+  #projections(view: LiveView, source: unknown, target: unknown): unknown[] {
+    const f = this.#projFor;
+    if (f[0] !== view || f[1] !== source || f[2] !== target) {
+      this.#projected[0] = project(source as never, view.fields);
+      this.#projected[1] = target === null ? null : project(target as never, view.targetFields);
+      f[0] = view; f[1] = source; f[2] = target;
+    }
+    return this.#projected;
+  }
+
   /**
-   * The live hot path: the objects stay here and the plugin reads them by handle; `fn` is
-   * liqo_forward_live or liqo_backward_live. Same answer as call().
+   * The recorded live call whose reads replay equal on these objects, if any (its answer is
+   * the plugin's for them). `source` and `target` are the cached objects; `target` null when
+   * the view does not show it. Projections are made only for replays that read them.
    */
-  /** The answer of a recorded live call whose reads replay equal on these objects, if any. */
-  memoAnswer(backward: boolean, context: string, source: unknown, target: unknown, state: number): string | undefined {
+  memoAnswer(backward: boolean, context: string, view: LiveView, source: unknown, target: unknown, state: number): MemoEntry | undefined {
+    this.#projFor[0] = null; // projections live for one call
     const recorded = this.#policy.memo ? this.#memo.get(context) : undefined;
     if (recorded === undefined) return undefined;
     for (let i = 0; i < recorded.length; i++) {
       const r = recorded[i]!;
-      if (r.backward !== backward || r.state !== state) continue;
-      if (r.replay !== null ? r.replay(source, target) : this.#replay(r.log, source, target)) {
-        if (r.replay === null && ++r.hits === JIT_AFTER_HITS) r.replay = generateReplay(r.log, this.#replayHelpers);
-        if (i > 0) { recorded.splice(i, 1); recorded.unshift(r); }
-        this.memoHits++;
-        return r.text;
+      if (r.backward !== backward || r.state !== state || r.view !== view) continue;
+      let same: boolean;
+      if (r.replay !== null && r.raw) same = r.replay(source, target);
+      else {
+        const p = this.#projections(view, source, target);
+        same = r.replay !== null ? r.replay(p[0], p[1]) : this.#replay(r.log, p[0], p[1]);
       }
+      if (!same) continue;
+      if (r.replay === null && ++r.hits === JIT_AFTER_HITS) {
+        const raw = view.trees === null ? null : generateReplay(r.log, this.#replayHelpers, view.trees);
+        r.raw = raw !== null;
+        r.replay = raw ?? generateReplay(r.log, this.#replayHelpers);
+      }
+      if (i > 0) { recorded.splice(i, 1); recorded.unshift(r); }
+      this.memoHits++;
+      return r;
     }
     return undefined;
   }
 
-  callLive(backward: boolean, context: string, source: unknown, target: unknown, state: number): string {
+  /**
+   * The live hot path: the objects stay here and the plugin reads their projections by handle.
+   * Same answer as call(); `source` and `target` as for memoAnswer.
+   */
+  callLive(backward: boolean, context: string, view: LiveView, source: unknown, target: unknown, state: number): string {
     const ex = this.#exports!;
     this.#callsOnInstance++;
     this.calls++;
     if (context !== this.#context) this.#writeContext(context);
+    const p = this.#projections(view, source, target);
+    this.#projFor[0] = null;
     this.#handles = 1;
-    const s = this.#pack(source ?? undefined);
-    const t = this.#pack(target ?? undefined);
+    const s = this.#pack(p[0] ?? undefined);
+    const t = this.#pack(p[1] ?? undefined);
     const log = this.#log = this.#policy.memo ? [s & 7, t & 7] : null;
     let out: number;
     try {
@@ -538,7 +572,7 @@ export class InstanceRunner {
         if (this.#memo.size >= 64) this.#memo.clear(); // contexts are per namespace pair: few
         this.#memo.set(context, (list = []));
       }
-      list.unshift({ backward, state, log, text, hits: 0, replay: null });
+      list.unshift({ backward, state, log, view, text, answer: undefined, hits: 0, replay: null, raw: false });
       if (list.length > MEMO_PER_CONTEXT) list.pop();
     }
     return text;

@@ -8,6 +8,13 @@
 // It must do exactly what instance.ts #replay does: the same answer for every object, and the
 // same handle numbering (a value gets the next handle when its code is 4 or more, and an IP
 // translation that changed the address hands out the new one).
+//
+// Given the view trees (views.ts), the replay reads the cached objects themselves instead of
+// their projections, so a hit makes no projection at all: a read of a container the projection
+// makes is answered from the tree (a leaf is the object's member, a node is there when a leaf
+// under it is, anything else is absent). A recorded call that read such a container as a whole
+// (its length, keys, text, JSON) gets no raw replay: its replays keep reading projections.
+import type { ViewNode } from "./views.ts";
 
 /** The packed kind code of a value, as instance.ts #pack computes it (0 = undefined). */
 export function codeOf(v: unknown): number {
@@ -40,21 +47,66 @@ const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_
 /** Keys longer than this are read through the log, not written into the code. */
 const MAX_LITERAL = 128;
 
-/** The predicate for `log` (instance.ts's recording format), or null for an op it does not know. */
-export function generateReplay(log: unknown[], h: ReplayHelpers): Replay | null {
+/** Code that is true when a member at `path` under `expr` is defined, read as objects.ts project walks. */
+function defined(expr: string, path: readonly string[], tmp: string): string {
+  const steps = path.map((seg) => `(${tmp} = ${tmp} !== null && typeof ${tmp} === "object" ? ${tmp}[${JSON.stringify(seg)}] : undefined)`);
+  return `(${tmp} = ${expr}, ${steps.join(", ")}, ${tmp} !== undefined)`;
+}
+
+/**
+ * The predicate for `log` (instance.ts's recording format), or null for an op it does not know.
+ * With `views`, the predicate takes the objects themselves (null for a target the plugin is not
+ * shown) and reads them through the trees; null also when the log reads a made container whole.
+ */
+export function generateReplay(log: unknown[], h: ReplayHelpers, views?: { source: ViewNode | null; target: ViewNode | null }): Replay | null {
   const lines: string[] = [];
   let next = 1;
-  const handOut = (expr: string, code: number) => { if (code >= 4) lines.push(`const v${next++} = ${expr};`); };
+  /** The view node of each handle: a container the projection makes, or null (the object's own value). */
+  const nodes: Array<ViewNode | null> = [null];
+  /** The kind code of each handle's value (number, string, array, object), checked before it was handed out. */
+  const codes: number[] = [0];
+  const handOut = (expr: string, code: number, node: ViewNode | null = null) => { if (code >= 4) { lines.push(`const v${next++} = ${expr};`); nodes.push(node); codes.push(code); } };
   lines.push(`if (codeOf(source ?? undefined) !== ${log[0]}) return false;`);
-  handOut("source", log[0] as number);
+  handOut("source", log[0] as number, views?.source ?? null);
   lines.push(`if (codeOf(target ?? undefined) !== ${log[1]}) return false;`);
-  handOut("target", log[1] as number);
+  handOut("target", log[1] as number, views?.target ?? null);
+  lines.push("let w;");
   for (let i = 2; i < log.length; i += 4) {
     const hv = log[i + 1] as number;
     if (!Number.isInteger(hv) || hv < 0 || hv >= next) return null;
     const v = `v${hv}`;
     const res = log[i + 3];
     const t = `t${i}`;
+    const made = nodes[hv];
+    if (made) {
+      // A container the projection makes (an object, whatever the cached object holds there).
+      switch (log[i]) {
+        case OP_GET: {
+          const k = log[i + 2] as string;
+          const kid = made.kids.get(k);
+          if (kid === undefined) { if (res !== 0) return null; break; } // absent from the projection
+          if (kid === null) { // a leaf: the object's own member
+            lines.push(`let ${t} = ${v}[${JSON.stringify(k)}]; if (typeof ${t} === "function") ${t} = undefined;`);
+            lines.push(`if (codeOf(${t}) !== ${res}) return false;`);
+            handOut(t, res as number);
+            break;
+          }
+          lines.push(`const ${t} = ${v}[${JSON.stringify(k)}];`);
+          if (!kid.always) {
+            const any = kid.leaves.map((p) => defined(t, p, "w")).join(" || ");
+            if (res === 7) lines.push(`if (!(${any})) return false;`);
+            else if (res === 0) lines.push(`if (${any}) return false;`);
+            else return null;
+          } else if (res !== 7) return null;
+          handOut(t, res as number, kid);
+          break;
+        }
+        case OP_EQ: if (res !== 0) return null; break; // an object is never the literal
+        case OP_IP: if (res !== null) return null; break; // nor an address
+        default: return null; // read whole: its members' order and number are the projection's
+      }
+      continue;
+    }
     switch (log[i]) {
       case OP_GET: {
         const k = log[i + 2] as string;
@@ -66,14 +118,27 @@ export function generateReplay(log: unknown[], h: ReplayHelpers): Replay | null 
       }
       case OP_AT: {
         const idx = log[i + 2] as number;
-        lines.push(`const ${t} = Array.isArray(${v}) ? (${idx} >= 0 && ${idx} < ${v}.length ? ${v}[${idx}] : undefined) : h.at(${v}, ${idx});`);
+        // An array (known by its handle's kind) has no holes when it comes from JSON: past its end is undefined.
+        if (codes[hv] === 6 && Number.isInteger(idx) && idx >= 0) lines.push(`const ${t} = ${v}[${idx}];`);
+        else lines.push(`const ${t} = Array.isArray(${v}) ? (${idx} >= 0 && ${idx} < ${v}.length ? ${v}[${idx}] : undefined) : h.at(${v}, ${idx});`);
         lines.push(`if (codeOf(${t}) !== ${res}) return false;`);
         handOut(t, res as number);
         break;
       }
-      case OP_LEN: lines.push(`if (h.len(${v}) !== ${res}) return false;`); break;
+      case OP_LEN: {
+        // A string's or an array's length is read in place (the handle's kind is known here).
+        const code = codes[hv];
+        lines.push(code === 5 || code === 6 ? `if (${v}.length !== ${res}) return false;` : `if (h.len(${v}) !== ${res}) return false;`);
+        break;
+      }
       case OP_EQ: lines.push(`if ((${v} === L[${i + 2}] ? 1 : 0) !== ${res}) return false;`); break;
-      case OP_TEXT: lines.push(`if (h.text(${v}) !== L[${i + 3}]) return false;`); break;
+      case OP_TEXT: {
+        // The text of a number that was an integer is that integer: compared as a number, no string made.
+        const text = log[i + 3] as string;
+        if (codes[hv] === 4 && /^-?[1-9][0-9]{0,14}$|^0$/.test(text)) lines.push(`if (${v} !== ${text}) return false;`);
+        else lines.push(`if (h.text(${v}) !== L[${i + 3}]) return false;`);
+        break;
+      }
       case OP_KEY: lines.push(`if ((Object.keys(${v})[${log[i + 2]}] ?? "") !== L[${i + 3}]) return false;`); break;
       case OP_JSON: lines.push(`if ((JSON.stringify(${v}) ?? "null") !== L[${i + 3}]) return false;`); break;
       case OP_SCALAR: lines.push(`if (${v} !== L[${i + 3}]) return false;`); break;

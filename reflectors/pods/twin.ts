@@ -1,5 +1,5 @@
 import type { KubeObject } from "../../core/reflection/abi.ts";
-import { baseLocal, baseRemote } from "../../core/reflection/objects.ts";
+import { baseRemote } from "../../core/reflection/objects.ts";
 import { forwardGuards, without, type Twin } from "../twin-helpers.ts";
 
 const DROPPED_SPEC = ["affinity", "nodeSelector", "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy", "serviceAccountName", "serviceAccount"];
@@ -42,6 +42,6 @@ export const localPodStatus: Twin = (remote, local, ctx, translateIp = (ip) => i
     if (rs.containerStatuses) status.containerStatuses = bump(rs.containerStatuses);
     if (rs.initContainerStatuses) status.initContainerStatuses = bump(rs.initContainerStatuses);
   }
-  const base = baseLocal(remote, ctx);
-  return { decision: "apply", reason: "", object: { apiVersion: base.apiVersion, kind: base.kind, metadata: { name: base.metadata!.name, namespace: base.metadata!.namespace }, status } };
+  // Only the status is written (the status subresource of the local pod): no copy of the rest.
+  return { decision: "apply", reason: "", object: { apiVersion: remote.apiVersion, kind: remote.kind, metadata: { name: remote.metadata!.name, namespace: ctx.localNamespace }, status } };
 };

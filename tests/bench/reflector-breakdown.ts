@@ -4,10 +4,11 @@
 // answers a call instead of the plugin), the answer's JSON.parse, the host's checks and edits,
 // and the JSON body the engine sends. Printed by reflector-calls.ts.
 import type { KubeObject, ReflectionContext } from "../../core/reflection/abi.ts";
-import { finishAnswer, isOwnedBy, parseAnswer, type CallFacts } from "../../core/reflection/finish.ts";
+import { finishPlan, isOwnedBy, planOf, parseAnswer, type CallFacts } from "../../core/reflection/finish.ts";
 import { InstanceRunner } from "../../core/reflection/instance.ts";
 import { readManifest } from "../../core/reflection/manifest.ts";
 import { project } from "../../core/reflection/objects.ts";
+import { liveView } from "../../core/reflection/views.ts";
 import { builtinWasm, type BuiltinName } from "../../reflectors/index.ts";
 
 interface Case { label: string; plugin: BuiltinName; direction: "forward" | "backward"; source: KubeObject; target: KubeObject | null }
@@ -42,19 +43,21 @@ export async function breakdown(cases: Case[], ctx: ReflectionContext, lookup: L
     const origin = backward ? ctx.remoteClusterId : ctx.localClusterId;
     const state = c.target === null ? 0 : isOwnedBy(c.target, origin) ? 1 : 2;
     const ctxJson = JSON.stringify(ctx);
-    const input = project(c.source, fields);
-    const out = runner.callLive(backward, ctxJson, input, null, state);
-    memo.callLive(backward, ctxJson, input, null, state); // recorded: the replays below answer from it
+    const view = liveView(fields, resource.targetFields);
+    const out = runner.callLive(backward, ctxJson, view, c.source, null, state);
+    memo.callLive(backward, ctxJson, view, c.source, null, state); // recorded: the replays below answer from it
+    for (let i = 0; i < 10; i++) memo.memoAnswer(backward, ctxJson, view, c.source, null, state); // past the hits that generate the replay
     const facts: CallFacts = { plugin: name, direction: c.direction, resource, source: c.source, target: c.target, ctx };
     const parsed = parseAnswer(out, facts);
-    const decision = finishAnswer(parsed, facts);
+    const plan = planOf(parsed);
+    const decision = finishPlan(plan, facts);
     const n = Math.max(1000, iterations);
     const row = [
       p50(() => project(c.source, fields), n),
-      p50(() => runner.callLive(backward, ctxJson, input, null, state), n),
-      p50(() => memo.memoAnswer(backward, ctxJson, input, null, state), n),
+      p50(() => runner.callLive(backward, ctxJson, view, c.source, null, state), n),
+      p50(() => memo.memoAnswer(backward, ctxJson, view, c.source, null, state), n),
       p50(() => parseAnswer(out, facts), n),
-      p50(() => finishAnswer(parsed, facts), n),
+      p50(() => finishPlan(plan, facts), n),
       p50(() => JSON.stringify(decision.decision === "apply" ? decision.object : null), n),
     ];
     console.log(`${c.label.padEnd(28)} ${row.map((x) => x.toFixed(2).padStart(8)).join(" ")}   ${out.length} B`);
