@@ -12,7 +12,7 @@
 // plugin.call): no instance lives that long, and the hot path never uses plugin.call.
 import createPlugin, { type Plugin } from "@extism/extism";
 import { project } from "./objects.ts";
-import { generateReplay, type Replay, type ReplayHelpers } from "./replay-jit.ts";
+import { generateReplay, replayReaders, type Replay, type ReplayHelpers } from "./replay-jit.ts";
 import type { LiveView } from "./views.ts";
 
 export interface HostBindings {
@@ -123,6 +123,7 @@ export class InstanceRunner {
   private constructor(module: WebAssembly.Module, bindings: HostBindings, policy: RecyclePolicy) {
     this.#module = module;
     this.#bindings = bindings;
+    this.#replayHelpers = replayReaders(bindings);
     this.#policy = { recycleAfterCalls: policy.recycleAfterCalls ?? 10_000, maxMemoryBytes: policy.maxMemoryBytes ?? 32 * 1024 * 1024, memo: policy.memo ?? true };
   }
 
@@ -266,33 +267,7 @@ export class InstanceRunner {
   }
 
   /** The reads the live host calls and both replays (interpreted, generated) share. */
-  #replayHelpers: ReplayHelpers = {
-    member: (o, k) => {
-      if (o === null || typeof o !== "object") return undefined; // a handle that is no object (a plugin not built with the SDK)
-      const v = o[k];
-      // Inherited members are not members: constructor, toString, __proto__...
-      return v === undefined || typeof v === "function" || (k === "__proto__" && !Object.hasOwn(o, k)) ? undefined : v;
-    },
-    at: (o, i) => {
-      const keys = Object.keys(o as object);
-      return i >= 0 && i < keys.length ? (o as Record<string, unknown>)[keys[i]!] : undefined;
-    },
-    len: (o) => (typeof o === "string" || Array.isArray(o) ? o.length : typeof o === "object" && o !== null ? Object.keys(o).length : 0),
-    // String(n) is a finite number's JSON text, without the serializer's set-up.
-    text: (o) => (typeof o === "string" ? o : typeof o === "number" && Number.isFinite(o) ? String(o) : JSON.stringify(o)),
-    translated: (o) => {
-      const b = this.#bindings;
-      if (b.identityIp || typeof o !== "string") return null;
-      const out = b.translateIp(o);
-      return out === o ? null : out;
-    },
-    lookup: (req) => {
-      const b = this.#bindings;
-      if (b.lookupObject) return b.lookupObject(req);
-      const t = b.lookup(req);
-      return t === null ? null : JSON.parse(typeof t === "string" ? t : decoder.decode(t));
-    },
-  };
+  #replayHelpers: ReplayHelpers;
 
   /**
    * Replays a recorded live call's reads on new objects: true when every read answers as it

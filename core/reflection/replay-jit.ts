@@ -43,6 +43,40 @@ export interface ReplayHelpers {
 
 export type Replay = (source: unknown, target: unknown) => boolean;
 
+const decoder = new TextDecoder();
+
+/** The reads over the host's bindings (instance.ts HostBindings): what the live host calls and every replay answer. */
+export function replayReaders(b: {
+  identityIp?: boolean; translateIp(ip: string): string;
+  lookupObject?(requestJson: string): object | null; lookup(requestJson: string): string | Uint8Array | null;
+}): ReplayHelpers {
+  return {
+    member: (o, k) => {
+      if (o === null || typeof o !== "object") return undefined; // a handle that is no object (a plugin not built with the SDK)
+      const v = o[k];
+      // Inherited members are not members: constructor, toString, __proto__...
+      return v === undefined || typeof v === "function" || (k === "__proto__" && !Object.hasOwn(o, k)) ? undefined : v;
+    },
+    at: (o, i) => {
+      const keys = Object.keys(o as object);
+      return i >= 0 && i < keys.length ? (o as Record<string, unknown>)[keys[i]!] : undefined;
+    },
+    len: (o) => (typeof o === "string" || Array.isArray(o) ? o.length : typeof o === "object" && o !== null ? Object.keys(o).length : 0),
+    // String(n) is a finite number's JSON text, without the serializer's set-up.
+    text: (o) => (typeof o === "string" ? o : typeof o === "number" && Number.isFinite(o) ? String(o) : JSON.stringify(o)),
+    translated: (o) => {
+      if (b.identityIp || typeof o !== "string") return null;
+      const out = b.translateIp(o);
+      return out === o ? null : out;
+    },
+    lookup: (req) => {
+      if (b.lookupObject) return b.lookupObject(req);
+      const t = b.lookup(req);
+      return t === null ? null : JSON.parse(typeof t === "string" ? t : decoder.decode(t));
+    },
+  };
+}
+
 const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_JSON = 7, OP_IP = 8, OP_LOOKUP = 9, OP_SCALAR = 10;
 /** Keys longer than this are read through the log, not written into the code. */
 const MAX_LITERAL = 128;
@@ -98,6 +132,8 @@ export function generateReplay(log: unknown[], h: ReplayHelpers, views?: { sourc
             else if (res === 0) lines.push(`if (${any}) return false;`);
             else return null;
           } else if (res !== 7) return null;
+          // metadata: an object with a name, as the host checks before any call; a replay never throws on anything else.
+          else lines.push(`if (${t} === null || typeof ${t} !== "object") return false;`);
           handOut(t, res as number, kid);
           break;
         }

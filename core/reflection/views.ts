@@ -16,9 +16,10 @@ const BASE: ReadonlyArray<readonly string[]> = [["apiVersion"], ["kind"], ["meta
 /**
  * Member names read the same way on the object and on its projection. The projection walks
  * with plain member reads (objects.ts), which also find what objects and arrays inherit
- * (`constructor`, `length`): a field naming one of those is left to the projection.
+ * (`constructor`, `length`): a field naming one of those is left to the projection. Functions are
+ * never walked through (they are no objects), so what they inherit does not matter.
  */
-const plain = (seg: string) => seg !== "__proto__" && !(seg in Object.prototype) && !(seg in Array.prototype) && !(seg in Function.prototype);
+const plain = (seg: string) => seg !== "__proto__" && !(seg in Object.prototype) && !(seg in Array.prototype);
 
 const node = (always: boolean): ViewNode => ({ kids: new Map(), always, leaves: [] });
 
