@@ -12,7 +12,8 @@ import {
   type CacheLookup, type Decision, type Direction, type IpTranslator, type KubeObject, type Manifest, type ReflectionContext, type Resource,
 } from "./abi.ts";
 import { PluginError, objectKey } from "./errors.ts";
-import { finishPlan, isOwnedBy, planOf, planOfText, type CallFacts, type Plan } from "./finish.ts";
+import { finishPlan, isOwnedBy, planOfText, writesStatusOnly, type CallFacts, type Plan } from "./finish.ts";
+import { generateFinisher, type Finisher } from "./finish-jit.ts";
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
 import { liveView, type LiveView } from "./views.ts";
 import { readManifest } from "./manifest.ts";
@@ -21,6 +22,12 @@ import { contextJson, encodedObject, payloadJson } from "./payloads.ts";
 import { WorkerRunner } from "./worker-runner.ts";
 
 export type Trust = "builtin" | "dropin";
+
+/** Uses of a recorded call's answer before it is finished by generated code (finish-jit.ts). */
+const FINISH_JIT_AFTER = 4;
+
+/** What the host keeps on a live memo entry (instance.ts MemoEntry.answer): the plan, and its finisher once generated. */
+interface Kept { plan: Plan; uses: number; fin: Finisher | null }
 
 /** Built-in runs are timed one in this many (and every run after a slow one). */
 const TIME_EVERY = 8;
@@ -227,9 +234,14 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
 
   // apiVersion strings built once, not per call; the error message (and its object key) only on failure.
   const declared = manifest.resources.map((r) => ({ r, kind: r.kind, apiVersion: apiVersionOf(r) }));
+  // Calls come in runs of one kind: the last match is tried first.
+  let lastDeclared = declared[0]!;
   const resourceFor = (obj: KubeObject | null, direction: Direction): Resource => {
     let r: Resource | undefined;
-    for (const d of declared) if (d.kind === obj?.kind && d.apiVersion === obj?.apiVersion) { r = d.r; break; }
+    const kind = obj?.kind;
+    const apiVersion = obj?.apiVersion;
+    if (lastDeclared.kind === kind && lastDeclared.apiVersion === apiVersion) r = lastDeclared.r;
+    else for (let i = 0; i < declared.length; i++) { const d = declared[i]!; if (d.kind === kind && d.apiVersion === apiVersion) { r = d.r; lastDeclared = d; break; } }
     if (r !== undefined && (r.direction === "both" || r.direction === direction)) return r;
     const key = objectKey(obj) ?? "(none)";
     if (!r) throw new PluginError("invalid-input", name, `does not reflect ${obj?.apiVersion}/${obj?.kind} (object ${key}); it declares ${manifest.resources.map((x) => `${apiVersionOf(x)}/${x.kind}`).join(", ")}`, { object: key });
@@ -374,13 +386,30 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const liveFacts: CallFacts = { plugin: name, direction: "forward", resource: declared[0]!.r, source: null, target: null, ctx: null as unknown as ReflectionContext };
   // What each resource shows the plugin, per direction (views.ts), made once.
   const views = new Map<Resource, LiveView[]>();
+  let lastViews: [Resource | null, LiveView[]] = [null, []];
   const viewFor = (resource: Resource, backward: boolean): LiveView => {
+    if (lastViews[0] === resource) return lastViews[1][backward ? 1 : 0]!;
     let v = views.get(resource);
     if (v === undefined) {
       v = [liveView(resource.fields, resource.targetFields), liveView(resource.backwardFields, resource.targetFields)];
       views.set(resource, v);
     }
+    lastViews = [resource, v];
     return v[backward ? 1 : 0]!;
+  };
+
+  /** The generated finisher of a plan for calls like `f` with target state `st`, or null (finishPlan finishes it). */
+  const finisherFor = (plan: Plan, f: CallFacts, st: number): Finisher | null => {
+    const statusOnly = writesStatusOnly(f);
+    // An answer over a target the project does not own is refused by finishPlan, every time.
+    if (st === 2 && plan.decision !== "skip" && !statusOnly) return null;
+    const backward = f.direction === "backward";
+    return generateFinisher(plan, {
+      statusOnly,
+      keepStatus: backward,
+      namespace: f.resource.namespaced === false ? undefined : backward ? f.ctx.localNamespace : f.ctx.remoteNamespace,
+      origin: backward ? f.ctx.remoteClusterId : f.ctx.localClusterId,
+    });
   };
 
   /**
@@ -410,8 +439,20 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     let plan: Plan;
     try {
       const hit = inst.memoAnswer(backward, context, view, source, shown, st);
-      if (hit !== undefined) plan = (hit.answer ??= planned(hit.text)) as Plan;
-      else {
+      if (hit !== undefined) {
+        let kept = hit.answer as Kept | undefined;
+        if (kept === undefined) hit.answer = kept = { plan: planned(hit.text), uses: 0, fin: null };
+        plan = kept.plan;
+        if (kept.fin !== null) {
+          if (source !== null || plan.decision !== "apply") {
+            try {
+              return kept.fin(source!);
+            } catch {
+              // The object's shape does not fit the edits: finishPlan below reports it.
+            }
+          }
+        } else if (++kept.uses === FINISH_JIT_AFTER) kept.fin = finisherFor(plan, f, st);
+      } else {
         const out = timed(budgetMs, () => inst.callLive(backward, context, view, source, shown, st));
         if ("trap" in out) throw settle(f, out);
         plan = planned(out.ok);

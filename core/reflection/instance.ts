@@ -103,6 +103,9 @@ export class InstanceRunner {
   /** The projections of the call in progress (made once, when a replay or the plugin needs them). */
   #projFor: unknown[] = [null, null, null];
   #projected: unknown[] = [null, null];
+  /** The list of the last context memoAnswer looked up (a list stays the same object while its context is kept). */
+  #lastContext: string | null = null;
+  #lastList: Recorded[] | undefined = undefined;
   /** Recorded live calls by context JSON, most recent first. */
   #memo = new Map<string, Recorded[]>();
   /** Live calls answered by replaying a recorded call instead of running the plugin. */
@@ -493,7 +496,12 @@ export class InstanceRunner {
    */
   memoAnswer(backward: boolean, context: string, view: LiveView, source: unknown, target: unknown, state: number): MemoEntry | undefined {
     this.#projFor[0] = null; // projections live for one call
-    const recorded = this.#policy.memo ? this.#memo.get(context) : undefined;
+    // Calls come in runs of one namespace pair: its list is kept at hand.
+    let recorded = this.#lastList;
+    if (context !== this.#lastContext) {
+      recorded = this.#policy.memo ? this.#memo.get(context) : undefined;
+      if (recorded !== undefined) { this.#lastContext = context; this.#lastList = recorded; }
+    }
     if (recorded === undefined) return undefined;
     for (let i = 0; i < recorded.length; i++) {
       const r = recorded[i]!;
@@ -544,7 +552,7 @@ export class InstanceRunner {
       this.#log = null;
       let list = this.#memo.get(context);
       if (list === undefined) {
-        if (this.#memo.size >= 64) this.#memo.clear(); // contexts are per namespace pair: few
+        if (this.#memo.size >= 64) { this.#memo.clear(); this.#lastContext = null; this.#lastList = undefined; } // contexts are per namespace pair: few
         this.#memo.set(context, (list = []));
       }
       list.unshift({ backward, state, log, view, text, answer: undefined, hits: 0, replay: null, raw: false });

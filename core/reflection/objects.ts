@@ -102,7 +102,7 @@ const compiled = new WeakMap<readonly Edit[], Step[]>();
 let lastEdits: readonly Edit[] | null = null;
 let lastSteps: Step[] = [];
 
-function compile(edits: readonly Edit[]): Step[] {
+export function compile(edits: readonly Edit[]): Step[] {
   if (edits === lastEdits) return lastSteps; // runs of one kind share one parsed answer
   let steps = compiled.get(edits);
   if (steps !== undefined) { lastEdits = edits; lastSteps = steps; return steps; }
@@ -221,7 +221,8 @@ function arrayTail(cur: unknown[], step: Step): void {
 /** Uses of a compiled list before it is generated as code (a one-off answer is not worth it). */
 const JIT_AFTER = 4;
 const jitted = new WeakMap<Step[], { uses: number; fn: JitEdits | null }>();
-const jitHelpers = { copyOf, copyWithout, arrayTail } as JitHelpers;
+/** What generated edit code calls (edits-jit.ts, finish-jit.ts). */
+export const editHelpers = { copyOf, copyWithout, arrayTail } as JitHelpers;
 
 let lastJit: { steps: Step[] | null; fn: JitEdits | null } = { steps: null, fn: null };
 
@@ -229,7 +230,7 @@ function jitFor(steps: Step[]): JitEdits | null {
   if (steps === lastJit.steps) return lastJit.fn;
   let j = jitted.get(steps);
   if (j === undefined) jitted.set(steps, (j = { uses: 0, fn: null }));
-  if (j.fn === null && ++j.uses >= JIT_AFTER) j.fn = generate(steps, jitHelpers);
+  if (j.fn === null && ++j.uses >= JIT_AFTER) j.fn = generate(steps, editHelpers);
   if (j.fn !== null) lastJit = { steps, fn: j.fn };
   return j.fn;
 }
