@@ -3,6 +3,7 @@
 // (edits-jit.ts), which must do exactly what the generic loop does.
 import { describe, expect, test } from "bun:test";
 import type { Edit, KubeObject } from "./abi.ts";
+import { randomEdits } from "../../tests/support/random-edits.ts";
 import { EditShapeError, applyEdits, baseCopy } from "./objects.ts";
 
 const source = (): KubeObject => ({
@@ -84,34 +85,7 @@ describe("applyEdits", () => {
 });
 
 describe("applyEdits as generated code (edits-jit.ts)", () => {
-  // A small deterministic generator: the same lists every run, so a failure can be replayed.
-  let seed = 7;
-  const rand = (n: number) => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return (seed >>> 16) % n; };
-  const keys = ["a", "b", "c", "x y", "lab/el", "~t", "0", "ports"];
-  const tree = (depth: number): unknown => {
-    const kind = depth === 0 ? 3 : rand(4);
-    if (kind === 0) return Array.from({ length: rand(4) }, () => tree(depth - 1));
-    if (kind === 1 || kind === 2) {
-      const o: Record<string, unknown> = {};
-      for (let i = rand(5); i > 0; i--) o[keys[rand(keys.length)]!] = tree(depth - 1);
-      return o;
-    }
-    return [1, "s", null, true][rand(4)];
-  };
-  const seg = (k: string) => k.replaceAll("~", "~0").replaceAll("/", "~1");
-  // Half the pointers follow members that exist (so edits reach shared containers deep down).
-  const pointer = (obj: unknown) => {
-    let p = "";
-    let cur = obj;
-    for (let i = 1 + rand(3); i > 0; i--) {
-      const members = cur !== null && typeof cur === "object" ? Object.keys(cur) : [];
-      const k = members.length > 0 && rand(2) === 0 ? members[rand(members.length)]! : rand(3) === 0 ? String(rand(3)) : keys[rand(keys.length)]!;
-      p += "/" + seg(k);
-      cur = cur !== null && typeof cur === "object" ? (cur as Record<string, unknown>)[k] : undefined;
-    }
-    return p;
-  };
-  const list = (obj: unknown): Edit[] => Array.from({ length: 1 + rand(5) }, () => (rand(2) === 0 ? [pointer(obj)] : [pointer(obj), tree(1)]) as Edit);
+  const { tree, list } = randomEdits(7);
   const run = (base: KubeObject, edits: Edit[], jit: boolean): unknown => {
     try { return applyEdits(base, edits, jit); } catch (err) { return `throws: ${(err as Error).message}`; }
   };
