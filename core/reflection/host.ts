@@ -418,7 +418,6 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
    * running the plugin on projections of the objects, which it reads by handle.
    */
   const liveSync = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): Decision => {
-    const { inst, timed } = liveParts!;
     if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) {
       throw new PluginError("invalid-input", name, `${direction} needs objects with metadata.name (got ${JSON.stringify(source)?.slice(0, 80)}); pass null for an absent object`);
     }
@@ -431,37 +430,45 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const shown = target === null || view.targetFields === undefined ? null : target;
     const f = liveFacts;
     f.direction = direction; f.resource = resource; f.source = source; f.target = target; f.ctx = ctx;
-    // A due recycle is started in the background and swapped in between calls.
-    if (inst.needsRecycle()) void inst.recycle();
     // Look-ups (replayed or made by the plugin) read the call's namespace pair from `current`.
     current = f;
     rec = null; // the live memo records the reads itself
-    let plan: Plan;
     try {
-      const hit = inst.memoAnswer(backward, context, view, source, shown, st);
-      if (hit !== undefined) {
-        let kept = hit.answer as Kept | undefined;
-        if (kept === undefined) hit.answer = kept = { plan: planned(hit.text), uses: 0, fin: null };
-        plan = kept.plan;
-        if (kept.fin !== null) {
-          if (source !== null || plan.decision !== "apply") {
-            try {
-              return kept.fin(source!);
-            } catch {
-              // The object's shape does not fit the edits: finishPlan below reports it.
-            }
-          }
-        } else if (++kept.uses === FINISH_JIT_AFTER) kept.fin = finisherFor(plan, f, st);
-      } else {
-        const out = timed(budgetMs, () => inst.callLive(backward, context, view, source, shown, st));
-        if ("trap" in out) throw settle(f, out);
-        plan = planned(out.ok);
-      }
+      return liveHit(backward, context, view, source, shown, st) ?? liveRun(backward, context, view, source, shown, st);
     } finally {
       current = null;
     }
+  };
+
+  /** The live memo's answer, finished (undefined: no recorded call replays equal, the plugin runs). */
+  const liveHit = (backward: boolean, context: string, view: LiveView, source: KubeObject | null, shown: KubeObject | null, st: number): Decision | undefined => {
+    const hit = liveParts!.inst.memoAnswer(backward, context, view, source, shown, st);
+    if (hit === undefined) return undefined;
+    let kept = hit.answer as Kept | undefined;
+    if (kept === undefined) hit.answer = kept = { plan: planned(hit.text), uses: 0, fin: null };
+    if (kept.fin !== null && (source !== null || kept.plan.decision !== "apply")) {
+      try {
+        return kept.fin(source!);
+      } catch {
+        // The object's shape does not fit the edits: finishPlan reports it.
+      }
+    } else if (kept.fin === null && ++kept.uses === FINISH_JIT_AFTER) kept.fin = finisherFor(kept.plan, liveFacts, st);
+    return finishLive(kept.plan);
+  };
+
+  /** Runs the plugin on projections of the objects, which it reads by handle. */
+  const liveRun = (backward: boolean, context: string, view: LiveView, source: KubeObject | null, shown: KubeObject | null, st: number): Decision => {
+    const { inst, timed } = liveParts!;
+    // A due recycle is started in the background and swapped in between calls.
+    if (inst.needsRecycle()) void inst.recycle();
+    const out = timed(budgetMs, () => inst.callLive(backward, context, view, source, shown, st));
+    if ("trap" in out) throw settle(liveFacts, out);
+    return finishLive(planned(out.ok));
+  };
+
+  const finishLive = (plan: Plan): Decision => {
     try {
-      return finishPlan(plan, f);
+      return finishPlan(plan, liveFacts);
     } catch (err) {
       if ((err as PluginError).quarantines) quarantine(err as PluginError);
       throw err;
