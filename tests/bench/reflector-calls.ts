@@ -21,7 +21,7 @@
 //   json   — the same with the JSON wire (live: false), what drop-ins in workers use and what
 //            built-ins used before the live wire.
 //
-// Usage: bun tests/bench/reflector-calls.ts [--calls 1000000] [--iterations 3000] [--skip-memory] [--skip-breakdown]
+// Usage: bun tests/bench/reflector-calls.ts [--calls 1000000] [--iterations 3000] [--warmup 5000] [--skip-memory] [--skip-breakdown]
 import type { Decision, KubeObject, ReflectionContext } from "../../core/reflection/abi.ts";
 import type { ReflectorPlugin } from "../../core/reflection/host.ts";
 import { loadBuiltin, type BuiltinName } from "../../reflectors/index.ts";
@@ -41,6 +41,7 @@ const arg = (name: string, def: number) => {
   return i > 0 ? Number(process.argv[i + 1]) : def;
 };
 const ITER = arg("iterations", 3000);
+const WARMUP = arg("warmup", 5000);
 const MEMORY_CALLS = arg("calls", 1_000_000);
 
 const lookup = (req: { kind: string; name: string }) => (req.kind === "ServiceAccount" && req.name === "builder" ? s.serviceAccount : null);
@@ -83,7 +84,10 @@ function freshObjects(obj: KubeObject, read: boolean): () => KubeObject {
  * shared, and timing one side after the other mostly measures who got the CPU.
  */
 function measurePair(a: () => unknown, b: () => unknown, between: () => void = () => {}): [number[], number[]] {
-  for (let i = 0; i < 500; i++) { a(); b(); between(); } // warm-up: both sides reach the optimizing tiers
+  // Warm-up: both sides reach the engine's optimizing tiers. The wasm side's hot code is generated
+  // after its first calls (replays, finishers) and needs its own thousands of calls to tier up;
+  // with 500 the first case of a process measured that climb, not a steady state.
+  for (let i = 0; i < WARMUP; i++) { a(); b(); between(); }
   const ta: number[] = new Array(ITER);
   const tb: number[] = new Array(ITER);
   for (let i = 0; i < ITER; i++) {
@@ -111,7 +115,7 @@ function measureBatches(a: (o: KubeObject) => unknown, b: (o: KubeObject) => unk
   const ta: number[] = [];
   const tb: number[] = [];
   const objs: KubeObject[] = new Array(BATCH);
-  for (let r = -20; r < rounds; r++) { // the first 20 rounds warm both sides up
+  for (let r = -Math.ceil(WARMUP / BATCH); r < rounds; r++) { // the first rounds warm both sides up
     for (let i = 0; i < BATCH; i++) objs[i] = next();
     let t0 = performance.now();
     for (let i = 0; i < BATCH; i++) a(objs[i]!);
