@@ -35,7 +35,17 @@ const targeted: Array<(o: KubeObject) => void> = [
   (o) => { delete o.metadata!.annotations; },
   (o) => { o.metadata!.labels = { ...o.metadata!.labels, "liqo.io/managed-by": "reflection" }; },
   (o) => { o.metadata!.name = ["kube-root-ca.crt", "other", "x".repeat(300)][rand(3)]!; },
+  (o) => { otherAddress(o); },
 ];
+
+/** Every IPv4 address in the object replaced by another of the same length (its last digit changed). */
+function otherAddress(o: unknown): void {
+  if (o === null || typeof o !== "object") return;
+  for (const [k, v] of Object.entries(o)) {
+    if (typeof v === "string" && /^\d+\.\d+\.\d+\.\d+$/.test(v)) (o as Record<string, unknown>)[k] = v.slice(0, -1) + String((Number(v.at(-1)) + 1 + rand(8)) % 10);
+    else otherAddress(v);
+  }
+}
 
 /** One change somewhere in the object: a value replaced, a member dropped or added, an element dropped. */
 function mutate(obj: KubeObject): KubeObject {
