@@ -15,6 +15,7 @@ import { PluginError, objectKey } from "./errors.ts";
 import { finishPlan, isOwnedBy, planOfText, writesStatusOnly, type CallFacts, type Plan } from "./finish.ts";
 import { generateFinisher, type Finisher } from "./finish-jit.ts";
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
+import type { Replay } from "./replay-jit.ts";
 import { liveView, type LiveView } from "./views.ts";
 import { readManifest } from "./manifest.ts";
 import { DecisionMemo, foundStamp, type Dependency } from "./memo.ts";
@@ -440,13 +441,31 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     }
   };
 
+  // The last recorded call that answered with generated code on both sides (a raw replay and a
+  // finisher), with what it was recorded for: runs of one kind from one namespace pair try it
+  // first, without asking the runner's memo. A recorded call stays a true statement about the
+  // plugin when the memo drops it, so it may answer after that.
+  let lastHit: { backward: boolean; context: string; view: LiveView | null; st: number; replay: Replay; fin: Finisher } =
+    { backward: false, context: "", view: null, st: -1, replay: () => false, fin: () => { throw new Error("no finisher"); } };
+
   /** The live memo's answer, finished (undefined: no recorded call replays equal, the plugin runs). */
   const liveHit = (backward: boolean, context: string, view: LiveView, source: KubeObject | null, shown: KubeObject | null, st: number): Decision | undefined => {
-    const hit = liveParts!.inst.memoAnswer(backward, context, view, source, shown, st);
+    const inst = liveParts!.inst;
+    const last = lastHit;
+    if (last.view === view && last.context === context && last.st === st && last.backward === backward && source !== null && last.replay(source, shown)) {
+      inst.memoHits++;
+      try {
+        return last.fin(source);
+      } catch {
+        // The object's shape does not fit the edits: the memo's path below reports it.
+      }
+    }
+    const hit = inst.memoAnswer(backward, context, view, source, shown, st);
     if (hit === undefined) return undefined;
     let kept = hit.answer as Kept | undefined;
     if (kept === undefined) hit.answer = kept = { plan: planned(hit.text), uses: 0, fin: null };
     if (kept.fin !== null && (source !== null || kept.plan.decision !== "apply")) {
+      if (hit.raw && hit.replay !== null) lastHit = { backward, context, view, st, replay: hit.replay, fin: kept.fin };
       try {
         return kept.fin(source!);
       } catch {

@@ -61,14 +61,17 @@ const MEMO_PER_CONTEXT = 8;
 /** Hits before a recorded call's replay is generated as code (replay-jit.ts). */
 const JIT_AFTER_HITS = 8;
 
-/** A recorded call as memoAnswer hands it out: its answer text, and a slot the host keeps what it made of it in. */
-export interface MemoEntry { readonly text: string; answer: unknown }
+/**
+ * A recorded call as memoAnswer hands it out: its answer text, a slot the host keeps what it
+ * made of it in, and its generated replay once there is one (`raw`: it reads the cached objects
+ * themselves; the host may then try it first on the next call, before asking memoAnswer).
+ */
+export interface MemoEntry { readonly text: string; answer: unknown; readonly replay: Replay | null; readonly raw: boolean }
 
 interface Recorded extends MemoEntry {
   backward: boolean; state: number; log: unknown[]; view: LiveView;
   /** Replays that answered; the generated replay once there are JIT_AFTER_HITS (null: not yet, or not possible). */
   hits: number; replay: Replay | null;
-  /** The generated replay reads the objects themselves (through the view's trees), not projections. */
   raw: boolean;
 }
 
