@@ -12,23 +12,15 @@ import {
   type CacheLookup, type Decision, type Direction, type IpTranslator, type KubeObject, type Manifest, type ReflectionContext, type Resource,
 } from "./abi.ts";
 import { PluginError, objectKey } from "./errors.ts";
-import { finishPlan, isOwnedBy, planOfText, writesStatusOnly, type CallFacts, type Plan } from "./finish.ts";
-import { generateFinisher, type Finisher } from "./finish-jit.ts";
+import { finishPlan, isOwnedBy, planOfText, type CallFacts, type Plan } from "./finish.ts";
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
-import type { Replay } from "./replay-jit.ts";
-import { liveView, type LiveView } from "./views.ts";
+import { badShape, createLiveCalls, shapeOk, type Out } from "./live-calls.ts";
 import { readManifest } from "./manifest.ts";
 import { DecisionMemo, foundStamp, type Dependency } from "./memo.ts";
 import { contextJson, encodedObject, payloadJson } from "./payloads.ts";
 import { WorkerRunner } from "./worker-runner.ts";
 
 export type Trust = "builtin" | "dropin";
-
-/** Uses of a recorded call's answer before it is finished by generated code (finish-jit.ts). */
-const FINISH_JIT_AFTER = 4;
-
-/** What the host keeps on a live memo entry (instance.ts MemoEntry.answer): the plan, and its finisher once generated. */
-interface Kept { plan: Plan; uses: number; fin: Finisher | null }
 
 /** Built-in runs are timed one in this many (and every run after a slow one). */
 const TIME_EVERY = 8;
@@ -87,13 +79,11 @@ interface Runner {
   close(): Promise<void>;
 }
 
-type Out = { ok: string } | { trap: string };
 
 
 /** The memo's key for a call: the source object's name (memo.ts compares the payload itself). */
 const memoKey = (f: CallFacts): string => f.source?.metadata?.name ?? "";
 
-const shapeOk = (o: KubeObject | null) => o === null || (typeof o === "object" && typeof o.metadata?.name === "string");
 
 export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOptions = {}): Promise<ReflectorPlugin> {
   const trust = options.trust ?? "dropin";
@@ -159,8 +149,9 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   };
 
   let runner: Runner;
-  // Built-ins with the live exports: their calls go through liveSync (below).
+  // Built-ins with the live exports: their calls go through live-calls.ts (made below, once the checks exist).
   let liveParts: { inst: InstanceRunner; timed: (budget: number, run: () => string) => Out } | null = null;
+  let liveSync: ReturnType<typeof createLiveCalls> | null = null;
   let overruns = 0;
   let timing = 0;
   // Main-thread plugins built with the live exports read the cached objects by handle.
@@ -251,9 +242,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   };
 
   const prepare = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): { facts: CallFacts; payload: Payload } => {
-    if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) {
-      throw new PluginError("invalid-input", name, `${direction} needs objects with metadata.name (got ${JSON.stringify(source)?.slice(0, 80)}); pass null for an absent object`);
-    }
+    if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) throw badShape(name, direction, source);
     const resource = resourceFor(source ?? target, direction);
     const fields = direction === "forward" ? resource.fields : resource.backwardFields;
     const origin = direction === "forward" ? ctx.localClusterId : ctx.remoteClusterId;
@@ -279,10 +268,11 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const callManyNow = async (direction: Direction, items: CallItem[]): Promise<Array<Decision | PluginError>> => {
     if (state === "closed") throw new PluginError("closed", name, "was closed");
     if (state === "quarantined") throw new PluginError("quarantined", name, `is quarantined: ${quarantineReason}`);
-    if (liveParts !== null) {
+    if (liveSync !== null) {
+      const call = liveSync;
       return items.map((it) => {
         try {
-          return liveSync(direction, it.source, it.target, it.ctx);
+          return call(direction, it.source, it.target, it.ctx);
         } catch (err) {
           if (err instanceof PluginError) return err;
           throw err;
@@ -383,144 +373,21 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     }
   };
 
-  // The live call's facts: one object per handle, filled in for each call (nothing keeps it past the call).
-  const liveFacts: CallFacts = { plugin: name, direction: "forward", resource: declared[0]!.r, source: null, target: null, ctx: null as unknown as ReflectionContext };
-  // What each resource shows the plugin, per direction (views.ts), made once.
-  const views = new Map<Resource, LiveView[]>();
-  let lastViews: [Resource | null, LiveView[]] = [null, []];
-  const viewFor = (resource: Resource, backward: boolean): LiveView => {
-    if (lastViews[0] === resource) return lastViews[1][backward ? 1 : 0]!;
-    let v = views.get(resource);
-    if (v === undefined) {
-      v = [liveView(resource.fields, resource.targetFields), liveView(resource.backwardFields, resource.targetFields)];
-      views.set(resource, v);
-    }
-    lastViews = [resource, v];
-    return v[backward ? 1 : 0]!;
-  };
-
-  /** The generated finisher of a plan for calls like `f` with target state `st`, or null (finishPlan finishes it). */
-  const finisherFor = (plan: Plan, f: CallFacts, st: number): Finisher | null => {
-    const statusOnly = writesStatusOnly(f);
-    // An answer over a target the project does not own is refused by finishPlan, every time.
-    if (st === 2 && plan.decision !== "skip" && !statusOnly) return null;
-    const backward = f.direction === "backward";
-    return generateFinisher(plan, {
-      statusOnly,
-      keepStatus: backward,
-      namespace: f.resource.namespaced === false ? undefined : backward ? f.ctx.localNamespace : f.ctx.remoteNamespace,
-      origin: backward ? f.ctx.remoteClusterId : f.ctx.localClusterId,
+  if (liveParts !== null) {
+    const { inst, timed } = liveParts;
+    liveSync = createLiveCalls({
+      name, inst, resourceFor, planned, quarantine,
+      run: (call) => timed(budgetMs, call),
+      trapped: (facts, out) => settle(facts, out) as PluginError,
+      setCurrent: (facts) => { current = facts; rec = null; },
     });
-  };
-
-  /**
-   * A built-in's call over the live wire: answered by the live memo when a recorded call's reads
-   * replay equal (the plugin does not run, nothing is projected for a generated replay), else by
-   * running the plugin on projections of the objects, which it reads by handle.
-   */
-  const liveSync = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): Decision => {
-    // The last recorded call that answered with generated code, tried first when this call is
-    // like it: the same kind, direction, context object and target state. The checks below
-    // would find the same resource, view and context (they depend on nothing else).
-    const q = quick;
-    if (q !== null && source !== null && ctx === q.ctx && direction === q.direction && source.kind === q.kind && source.apiVersion === q.apiVersion
-      && typeof source.metadata?.name === "string" && (target === null ? 0 : shapeOk(target) ? (isOwnedBy(target, q.origin) ? 1 : 2) : -1) === q.st) {
-      current = q.facts;
-      try {
-        if (q.replay(source, q.shows ? target : null)) {
-          liveParts!.inst.memoHits++;
-          return q.fin(source);
-        }
-      } catch {
-        // A finisher that does not fit this object: the full path below reports it.
-      } finally {
-        current = null;
-      }
-    }
-    if ((!source && !target) || !shapeOk(source) || !shapeOk(target)) {
-      throw new PluginError("invalid-input", name, `${direction} needs objects with metadata.name (got ${JSON.stringify(source)?.slice(0, 80)}); pass null for an absent object`);
-    }
-    const resource = resourceFor(source ?? target, direction);
-    const backward = direction === "backward";
-    const view = viewFor(resource, backward);
-    const st = target === null ? 0 : isOwnedBy(target, backward ? ctx.remoteClusterId : ctx.localClusterId) ? 1 : 2;
-    const context = contextJson(ctx);
-    // The target's content only when declared; its ownership always (the state).
-    const shown = target === null || view.targetFields === undefined ? null : target;
-    const f = liveFacts;
-    f.direction = direction; f.resource = resource; f.source = source; f.target = target; f.ctx = ctx;
-    // Look-ups (replayed or made by the plugin) read the call's namespace pair from `current`.
-    current = f;
-    rec = null; // the live memo records the reads itself
-    try {
-      return liveHit(backward, context, view, source, shown, st) ?? liveRun(backward, context, view, source, shown, st);
-    } finally {
-      current = null;
-    }
-  };
-
-  // The last recorded call that answered with generated code on both sides (a raw replay and a
-  // finisher), with what it was recorded for: runs of one kind from one namespace pair try it
-  // first (liveSync), before any other check. A recorded call stays a true statement about the
-  // plugin when the memo drops it, so it may answer after that.
-  interface Quick {
-    direction: Direction; kind: string | undefined; apiVersion: string | undefined; ctx: ReflectionContext; st: number; origin: string;
-    /** The view shows the target's content. */
-    shows: boolean;
-    /** What look-ups during the replay read the namespace pair from. */
-    facts: CallFacts;
-    replay: Replay; fin: Finisher;
   }
-  let quick: Quick | null = null;
-
-  /** The live memo's answer, finished (undefined: no recorded call replays equal, the plugin runs). */
-  const liveHit = (backward: boolean, context: string, view: LiveView, source: KubeObject | null, shown: KubeObject | null, st: number): Decision | undefined => {
-    const inst = liveParts!.inst;
-    const hit = inst.memoAnswer(backward, context, view, source, shown, st);
-    if (hit === undefined) return undefined;
-    let kept = hit.answer as Kept | undefined;
-    if (kept === undefined) hit.answer = kept = { plan: planned(hit.text), uses: 0, fin: null };
-    if (kept.fin !== null && (source !== null || kept.plan.decision !== "apply")) {
-      if (hit.raw && hit.replay !== null && source !== null) {
-        const f = liveFacts;
-        quick = {
-          direction: f.direction, kind: source.kind, apiVersion: source.apiVersion, ctx: f.ctx, st, origin: backward ? f.ctx.remoteClusterId : f.ctx.localClusterId,
-          shows: view.targetFields !== undefined, facts: { ...f, source: null, target: null }, replay: hit.replay, fin: kept.fin,
-        };
-      }
-      try {
-        return kept.fin(source!);
-      } catch {
-        // The object's shape does not fit the edits: finishPlan reports it.
-      }
-    } else if (kept.fin === null && ++kept.uses === FINISH_JIT_AFTER) kept.fin = finisherFor(kept.plan, liveFacts, st);
-    return finishLive(kept.plan);
-  };
-
-  /** Runs the plugin on projections of the objects, which it reads by handle. */
-  const liveRun = (backward: boolean, context: string, view: LiveView, source: KubeObject | null, shown: KubeObject | null, st: number): Decision => {
-    const { inst, timed } = liveParts!;
-    // A due recycle is started in the background and swapped in between calls.
-    if (inst.needsRecycle()) void inst.recycle();
-    const out = timed(budgetMs, () => inst.callLive(backward, context, view, source, shown, st));
-    if ("trap" in out) throw settle(liveFacts, out);
-    return finishLive(planned(out.ok));
-  };
-
-  const finishLive = (plan: Plan): Decision => {
-    try {
-      return finishPlan(plan, liveFacts);
-    } catch (err) {
-      if ((err as PluginError).quarantines) quarantine(err as PluginError);
-      throw err;
-    }
-  };
 
   /** Main-thread plugins only: the whole call is synchronous. */
   const oneSync = (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext): Decision => {
     if (!runner.runOne) throw new PluginError("invalid-input", name, "runs in a worker (trust: dropin); use forward/backward, which are asynchronous");
     if (state !== "ready") throw new PluginError(state, name, state === "closed" ? "was closed" : `is quarantined: ${quarantineReason}`);
-    if (liveParts !== null) return liveSync(direction, source, target, ctx);
+    if (liveSync !== null) return liveSync(direction, source, target, ctx);
     const p = prepare(direction, source, target, ctx);
     const fn = direction === "forward" ? "liqo_forward" : "liqo_backward";
     const hit = fromMemo(fn, p);
