@@ -12,7 +12,8 @@
 // plugin.call): no instance lives that long, and the hot path never uses plugin.call.
 import createPlugin, { type Plugin } from "@extism/extism";
 import { project } from "./objects.ts";
-import { generateReplay, replayReaders, type Replay, type ReplayHelpers } from "./replay-jit.ts";
+import { LiveMemo, type MemoEntry } from "./live-memo.ts";
+import { replayReaders, type ReplayHelpers } from "./replay-jit.ts";
 import type { LiveView } from "./views.ts";
 
 export interface HostBindings {
@@ -55,26 +56,6 @@ const CODE_NULL = 1, CODE_FALSE = 2, CODE_TRUE = 3, CODE_NUMBER = 4, CODE_STRING
 
 /** Reads a live call records for its memo (see #replay): [op, handle, argument, answer] each. */
 const OP_GET = 1, OP_AT = 2, OP_LEN = 3, OP_EQ = 4, OP_TEXT = 5, OP_KEY = 6, OP_JSON = 7, OP_IP = 8, OP_LOOKUP = 9, OP_SCALAR = 10;
-/** Recorded calls kept per context: the distinct ways a plugin reads objects of one kind are few. */
-const MEMO_PER_CONTEXT = 8;
-
-/** Hits before a recorded call's replay is generated as code (replay-jit.ts). */
-const JIT_AFTER_HITS = 8;
-
-/**
- * A recorded call as memoAnswer hands it out: its answer text, a slot the host keeps what it
- * made of it in, and its generated replay once there is one (`raw`: it reads the cached objects
- * themselves; the host may then try it first on the next call, before asking memoAnswer).
- */
-export interface MemoEntry { readonly text: string; answer: unknown; readonly replay: Replay | null; readonly raw: boolean }
-
-interface Recorded extends MemoEntry {
-  backward: boolean; state: number; log: unknown[]; view: LiveView;
-  /** Replays that answered; the generated replay once there are JIT_AFTER_HITS (null: not yet, or not possible). */
-  hits: number; replay: Replay | null;
-  raw: boolean;
-}
-
 /** Bun's (and Node's) native Buffer decoder, which the typings do not declare. */
 type Utf8Buffer = Buffer & { utf8Slice(start: number, end: number): string };
 
@@ -106,11 +87,8 @@ export class InstanceRunner {
   /** The projections of the call in progress (made once, when a replay or the plugin needs them). */
   #projFor: unknown[] = [null, null, null];
   #projected: unknown[] = [null, null];
-  /** The list of the last context memoAnswer looked up (a list stays the same object while its context is kept). */
-  #lastContext: string | null = null;
-  #lastList: Recorded[] | undefined = undefined;
-  /** Recorded live calls by context JSON, most recent first. */
-  #memo = new Map<string, Recorded[]>();
+  /** Recorded live calls (live-memo.ts); null when the policy turns the memo off. */
+  #memo: LiveMemo | null;
   /** Live calls answered by replaying a recorded call instead of running the plugin. */
   memoHits = 0;
   /** A Buffer over the same memory: utf8Slice decodes an answer without a subarray object per call. */
@@ -130,6 +108,10 @@ export class InstanceRunner {
     this.#module = module;
     this.#bindings = bindings;
     this.#replayHelpers = replayReaders(bindings);
+    this.#memo = policy.memo === false ? null : new LiveMemo(this.#replayHelpers, {
+      projections: (view, source, target) => this.#projections(view, source, target),
+      replay: (log, source, target) => this.#replay(log, source, target),
+    });
     this.#policy = { recycleAfterCalls: policy.recycleAfterCalls ?? 10_000, maxMemoryBytes: policy.maxMemoryBytes ?? 32 * 1024 * 1024, memo: policy.memo ?? true };
   }
 
@@ -499,33 +481,9 @@ export class InstanceRunner {
    */
   memoAnswer(backward: boolean, context: string, view: LiveView, source: unknown, target: unknown, state: number): MemoEntry | undefined {
     this.#projFor[0] = null; // projections live for one call
-    // Calls come in runs of one namespace pair: its list is kept at hand.
-    let recorded = this.#lastList;
-    if (context !== this.#lastContext) {
-      recorded = this.#policy.memo ? this.#memo.get(context) : undefined;
-      if (recorded !== undefined) { this.#lastContext = context; this.#lastList = recorded; }
-    }
-    if (recorded === undefined) return undefined;
-    for (let i = 0; i < recorded.length; i++) {
-      const r = recorded[i]!;
-      if (r.backward !== backward || r.state !== state || r.view !== view) continue;
-      let same: boolean;
-      if (r.replay !== null && r.raw) same = r.replay(source, target);
-      else {
-        const p = this.#projections(view, source, target);
-        same = r.replay !== null ? r.replay(p[0], p[1]) : this.#replay(r.log, p[0], p[1]);
-      }
-      if (!same) continue;
-      if (r.replay === null && ++r.hits === JIT_AFTER_HITS) {
-        const raw = view.trees === null ? null : generateReplay(r.log, this.#replayHelpers, view.trees);
-        r.raw = raw !== null;
-        r.replay = raw ?? generateReplay(r.log, this.#replayHelpers);
-      }
-      if (i > 0) { recorded.splice(i, 1); recorded.unshift(r); }
-      this.memoHits++;
-      return r;
-    }
-    return undefined;
+    const hit = this.#memo?.find(backward, context, view, source, target, state);
+    if (hit !== undefined) this.memoHits++;
+    return hit;
   }
 
   /**
@@ -542,7 +500,7 @@ export class InstanceRunner {
     this.#handles = 1;
     const s = this.#pack(p[0] ?? undefined);
     const t = this.#pack(p[1] ?? undefined);
-    const log = this.#log = this.#policy.memo ? [s & 7, t & 7] : null;
+    const log = this.#log = this.#memo !== null ? [s & 7, t & 7] : null;
     let out: number;
     try {
       out = this.#live[backward ? 1 : 0]!(s, t, state);
@@ -553,13 +511,7 @@ export class InstanceRunner {
     const text = this.#answerOf(out, ex.liqo_output_len());
     if (log !== null && this.#log === log) {
       this.#log = null;
-      let list = this.#memo.get(context);
-      if (list === undefined) {
-        if (this.#memo.size >= 64) { this.#memo.clear(); this.#lastContext = null; this.#lastList = undefined; } // contexts are per namespace pair: few
-        this.#memo.set(context, (list = []));
-      }
-      list.unshift({ backward, state, log, view, text, answer: undefined, hits: 0, replay: null, raw: false });
-      if (list.length > MEMO_PER_CONTEXT) list.pop();
+      this.#memo!.record(context, backward, state, view, log, text);
     }
     return text;
   }
