@@ -7,7 +7,7 @@
 // answers. Only JSON.stringify'd labels and integers are written as code; the namespace, the
 // origin, the reason and the edits' values are read from arguments.
 import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION, type Decision, type KubeObject } from "./abi.ts";
-import { staticEditLines } from "./edits-jit.ts";
+import { BASE_COPY_OWN, staticEditLines } from "./edits-jit.ts";
 import type { Plan } from "./finish.ts";
 import { compile, editHelpers } from "./objects.ts";
 
@@ -50,7 +50,7 @@ export function generateFinisher(plan: Plan, shape: FinishShape): Finisher | nul
     lines.push(`if (m.annotations) metadata.annotations = { ...m.annotations };`);
     lines.push(`let root = { ...source, metadata };`);
     if (!shape.keepStatus) lines.push(`delete root.status;`);
-    lines.push(...staticEditLines(steps, [[], ["metadata"], ["metadata", "labels"], ["metadata", "annotations"]]));
+    lines.push(...staticEditLines(steps, BASE_COPY_OWN));
   }
   lines.push(`return { decision: "apply", reason: C.reason, object: root };`);
   // eslint-disable-next-line no-new-func -- see the header: constants as arguments, labels JSON.stringify'd

@@ -152,18 +152,20 @@ function removalIndex(last: string): number {
 }
 
 /**
- * Applies edits in order. Containers along each path are copied once (tracked in `fresh`),
- * so the caller's source objects stay untouched. Removing an absent path is a no-op;
+ * Applies edits in order to `base`, a base copy: its root, metadata, labels and annotations are
+ * its own, everything under them is shared with the cached object. Containers along each path
+ * are copied once (tracked in `fresh`, or while generated code is written: edits-jit.ts), so the
+ * caller's source objects stay untouched. Removing an absent path is a no-op;
  * setting under a missing parent creates it. Throws on a malformed edit. Returns the result,
  * which is `base` itself unless a top-level member was removed.
  */
 export function applyEdits(base: KubeObject, edits: readonly Edit[], jit = true): KubeObject {
   if (edits.length === 0) return base;
   const steps = compile(edits);
+  const fast = jit ? jitFor(steps) : null;
+  if (fast !== null) return fast(base as Json) as KubeObject;
   const m = base.metadata ?? {};
   const fresh = new Fresh([base, m, m.labels ?? m, m.annotations ?? m]);
-  const fast = jit ? jitFor(steps) : null;
-  if (fast !== null) return fast(base as Json, fresh) as KubeObject;
   let root = base as Json;
   for (let e = 0; e < steps.length; e++) {
     const step = steps[e]!;
@@ -222,7 +224,7 @@ function arrayTail(cur: unknown[], step: Step): void {
 const JIT_AFTER = 4;
 const jitted = new WeakMap<Step[], { uses: number; fn: JitEdits | null }>();
 /** What generated edit code calls (edits-jit.ts, finish-jit.ts). */
-export const editHelpers = { copyOf, copyWithout, arrayTail } as JitHelpers;
+export const editHelpers: JitHelpers = { arrayTail };
 
 let lastJit: { steps: Step[] | null; fn: JitEdits | null } = { steps: null, fn: null };
 
