@@ -26,6 +26,11 @@ export function isOwnedBy(obj: KubeObject, originClusterId: string): boolean {
   return l?.[LABEL_MANAGED_BY] === MANAGED_BY_REFLECTION && l?.[LABEL_ORIGIN] === originClusterId;
 }
 
+/** What the plugin is told of the target: 0 absent, 1 ours (from `originClusterId`), 2 foreign. */
+export function targetState(target: KubeObject | null, originClusterId: string): number {
+  return target === null ? 0 : isOwnedBy(target, originClusterId) ? 1 : 2;
+}
+
 /** Backward Pod-like transforms write only the status subresource of the user's object. */
 export function writesStatusOnly(f: Pick<CallFacts, "direction" | "resource">): boolean {
   return f.direction === "backward" && f.resource.kind === "Pod";

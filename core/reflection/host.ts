@@ -12,7 +12,7 @@ import {
   type CacheLookup, type Decision, type Direction, type IpTranslator, type KubeObject, type Manifest, type ReflectionContext, type Resource,
 } from "./abi.ts";
 import { PluginError, objectKey } from "./errors.ts";
-import { finishPlan, isOwnedBy, planOfText, type CallFacts, type Plan } from "./finish.ts";
+import { finishPlan, planOfText, targetState, type CallFacts, type Plan } from "./finish.ts";
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
 import { badShape, createLiveCalls, shapeOk, type Out } from "./live-calls.ts";
 import { readManifest } from "./manifest.ts";
@@ -246,7 +246,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     const resource = resourceFor(source ?? target, direction);
     const fields = direction === "forward" ? resource.fields : resource.backwardFields;
     const origin = direction === "forward" ? ctx.localClusterId : ctx.remoteClusterId;
-    const state = target === null ? 0 : isOwnedBy(target, origin) ? 1 : 2;
+    const state = targetState(target, origin);
     const payload: Payload = {
       context: contextJson(ctx),
       source: source === null ? null : payloadJson(source, fields),

@@ -65,7 +65,7 @@ const decoder = new TextDecoder();
 export class InstanceRunner {
   #module: WebAssembly.Module;
   #bindings: HostBindings;
-  #policy: Required<RecyclePolicy>;
+  #policy: Required<Omit<RecyclePolicy, "memo">>;
   #plugin: Plugin | null = null;
   #exports: Exports | null = null;
   #u8 = new Uint8Array(0);
@@ -112,7 +112,7 @@ export class InstanceRunner {
       projections: (view, source, target) => this.#projections(view, source, target),
       replay: (log, source, target) => this.#replay(log, source, target),
     });
-    this.#policy = { recycleAfterCalls: policy.recycleAfterCalls ?? 10_000, maxMemoryBytes: policy.maxMemoryBytes ?? 32 * 1024 * 1024, memo: policy.memo ?? true };
+    this.#policy = { recycleAfterCalls: policy.recycleAfterCalls ?? 10_000, maxMemoryBytes: policy.maxMemoryBytes ?? 32 * 1024 * 1024 };
   }
 
   static async create(module: WebAssembly.Module, bindings: HostBindings, policy: RecyclePolicy = {}): Promise<InstanceRunner> {

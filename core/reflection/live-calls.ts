@@ -7,7 +7,7 @@
 import type { Decision, Direction, KubeObject, ReflectionContext, Resource } from "./abi.ts";
 import { PluginError } from "./errors.ts";
 import { generateFinisher, type Finisher } from "./finish-jit.ts";
-import { finishPlan, isOwnedBy, writesStatusOnly, type CallFacts, type Plan } from "./finish.ts";
+import { finishPlan, targetState, writesStatusOnly, type CallFacts, type Plan } from "./finish.ts";
 import type { InstanceRunner } from "./instance.ts";
 import { contextJson } from "./payloads.ts";
 import type { Replay } from "./replay-jit.ts";
@@ -34,12 +34,13 @@ interface Kept { plan: Plan; uses: number; fin: Finisher | null }
  * plugin when the memo drops it, so it may answer after that.
  */
 interface Quick {
-  direction: Direction; kind: string | undefined; apiVersion: string | undefined; ctx: ReflectionContext; st: number; origin: string;
+  /** Unset (null replay) until a memo answer with generated code on both sides sets it. */
+  direction: Direction; kind: string | undefined; apiVersion: string | undefined; ctx: ReflectionContext | null; st: number; origin: string;
   /** The view shows the target's content. */
   shows: boolean;
   /** What look-ups during the replay read the namespace pair from. */
   facts: CallFacts;
-  replay: Replay; fin: Finisher;
+  replay: Replay | null; fin: Finisher | null;
 }
 
 export interface LiveDeps {
@@ -62,7 +63,13 @@ export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: 
   const { name, inst } = deps;
   // The call's facts: one object per handle, filled in for each call (nothing keeps it past the call).
   const facts: CallFacts = { plugin: name, direction: "forward", resource: null as unknown as Resource, source: null, target: null, ctx: null as unknown as ReflectionContext };
-  let quick: Quick | null = null;
+  // Set in place on every memo answer it can describe: the engine's pod status calls each bring a
+  // new context object, and a new Quick per call would be garbage per call.
+  const quick: Quick = {
+    direction: "forward", kind: undefined, apiVersion: undefined, ctx: null, st: -1, origin: "", shows: false,
+    facts: { plugin: name, direction: "forward", resource: null as unknown as Resource, source: null, target: null, ctx: null as unknown as ReflectionContext },
+    replay: null, fin: null,
+  };
 
   // What each resource shows the plugin, per direction (views.ts), made once.
   const views = new Map<Resource, LiveView[]>();
@@ -110,10 +117,11 @@ export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: 
     if (kept.fin !== null && (source !== null || kept.plan.decision !== "apply")) {
       if (entry.raw && entry.replay !== null && source !== null) {
         const f = facts;
-        quick = {
-          direction: f.direction, kind: source.kind, apiVersion: source.apiVersion, ctx: f.ctx, st, origin: backward ? f.ctx.remoteClusterId : f.ctx.localClusterId,
-          shows: view.targetFields !== undefined, facts: { ...f, source: null, target: null }, replay: entry.replay, fin: kept.fin,
-        };
+        const q = quick;
+        q.direction = f.direction; q.kind = source.kind; q.apiVersion = source.apiVersion; q.ctx = f.ctx; q.st = st;
+        q.origin = backward ? f.ctx.remoteClusterId : f.ctx.localClusterId; q.shows = view.targetFields !== undefined;
+        q.facts.direction = f.direction; q.facts.resource = f.resource; q.facts.ctx = f.ctx;
+        q.replay = entry.replay; q.fin = kept.fin;
       }
       try {
         return kept.fin(source!);
@@ -138,13 +146,13 @@ export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: 
     // kind, direction, context object and target state. The checks below would find the same
     // resource, view and context (they depend on nothing else).
     const q = quick;
-    if (q !== null && source !== null && ctx === q.ctx && direction === q.direction && source.kind === q.kind && source.apiVersion === q.apiVersion
-      && typeof source.metadata?.name === "string" && (target === null ? 0 : shapeOk(target) ? (isOwnedBy(target, q.origin) ? 1 : 2) : -1) === q.st) {
+    if (q.replay !== null && source !== null && ctx === q.ctx && direction === q.direction && source.kind === q.kind && source.apiVersion === q.apiVersion
+      && typeof source.metadata?.name === "string" && shapeOk(target) && targetState(target, q.origin) === q.st) {
       deps.setCurrent(q.facts);
       try {
         if (q.replay(source, q.shows ? target : null)) {
           inst.memoHits++;
-          return q.fin(source);
+          return q.fin!(source);
         }
       } catch {
         // A finisher that does not fit this object: the full path below reports it.
@@ -156,7 +164,7 @@ export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: 
     const resource = deps.resourceFor(source ?? target, direction);
     const backward = direction === "backward";
     const view = viewFor(resource, backward);
-    const st = target === null ? 0 : isOwnedBy(target, backward ? ctx.remoteClusterId : ctx.localClusterId) ? 1 : 2;
+    const st = targetState(target, backward ? ctx.remoteClusterId : ctx.localClusterId);
     const context = contextJson(ctx);
     // The target's content only when declared; its ownership always (the state).
     const shown = target === null || view.targetFields === undefined ? null : target;
