@@ -1,7 +1,8 @@
 // An answer the live memo keeps handing out (the same recorded call, for one namespace pair,
 // resource, direction and target state) is finished by generated code: the base copy and the
-// edits in one straight-line function, where finishPlan (finish.ts) re-checks the plan, looks
-// up the compiled edits and tracks copied containers in a set on every call. The code is the
+// edits in one straight-line function, where finishPlan (finish.ts) re-checks the plan on every
+// call, copies through the shared baseCopy (whose spreads see every kind) and looks up the
+// edits' code. The code is the
 // same base copy as objects.ts baseCopy (or statusBase for a status-only write) followed by the
 // edits as edits-jit.ts staticEditLines writes them; it must answer exactly what finishPlan
 // answers. Only JSON.stringify'd labels and integers are written as code; the namespace, the
