@@ -7,14 +7,13 @@
 //            production dependencies (package-lock.json entries not marked dev, as `npm prune --omit=dev`)
 // and the Dockerfile's ENTRYPOINT, USER and WORKDIR, read from the Dockerfile itself so the two
 // cannot drift. Load it with `docker load -i`, copy it with `skopeo copy oci-archive:...` (docs/install.md).
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { DEBIAN_SUITE, debianRootfs, RUNTIME_PATHS } from "./debian-rootfs.ts";
 import { makeLayer, ociArch, writeOciArchive, type Layer } from "./oci-archive.ts";
 
 const root = resolve(import.meta.dir, "..");
-const MIRROR = process.env.LIQO_DEBIAN_MIRROR ?? "http://deb.debian.org/debian";
-const SUITE = "bookworm";
 
 export interface BuildOptions { out?: string; cache?: string; progress?: (m: string) => void }
 export interface BuiltImage { path: string; ref: string; manifest: string; config: string; size: number; layers: Layer[] }
@@ -41,35 +40,6 @@ async function sh(cmd: string[], what: string, o: { cwd?: string; quiet?: boolea
   const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
   if ((await p.exited) !== 0) throw new Error(`${what} failed (exit ${p.exitCode}):\n${(err || out).trim().slice(-3000)}`);
   return out;
-}
-
-/** The Debian root file system, built once per package set into the cache (renamed in when complete). */
-async function debianRootfs(cache: string, packages: string[], say: (m: string) => void): Promise<{ dir: string; key: string }> {
-  const key = new Bun.CryptoHasher("sha256").update(`${SUITE} minbase ${packages.join(",")}`).digest("hex").slice(0, 12);
-  const dir = join(cache, `rootfs-${key}`);
-  if (existsSync(join(dir, "etc/debian_version"))) { say(`Debian ${SUITE} root file system: cached (${dir})`); return { dir, key }; }
-  if (process.getuid?.() !== 0) throw new Error(`building the Debian root file system needs root (debootstrap creates device nodes and chowns files): run as root once; it is cached in ${dir}`);
-  if (!Bun.which("debootstrap")) throw new Error("debootstrap is not installed: apt-get install debootstrap (scripts/setup.sh installs it)");
-  const partial = `${dir}.partial`;
-  rmSync(partial, { recursive: true, force: true });
-  say(`Debian ${SUITE} root file system: debootstrap --variant=minbase with ${packages.join(" ")} (a few minutes, once)`);
-  await sh(["debootstrap", "--variant=minbase", `--include=${packages.join(",")}`, SUITE, partial, MIRROR], "debootstrap");
-  // As the Dockerfile's `rm -rf /var/lib/apt/lists/*`; plus debootstrap's own leftovers.
-  for (const d of ["var/lib/apt/lists", "var/cache/apt/archives", "var/log"]) {
-    await sh(["find", join(partial, d), "-mindepth", "1", "-type", "f", "-delete"], `clean ${d}`);
-  }
-  rmSync(join(partial, "var/cache/apt/pkgcache.bin"), { force: true });
-  rmSync(join(partial, "var/cache/apt/srcpkgcache.bin"), { force: true });
-  // oven/bun's images run as user bun, uid 1000; the Dockerfile's USER 1000 is that user.
-  const passwd = join(partial, "etc/passwd");
-  if (!readFileSync(passwd, "utf8").includes(":1000:")) {
-    writeFileSync(passwd, `${readFileSync(passwd, "utf8")}bun:x:1000:1000::/home/bun:/bin/sh\n`);
-    writeFileSync(join(partial, "etc/group"), `${readFileSync(join(partial, "etc/group"), "utf8")}bun:x:1000:\n`);
-    mkdirSync(join(partial, "home/bun"), { recursive: true });
-    await sh(["chown", "1000:1000", join(partial, "home/bun")], "chown /home/bun");
-  }
-  renameSync(partial, dir);
-  return { dir, key };
 }
 
 /** Files the Dockerfile's `COPY . .` takes: tracked and untracked files, minus .dockerignore. */
@@ -110,12 +80,13 @@ export async function buildImage(o: BuildOptions = {}): Promise<BuiltImage> {
     throw new Error(`Bun versions disagree: package.json ${bunVersion}, node_modules/bun ${installedBun} (run npm ci), Dockerfile oven/bun:${docker.bunVersion}`);
   }
   mkdirSync(join(cache, "layers"), { recursive: true });
-  const base = await debianRootfs(cache, docker.packages, say);
+  // oven/bun's images run as user bun, uid 1000; the Dockerfile's USER 1000 is that user.
+  const base = await debianRootfs({ cache, packages: docker.packages, users: [{ name: "bun", uid: 1000 }], say });
   say("layer 1/3: the Debian root file system");
   const layers: Layer[] = [await makeLayer(base.dir, join(cache, "layers", `rootfs-${base.key}.tar.gz`), {
-    comment: `debootstrap --variant=minbase ${SUITE} + apt-get install ${docker.packages.join(" ")}`,
+    comment: `debootstrap --variant=minbase ${DEBIAN_SUITE} + apt-get install ${docker.packages.join(" ")}`,
     // Device nodes, /proc and /sys are the runtime's to provide, as in any image.
-    exclude: ["./dev/*", "./proc/*", "./sys/*", "./run/*", "./tmp/*"],
+    exclude: RUNTIME_PATHS,
   })];
 
   const work = join(cache, `work-${process.pid}`);
