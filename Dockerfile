@@ -19,9 +19,11 @@ RUN node_modules/.bin/bun reflectors/build.ts && npm prune --omit=dev --no-audit
 
 # The runtime: the same Bun version as devDependencies.bun.
 FROM oven/bun:1.4.5-debian
-# The gateway and route roles program WireGuard, routes and nftables through the host tools.
+# The gateway and route roles program WireGuard, routes and nftables through the host tools;
+# wireguard-go is the gateway's device where the kernel has no WireGuard module, procps gives it
+# sysctl (net.ipv4.ip_forward) and iputils-ping its latency probe through the tunnel.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends iproute2 nftables wireguard-tools ca-certificates \
+ && apt-get install -y --no-install-recommends iproute2 nftables wireguard-tools wireguard-go procps iputils-ping ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /liqo
 COPY --from=build /liqo /liqo
