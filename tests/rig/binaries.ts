@@ -4,8 +4,11 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { RigError } from "./errors.ts";
 
-/** What a rig cluster runs; build.sh also builds kubectl and helm for the people and charts using it. */
-export const rigBinaries = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
+/**
+ * What a rig cluster runs (kubelet, kube-proxy and coredns for real nodes, coredns inside an image);
+ * build.sh also builds kubectl and helm for the people and charts using it.
+ */
+export const rigBinaries = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubelet", "kube-proxy", "coredns"] as const;
 export type RigBinary = (typeof rigBinaries)[number];
 
 const here = import.meta.dir;
@@ -22,7 +25,8 @@ export function rigVersions(): Record<string, string> {
 export function binaryCacheDir(env: Record<string, string | undefined> = process.env): string {
   const v = rigVersions();
   const root = env.LIQO_RIG_CACHE ?? join(env.XDG_CACHE_HOME ?? join(env.HOME ?? homedir(), ".cache"), "liqo-bun", "rig");
-  return join(root, `k8s-${v.K8S_VERSION}_etcd-${v.ETCD_VERSION}_kwok-${v.KWOK_VERSION}_helm-${v.HELM_VERSION}`);
+  // The same key as build.sh's.
+  return join(root, `k8s-${v.K8S_VERSION}_etcd-${v.ETCD_VERSION}_kwok-${v.KWOK_VERSION}_helm-${v.HELM_VERSION}_coredns-${v.COREDNS_VERSION}`);
 }
 
 /** The bin directory when every binary is built; a RigError naming the missing ones otherwise. */
