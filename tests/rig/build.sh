@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the rig's upstream binaries (Kubernetes control plane + kubectl, etcd, kwok, helm)
+# Builds the rig's upstream binaries (Kubernetes control plane, kubelet, kube-proxy, kubectl, etcd,
+# kwok, helm, CoreDNS)
 # from their Go modules, once, into a cache outside the repo keyed by their versions.
 # Prints the bin directory on its last line.
 set -euo pipefail
@@ -7,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 
-key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
+key="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}_coredns-${COREDNS_VERSION}"
 cache_root=${LIQO_RIG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/liqo-bun/rig}
 out="$cache_root/$key"
 bin="$out/bin"
@@ -36,8 +37,11 @@ step() { printf '[rig build] %s\n' "$*" >&2; }
 
 have() { [[ -x "$bin/$1" ]]; }
 
-if ! have kube-apiserver || ! have kube-controller-manager || ! have kube-scheduler || ! have kubectl; then
-  step "Kubernetes ${K8S_VERSION}: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (one go build; ~15-25 min cold on 2 cores)"
+k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
+missing_k8s=0
+for c in "${k8s_cmds[@]}"; do have "$c" || missing_k8s=1; done
+if ((missing_k8s)); then
+  step "Kubernetes ${K8S_VERSION}: ${k8s_cmds[*]} (one go build; ~20-30 min cold on 2 cores)"
   staging=${K8S_VERSION/v1./v0.}
   mkdir -p "$work/k8s" && cd "$work/k8s"
   {
@@ -60,11 +64,8 @@ if ! have kube-apiserver || ! have kube-controller-manager || ! have kube-schedu
     ld="$ld -X $p.gitVersion=${K8S_VERSION} -X $p.gitMajor=1 -X $p.gitMinor=${minor} -X $p.gitTreeState=clean"
   done
   # Each package pinned @version: a bare 'go get pkg' would move k8s.io/kubernetes to its newest release.
-  cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  go get $(for c in "${cmds[@]}"; do printf 'k8s.io/kubernetes/cmd/%s@%s ' "$c" "$K8S_VERSION"; done) >&2
-  go build -ldflags "$ld" -o "$bin/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl >&2
+  go get $(for c in "${k8s_cmds[@]}"; do printf 'k8s.io/kubernetes/cmd/%s@%s ' "$c" "$K8S_VERSION"; done) >&2
+  go build -ldflags "$ld" -o "$bin/" $(for c in "${k8s_cmds[@]}"; do printf 'k8s.io/kubernetes/cmd/%s ' "$c"; done) >&2
 fi
 
 if ! have etcd; then
@@ -85,6 +86,12 @@ fi
 if ! have helm; then
   step "helm ${HELM_VERSION}"
   GOBIN="$bin" go install -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@${HELM_VERSION}" >&2
+fi
+
+# CoreDNS: the cluster DNS of rig clusters with real nodes (runs as pods from an image built here).
+if ! have coredns; then
+  step "CoreDNS ${COREDNS_VERSION}"
+  GOBIN="$bin" go install -ldflags "-s -w" "github.com/coredns/coredns@${COREDNS_VERSION}" >&2
 fi
 
 echo $(( $(date +%s) - started )) > "$out/build-seconds"
