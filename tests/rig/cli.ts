@@ -2,9 +2,10 @@
 import { defineCommand } from "citty";
 import { runCli } from "../../cli/run.ts";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { ensureRigBinaries } from "./binaries.ts";
 import { RigError } from "./errors.ts";
+import { archiveRefs, ensureRigImages, importImages } from "./images.ts";
 import { defaultRigDir, loadRig, rigDown, rigProcesses, rigUp } from "./rig.ts";
 
 const dirArg = { dir: { type: "string", description: "rig state directory (default: $LIQO_RIG_DIR or <tmp>/liqo-rig)" } } as const;
@@ -95,9 +96,40 @@ const build = defineCommand({
   },
 });
 
+const imageImport = defineCommand({
+  meta: { name: "import", description: "Import an image archive (OCI or docker save) into the containerd of every real node" },
+  args: { archive: { type: "positional", required: true, description: "the archive, e.g. my-image.oci.tar" }, ...dirArg },
+  async run({ args }) {
+    const dir = args.dir ?? defaultRigDir();
+    const rig = loadRig(dir);
+    if (!rig) throw new RigError(`no rig in ${dir}; start one with: bun run rig up --real-nodes 1`);
+    const nodes = rig.clusters.flatMap((c) => c.realNodeStates ?? []);
+    if (!nodes.length) throw new RigError(`the rig in ${dir} has no real nodes (its pods run on kwok); start it with --real-nodes N`);
+    const archive = resolve(args.archive);
+    const refs = await archiveRefs(archive);
+    await Promise.all(nodes.map(async (n) => {
+      await importImages(n.containerdSocket, [archive]);
+      console.log(`${n.name.padEnd(20)} ${refs.join(", ")}`);
+    }));
+    console.log(`\nImported into ${nodes.length} node(s); pods use it with imagePullPolicy: IfNotPresent (or Never)`);
+  },
+});
+
+const imageBuild = defineCommand({
+  meta: { name: "build", description: "Build the images real nodes run (pause, hello, coredns, liqo) into the cache (done by `up` when needed)" },
+  async run() {
+    for (const i of await ensureRigImages((m) => console.error(`${stamp()} INFO  ${m}`))) console.log(`${i.ref.padEnd(40)} ${i.archive}`);
+  },
+});
+
+const image = defineCommand({
+  meta: { name: "image", description: "Images on the real nodes: build the rig's own, import yours" },
+  subCommands: { import: imageImport, build: imageBuild },
+});
+
 const main = defineCommand({
   meta: { name: "rig", description: "Real Kubernetes clusters on loopback, without a container engine" },
-  subCommands: { up, down, status, kubeconfig, build },
+  subCommands: { up, down, status, kubeconfig, build, image },
 });
 
 process.exit(await runCli(main, process.argv.slice(2)));

@@ -1,0 +1,299 @@
+// The images the rig's real nodes run, built on this machine (no container engine, no registry)
+// as OCI archives and imported into each node's containerd:
+//   registry.k8s.io/pause:3.10       the sandbox: images/pause.c, gcc -static (containerd's sandbox_image)
+//   ghcr.io/liqo-bun/hello:0.1.0     the workload: Debian + nginx answering images/hello-nginx.conf's page
+//   ghcr.io/liqo-bun/coredns:<v>     the cluster DNS: the coredns binary build.sh built, alone
+//   ghcr.io/liqo-bun/liqo:<version>  the project's image (scripts/build-image.ts), from this checkout
+// Each archive is cached under ~/.cache/liqo-bun/images as <name>-<key>.oci.tar, the key a hash of
+// everything it is made of, so a change rebuilds it and nothing else does.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { buildImage, dockerfileRuntime } from "../../scripts/build-image.ts";
+import { DEBIAN_SUITE, debianRootfs, debianRootfsKey, RUNTIME_PATHS } from "../../scripts/debian-rootfs.ts";
+import { makeLayer, writeOciArchive, type ImageConfig, type Layer } from "../../scripts/oci-archive.ts";
+import { binaryCacheDir, rigVersions } from "./binaries.ts";
+import { RigError } from "./errors.ts";
+import { isAlive } from "./process.ts";
+
+const repo = resolve(import.meta.dir, "../..");
+const sources = join(import.meta.dir, "images");
+const PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** The workload image's packages: a web server plus the tools data-plane tests run inside pods. */
+export const helloPackages = ["nginx-light", "curl", "iproute2", "iputils-ping", "netcat-openbsd", "dnsutils", "iperf3", "procps", "ca-certificates"];
+
+const liqoVersion = () => JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version as string;
+
+export const rigImageRefs = {
+  pause: "registry.k8s.io/pause:3.10",
+  hello: "ghcr.io/liqo-bun/hello:0.1.0",
+  coredns: `ghcr.io/liqo-bun/coredns:${rigVersions().COREDNS_VERSION}`,
+  liqo: `ghcr.io/liqo-bun/liqo:${liqoVersion()}`,
+} as const;
+export type RigImage = keyof typeof rigImageRefs;
+
+export function imageCacheDir(env: Record<string, string | undefined> = process.env): string {
+  return env.LIQO_RIG_IMAGES ?? join(env.XDG_CACHE_HOME ?? join(env.HOME ?? homedir(), ".cache"), "liqo-bun", "images");
+}
+
+const hash = (...parts: (string | Uint8Array)[]) => {
+  const h = new Bun.CryptoHasher("sha256");
+  for (const p of parts) h.update(p).update("\0");
+  return h.digest("hex").slice(0, 16);
+};
+
+async function run(cmd: string[], what: string, cwd = repo): Promise<string> {
+  const p = Bun.spawn(cmd, { cwd, stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  if ((await p.exited) !== 0) throw new RigError(`${what} failed (exit ${p.exitCode}): ${(err || out).trim().slice(-2000)}`);
+  return out;
+}
+
+interface Recipe {
+  name: RigImage;
+  /** Everything the archive is made of; computing it must be cheap (no build). */
+  key(): Promise<string>;
+  build(o: { out: string; work: string; say: (m: string) => void }): Promise<void>;
+}
+
+/** A single-layer image from a staged directory: pause and coredns. */
+async function singleLayerImage(o: { ref: string; stage: string; layer: string; comment: string; config: ImageConfig; out: string; work: string }): Promise<void> {
+  const layer: Layer = await makeLayer(o.stage, o.layer, { comment: o.comment });
+  await writeOciArchive({ out: o.out, layers: [layer], config: o.config, ref: o.ref, work: o.work });
+}
+
+const config = (c: Partial<ImageConfig> & { entrypoint: string[]; title: string }): ImageConfig => ({
+  user: c.user ?? "0:0", workingDir: c.workingDir ?? "/", entrypoint: c.entrypoint, cmd: c.cmd, env: c.env ?? [PATH_ENV],
+  labels: { "org.opencontainers.image.title": c.title, "org.opencontainers.image.source": "https://github.com/liqo-bun/liqo", ...c.labels },
+});
+
+function pauseRecipe(): Recipe {
+  const source = join(sources, "pause.c");
+  const flags = ["-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror"];
+  return {
+    name: "pause",
+    async key() {
+      if (!Bun.which("gcc")) throw new RigError("gcc is not installed: the pause image is compiled here (apt-get install gcc libc6-dev)");
+      return hash(readFileSync(source), flags.join(" "), await run(["gcc", "--version"], "gcc --version"));
+    },
+    async build({ out, work, say }) {
+      say("pause image: gcc -static images/pause.c");
+      const stage = join(work, "stage");
+      mkdirSync(stage, { recursive: true });
+      await run(["gcc", ...flags, "-o", join(stage, "pause"), source], "compiling images/pause.c");
+      // Upstream's pause runs as 65535 too: nothing in a sandbox needs root.
+      await singleLayerImage({
+        ref: rigImageRefs.pause, stage, out, work, layer: join(work, "pause.tar.gz"), comment: "pause: images/pause.c, gcc -static",
+        config: config({ title: "pause", entrypoint: ["/pause"], user: "65535:65535" }),
+      });
+    },
+  };
+}
+
+function corednsRecipe(): Recipe {
+  const binary = () => {
+    const path = join(binaryCacheDir(), "bin", "coredns");
+    if (!existsSync(path)) throw new RigError(`the coredns binary is not built (${path}); run: bash tests/rig/build.sh`);
+    return path;
+  };
+  return {
+    name: "coredns",
+    // Hashing the binary (~60 MB, a fraction of a second) rather than trusting its path: a rebuild
+    // of the same version with other flags still makes a new image.
+    key: async () => hash(new Uint8Array(await Bun.file(binary()).arrayBuffer()), rigImageRefs.coredns),
+    async build({ out, work, say }) {
+      say(`coredns image: ${binary()}`);
+      const stage = join(work, "stage");
+      mkdirSync(stage, { recursive: true });
+      copyFileSync(binary(), join(stage, "coredns"));
+      await singleLayerImage({
+        ref: rigImageRefs.coredns, stage, out, work, layer: join(work, "coredns.tar.gz"), comment: `coredns ${rigVersions().COREDNS_VERSION} (go install, CGO_ENABLED=0)`,
+        // The Corefile comes from the cluster's ConfigMap, mounted at /etc/coredns.
+        config: config({ title: "coredns", entrypoint: ["/coredns"], cmd: ["-conf", "/etc/coredns/Corefile"] }),
+      });
+    },
+  };
+}
+
+function helloRecipe(cache: string): Recipe {
+  const conf = join(sources, "hello-nginx.conf");
+  return {
+    name: "hello",
+    key: async () => hash(debianRootfsKey(helloPackages), readFileSync(conf), rigImageRefs.hello),
+    async build({ out, work, say }) {
+      const base = await debianRootfs({ cache, packages: helloPackages, say });
+      say("hello image: layer 1/2, the Debian root file system");
+      const rootfs = await makeLayer(base.dir, join(cache, "layers", `rootfs-${base.key}.tar.gz`), {
+        comment: `debootstrap --variant=minbase ${DEBIAN_SUITE} + apt-get install ${helloPackages.join(" ")}`,
+        exclude: RUNTIME_PATHS,
+      });
+      say("hello image: layer 2/2, nginx.conf");
+      const stage = join(work, "stage");
+      mkdirSync(join(stage, "etc/nginx"), { recursive: true });
+      copyFileSync(conf, join(stage, "etc/nginx/nginx.conf"));
+      const site = await makeLayer(stage, join(work, "conf.tar.gz"), { comment: "COPY images/hello-nginx.conf /etc/nginx/nginx.conf" });
+      // Cmd rather than Entrypoint: a pod's `args` (or `kubectl run ... -- curl ...`) replaces it.
+      await writeOciArchive({
+        out, work, ref: rigImageRefs.hello, layers: [rootfs, site],
+        config: config({ title: "hello", entrypoint: [], cmd: ["nginx", "-g", "daemon off;"] }),
+      });
+    },
+  };
+}
+
+/**
+ * What the liqo image is built from, cheaply: the index (every tracked file's blob hash), the
+ * working tree's changes to it, and the untracked files with their sizes and times.
+ */
+export async function checkoutKey(): Promise<string> {
+  const [index, diff, untracked] = await Promise.all([
+    run(["git", "ls-files", "-s"], "git ls-files -s"),
+    run(["git", "diff", "--binary"], "git diff"),
+    run(["git", "ls-files", "-z", "--others", "--exclude-standard"], "git ls-files --others"),
+  ]);
+  const stamps = untracked.split("\0").filter(Boolean).map((p) => {
+    const s = statSync(join(repo, p), { throwIfNoEntry: false });
+    return `${p} ${s?.size ?? "-"} ${s?.mtimeMs ?? "-"}`;
+  });
+  const bun = JSON.parse(readFileSync(join(repo, "node_modules/bun/package.json"), "utf8")).version as string;
+  return hash(index, diff, stamps.join("\n"), bun, rigImageRefs.liqo);
+}
+
+function liqoRecipe(): Recipe {
+  return {
+    name: "liqo",
+    key: checkoutKey,
+    async build({ out, say }) {
+      say(`liqo image: scripts/build-image.ts (packages ${dockerfileRuntime().packages.join(" ")})`);
+      await buildImage({ out, progress: (m) => say(`liqo image: ${m}`) });
+    },
+  };
+}
+
+/** One builder at a time per cache: two test files starting rigs together must not both debootstrap. */
+async function withLock<T>(cache: string, say: (m: string) => void, body: () => Promise<T>): Promise<T> {
+  const lock = join(cache, ".lock");
+  const deadline = Date.now() + 45 * 60_000;
+  let told = 0;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, "pid"), String(process.pid));
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    let owner = 0;
+    let age = 0;
+    try {
+      age = Date.now() - statSync(lock).mtimeMs;
+      owner = Number(readFileSync(join(lock, "pid"), "utf8"));
+    } catch { /* released meanwhile, or its owner is between mkdir and writing its pid */ }
+    // A lock without a live owner (a killed build) is taken over; a fresh one without a pid yet is not.
+    if (owner ? !isAlive(owner) : age > 10_000) { rmSync(lock, { recursive: true, force: true }); continue; }
+    if (Date.now() > deadline) throw new RigError(`the image cache ${cache} stayed locked by pid ${owner}; remove ${lock} if that process is gone`);
+    if (Date.now() - told > 30_000) { say(`waiting for pid ${owner || "?"} to finish building images in ${cache}`); told = Date.now(); }
+    await Bun.sleep(500);
+  }
+  try {
+    return await body();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Keeps the newest few archives of an image (other checkouts may still be importing theirs). */
+function prune(cache: string, name: string, keep = 3): void {
+  const old = readdirSync(cache).filter((f) => f.startsWith(`${name}-`) && f.endsWith(".oci.tar"))
+    .map((f) => ({ f, t: statSync(join(cache, f)).mtimeMs })).sort((a, b) => b.t - a.t).slice(keep);
+  for (const { f } of old) rmSync(join(cache, f), { force: true });
+}
+
+/** Builds the missing archives (a few minutes cold, well under a second warm); returns all four. */
+export async function ensureRigImages(progress: (m: string) => void): Promise<{ ref: string; archive: string }[]> {
+  return ensureImages(Object.keys(rigImageRefs) as RigImage[], progress);
+}
+
+/** ensureRigImages for some of the images. */
+export async function ensureImages(names: RigImage[], progress: (m: string) => void): Promise<{ ref: string; archive: string }[]> {
+  const cache = imageCacheDir();
+  mkdirSync(join(cache, "layers"), { recursive: true });
+  const all = { pause: pauseRecipe, hello: () => helloRecipe(cache), coredns: corednsRecipe, liqo: liqoRecipe };
+  const recipes = names.map((n) => all[n]());
+  const wanted = await Promise.all(recipes.map(async (r) => ({ r, archive: join(cache, `${r.name}-${await r.key()}.oci.tar`) })));
+  const missing = wanted.filter((w) => !existsSync(w.archive));
+  if (missing.length) {
+    await withLock(cache, progress, async () => {
+      for (const { r, archive } of missing) {
+        if (existsSync(archive)) continue; // built by whoever held the lock before us
+        const started = performance.now();
+        const work = join(cache, `work-${r.name}-${process.pid}`);
+        rmSync(work, { recursive: true, force: true });
+        mkdirSync(work, { recursive: true });
+        try {
+          await r.build({ out: archive, work, say: progress });
+        } finally {
+          rmSync(work, { recursive: true, force: true });
+        }
+        prune(cache, r.name);
+        const mib = (statSync(archive).size / 1048576).toFixed(1);
+        progress(`${rigImageRefs[r.name]}: ${archive} (${mib} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+      }
+    });
+  }
+  return wanted.map((w) => ({ ref: rigImageRefs[w.r.name], archive: w.archive }));
+}
+
+export function ctrPath(): string {
+  const path = process.env.LIQO_RIG_CTR ?? Bun.which("ctr") ?? Bun.which("ctr", { PATH: "/usr/local/bin:/usr/bin:/usr/sbin:/sbin:/bin" });
+  if (!path) throw new RigError("ctr (containerd's client) is not installed: apt-get install containerd (scripts/setup.sh installs it)");
+  return path;
+}
+
+/** The names an archive gives its images: index.json's annotations, else docker's manifest.json tags. */
+export async function archiveRefs(archive: string): Promise<string[]> {
+  const member = async (name: string) => {
+    const p = Bun.spawn(["tar", "-xOf", archive, name], { stdout: "pipe", stderr: "ignore" });
+    const text = await new Response(p.stdout).text();
+    return (await p.exited) === 0 ? text : undefined;
+  };
+  const index = await member("index.json");
+  const named = index ? ((JSON.parse(index).manifests ?? []) as { annotations?: Record<string, string> }[]).map((m) => m.annotations?.["io.containerd.image.name"]).filter((r): r is string => !!r) : [];
+  if (named.length) return named;
+  const docker = await member("manifest.json");
+  return docker ? ((JSON.parse(docker) as { RepoTags?: string[] }[]).flatMap((m) => m.RepoTags ?? [])).map(normalizeRef) : [];
+}
+
+/** docker's short names as containerd stores them: nginx:1 → docker.io/library/nginx:1. */
+export function normalizeRef(ref: string): string {
+  const slash = ref.indexOf("/");
+  const first = slash < 0 ? "" : ref.slice(0, slash);
+  const domained = slash >= 0 && (first.includes(".") || first.includes(":") || first === "localhost");
+  const full = domained ? ref : slash < 0 ? `docker.io/library/${ref}` : `docker.io/${ref}`;
+  const lastPart = full.slice(full.lastIndexOf("/") + 1);
+  return lastPart.includes(":") || lastPart.includes("@") ? full : `${full}:latest`;
+}
+
+/**
+ * Imports archives into the containerd at `socket` (CRI's namespace k8s.io, unpacked into its
+ * snapshotter), then checks that every image the archive names is there.
+ */
+export async function importImages(socket: string, archives: string[]): Promise<void> {
+  const ctr = ctrPath();
+  for (const archive of archives) {
+    if (!existsSync(archive)) throw new RigError(`cannot import ${archive} into the containerd at ${socket}: no such file`);
+    const refs = await archiveRefs(archive);
+    if (!refs.length) {
+      throw new RigError(`${archive} names no image (no io.containerd.image.name annotation in index.json, no RepoTags in manifest.json); a pod could not refer to it`);
+    }
+    const p = Bun.spawn([ctr, "--address", socket, "-n", "k8s.io", "images", "import", archive], { stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+    if ((await p.exited) !== 0) {
+      throw new RigError(`importing ${archive} into the containerd at ${socket} failed (ctr exit ${p.exitCode}): ${(err || out).trim().slice(-1500)}`);
+    }
+    const listed = new Set((await run([ctr, "--address", socket, "-n", "k8s.io", "images", "ls", "-q"], `listing the images of the containerd at ${socket}`)).split("\n"));
+    const absent = refs.filter((r) => !listed.has(r));
+    if (absent.length) throw new RigError(`imported ${archive} into the containerd at ${socket}, but it lists no ${absent.join(", ")}: ${out.trim().slice(-500)}`);
+  }
+}
