@@ -17,7 +17,8 @@ const up = defineCommand({
     clusters: { type: "string", default: "2", description: "how many clusters" },
     names: { type: "string", description: "comma-separated cluster names (default rome,milan,naples,…)" },
     "overlapping-pod-cidrs": { type: "boolean", description: `give every cluster the same pod CIDR (10.200.0.0/16)` },
-    nodes: { type: "string", default: "2", description: "kwok worker nodes per cluster" },
+    nodes: { type: "string", description: "kwok (fake) worker nodes per cluster (default 2; 0 with --real-nodes)" },
+    "real-nodes": { type: "string", default: "0", description: "real worker nodes per cluster: containerd, kubelet, kube-proxy, CNI and DNS in a network namespace each" },
     "base-port": { type: "string", description: "use ports from this one upwards (6 per cluster) instead of free ones" },
     ...dirArg,
   },
@@ -27,7 +28,8 @@ const up = defineCommand({
       clusters: Number(args.clusters),
       names: args.names ? args.names.split(",").map((s) => s.trim()) : undefined,
       overlappingPodCidrs: args["overlapping-pod-cidrs"],
-      nodes: Number(args.nodes),
+      nodes: args.nodes === undefined ? undefined : Number(args.nodes),
+      realNodes: Number(args["real-nodes"]),
       basePort: args["base-port"] ? Number(args["base-port"]) : undefined,
       dir: args.dir,
       progress: (m) => console.error(`${stamp()} INFO  ${m}`),
@@ -63,7 +65,8 @@ const status = defineCommand({
     }
     const procs = rigProcesses(rig);
     for (const c of rig.clusters) {
-      console.log(`${c.name}  ${c.server}  pods ${c.podCIDR}  services ${c.serviceCIDR}  nodes ${c.nodes}`);
+      const real = c.realNodeStates?.length ? `  real nodes ${c.realNodeStates.map((n) => `${n.name} (${n.ip})`).join(", ")}` : "";
+      console.log(`${c.name}  ${c.server}  pods ${c.podCIDR}  services ${c.serviceCIDR}  kwok nodes ${c.nodes}${real}`);
       for (const p of procs.filter((x) => x.cluster === c.name)) {
         console.log(`  ${p.component.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`);
       }

@@ -7,6 +7,8 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { RigError } from "./errors.ts";
 import { createClusterPki, kubeconfigYaml, type ClusterPki } from "./pki.ts";
 import { isAlive, killGroup, spawnDetached, tailFile } from "./process.ts";
+import { clusterDnsAddress, deployClusterDns } from "./dns.ts";
+import { finishClusterNodes, startRealNode, stopRealNode, type RealNodeState } from "./nodes.ts";
 
 export const components = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
 export type Component = (typeof components)[number];
@@ -17,6 +19,8 @@ export interface ClusterSpec {
   podCIDR: string;
   serviceCIDR: string;
   nodes: number;
+  /** Real nodes (containerd, kubelet, kube-proxy in a network namespace); 0: kwok nodes only. */
+  realNodes?: number;
 }
 
 export interface ClusterPorts {
@@ -37,6 +41,9 @@ export interface ClusterState extends ClusterSpec {
   pki: ClusterPki;
   /** CRI-format log files kwok serves for every fake pod's containers (`kubectl logs`, `--previous`). */
   fakeLogs: { current: string; previous: string };
+  /** With real nodes: the host's address on the rig bridge, where nodes and pods reach the API server. */
+  nodeGateway?: string;
+  realNodeStates?: RealNodeState[];
 }
 
 export type Progress = (message: string) => void;
@@ -49,9 +56,9 @@ export function firstServiceIp(cidr: string): string {
   return parts.join(".");
 }
 
-export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPorts): ClusterState {
+export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPorts, nodeGateway?: string): ClusterState {
   mkdirSync(join(dir, "logs"), { recursive: true });
-  const pki = createClusterPki(join(dir, "pki"), spec.name, firstServiceIp(spec.serviceCIDR));
+  const pki = createClusterPki(join(dir, "pki"), spec.name, firstServiceIp(spec.serviceCIDR), nodeGateway ? [nodeGateway] : []);
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const kubeconfig = join(dir, "kubeconfig");
   writeFileSync(kubeconfig, kubeconfigYaml(spec.name, server, pki.ca.cert, pki.admin));
@@ -59,7 +66,7 @@ export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPor
   writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.scheduler, "kube-scheduler"));
   writeFileSync(join(dir, "kwok.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.kwok, "kwok"));
   const fakeLogs = writeKwokDebugConfig(dir, spec.name);
-  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki, fakeLogs };
+  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki, fakeLogs, ...(nodeGateway ? { nodeGateway } : {}) };
 }
 
 /** One line of a container log as CRI runtimes write it (and kwok reads it). */
@@ -100,19 +107,25 @@ function componentArgs(c: ClusterState, component: Component): string[] {
         // A test cluster trades durability for speed; nothing here must survive a power cut.
         "--unsafe-no-fsync", "--quota-backend-bytes=4294967296", "--log-level=warn",
       ];
-    case "kube-apiserver":
+    case "kube-apiserver": {
+      // Real nodes reach the API server on the rig bridge, and pods through the `kubernetes`
+      // Service, whose endpoint is then the bridge address; kubelets are authorized as nodes.
+      const g = c.nodeGateway;
+      const reach = g
+        ? ["--bind-address=0.0.0.0", `--advertise-address=${g}`, "--endpoint-reconciler-type=lease", "--authorization-mode=Node,RBAC"]
+        // The `kubernetes` Service cannot have 127.0.0.1 as an endpoint; nothing on kwok nodes needs one.
+        : ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none", "--authorization-mode=RBAC"];
       return [
         `--etcd-servers=http://127.0.0.1:${c.ports.etcdClient}`,
-        `--secure-port=${c.ports.apiserver}`, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        `--secure-port=${c.ports.apiserver}`, ...reach,
         `--tls-cert-file=${p.apiserver.cert}`, `--tls-private-key-file=${p.apiserver.key}`, `--client-ca-file=${p.ca.cert}`,
         `--service-account-key-file=${p.serviceAccount.pub}`, `--service-account-signing-key-file=${p.serviceAccount.key}`,
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        `--service-cluster-ip-range=${c.serviceCIDR}`, "--authorization-mode=RBAC", "--allow-privileged=true",
+        `--service-cluster-ip-range=${c.serviceCIDR}`, "--allow-privileged=true",
         `--kubelet-client-certificate=${p.kubeletClient.cert}`, `--kubelet-client-key=${p.kubeletClient.key}`,
-        "--kubelet-preferred-address-types=InternalIP",
-        // The `kubernetes` Service cannot have 127.0.0.1 as an endpoint; nothing in the rig needs one.
-        "--endpoint-reconciler-type=none", "--profiling=false", "-v=1",
+        "--kubelet-preferred-address-types=InternalIP", "--profiling=false", "-v=1",
       ];
+    }
     case "kube-controller-manager":
       return [
         `--kubeconfig=${kc("controller-manager")}`, `--authentication-kubeconfig=${kc("controller-manager")}`,
@@ -228,7 +241,12 @@ export async function readyNodes(client: KubeClient): Promise<NodeObj[]> {
   return nodes.items.filter((n) => n.spec?.podCIDR && n.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"));
 }
 
-export async function startCluster(c: ClusterState, bin: string, progress: Progress): Promise<void> {
+export interface NodeImages {
+  /** Imports the rig's images into one real node's containerd. */
+  importInto(socket: string): Promise<void>;
+}
+
+export async function startCluster(c: ClusterState, bin: string, progress: Progress, images?: NodeImages): Promise<void> {
   for (const component of components) {
     progress(`${c.name}: starting ${component}`);
     await startAndWait(c, component, bin);
@@ -251,11 +269,25 @@ export async function startCluster(c: ClusterState, bin: string, progress: Progr
     if (Date.now() > deadline) throw new RigError(`cluster ${c.name}: the default ServiceAccount was not created; see ${logFile(c, "kube-controller-manager")}`);
     await Bun.sleep(200);
   }
+  if (c.realNodeStates?.length) await startRealNodes(c, bin, client, progress, images);
+}
+
+async function startRealNodes(c: ClusterState, bin: string, client: KubeClient, progress: Progress, images?: NodeImages): Promise<void> {
+  const nodes = c.realNodeStates!;
+  if (!images) throw new RigError(`cluster ${c.name}: real nodes need the rig's images`);
+  progress(`${c.name}: starting ${nodes.length} real node(s): containerd, image import, kubelet, kube-proxy`);
+  await Promise.all(nodes.map((n) => startRealNode(n, bin, (socket) => images.importInto(socket))));
+  progress(`${c.name}: waiting for the real nodes to register, get pod CIDRs and turn Ready`);
+  await finishClusterNodes(c, nodes, client);
+  progress(`${c.name}: starting the cluster DNS (CoreDNS at ${clusterDnsAddress(c.serviceCIDR)})`);
+  await deployClusterDns(c.name, c.serviceCIDR, client);
 }
 
 export async function stopCluster(c: ClusterState): Promise<void> {
+  const left = (await Promise.all((c.realNodeStates ?? []).map((n) => stopRealNode(n)))).flat();
   // Reverse order: clients before the API server, the API server before etcd.
   for (const component of [...components].reverse()) await stopComponent(c, component);
+  if (left.length) throw new RigError(`cluster ${c.name}: its real nodes left ${left.join(", ")}; remove them by hand`);
 }
 
 /** Restarts the API server in place (same port, same etcd): clients see a dropped connection. */

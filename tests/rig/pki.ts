@@ -47,14 +47,14 @@ const client = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,ke
 export const serverExt = (sans: string[]) =>
   `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sans.join(",")}\n`;
 
-export function createClusterPki(dir: string, clusterName: string, serviceIp: string): ClusterPki {
+export function createClusterPki(dir: string, clusterName: string, serviceIp: string, extraIps: string[] = []): ClusterPki {
   mkdirSync(dir, { recursive: true });
   const caKey = key(dir, "ca");
   const caCert = join(dir, "ca.crt");
   openssl(["req", "-x509", "-new", "-key", caKey, "-subj", `/CN=rig-${clusterName}-ca`, "-days", "3650", "-sha256",
     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature", "-out", caCert], dir);
   const ca = { cert: caCert, key: caKey };
-  const apiserverSans = ["IP:127.0.0.1", `IP:${serviceIp}`, "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
+  const apiserverSans = ["IP:127.0.0.1", `IP:${serviceIp}`, ...extraIps.map((ip) => `IP:${ip}`), "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
     "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"];
   const saKey = key(dir, "sa");
   const saPub = join(dir, "sa.pub");

@@ -8,12 +8,18 @@ import { components, prepareCluster, startCluster, stopCluster, type ClusterStat
 import { RigError } from "./errors.ts";
 import { allocatePorts } from "./ports.ts";
 import { isAlive, killGroup, killGroupNow } from "./process.ts";
+import { allocateRigNetwork, createRigNetwork, prepareRealNode, removeRigNetworkNow, stopRealNodeNow } from "./nodes.ts";
+import type { RigNetwork } from "./node-config.ts";
+import { clusterDnsAddress } from "./dns.ts";
+import { ensureRigImages, importImages } from "./images.ts";
 
 export interface RigOptions {
   clusters: number;
   names?: string[];
   overlappingPodCidrs?: boolean;
   nodes?: number;
+  /** Real nodes per cluster (containerd, kubelet, kube-proxy, CNI, DNS); 0 by default. */
+  realNodes?: number;
   dir?: string;
   basePort?: number;
   /** The process that owns the rig: when it dies, the next rig start reaps it. 0: nobody (`rig up`). */
@@ -35,6 +41,8 @@ export interface Rig {
   kubeconfigDir: string;
   bin: string;
   clusters: ClusterState[];
+  /** The host bridge of the real nodes, when there are any. */
+  network?: RigNetwork;
 }
 
 const defaultNames = ["rome", "milan", "naples", "turin", "florence", "venice", "genoa", "bologna"];
@@ -79,7 +87,9 @@ function saveRig(rig: Rig) {
 
 export function rigProcesses(rig: Rig): { cluster: string; component: string; pid: number; alive: boolean }[] {
   const extras = (rig.extras ?? []).map((p) => ({ cluster: "-", component: p.name, pid: p.pid, alive: isAlive(p.pid) }));
-  return [...extras, ...rig.clusters.flatMap((c) =>
+  const nodes = rig.clusters.flatMap((c) => (c.realNodeStates ?? []).flatMap((n) =>
+    Object.entries(n.pids).map(([k, pid]) => ({ cluster: c.name, component: `${n.name}/${k}`, pid: pid!, alive: isAlive(pid!) }))));
+  return [...extras, ...nodes, ...rig.clusters.flatMap((c) =>
     components.filter((k) => c.pids[k]).map((k) => ({ cluster: c.name, component: k, pid: c.pids[k]!, alive: isAlive(c.pids[k]!) })))];
 }
 
@@ -94,8 +104,12 @@ export function addRigProcess(dir: string, proc: RigProcess): void {
 export async function rigUp(options: RigOptions): Promise<Rig> {
   const count = options.clusters;
   if (!Number.isInteger(count) || count < 1 || count > 8) throw new RigError(`--clusters must be between 1 and 8, got ${count}`);
-  const nodes = options.nodes ?? 2;
-  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 100) throw new RigError(`--nodes must be between 1 and 100, got ${nodes}`);
+  const realNodes = options.realNodes ?? 0;
+  if (!Number.isInteger(realNodes) || realNodes < 0 || realNodes > 8) throw new RigError(`--real-nodes must be between 0 and 8, got ${realNodes}`);
+  const nodes = options.nodes ?? (realNodes ? 0 : 2);
+  if (!Number.isInteger(nodes) || nodes < (realNodes ? 0 : 1) || nodes > 100) {
+    throw new RigError(`--nodes must be between ${realNodes ? 0 : 1} and 100, got ${nodes}`);
+  }
   const names = clusterNames(count, options.names);
   const dir = options.dir ?? defaultRigDir();
   const progress = options.progress ?? (() => {});
@@ -104,26 +118,41 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
     if (rigProcesses(existing).some((p) => p.alive)) {
       throw new RigError(`a rig is already running in ${dir} (clusters: ${existing.clusters.map((c) => c.name).join(", ")}); run \`bun run rig down\` first`);
     }
-    rmSync(dir, { recursive: true, force: true });
+    killRigNow(existing);
   }
   progress("building or locating the rig's binaries");
   const bin = await ensureRigBinaries();
+  const images = realNodes ? await ensureRigImages(progress) : [];
   mkdirSync(join(dir, "kubeconfigs"), { recursive: true });
   const rig: Rig = { dir, owner: options.owner ?? 0, kubeconfigDir: join(dir, "kubeconfigs"), bin, clusters: [] };
   try {
+    if (realNodes) {
+      rig.network = allocateRigNetwork();
+      saveRig(rig);
+      progress(`real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`);
+      createRigNetwork(rig.network);
+    }
     const ports = await allocatePorts(count * portsPerCluster, options.basePort);
     names.forEach((name, i) => {
       const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = ports.slice(i * portsPerCluster, (i + 1) * portsPerCluster) as number[];
-      const spec = { name, index: i, nodes, ...clusterCidrs(i, options.overlappingPodCidrs ?? false) };
+      const spec = { name, index: i, nodes, realNodes, ...clusterCidrs(i, options.overlappingPodCidrs ?? false) };
       progress(`${name}: creating PKI (pods ${spec.podCIDR}, services ${spec.serviceCIDR})`);
-      const cluster = prepareCluster(spec, join(dir, name), { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! });
+      const cluster = prepareCluster(spec, join(dir, name), { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! }, rig.network?.gateway);
       rig.clusters.push(cluster);
+      if (rig.network) {
+        cluster.realNodeStates = [];
+        for (let k = 0; k < realNodes; k++) {
+          cluster.realNodeStates.push(prepareRealNode(cluster, rig.network, k, i * realNodes + k, clusterDnsAddress(cluster.serviceCIDR)));
+          saveRig(rig);
+        }
+      }
     });
     saveRig(rig);
     // Clusters start side by side; pids are saved as they appear so `rig down` can always stop them.
     const saver = setInterval(() => saveRig(rig), 500);
     try {
-      await Promise.all(rig.clusters.map((c) => startCluster(c, bin, progress)));
+      const nodeImages = { importInto: (socket: string) => importImages(socket, images.map((i) => i.archive)) };
+      await Promise.all(rig.clusters.map((c) => startCluster(c, bin, progress, nodeImages)));
     } finally {
       clearInterval(saver);
     }
@@ -144,18 +173,22 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
   }
   // liqo's processes first: they talk to the clusters, which must outlive them.
   await Promise.all((rig.extras ?? []).map((p) => killGroup(p.pid)));
-  await Promise.all(rig.clusters.map((c) => stopCluster(c)));
+  const failures = (await Promise.allSettled(rig.clusters.map((c) => stopCluster(c)))).filter((r) => r.status === "rejected");
+  if (rig.network) removeRigNetworkNow(rig.network);
   const left = rigProcesses(rig).filter((p) => p.alive);
   if (left.length) {
     throw new RigError(`could not stop ${left.map((p) => `${p.cluster}/${p.component} (pid ${p.pid})`).join(", ")}; kill them by hand, then rerun rig down`);
   }
+  if (failures.length) throw (failures[0] as PromiseRejectedResult).reason;
   rmSync(dir, { recursive: true, force: true });
   return rig.clusters.map((c) => c.name);
 }
 
 /** Stops every process of a rig at once, synchronously: for exit and signal handlers. */
 export function killRigNow(rig: Rig) {
+  for (const c of rig.clusters) for (const n of c.realNodeStates ?? []) stopRealNodeNow(n);
   for (const p of rigProcesses(rig)) killGroupNow(p.pid);
+  if (rig.network) removeRigNetworkNow(rig.network);
   rmSync(rig.dir, { recursive: true, force: true });
 }
 

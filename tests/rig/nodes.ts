@@ -1,0 +1,287 @@
+// Real rig nodes, like kind's node containers without Docker: each node is a network namespace on
+// the rig's host bridge with its own containerd, kubelet and kube-proxy (started with nsenter, so
+// they keep the host's mounts), its own cgroup and CNI bridge; pods get addresses from the node's
+// pod CIDR and reach the pods of the cluster's other nodes through routes between the nodes.
+// Stopping a node (synchronously, so exit handlers can) leaves no process, mount, cgroup,
+// namespace or device behind.
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { RigError } from "./errors.ts";
+import {
+  cniConfig, containerdConfig, kubeletConfig, kubeProxyConfig, nodeAddress, nodeNatRules, rigNetwork, type RigNetwork,
+} from "./node-config.ts";
+import { kubeconfigYaml, sign, type CertPair } from "./pki.ts";
+import { isAlive, killGroup, killGroupNow, spawnDetached, tailFile } from "./process.ts";
+
+export const sandboxImage = "registry.k8s.io/pause:3.10";
+const cniBinDir = "/usr/lib/cni";
+const natTable = "liqo_rig";
+const nodeComponents = ["containerd", "kubelet", "kube-proxy"] as const;
+type NodeComponent = (typeof nodeComponents)[number];
+
+export interface RealNodeState {
+  name: string;
+  cluster: string;
+  /** Network namespace (/var/run/netns/<netns>), also the node's cgroup. */
+  netns: string;
+  ip: string;
+  hostVeth: string;
+  dir: string;
+  containerdSocket: string;
+  pids: Partial<Record<NodeComponent, number>>;
+  podCIDR?: string;
+}
+
+/** What a node needs of its cluster, without importing the cluster module (it imports this one). */
+export interface NodeCluster {
+  name: string;
+  dir: string;
+  podCIDR: string;
+  serviceCIDR: string;
+  ports: { apiserver: number };
+  pki: { dir: string; ca: CertPair };
+}
+
+function run(cmd: string[], what: string, input?: string): string {
+  const res = Bun.spawnSync(cmd, { stdin: input ? Buffer.from(input) : undefined, stdout: "pipe", stderr: "pipe" });
+  if (res.exitCode !== 0) throw new RigError(`${what} failed: \`${cmd.join(" ")}\` exited ${res.exitCode}: ${res.stderr.toString().trim()}`);
+  return res.stdout.toString();
+}
+
+/** Like run, for clean-up: failures are expected (the thing is already gone) and ignored. */
+function tryRun(cmd: string[]): boolean {
+  return Bun.spawnSync(cmd, { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
+}
+
+const inNetns = (netns: string, cmd: string[]) => ["nsenter", `--net=/var/run/netns/${netns}`, "--", ...cmd];
+
+function requireRealNodeTools(): void {
+  if (process.getuid?.() !== 0) throw new RigError("real nodes need root (network namespaces, cgroups, mounts); run the rig as root");
+  const missing = ["containerd", "containerd-shim-runc-v2", "runc", "ctr", "nsenter", "ip", "nft", "iptables"].filter((b) => !Bun.which(b));
+  if (!existsSync(join(cniBinDir, "bridge"))) missing.push(`${cniBinDir}/bridge (containernetworking-plugins)`);
+  if (missing.length) throw new RigError(`real nodes need ${missing.join(", ")}; run bash scripts/setup.sh (it installs the Debian packages in scripts/debian-packages.txt)`);
+}
+
+/** The lowest bridge index no live link uses, so rigs side by side get their own bridge and /24. */
+export function allocateRigNetwork(): RigNetwork {
+  requireRealNodeTools();
+  const links = new Set((JSON.parse(run(["ip", "-j", "link", "show"], "listing links")) as { ifname: string }[]).map((l) => l.ifname));
+  for (let i = 0; i < 64; i++) {
+    const net = rigNetwork(i);
+    if (!links.has(net.bridge)) return net;
+  }
+  throw new RigError("all 64 rig bridges (lrig0..lrig63) exist; stop other rigs with `bun run rig down`");
+}
+
+export function createRigNetwork(net: RigNetwork): void {
+  run(["ip", "link", "add", net.bridge, "type", "bridge"], `creating the rig bridge ${net.bridge}`);
+  run(["ip", "addr", "add", `${net.gateway}/24`, "dev", net.bridge], `addressing ${net.bridge}`);
+  run(["ip", "link", "set", net.bridge, "up"], `bringing ${net.bridge} up`);
+}
+
+export function removeRigNetworkNow(net: RigNetwork): void {
+  tryRun(["ip", "link", "del", net.bridge]);
+}
+
+/** Folders, certificates, configuration files, the namespace and its veth; nothing runs yet. */
+export function prepareRealNode(c: NodeCluster, net: RigNetwork, ordinal: number, seq: number, clusterDns: string): RealNodeState {
+  const name = `${c.name}-node-${ordinal + 1}`;
+  const netns = `lrig${net.index}-${name}`;
+  const dir = join(c.dir, "nodes", name);
+  const node: RealNodeState = {
+    name, cluster: c.name, netns, ip: nodeAddress(net, seq), hostVeth: `lrig${net.index}v${seq}`, dir,
+    containerdSocket: join(dir, "containerd.sock"), pids: {},
+  };
+  for (const d of ["logs", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins", "runc"]) mkdirSync(join(dir, d), { recursive: true });
+  const server = `https://${net.gateway}:${c.ports.apiserver}`;
+  const kubelet = sign(c.pki.dir, c.pki.ca, `kubelet-${name}`, `/O=system:nodes/CN=system:node:${name}`, clientExt);
+  const proxy = sign(c.pki.dir, c.pki.ca, `kube-proxy-${name}`, "/CN=system:kube-proxy", clientExt);
+  writeFileSync(join(dir, "kubelet.kubeconfig"), kubeconfigYaml(c.name, server, c.pki.ca.cert, kubelet, `kubelet-${name}`));
+  writeFileSync(join(dir, "kube-proxy.kubeconfig"), kubeconfigYaml(c.name, server, c.pki.ca.cert, proxy, "kube-proxy"));
+  writeFileSync(join(dir, "containerd.toml"), containerdConfig({ dir, socket: node.containerdSocket, cniConfDir: join(dir, "cni/net.d"), cniBinDir }, sandboxImage));
+  writeFileSync(join(dir, "kubelet.yaml"), kubeletConfig({ dir, socket: node.containerdSocket, caFile: c.pki.ca.cert, clusterDns, cgroupRoot: `/${netns}` }));
+  writeFileSync(join(dir, "kube-proxy.yaml"), kubeProxyConfig(join(dir, "kube-proxy.kubeconfig"), c.podCIDR, name));
+  try {
+    createNodeNetns(node, net);
+    createNodeCgroups(netns);
+  } catch (err) {
+    stopRealNodeNow(node);
+    throw err;
+  }
+  return node;
+}
+
+const clientExt = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
+
+function createNodeNetns(node: RealNodeState, net: RigNetwork): void {
+  const ns = node.netns;
+  tryRun(["ip", "netns", "del", ns]);
+  run(["ip", "netns", "add", ns], `creating the network namespace of node ${node.name}`);
+  const host = [`link add ${node.hostVeth} type veth peer name eth0 netns ${ns}`, `link set ${node.hostVeth} master ${net.bridge} up`];
+  const inside = [`addr add ${node.ip}/24 dev eth0`, "link set eth0 up", "link set lo up", `route add default via ${net.gateway}`];
+  run(["ip", "-batch", "-"], `wiring node ${node.name} to ${net.bridge}`, host.join("\n") + "\n");
+  run(["ip", "-n", ns, "-batch", "-"], `addressing node ${node.name}`, inside.join("\n") + "\n");
+  for (const s of ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0"]) run(inNetns(ns, ["sysctl", "-qw", s]), `sysctl ${s} in ${ns}`);
+}
+
+/** Every v1 hierarchy needs the node's cgroup before its kubelet starts (cgroupRoot). */
+function cgroupHierarchies(): string[] {
+  const root = "/sys/fs/cgroup";
+  if (!existsSync(root)) return [];
+  return readdirSync(root).map((d) => join(root, d)).filter((d) => existsSync(join(d, "cgroup.procs")));
+}
+
+function createNodeCgroups(name: string): void {
+  for (const h of cgroupHierarchies()) {
+    const dir = join(h, name);
+    mkdirSync(dir, { recursive: true });
+    if (h.endsWith("/cpuset")) {
+      for (const f of ["cpuset.cpus", "cpuset.mems"]) writeFileSync(join(dir, f), readFileSync(join(h, f), "utf8"));
+    }
+  }
+}
+
+function logOf(node: RealNodeState, component: NodeComponent) {
+  return join(node.dir, "logs", `${component}.log`);
+}
+
+function startNodeComponent(node: RealNodeState, component: NodeComponent, bin: string): void {
+  const args: Record<NodeComponent, string[]> = {
+    containerd: ["containerd", "--config", join(node.dir, "containerd.toml")],
+    kubelet: [join(bin, "kubelet"), `--config=${join(node.dir, "kubelet.yaml")}`, `--kubeconfig=${join(node.dir, "kubelet.kubeconfig")}`,
+      `--root-dir=${join(node.dir, "kubelet")}`, `--hostname-override=${node.name}`, `--node-ip=${node.ip}`,
+      "--node-labels=type=real", "-v=1"],
+    "kube-proxy": [join(bin, "kube-proxy"), `--config=${join(node.dir, "kube-proxy.yaml")}`, "-v=1"],
+  };
+  const cmd = inNetns(node.netns, args[component]);
+  node.pids[component] = spawnDetached(cmd[0]!, cmd.slice(1), logOf(node, component));
+}
+
+async function waitFor(node: RealNodeState, component: NodeComponent, what: string, check: () => boolean | Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    const pid = node.pids[component];
+    if (pid && !isAlive(pid)) throw new RigError(`${component} of node ${node.name} exited before ${what}\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`);
+    await Bun.sleep(200);
+  }
+  throw new RigError(`${component} of node ${node.name}: no ${what} within ${timeoutMs / 1000}s\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`);
+}
+
+/** containerd, then the kubelet and kube-proxy; the node registers itself with the API server. */
+export async function startRealNode(node: RealNodeState, bin: string, importImages: (socket: string) => Promise<void>): Promise<void> {
+  startNodeComponent(node, "containerd", bin);
+  await waitFor(node, "containerd", "CRI socket", () => tryRun(["ctr", "--address", node.containerdSocket, "version"]));
+  await importImages(node.containerdSocket);
+  startNodeComponent(node, "kubelet", bin);
+  startNodeComponent(node, "kube-proxy", bin);
+}
+
+type NodeObject = KubeObject & { spec?: { podCIDR?: string }; status?: { conditions?: { type: string; status: string; message?: string }[] } };
+
+/**
+ * Once every node registered and got a pod CIDR: each node's CNI configuration (the kubelet turns
+ * Ready when it appears), routes between the cluster's nodes, the masquerade rule, role labels.
+ */
+export async function finishClusterNodes(c: NodeCluster, nodes: RealNodeState[], client: KubeClient): Promise<void> {
+  for (const node of nodes) {
+    await waitFor(node, "kubelet", "pod CIDR on its Node object", async () => {
+      const obj = await client.find<NodeObject>(Resources.nodes, node.name);
+      node.podCIDR = obj?.spec?.podCIDR;
+      return !!node.podCIDR;
+    });
+    writeFileSync(join(node.dir, "cni/net.d/10-rig.conflist"), cniConfig(node.podCIDR!, join(node.dir, "cni/ipam")));
+    run(inNetns(node.netns, ["nft", "-f", "-"]), `masquerade rule of node ${node.name}`, nodeNatRules(natTable, c.podCIDR));
+    await client.mergePatch(Resources.nodes, node.name, undefined, { metadata: { labels: { "node-role.kubernetes.io/worker": "" } } });
+  }
+  for (const node of nodes) {
+    const routes = nodes.filter((o) => o !== node).map((o) => `route replace ${o.podCIDR} via ${o.ip} dev eth0`);
+    if (routes.length) run(["ip", "-n", node.netns, "-batch", "-"], `routes of node ${node.name}`, routes.join("\n") + "\n");
+  }
+  for (const node of nodes) {
+    await waitFor(node, "kubelet", "Ready condition", async () => {
+      const obj = await client.find<NodeObject>(Resources.nodes, node.name);
+      return !!obj?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
+    }, 120_000);
+  }
+}
+
+function mountsUnder(prefixes: string[]): string[] {
+  const lines = readFileSync("/proc/self/mountinfo", "utf8").split("\n");
+  const points = lines.map((l) => l.split(" ")[4]).filter((p): p is string => !!p)
+    .map((p) => p.replace(/\\040/g, " "))
+    .filter((p) => prefixes.some((pre) => p === pre || p.startsWith(`${pre}/`)));
+  // Deepest first, so a mount on top of another goes before it.
+  return [...new Set(points)].sort((a, b) => b.length - a.length);
+}
+
+function cgroupPids(name: string): number[] {
+  const out: number[] = [];
+  const walk = (dir: string) => {
+    if (!existsSync(dir)) return;
+    for (const p of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n")) if (p) out.push(Number(p));
+    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
+  };
+  for (const h of cgroupHierarchies()) walk(join(h, name));
+  return [...new Set(out)];
+}
+
+function removeCgroupTree(dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
+  try { rmdirSync(dir); } catch { /* a process still inside; reported by the caller's check */ }
+}
+
+/** containerd's shims leave its process group (setsid): found by the socket they were given. */
+function shimPids(socket: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.includes("containerd-shim") && cmdline.includes(socket)) out.push(Number(entry));
+    } catch { /* gone meanwhile */ }
+  }
+  return out;
+}
+
+const killNow = (pid: number) => { try { process.kill(pid, "SIGKILL"); } catch { /* gone */ } };
+
+/** Stops a node and removes all it made on the machine; synchronous, for exit handlers too. */
+export function stopRealNodeNow(node: RealNodeState): string[] {
+  // The kubelet first, so nothing restarts the containers being killed.
+  for (const c of ["kubelet", "kube-proxy"] as const) if (node.pids[c]) killGroupNow(node.pids[c]!);
+  for (let round = 0; round < 50; round++) {
+    const pids = [...cgroupPids(node.netns), ...shimPids(node.containerdSocket)];
+    if (!pids.length) break;
+    pids.forEach(killNow);
+    Bun.sleepSync(20);
+  }
+  if (node.pids.containerd) killGroupNow(node.pids.containerd);
+  for (let i = 0; i < 100 && nodeComponents.some((c) => isAlive(node.pids[c] ?? 0)); i++) Bun.sleepSync(20);
+  for (const m of mountsUnder([node.dir])) tryRun(["umount", "-l", m]);
+  for (const h of cgroupHierarchies()) removeCgroupTree(join(h, node.netns));
+  tryRun(["ip", "netns", "del", node.netns]);
+  tryRun(["ip", "link", "del", node.hostVeth]);
+  return leftovers(node);
+}
+
+/** What of the node is still on the machine (empty when stopped cleanly). */
+export function leftovers(node: RealNodeState): string[] {
+  const left: string[] = [];
+  for (const c of nodeComponents) if (isAlive(node.pids[c] ?? 0)) left.push(`${c} (pid ${node.pids[c]})`);
+  for (const p of [...cgroupPids(node.netns), ...shimPids(node.containerdSocket)]) left.push(`process ${p}`);
+  for (const m of mountsUnder([node.dir])) left.push(`mount ${m}`);
+  for (const h of cgroupHierarchies()) if (existsSync(join(h, node.netns))) left.push(`cgroup ${join(h, node.netns)}`);
+  if (existsSync(`/var/run/netns/${node.netns}`)) left.push(`network namespace ${node.netns}`);
+  return left;
+}
+
+export async function stopRealNode(node: RealNodeState): Promise<string[]> {
+  for (const c of ["kubelet", "kube-proxy"] as const) if (node.pids[c]) await killGroup(node.pids[c]!, 3000);
+  return stopRealNodeNow(node);
+}
+
+export { nodeAddress, rigNetwork, type RigNetwork };
