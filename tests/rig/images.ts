@@ -203,11 +203,14 @@ async function withLock<T>(cache: string, say: (m: string) => void, body: () => 
   }
 }
 
-/** Keeps the newest few archives of an image (other checkouts may still be importing theirs). */
+/**
+ * Keeps the newest few archives of an image, and any from the last hour: a rig starting in another
+ * process (another checkout, or this one before an edit) may not have imported its archive yet.
+ */
 function prune(cache: string, name: string, keep = 3): void {
   const old = readdirSync(cache).filter((f) => f.startsWith(`${name}-`) && f.endsWith(".oci.tar"))
     .map((f) => ({ f, t: statSync(join(cache, f)).mtimeMs })).sort((a, b) => b.t - a.t).slice(keep);
-  for (const { f } of old) rmSync(join(cache, f), { force: true });
+  for (const { f, t } of old) if (Date.now() - t > 3_600_000) rmSync(join(cache, f), { force: true });
 }
 
 /** Builds the missing archives (a few minutes cold, well under a second warm); returns all four. */
@@ -281,6 +284,8 @@ export function normalizeRef(ref: string): string {
  */
 export async function importImages(socket: string, archives: string[]): Promise<void> {
   const ctr = ctrPath();
+  // ctr would retry a missing socket for 10 s before saying so.
+  if (!existsSync(socket)) throw new RigError(`cannot import ${archives.join(", ")}: no containerd socket at ${socket} (is the node's containerd running?)`);
   for (const archive of archives) {
     if (!existsSync(archive)) throw new RigError(`cannot import ${archive} into the containerd at ${socket}: no such file`);
     const refs = await archiveRefs(archive);
