@@ -168,7 +168,7 @@ describe("the unpacked image", () => {
   });
 
   test("the image has the network tools the gateway needs", async () => {
-    for (const tool of ["usr/sbin/nft", "usr/bin/wg", "bin/ip", "usr/local/bin/bun"]) expect(() => readFileSync(join(rootfs, tool))).not.toThrow();
+    for (const tool of ["usr/sbin/nft", "usr/bin/wg", "usr/bin/wireguard-go", "usr/sbin/sysctl", "usr/bin/ping", "bin/ip", "usr/local/bin/bun"]) expect(() => readFileSync(join(rootfs, tool))).not.toThrow();
     expect(readFileSync(join(rootfs, "etc/debian_version"), "utf8")).toMatch(/^12\./);
   });
 
