@@ -204,13 +204,14 @@ async function withLock<T>(cache: string, say: (m: string) => void, body: () => 
 }
 
 /**
- * Keeps the newest few archives of an image, and any from the last hour: a rig starting in another
- * process (another checkout, or this one before an edit) may not have imported its archive yet.
+ * Keeps the newest few archives of an image, and any from the last 20 minutes: a rig starting in
+ * another process (another checkout, or this one before an edit) may not have imported its yet.
+ * Older ones go: every edit of the checkout makes a new liqo archive of ~120 MB.
  */
 function prune(cache: string, name: string, keep = 3): void {
   const old = readdirSync(cache).filter((f) => f.startsWith(`${name}-`) && f.endsWith(".oci.tar"))
     .map((f) => ({ f, t: statSync(join(cache, f)).mtimeMs })).sort((a, b) => b.t - a.t).slice(keep);
-  for (const { f, t } of old) if (Date.now() - t > 3_600_000) rmSync(join(cache, f), { force: true });
+  for (const { f, t } of old) if (Date.now() - t > 20 * 60_000) rmSync(join(cache, f), { force: true });
 }
 
 /** Builds the missing archives (a few minutes cold, well under a second warm); returns all four. */
