@@ -54,6 +54,10 @@ export interface DeleteOptions {
   propagationPolicy?: "Foreground" | "Background" | "Orphan";
 }
 
+export type JsonPatchOp =
+  | { op: "remove"; path: string }
+  | { op: "add" | "replace" | "test"; path: string; value: unknown };
+
 export interface ApplyOptions {
   fieldManager: string;
   force?: boolean;
@@ -153,6 +157,11 @@ export class KubeClient {
   }
 
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return (await this.requestWithStatus<T>(method, path, options)).body;
+  }
+
+  /** Like request, with the HTTP status of the answer (201 Created against 200 OK, say). */
+  async requestWithStatus<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<{ body: T; status: number }> {
     let res = await this.fetch(method, path, options);
     // Like client-go: a 429 carrying Retry-After (e.g. "storage is (re)initializing" right after a
     // CRD is established) means the server did not process the request; see retryAfterMs.
@@ -168,7 +177,7 @@ export class KubeClient {
       try { status = JSON.parse(text); } catch { status = { message: text.slice(0, 300) }; }
       throw apiErrorFromStatus(res.status, status, options.key ?? path, method);
     }
-    return (text ? JSON.parse(text) : undefined) as T;
+    return { body: (text ? JSON.parse(text) : undefined) as T, status: res.status };
   }
 
   get<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace?: string, signal?: AbortSignal): Promise<T> {
@@ -204,15 +213,28 @@ export class KubeClient {
     });
   }
 
+  /** A JSON patch (RFC 6902); an op that fails (a "test", a missing path) fails the whole patch. */
+  jsonPatch<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace: string | undefined, ops: JsonPatchOp[], options: { fieldManager?: string; subresource?: string } = {}): Promise<T> {
+    return this.request<T>("PATCH", resourcePath(res, namespace, name, options.subresource), {
+      body: ops, contentType: "application/json-patch+json", key: keyOf(namespace, name), query: { fieldManager: options.fieldManager },
+    });
+  }
+
   /** Server-side apply: the object as this field manager wants it; JSON is valid apply YAML. */
-  apply<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, options: ApplyOptions): Promise<T> {
+  async apply<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, options: ApplyOptions): Promise<T> {
+    return (await this.applyReporting<T>(res, obj, options)).object;
+  }
+
+  /** Server-side apply, and whether it created the object (201) rather than changed an existing one. */
+  async applyReporting<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, options: ApplyOptions): Promise<{ object: T; created: boolean }> {
     const { namespace, name } = obj.metadata;
     if (!name) throw new KubeApiError(`apply ${res.kind}: the object has no metadata.name`, 0, "Invalid", "");
     const body = { ...obj, apiVersion: obj.apiVersion ?? (res.group ? `${res.group}/${res.version}` : res.version), kind: obj.kind ?? res.kind };
-    return this.request<T>("PATCH", resourcePath(res, namespace, name, options.subresource), {
+    const answer = await this.requestWithStatus<T>("PATCH", resourcePath(res, namespace, name, options.subresource), {
       body, contentType: "application/apply-patch+yaml", key: objectKey(obj),
       query: { fieldManager: options.fieldManager, force: options.force ?? true },
     });
+    return { object: answer.body, created: answer.status === 201 };
   }
 
   /** Deletes; false when it was already gone. With `uid`, a different object of that name is left alone (Conflict). */
