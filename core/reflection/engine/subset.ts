@@ -1,6 +1,7 @@
-// Whether an object already has every field a desired object sets, with the same values: then a
-// server-side apply would change nothing, and the request (the most expensive step of a
-// reconcile) is skipped. Fields the server adds (defaults, status, IPs) do not matter.
+// Whether an object already has every field a desired object sets, with the same values. Fields
+// the server adds (defaults, status, IPs) do not matter. Containment is only half of equality:
+// it cannot see a field the answer dropped, so on its own it must never skip a write
+// (ownership.ts adds the other half, from the object's managedFields).
 export function isSubset(desired: unknown, actual: unknown): boolean {
   if (desired === actual) return true;
   if (desired === null || typeof desired !== "object") return desired === actual;
