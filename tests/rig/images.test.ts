@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./ports.ts";
 import { archiveRefs, checkoutKey, ctrPath, ensureImages, ensureRigImages, imageCacheDir, importImages, normalizeRef, rigImageRefs } from "./images.ts";
+import { makeLayer, writeOciArchive } from "../../scripts/oci-archive.ts";
 import { waitFor } from "../support/wait.ts";
 
 setDefaultTimeout(90_000);
@@ -131,6 +132,37 @@ describe("the archives", () => {
     expect(normalizeRef("me/app:2")).toBe("docker.io/me/app:2");
     expect(normalizeRef("localhost:5000/app")).toBe("localhost:5000/app:latest");
     expect(normalizeRef("ghcr.io/liqo-bun/hello:0.1.0")).toBe("ghcr.io/liqo-bun/hello:0.1.0");
+  });
+});
+
+describe("rig image import", () => {
+  test("puts a user's archive into the containerd of every real node of the rig", async () => {
+    const stage = join(tmp, "mine");
+    mkdirSync(join(stage, "data"), { recursive: true });
+    writeFileSync(join(stage, "data/hello.txt"), "mine\n");
+    const ref = `example.test/mine:${Date.now()}`;
+    const archive = join(tmp, "mine.oci.tar");
+    const layer = await makeLayer(stage, join(tmp, "mine.tar.gz"), { comment: "a user's file" });
+    await writeOciArchive({ out: archive, layers: [layer], ref, work: join(tmp, "mine-work"), config: { user: "0", workingDir: "/", entrypoint: ["/bin/true"], env: [], labels: {} } });
+    // A rig as `rig up --real-nodes` records it, both nodes served by this test's containerd.
+    const dir = join(tmp, "rig");
+    mkdirSync(dir);
+    const node = (name: string) => ({ name, cluster: "rome", netns: name, ip: "", hostVeth: "", dir, containerdSocket: socket, pids: {} });
+    writeFileSync(join(dir, "rig.json"), JSON.stringify({ dir, owner: 0, kubeconfigDir: dir, bin: "", clusters: [{ name: "rome", realNodeStates: [node("rome-node-1"), node("rome-node-2")] }] }));
+    const r = await sh([process.execPath, join(import.meta.dir, "cli.ts"), "image", "import", archive, "--dir", dir]);
+    expect(r.out).toContain(`rome-node-1          ${ref}`);
+    expect(r.out).toContain(`rome-node-2          ${ref}`);
+    expect(r.code).toBe(0);
+    expect((await ctr("images", "ls", "-q")).out.split("\n")).toContain(ref);
+  });
+
+  test("says so when the rig has no real nodes", async () => {
+    const dir = join(tmp, "kwok-rig");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "rig.json"), JSON.stringify({ dir, owner: 0, kubeconfigDir: dir, bin: "", clusters: [{ name: "rome" }] }));
+    const r = await sh([process.execPath, join(import.meta.dir, "cli.ts"), "image", "import", images[0]!.archive, "--dir", dir]);
+    expect(r.err).toContain("has no real nodes");
+    expect(r.code).not.toBe(0);
   });
 });
 
