@@ -1,6 +1,6 @@
 // One rig cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok with M
 // fake worker nodes, all on loopback, each component a detached process with its own log.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, copyFileSync, existsSync, linkSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
@@ -8,7 +8,7 @@ import { RigError } from "./errors.ts";
 import { createClusterPki, kubeconfigYaml, type ClusterPki } from "./pki.ts";
 import { isAlive, killGroup, spawnDetached, tailFile } from "./process.ts";
 import { clusterDnsAddress, deployClusterDns } from "./dns.ts";
-import { finishClusterNodes, startRealNode, stopRealNode, type RealNodeState } from "./nodes.ts";
+import { finishClusterNodes, startRealNode, stopRealNode, type HostRouting, type RealNodeState } from "./nodes.ts";
 
 export const components = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
 export type Component = (typeof components)[number];
@@ -43,6 +43,13 @@ export interface ClusterState extends ClusterSpec {
   fakeLogs: { current: string; previous: string };
   /** With real nodes: the host's address on the rig bridge, where nodes and pods reach the API server. */
   nodeGateway?: string;
+  /**
+   * With real nodes: the API server runs as `uid`, and an `ip rule` sends that uid's packets to
+   * routing table `table`, which holds routes to this cluster's pod CIDRs via its nodes. So the API
+   * server reaches webhooks and virtual kubelets in pods, also when two clusters of the rig have
+   * the same pod CIDR (the host's main table has no pod routes at all).
+   */
+  hostRouting?: HostRouting;
   realNodeStates?: RealNodeState[];
 }
 
@@ -56,7 +63,7 @@ export function firstServiceIp(cidr: string): string {
   return parts.join(".");
 }
 
-export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPorts, nodeGateway?: string): ClusterState {
+export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPorts, nodeGateway?: string, hostRouting?: ClusterState["hostRouting"]): ClusterState {
   mkdirSync(join(dir, "logs"), { recursive: true });
   const pki = createClusterPki(join(dir, "pki"), spec.name, firstServiceIp(spec.serviceCIDR), nodeGateway ? [nodeGateway] : []);
   const server = `https://127.0.0.1:${ports.apiserver}`;
@@ -66,7 +73,14 @@ export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPor
   writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.scheduler, "kube-scheduler"));
   writeFileSync(join(dir, "kwok.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.kwok, "kwok"));
   const fakeLogs = writeKwokDebugConfig(dir, spec.name);
-  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki, fakeLogs, ...(nodeGateway ? { nodeGateway } : {}) };
+  if (hostRouting) {
+    // The API server runs as hostRouting.uid: it must reach its binary and read its own keys.
+    for (const f of [pki.apiserver.key, pki.apiserver.cert, pki.ca.cert, pki.serviceAccount.key, pki.serviceAccount.pub, pki.kubeletClient.cert, pki.kubeletClient.key]) {
+      chownSync(f, hostRouting.uid, hostRouting.uid);
+    }
+    for (const d of [join(dir, ".."), dir, pki.dir]) chmodSync(d, 0o711);
+  }
+  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki, fakeLogs, ...(nodeGateway ? { nodeGateway, hostRouting } : {}) };
 }
 
 /** One line of a container log as CRI runtimes write it (and kwok reads it). */
@@ -112,7 +126,9 @@ function componentArgs(c: ClusterState, component: Component): string[] {
       // Service, whose endpoint is then the bridge address; kubelets are authorized as nodes.
       const g = c.nodeGateway;
       const reach = g
-        ? ["--bind-address=0.0.0.0", `--advertise-address=${g}`, "--endpoint-reconciler-type=lease", "--authorization-mode=Node,RBAC"]
+        // Webhooks are called at their endpoints' pod addresses (routed by hostRouting): no
+        // kube-proxy runs on the host to resolve a Service's cluster IP.
+        ? ["--bind-address=0.0.0.0", `--advertise-address=${g}`, "--endpoint-reconciler-type=lease", "--authorization-mode=Node,RBAC", "--enable-aggregator-routing=true"]
         // The `kubernetes` Service cannot have 127.0.0.1 as an endpoint; nothing on kwok nodes needs one.
         : ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none", "--authorization-mode=RBAC"];
       return [
@@ -155,7 +171,18 @@ function componentArgs(c: ClusterState, component: Component): string[] {
 export const logFile = (c: ClusterState, component: Component) => join(c.dir, "logs", `${component}.log`);
 
 export function startComponent(c: ClusterState, component: Component, bin: string): void {
-  c.pids[component] = spawnDetached(join(bin, component), componentArgs(c, component), logFile(c, component));
+  const uid = component === "kube-apiserver" ? c.hostRouting?.uid : undefined;
+  const path = uid === undefined ? join(bin, component) : reachableCopy(join(bin, component), join(c.dir, component));
+  c.pids[component] = spawnDetached(path, componentArgs(c, component), logFile(c, component), undefined, uid);
+}
+
+/** The build cache may sit in root's home, which other uids cannot enter: a link (or copy) in the rig. */
+function reachableCopy(from: string, to: string): string {
+  if (!existsSync(to)) {
+    try { linkSync(from, to); } catch { copyFileSync(from, to); }
+  }
+  chmodSync(to, 0o755);
+  return to;
 }
 
 export async function stopComponent(c: ClusterState, component: Component): Promise<void> {
@@ -278,7 +305,7 @@ async function startRealNodes(c: ClusterState, bin: string, client: KubeClient, 
   progress(`${c.name}: starting ${nodes.length} real node(s): containerd, image import, kubelet, kube-proxy`);
   await Promise.all(nodes.map((n) => startRealNode(n, bin, (socket) => images.importInto(socket))));
   progress(`${c.name}: waiting for the real nodes to register, get pod CIDRs and turn Ready`);
-  await finishClusterNodes(c, nodes, client);
+  await finishClusterNodes(c, nodes, client, c.hostRouting!);
   progress(`${c.name}: starting the cluster DNS (CoreDNS at ${clusterDnsAddress(c.serviceCIDR)})`);
   await deployClusterDns(c.name, c.serviceCIDR, client);
 }

@@ -141,9 +141,6 @@ export function kubeProxyConfig(kubeconfig: string, clusterCIDR: string, node: s
     metricsBindAddress: "127.0.0.1:10249",
     // conntrack sizes are the machine's; a node namespace leaves them alone.
     conntrack: { maxPerCore: 0, min: 0 },
-    // Every Service packet is masqueraded: a pod reaching a Service backed by a pod on its own
-    // bridge gets the answer back through the node, without br_netfilter in the node namespace.
-    iptables: { masqueradeAll: true },
   }, null, 2);
 }
 

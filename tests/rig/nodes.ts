@@ -123,7 +123,10 @@ function createNodeNetns(node: RealNodeState, net: RigNetwork): void {
   const inside = [`addr add ${node.ip}/24 dev eth0`, "link set eth0 up", "link set lo up", `route add default via ${net.gateway}`];
   run(["ip", "-batch", "-"], `wiring node ${node.name} to ${net.bridge}`, host.join("\n") + "\n");
   run(["ip", "-n", ns, "-batch", "-"], `addressing node ${node.name}`, inside.join("\n") + "\n");
-  for (const s of ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0"]) run(inNetns(ns, ["sysctl", "-qw", s]), `sysctl ${s} in ${ns}`);
+  // Bridged pod traffic passes the node's iptables, so kube-proxy can un-NAT a Service answer
+  // between two pods on the same bridge (kubeadm's br_netfilter requirement; per namespace here).
+  const sysctls = ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.bridge.bridge-nf-call-iptables=1"];
+  for (const s of sysctls) run(inNetns(ns, ["sysctl", "-qw", s]), `sysctl ${s} in ${ns}`);
 }
 
 /** Every v1 hierarchy needs the node's cgroup before its kubelet starts (cgroupRoot). */
@@ -185,7 +188,7 @@ type NodeObject = KubeObject & { spec?: { podCIDR?: string }; status?: { conditi
  * Once every node registered and got a pod CIDR: each node's CNI configuration (the kubelet turns
  * Ready when it appears), routes between the cluster's nodes, the masquerade rule, role labels.
  */
-export async function finishClusterNodes(c: NodeCluster, nodes: RealNodeState[], client: KubeClient): Promise<void> {
+export async function finishClusterNodes(c: NodeCluster, nodes: RealNodeState[], client: KubeClient, hostRouting: HostRouting): Promise<void> {
   for (const node of nodes) {
     await waitFor(node, "kubelet", "pod CIDR on its Node object", async () => {
       const obj = await client.find<NodeObject>(Resources.nodes, node.name);
@@ -200,12 +203,29 @@ export async function finishClusterNodes(c: NodeCluster, nodes: RealNodeState[],
     const routes = nodes.filter((o) => o !== node).map((o) => `route replace ${o.podCIDR} via ${o.ip} dev eth0`);
     if (routes.length) run(["ip", "-n", node.netns, "-batch", "-"], `routes of node ${node.name}`, routes.join("\n") + "\n");
   }
+  setHostRouting(hostRouting, nodes);
   for (const node of nodes) {
     await waitFor(node, "kubelet", "Ready condition", async () => {
       const obj = await client.find<NodeObject>(Resources.nodes, node.name);
       return !!obj?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
     }, 120_000);
   }
+}
+
+/** Rules before the main table's (priority 32766), which has the machine's default route. */
+export interface HostRouting { uid: number; table: number; priority: number }
+
+/** The API server's own routing table (selected by its uid): each node's pod CIDR via the node. */
+function setHostRouting(r: HostRouting, nodes: RealNodeState[]): void {
+  removeHostRoutingNow(r);
+  const lines = nodes.map((n) => `route replace ${n.podCIDR} via ${n.ip} table ${r.table}`);
+  lines.push(`rule add uidrange ${r.uid}-${r.uid} lookup ${r.table} priority ${r.priority}`);
+  run(["ip", "-batch", "-"], `the API server's routes to the pods (table ${r.table})`, lines.join("\n") + "\n");
+}
+
+export function removeHostRoutingNow(r: HostRouting): void {
+  while (tryRun(["ip", "rule", "del", "priority", String(r.priority)])) { /* one rule per call */ }
+  tryRun(["ip", "route", "flush", "table", String(r.table)]);
 }
 
 function mountsUnder(prefixes: string[]): string[] {
@@ -220,18 +240,21 @@ function mountsUnder(prefixes: string[]): string[] {
 function cgroupPids(name: string): number[] {
   const out: number[] = [];
   const walk = (dir: string) => {
-    if (!existsSync(dir)) return;
-    for (const p of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n")) if (p) out.push(Number(p));
-    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
+    // Cgroups vanish while we read them (runc removes a container's as it exits).
+    try {
+      for (const p of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n")) if (p) out.push(Number(p));
+      for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
+    } catch { /* gone */ }
   };
   for (const h of cgroupHierarchies()) walk(join(h, name));
   return [...new Set(out)];
 }
 
 function removeCgroupTree(dir: string): void {
-  if (!existsSync(dir)) return;
-  for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
-  try { rmdirSync(dir); } catch { /* a process still inside; reported by the caller's check */ }
+  try {
+    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
+    rmdirSync(dir);
+  } catch { /* gone already, or a process still inside: reported by leftovers() */ }
 }
 
 /** containerd's shims leave its process group (setsid): found by the socket they were given. */

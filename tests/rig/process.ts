@@ -3,9 +3,10 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 
-export function spawnDetached(cmd: string, args: string[], logFile: string, env?: Record<string, string>): number {
+export function spawnDetached(cmd: string, args: string[], logFile: string, env?: Record<string, string>, uid?: number): number {
   const out = openSync(logFile, "a");
-  const child = spawn(cmd, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, ...env } });
+  const ids = uid === undefined ? {} : { uid, gid: uid };
+  const child = spawn(cmd, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, ...env }, ...ids });
   closeSync(out);
   child.unref();
   if (!child.pid) throw new Error(`could not start ${cmd}`);

@@ -79,8 +79,24 @@ describe("a rig with real nodes", () => {
         return r.code === 0 ? r : undefined;
       }, { timeoutMs: 60_000 });
       expect(byName.out).toContain("Server name: server");
+      // The Service's only endpoint is the caller itself (hairpin through the node's bridge).
+      // Each node's kube-proxy programs the Service on its own time: wait for the server's node.
+      const hairpin = await waitFor(`${c.name}: the server reaches itself through its Service`, async () => {
+        const r = await kubectl(c.name, "exec", "server", "--", "curl", "-sS", "--max-time", "5", "http://hello:8080/");
+        return r.code === 0 ? r : undefined;
+      }, { timeoutMs: 60_000 });
+      expect(hairpin.out).toContain("Server name: server");
     }
   }, 600_000);
+
+  test("each API server reaches its own cluster's pods (pod proxy), with the same pod CIDR in both", async () => {
+    for (const c of rig.clusters) {
+      const r = await kubectl(c.name, "get", "--raw", "/api/v1/namespaces/default/pods/server:80/proxy/via-the-api-server");
+      expect(r.err).toBe("");
+      expect(r.out).toContain("Server name: server");
+      expect(r.out).toContain("URI: /via-the-api-server");
+    }
+  });
 
   test("a pod reaches its cluster's API server through the kubernetes Service", async () => {
     const c = rig.clusters[0]!;
@@ -128,6 +144,11 @@ describe("a rig with real nodes", () => {
     expect(links).not.toContain(`lrig${rig.network!.index}v`);
     const netns = Bun.spawnSync(["ip", "netns", "list"]).stdout.toString();
     expect(netns).not.toContain(`lrig${rig.network!.index}-`);
+    const rules = Bun.spawnSync(["ip", "rule", "list"]).stdout.toString();
+    for (const c of rig.clusters) {
+      expect(rules).not.toContain(`uidrange ${c.hostRouting!.uid}-`);
+      expect(Bun.spawnSync(["ip", "route", "show", "table", String(c.hostRouting!.table)]).stdout.toString()).toBe("");
+    }
     const mounts = readFileSync("/proc/self/mountinfo", "utf8");
     expect(mounts).not.toContain(rig.dir);
     expect(existsSync(rig.dir)).toBe(false);

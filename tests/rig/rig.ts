@@ -8,7 +8,7 @@ import { components, prepareCluster, startCluster, stopCluster, type ClusterStat
 import { RigError } from "./errors.ts";
 import { allocatePorts } from "./ports.ts";
 import { isAlive, killGroup, killGroupNow } from "./process.ts";
-import { allocateRigNetwork, createRigNetwork, prepareRealNode, removeRigNetworkNow, stopRealNodeNow } from "./nodes.ts";
+import { allocateRigNetwork, createRigNetwork, prepareRealNode, removeHostRoutingNow, removeRigNetworkNow, stopRealNodeNow } from "./nodes.ts";
 import type { RigNetwork } from "./node-config.ts";
 import { clusterDnsAddress } from "./dns.ts";
 import { ensureRigImages, importImages } from "./images.ts";
@@ -137,7 +137,10 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
       const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = ports.slice(i * portsPerCluster, (i + 1) * portsPerCluster) as number[];
       const spec = { name, index: i, nodes, realNodes, ...clusterCidrs(i, options.overlappingPodCidrs ?? false) };
       progress(`${name}: creating PKI (pods ${spec.podCIDR}, services ${spec.serviceCIDR})`);
-      const cluster = prepareCluster(spec, join(dir, name), { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! }, rig.network?.gateway);
+      // Per rig and cluster: a uid for the API server and its routing table (cluster.ts hostRouting).
+      const slot = rig.network ? rig.network.index * 8 + i : 0;
+      const hostRouting = rig.network ? { uid: 40000 + slot, table: 41000 + slot, priority: 20000 + slot } : undefined;
+      const cluster = prepareCluster(spec, join(dir, name), { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! }, rig.network?.gateway, hostRouting);
       rig.clusters.push(cluster);
       if (rig.network) {
         cluster.realNodeStates = [];
@@ -175,6 +178,7 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
   await Promise.all((rig.extras ?? []).map((p) => killGroup(p.pid)));
   const failures = (await Promise.allSettled(rig.clusters.map((c) => stopCluster(c)))).filter((r) => r.status === "rejected");
   if (rig.network) removeRigNetworkNow(rig.network);
+  for (const c of rig.clusters) if (c.hostRouting) removeHostRoutingNow(c.hostRouting);
   const left = rigProcesses(rig).filter((p) => p.alive);
   if (left.length) {
     throw new RigError(`could not stop ${left.map((p) => `${p.cluster}/${p.component} (pid ${p.pid})`).join(", ")}; kill them by hand, then rerun rig down`);
@@ -189,6 +193,7 @@ export function killRigNow(rig: Rig) {
   for (const c of rig.clusters) for (const n of c.realNodeStates ?? []) stopRealNodeNow(n);
   for (const p of rigProcesses(rig)) killGroupNow(p.pid);
   if (rig.network) removeRigNetworkNow(rig.network);
+  for (const c of rig.clusters) if (c.hostRouting) removeHostRoutingNow(c.hostRouting);
   rmSync(rig.dir, { recursive: true, force: true });
 }
 
