@@ -37,7 +37,7 @@ const outOfBand = defineCommand({
     "cluster-id": { type: "string", required: true, description: "the remote cluster's ID" },
     "auth-token": { type: "string", required: true, description: "the remote cluster's auth token" },
     "insecure-skip-tls-verify": { type: "boolean", default: true, description: "do not verify the auth service's certificate (Liqo's default; --no-insecure-skip-tls-verify to verify)" },
-    networking: { type: "boolean", default: false, description: "let liqo interconnect the networks (needs liqo network-manager and gateways on both sides)" },
+    networking: { type: "boolean", default: true, description: "let liqo interconnect the networks (liqo network-manager and gateways on both sides, as the chart runs them); --no-networking when the clusters' pods already reach each other" },
     ...timeoutFlag,
     ...kubeFlags,
   },

@@ -123,7 +123,8 @@ export async function generatedPeerCommand(provider: LiqoSide): Promise<string[]
   if (r.code !== 0) throw new Error(`liqoctl generate peer-command failed (${r.code}): ${r.err}`);
   const words = r.out.trim().split(/\s+/);
   if (words[0] !== "liqoctl") throw new Error(`unexpected generated command: ${r.out}`);
-  return words.slice(1);
+  // These rigs run liqo's roles as processes without a network fabric.
+  return [...words.slice(1), "--no-networking"];
 }
 
 /** A consumer whose liqo runs as real processes (see startConsumerProcesses). */

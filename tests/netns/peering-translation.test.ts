@@ -46,7 +46,8 @@ afterAll(async () => {
 describe("virtual kubelet with the network fabric's translation", () => {
   test("peer --networking: authentication, network and outgoing peering are established", async () => {
     expect(rig.clusters.map((c) => c.podCIDR)).toEqual(["10.200.0.0/16", "10.200.0.0/16"]);
-    const r = await liqoctl(rome, ...(await generatedPeerCommand(milan)), "--networking", "--timeout=300s");
+    const words = (await generatedPeerCommand(milan)).filter((w) => w !== "--no-networking");
+    const r = await liqoctl(rome, ...words, "--networking", "--timeout=300s");
     expect(r.err).toContain("Network established with cluster milan");
     expect(r.code).toBe(0);
     const fc = await rome.client.get<KubeObject & { spec: { networkingEnabled?: string } }>(ForeignClusterResource, "milan");

@@ -73,7 +73,8 @@ export async function runQuickstart(options: QuickstartOptions = {}): Promise<Qu
   if (!generated) throw new RigError(`liqoctl generate peer-command printed no peer command: ${printed}`);
   const words = generated.split(/\s+/);
   say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
-  await run([...liqoctl, ...words.slice(1), `--kubeconfig=${romeC.kubeconfig}`, "--timeout=300s"], "liqoctl peer out-of-band milan (rome)");
+  // kwok nodes run no containers and the roles run as processes: no network fabric to set up.
+  await run([...liqoctl, ...words.slice(1), "--no-networking", `--kubeconfig=${romeC.kubeconfig}`, "--timeout=300s"], "liqoctl peer out-of-band milan (rome)");
 
   say("offloading namespace liqo-demo: liqoctl offload namespace liqo-demo");
   await rome.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });
