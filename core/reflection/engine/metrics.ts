@@ -7,7 +7,7 @@ export type EngineMetrics = ReturnType<typeof createEngineMetrics>;
 export function createEngineMetrics(registry: Registry) {
   return {
     reconciles: registry.counter({
-      name: "liqo_reflection_reconciles_total", help: "Objects handled by a reflector, by outcome (apply, delete, skip, conflict, error).",
+      name: "liqo_reflection_reconciles_total", help: "Objects handled by a reflector, by outcome (apply, repair: other managers' extra fields removed, unchanged, delete, skip, conflict, error).",
       labelNames: ["reflector", "outcome"] as const,
     }),
     errors: registry.counter({

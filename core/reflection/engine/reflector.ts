@@ -14,7 +14,7 @@ import { PluginError } from "../errors.ts";
 import { isOwnedBy, writesStatusOnly } from "../finish.ts";
 import type { ReflectorPlugin } from "../host.ts";
 import type { EventRecorder } from "./events.ts";
-import { isSubset } from "./subset.ts";
+import { convergence, isEqual, type Convergence } from "./ownership.ts";
 import type { EngineMetrics } from "./metrics.ts";
 
 export interface NamespacePair {
@@ -49,13 +49,17 @@ export class Reflector {
   private readonly log: Logger;
   private stopped = false;
   /**
-   * Per key, the resourceVersions (source|target) the last apply left both sides at. Our own write
-   * comes back as a watch event; when neither side moved since, the plugin would answer the same,
-   * so the call and the comparison are skipped. Only for plugins whose answer depends on nothing
-   * but the two objects and the pair's fixed context, in one direction.
+   * Per key, the resourceVersions (source|target) at which the target was last seen to EQUAL the
+   * plugin's answer (write() checks it against managedFields; containment is not enough). Our own
+   * write comes back as a watch event; when neither side moved since, the plugin would answer the
+   * same and the target still equals it, so the call and the comparison are skipped. Only for
+   * plugins whose answer depends on nothing but the two objects and the pair's fixed context, in
+   * one direction.
    */
   private readonly settled = new Map<string, string>();
   private readonly memoable: boolean;
+  /** Per key, the uid of an object this reflector created and its cache has not shown yet (createByApply). */
+  private readonly createdHere = new Map<string, string>();
 
   constructor(readonly plugin: ReflectorPlugin, readonly resource: Resource, readonly ref: ResourceRef, private readonly deps: ReflectorDeps) {
     this.name = `${plugin.manifest.name}/${resource.kind}`;
@@ -102,6 +106,7 @@ export class Reflector {
     this.pairs.delete(id);
     this.byRemoteNs.delete(entry.pair.remoteNamespace);
     this.settled.clear(); // the pair may come back with another context
+    this.createdHere.clear();
     await Promise.all([entry.local.stop(), entry.remote.stop()]);
   }
 
@@ -153,17 +158,18 @@ export class Reflector {
     }
     const ctx = this.deps.contextFor(pair);
     const dir = this.resource.direction;
+    if (this.createdHere.size && (dir === "forward" ? remote : local)) this.createdHere.delete(key);
     if (this.memoable) {
       const [source, target] = dir === "forward" ? [local, remote] : [remote, local];
       const stamp = `${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
       if (source && this.settled.get(key) === stamp) return this.count("unchanged");
       this.settled.delete(key);
-      const after = await this.step(dir as "forward" | "backward", source, target, ctx);
+      const after = await this.step(key, dir as "forward" | "backward", source, target, ctx);
       if (source && after) this.settled.set(key, `${source.metadata.resourceVersion ?? ""}|${after}`);
       return;
     }
-    if (dir === "forward" || dir === "both") await this.step("forward", local, remote, ctx);
-    if (dir === "backward" || dir === "both") await this.step("backward", remote, local, ctx);
+    if (dir === "forward" || dir === "both") await this.step(key, "forward", local, remote, ctx);
+    if (dir === "backward" || dir === "both") await this.step(key, "backward", remote, local, ctx);
   }
 
   /** The engine quarantines the plugin (once); the object gets its Event (the recorder keeps one per object). */
@@ -174,9 +180,9 @@ export class Reflector {
 
   /**
    * source → target: forward writes the remote cluster, backward the local one. Returns the
-   * target's resourceVersion when the target now holds what the plugin wants (written or already so).
+   * target's resourceVersion when the target now equals what the plugin answered (written or already so).
    */
-  private async step(direction: "forward" | "backward", source: KubeObj | null, target: KubeObj | null, ctx: ReflectionContext): Promise<string | undefined> {
+  private async step(key: string, direction: "forward" | "backward", source: KubeObj | null, target: KubeObj | null, ctx: ReflectionContext): Promise<string | undefined> {
     if (!source && !target) return;
     const forward = direction === "forward";
     const targetClient = forward ? this.deps.remote : this.deps.local;
@@ -214,31 +220,7 @@ export class Reflector {
     try {
       if (decision.decision === "apply") {
         if (target && !owned) return this.conflict(subject, target);
-        // Our own write comes back as a watch event: answering it with a no-op apply would double the writes.
-        if (target && isSubset(statusOnly ? { status: (decision.object as KubeObj).status } : decision.object, target)) {
-          this.count("unchanged");
-          return target.metadata.resourceVersion;
-        }
-        if (!target && !statusOnly) {
-          // Create, never apply, when our cache sees nothing: an apply would take over an object someone
-          // else just made. AlreadyExists means the cache lags; look again once it has caught up.
-          const made = await targetClient.create(this.ref, decision.object as KubeObj, undefined, { fieldManager: this.deps.fieldManager }).catch((err) => {
-            if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} appeared in the destination before our cache saw it`);
-            throw err;
-          });
-          this.count("apply");
-          return made.metadata.resourceVersion;
-        }
-        // The cached resourceVersion is a precondition: if the object changed hands meanwhile, the apply fails.
-        const body = { ...(decision.object as KubeObj) };
-        if (target && !statusOnly) body.metadata = { ...body.metadata, resourceVersion: target.metadata.resourceVersion };
-        const written = await targetClient.apply(this.ref, body, { fieldManager: this.deps.fieldManager, force: true, subresource: statusOnly ? "status" : undefined })
-          .catch((err) => {
-            if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
-            throw err;
-          });
-        this.count("apply");
-        return written.metadata.resourceVersion;
+        return await this.write(key, targetClient, decision.object as KubeObj, target, statusOnly);
       } else if (decision.decision === "delete") {
         // Never delete what reflection did not create; with no local object there is no conflict to report.
         if (!target || statusOnly || !owned) return this.count("skip");
@@ -256,6 +238,91 @@ export class Reflector {
       }
       throw err;
     }
+  }
+
+  /**
+   * Makes the destination EQUAL the answer (ownership.ts), and returns the resourceVersion at
+   * which it does (undefined if it could not). Nothing is sent when the destination already
+   * equals the answer: our own write coming back as a watch event costs no request. Otherwise a
+   * server-side apply under the one field manager, which also removes what it applied before and
+   * the answer dropped; then, for fields another manager added that the answer does not have
+   * (a hand edit, our own manager's old create), a JSON patch that removes exactly those. A full
+   * replace (PUT) would do it in one request but would hand every field to an Update entry,
+   * which later applies never remove, and would drop what the destination's own controllers set.
+   */
+  private async write(key: string, client: KubeClient, answer: KubeObj, target: KubeObj | null, statusOnly: boolean): Promise<string | undefined> {
+    const fieldManager = this.deps.fieldManager;
+    const scope = statusOnly ? "status" : "main";
+    if (!target && !statusOnly) {
+      const made = await this.createByApply(client, answer, key);
+      this.count("apply");
+      return this.settledAt(made, convergence(answer, made, fieldManager));
+    }
+    let current = target;
+    let plan: Convergence = current ? convergence(answer, current, fieldManager, scope) : { apply: true, removals: [] };
+    if (current && isEqual(plan)) {
+      this.count("unchanged");
+      return current.metadata.resourceVersion;
+    }
+    if (plan.apply) {
+      // The cached resourceVersion is a precondition: if the object changed hands meanwhile, the apply fails.
+      const body = { ...answer };
+      if (current && !statusOnly) body.metadata = { ...body.metadata, resourceVersion: current.metadata.resourceVersion };
+      current = await client.apply(this.ref, body, { fieldManager, force: true, subresource: statusOnly ? "status" : undefined })
+        .catch((err) => {
+          if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
+          throw err;
+        });
+      this.count("apply");
+      plan = convergence(answer, current, fieldManager, scope);
+    }
+    if (plan.removals.length && current) {
+      const { name, namespace, resourceVersion } = current.metadata;
+      // Replacing the resourceVersion with itself is the precondition: another version fails with a Conflict.
+      const ops = [{ op: "replace" as const, path: "/metadata/resourceVersion", value: resourceVersion }, ...plan.removals.map((path) => ({ op: "remove" as const, path }))];
+      current = await client.jsonPatch(this.ref, name!, namespace, ops, { fieldManager }).catch((err) => {
+        if (err instanceof KubeApiError && (err.status === 409 || err.status === 422)) throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
+        throw err;
+      });
+      this.count("repair");
+      plan = convergence(answer, current, fieldManager, scope);
+    }
+    return current ? this.settledAt(current, plan) : undefined;
+  }
+
+  /**
+   * Creates by server-side apply, so our field manager owns every field from the start (a POST
+   * hands them to an Update entry, which later applies never remove). An apply also changes an
+   * existing object, and we must never take over one someone else made under this name while
+   * our cache did not show it yet. The apply is not forced, so a field they set otherwise is a
+   * Conflict and nothing changes; if it still found an object (200, not 201 Created), it only
+   * added fields or set equal values, and applying nothing under our manager takes exactly those
+   * away again. Either way the key is read again once the cache has caught up. Our own create
+   * also answers 200 when the key is handled again before its watch event arrived: createdHere
+   * tells the two apart by uid.
+   */
+  private async createByApply(client: KubeClient, answer: KubeObj, key: string): Promise<KubeObj> {
+    const fieldManager = this.deps.fieldManager;
+    const appeared = () => new RetryAfterError(200, `${this.resource.kind} appeared in the destination before our cache saw it`);
+    const { object, created } = await client.applyReporting(this.ref, answer, { fieldManager, force: false }).catch((err) => {
+      if (err instanceof KubeApiError && err.status === 409) throw appeared();
+      throw err;
+    });
+    if (created) {
+      this.createdHere.set(key, object.metadata.uid!);
+      return object;
+    }
+    // Ours after all: our own create, whose watch event the cache has not seen yet.
+    if (this.createdHere.get(key) === object.metadata.uid) return object;
+    const { name, namespace } = answer.metadata;
+    await client.apply(this.ref, { apiVersion: answer.apiVersion, kind: answer.kind, metadata: { name, namespace } }, { fieldManager, force: false });
+    throw appeared();
+  }
+
+  private settledAt(obj: KubeObj, plan: Convergence): string | undefined {
+    if (isEqual(plan)) return obj.metadata.resourceVersion;
+    this.log.warn("the destination still differs from the answer after writing it", { key: obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name, removals: plan.removals });
+    return undefined;
   }
 
   private conflict(subject: KubeObj | null, target: KubeObj) {
