@@ -31,7 +31,11 @@ app.kubernetes.io/component: {{ .component }}
 The container every role runs in: the image's entrypoint is `bun cli/liqo.ts`, the role is the
 first argument. No kubeconfig: in a pod the roles use the in-cluster configuration
 (KUBERNETES_SERVICE_HOST/PORT and the mounted ServiceAccount token, re-read as the kubelet rotates it).
-Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["env" list] ["mounts" list] ["netAdmin" true]).
+Call with (dict "root" $ "component" "auth" "args" (list ...) "adminPort" 8091 "resources" ... ["env" list] ["mounts" list]
+["netAdmin" true] ["privileged" true] ["readyz" "/readyz?exclude=leader"]).
+The role's admin API listens on 127.0.0.1:<adminPort> (it refuses other addresses without TLS and
+tokens), where the kubelet's httpGet probes cannot reach (they dial the pod IP): the probes run
+bash in the container and speak HTTP to the loopback port (no curl in the image, no extra Bun).
 */}}
 {{- define "liqo.container" -}}
 - name: {{ .component }}
@@ -41,6 +45,8 @@ Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["
   {{- range .args }}
     - {{ . | quote }}
   {{- end }}
+    - "--admin-address"
+    - {{ printf "127.0.0.1:%d" (int .adminPort) | quote }}
   env:
     - name: POD_NAME
       valueFrom: { fieldRef: { fieldPath: metadata.name } }
@@ -51,7 +57,27 @@ Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["
   {{- with .env }}
   {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- if .netAdmin }}
+  readinessProbe:
+    exec: { command: {{ include "liqo.httpProbe" (list .adminPort (.readyz | default "/readyz")) }} }
+    periodSeconds: 5
+    timeoutSeconds: 3
+    failureThreshold: 3
+  livenessProbe:
+    exec: { command: {{ include "liqo.httpProbe" (list .adminPort "/healthz") }} }
+    initialDelaySeconds: 30
+    periodSeconds: 20
+    timeoutSeconds: 5
+    failureThreshold: 6
+  {{- if .privileged }}
+  # The gateway: wireguard-go opens /dev/net/tun (not in an unprivileged container's /dev), and
+  # forwarding is turned on in the pod's network namespace (/proc/sys is read-only otherwise).
+  # privileged gives both on any cluster that admits privileged pods, without kubelet settings
+  # (an allowlisted unsafe sysctl) or host paths; /var/run/wireguard is an emptyDir.
+  securityContext:
+    privileged: true
+    readOnlyRootFilesystem: true
+    runAsUser: 0
+  {{- else if .netAdmin }}
   # Tunnels, routes and nftables rules need NET_ADMIN (and root to open /dev/net/tun).
   securityContext:
     allowPrivilegeEscalation: false
@@ -76,6 +102,17 @@ Call with (dict "root" $ "component" "auth" "args" (list ...) "resources" ... ["
 {{- end }}
 
 {{/* Pod-level fields shared by every Deployment: service account (its token is the roles' credential), pull secrets, volumes. */}}
+{{/*
+An exec probe command (JSON list) that GETs a path of the admin API on 127.0.0.1:<port> and succeeds
+on HTTP 200; call with (list port path).
+*/}}
+{{- define "liqo.httpProbe" -}}
+{{- $port := int (index . 0) -}}
+{{- $path := index . 1 -}}
+{{- $script := printf "exec 3<>/dev/tcp/127.0.0.1/%d && printf 'GET %s HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && read -r _ code _ <&3 && [ \"$code\" = 200 ]" $port $path -}}
+{{- list "bash" "-c" $script | toJson -}}
+{{- end }}
+
 {{- define "liqo.podSpec" -}}
 serviceAccountName: liqo-{{ .component }}
 {{- with .root.Values.imagePullSecrets }}
