@@ -1,6 +1,7 @@
-// How peers reach the gateway: a Service of type LoadBalancer for the WireGuard port; when no
-// ingress address appears within a timeout (no cloud load balancer, as on bare metal and here),
-// the Service's NodePort on a node address is used instead, as Liqo's gateway does.
+// How peers reach the gateway: a Service of type LoadBalancer for the WireGuard port (created when
+// missing; the chart's, LoadBalancer or NodePort, is used as it is); when no ingress address
+// appears within a timeout (no cloud load balancer, as on bare metal and here), the Service's
+// NodePort on a node address is used instead, as Liqo's gateway does.
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
@@ -47,10 +48,9 @@ async function ensureService(o: ExposureOptions, name: string): Promise<Service>
     },
   };
   try {
-    const have = await o.client.get<Service>(Resources.services, name, o.namespace);
-    const port = have.spec?.ports?.[0];
-    if (have.spec?.type === "LoadBalancer" && port?.port === o.port && port.protocol === "UDP") return have;
-    return await o.client.mergePatch<Service>(Resources.services, name, o.namespace, { spec: want.spec });
+    // A Service that exists belongs to whoever made it (the chart's, typed and selected by its
+    // values, or a previous run's): used as it is. Rewriting it would fight Helm.
+    return await o.client.get<Service>(Resources.services, name, o.namespace);
   } catch (err) {
     if (!(err instanceof KubeApiError && err.status === 404)) throw err;
     try {
@@ -78,7 +78,8 @@ export async function exposeGateway(o: ExposureOptions): Promise<Exposure> {
   const name = o.name ?? GATEWAY_SERVICE_NAME;
   let svc = await ensureService(o, name);
   if (o.endpointOverride) return { endpoint: o.endpointOverride, via: "Flag", service: `${o.namespace}/${name}` };
-  const deadline = Date.now() + (o.loadBalancerTimeoutMs ?? 30_000);
+  // A NodePort Service (the chart's where the cluster has no load balancer) has no address to wait for.
+  const deadline = svc.spec?.type === "LoadBalancer" ? Date.now() + (o.loadBalancerTimeoutMs ?? 30_000) : 0;
   for (;;) {
     const ingress = svc.status?.loadBalancer?.ingress?.[0];
     const address = ingress?.ip ?? ingress?.hostname;
