@@ -16,6 +16,8 @@ export interface Detection {
   clusterLabels: Record<string, string>;
   /** The Service type for auth and gateway: LoadBalancer where the platform provides one. */
   serviceType: "LoadBalancer" | "NodePort";
+  /** LoadBalancer only if the cluster turns out to have a load balancer (probed before installing), else NodePort. */
+  checkLoadBalancer?: boolean;
   /** Where each detected value came from, or why it could not be found (printed with --verbose / on failure). */
   notes: string[];
 }
@@ -63,7 +65,8 @@ function onPremises(name: string, description: string, probes: ((c: KubeClient) 
         if (ip) { apiServerUrl = `https://${ip}:6443`; notes.push(`API server ${apiServerUrl}: the control-plane node's InternalIP (the kubeconfig's ${client.server} is loopback)`); }
         else notes.push(`the kubeconfig's API server ${client.server} is loopback and no control-plane node was found; peers outside this machine need --api-server-url`);
       }
-      return { ...nets, apiServerUrl, clusterLabels: { "liqo.io/provider": name }, serviceType, notes };
+      // Load balancers are optional on premises (k3s has one, OpenShift on bare metal may not).
+      return { ...nets, apiServerUrl, clusterLabels: { "liqo.io/provider": name }, serviceType, checkLoadBalancer: serviceType === "LoadBalancer", notes };
     },
   };
 }
@@ -114,7 +117,8 @@ export const providers: Record<string, Provider> = {
     async detect(client) {
       const notes: string[] = [];
       const nets = await firstNetworks(client, serviceProbes, notes);
-      return { ...nets, clusterLabels: { "liqo.io/provider": "generic" }, serviceType: "NodePort", notes };
+      // Any cluster may have a load balancer (MetalLB, a cloud's): used when it answers, else NodePort.
+      return { ...nets, clusterLabels: { "liqo.io/provider": "generic" }, serviceType: "LoadBalancer", checkLoadBalancer: true, notes };
     },
   },
 };

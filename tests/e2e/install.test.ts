@@ -57,8 +57,12 @@ describe("liqoctl install", () => {
     expect(values.networking).toEqual({ podCIDR, serviceCIDR, reservedSubnets: ["192.168.0.0/16"] });
     expect(values.controllerManager).toEqual({ replicas: 2 });
     expect(values.gateway.replicas).toBe(2);
+    // No load balancer controller on the rig: the probe Service got no address within 20 s.
+    expect(r.stderr).toContain("auth and gateway Services fall back to NodePort");
+    expect(values.auth.service.type).toBe("NodePort");
+    expect(values.gateway.service.type).toBe("NodePort");
     expect(await releaseStatus(helm, "liqo", { kubeconfig, namespace: "liqo" })).toBeUndefined();
-  });
+  }, 120_000);
 
   test("an install that cannot become ready within --timeout is rolled back by Helm", async () => {
     // No node carries this label, so the Deployments' pods stay Pending until the timeout.
