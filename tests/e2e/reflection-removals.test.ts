@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { JsonPatchOp, KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../../core/reflection/engine/engine.ts";
+import { parsePrometheusText } from "../../core/metrics/index.ts";
 import { getPointer } from "../../core/reflection/objects.ts";
 import type { BuiltinName } from "../../reflectors/build.ts";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
@@ -241,6 +242,22 @@ describe("removals reach the remote copy", () => {
       return s.data?.a === "9" && s.data?.b === undefined && s.team === undefined;
     }, { timeoutMs: CONVERGE_MS, describe: state });
   }, 300_000);
+
+  test("once converged, handling every object again writes nothing: each copy equals its answer", async () => {
+    const e = engine!;
+    const writes = async () => parsePrometheusText(await e.registry.expose())
+      .find((f) => f.name === "liqo_reflection_reconciles_total")?.samples
+      .filter((x) => x.labels.outcome === "apply" || x.labels.outcome === "repair").reduce((sum, x) => sum + x.value, 0) ?? 0;
+    const handled = () => e.reflectors().reduce((sum, r) => sum + r.handled, 0);
+    const drained = () => e.reflectors().every((r) => r.queueDepth === 0);
+    await waitFor("the queues to drain", drained);
+    let objects = 0;
+    for (const c of Object.values(cases)) objects += (await local.list(c.res, { namespace: LNS })).items.length;
+    const [before, seen] = [await writes(), handled()];
+    e.requeueAll();
+    await waitFor("every local object handled again", () => handled() >= seen + objects && drained(), { timeoutMs: CONVERGE_MS });
+    expect(await writes()).toBe(before);
+  }, 120_000);
 });
 
 describe("creating by apply", () => {
