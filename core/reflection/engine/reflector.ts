@@ -158,7 +158,8 @@ export class Reflector {
     }
     const ctx = this.deps.contextFor(pair);
     const dir = this.resource.direction;
-    if (this.createdHere.size && (dir === "forward" ? remote : local)) this.createdHere.delete(key);
+    // Done once the cache shows the object, or once there is nothing left to create it from.
+    if (this.createdHere.size && (dir === "backward" ? local || !remote : remote || !local)) this.createdHere.delete(key);
     if (this.memoable) {
       const [source, target] = dir === "forward" ? [local, remote] : [remote, local];
       const stamp = `${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
