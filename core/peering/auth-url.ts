@@ -22,14 +22,27 @@ type Service = KubeObject & {
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 };
 
-/** The advertised URL: the liqo-auth Service's load balancer address, else what liqo auth recorded. */
+type Node = KubeObject & { status?: { addresses?: { type: string; address: string }[]; conditions?: { type: string; status: string }[] } };
+
+/**
+ * The advertised URL: the liqo-auth Service's load balancer address, else what liqo auth recorded
+ * (its --advertise-url), else, for a NodePort Service, the node port on the InternalIP of a Ready
+ * physical node (as Liqo does where there is no load balancer).
+ */
 export async function readAuthUrl(client: KubeClient, liqoNamespace: string): Promise<string | undefined> {
   const svc = await client.find<Service>(Resources.services, AUTH_SERVICE, liqoNamespace);
   const ingress = svc?.status?.loadBalancer?.ingress?.[0];
-  const port = svc?.spec?.ports?.[0]?.port;
-  if (ingress && port) return `https://${ingress.hostname ?? ingress.ip}:${port}`;
+  const port = svc?.spec?.ports?.[0];
+  if (ingress && port) return `https://${ingress.hostname ?? ingress.ip}:${port.port}`;
   const cm = await client.find(Resources.configMaps, AUTH_URL_CONFIGMAP, liqoNamespace);
-  return (cm?.data as Record<string, string> | undefined)?.url || undefined;
+  const recorded = (cm?.data as Record<string, string> | undefined)?.url;
+  if (recorded) return recorded;
+  if (!port?.nodePort || (svc?.spec?.type !== "NodePort" && svc?.spec?.type !== "LoadBalancer")) return undefined;
+  const nodes = (await client.list<Node>(Resources.nodes, { labelSelector: "liqo.io/type!=virtual-node" })).items
+    .filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+    .sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!));
+  const ip = nodes.map((n) => n.status?.addresses?.find((a) => a.type === "InternalIP")?.address).find(Boolean);
+  return ip ? `https://${ip}:${port.nodePort}` : undefined;
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   ResourceOfferResource, ResourceRequestResource, type ResourceOffer,
 } from "../../apis/index.ts";
 import { RetryAfterError } from "../../kube/errors.ts";
+import { readAuthUrl } from "../auth-url.ts";
 import type { KubeObject } from "../../kube/resources.ts";
 import { startVirtualKubelet } from "../../virtualkubelet/start.ts";
 import type { IpTranslator } from "../../reflection/abi.ts";
@@ -23,7 +24,7 @@ type Offer = ResourceOffer & KubeObject;
 /** Liqo names the ResourceRequest after the requesting (local) cluster's ID. */
 export const resourceRequestName = (localClusterId: string) => localClusterId;
 
-export function resourceRequest(ctx: ReconcileContext, auth: Authenticated): KubeObject {
+export function resourceRequest(ctx: ReconcileContext, auth: Authenticated, authUrl = ctx.cfg.authUrl): KubeObject {
   const { cfg } = ctx;
   return {
     apiVersion: "discovery.liqo.io/v1alpha1", kind: "ResourceRequest",
@@ -31,7 +32,7 @@ export function resourceRequest(ctx: ReconcileContext, auth: Authenticated): Kub
       name: resourceRequestName(cfg.local.clusterId), namespace: auth.localNamespace,
       labels: { [REPLICATION_REQUESTED_LABEL]: "true", [REMOTE_CLUSTER_ID_LABEL]: auth.remote.clusterID, [REPLICATION_DESTINATION_LABEL]: auth.remote.clusterID },
     },
-    spec: { clusterIdentity: { clusterID: cfg.local.clusterId, clusterName: cfg.local.clusterName }, authUrl: cfg.authUrl },
+    spec: { clusterIdentity: { clusterID: cfg.local.clusterId, clusterName: cfg.local.clusterName }, authUrl },
   };
 }
 
@@ -76,7 +77,9 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     throw new RetryAfterError(retryMs, reason);
   };
 
-  const rr = resourceRequest(ctx, auth);
+  // Without --auth-url (the chart on a cluster with neither load balancer nor auth.url), the
+  // provider learns where our auth service is as liqoctl generate peer-command would print it.
+  const rr = resourceRequest(ctx, auth, cfg.authUrl || (await readAuthUrl(cfg.client, cfg.liqoNamespace)) || "");
   await cfg.client.apply(ResourceRequestResource, rr, { fieldManager: FIELD_MANAGER, force: true });
   if (!rt.replicator) {
     if (!cfg.replicator) {
