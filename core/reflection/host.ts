@@ -15,7 +15,7 @@ import { PluginError, objectKey } from "./errors.ts";
 import { finishPlan, planOfText, targetState, type CallFacts, type Plan } from "./finish.ts";
 import { InstanceRunner, type HostBindings, type Payload, type RecyclePolicy } from "./instance.ts";
 import { badShape, createLiveCalls, shapeOk, type Out } from "./live-calls.ts";
-import { readManifest } from "./manifest.ts";
+import { checkExports, checkManifest, readManifest } from "./manifest.ts";
 import { DecisionMemo, foundStamp, type Dependency } from "./memo.ts";
 import { contextJson, encodedObject, payloadJson } from "./payloads.ts";
 import { WorkerRunner } from "./worker-runner.ts";
@@ -43,6 +43,8 @@ export interface LoadOptions extends RecyclePolicy {
   onQuarantine?: (reason: string, error: PluginError) => void;
   /** Built-ins: read objects by handle when the plugin supports it (default); false forces the JSON wire. */
   live?: boolean;
+  /** Drop-ins: how long the worker may take to start the plugin and read its manifest (default max(5 s, 10 × budgetMs)). */
+  startTimeoutMs?: number;
   /** Entries of the decision memo (memo.ts); 0 turns it off, so that every call runs the plugin. Default 8192. */
   memoEntries?: number;
 }
@@ -107,8 +109,8 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const memoizable = (r: CallRecord | undefined): Dependency[] | null => (r && !r.logged ? r.deps : null);
   const memo = options.memoEntries === 0 ? null : new DecisionMemo(options.memoEntries);
   let memoHits = 0;
-  const { manifest, name } = await readManifest(module, options.label);
-  let log = logger.child({ plugin: name });
+  // Named once the manifest is read (below); a drop-in's start function may log before that.
+  let log = logger;
 
   const bindings: HostBindings = {
     log: (level, message) => {
@@ -147,6 +149,28 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       ? foundStamp(lookupFor(d.request, p.facts)) === d.found
       : translate(d.ip, p.facts.direction) === d.out);
   };
+
+  // A drop-in's code runs only in its worker, from its start function on: one that loops while
+  // starting or reporting its manifest is terminated there, never stalling this thread.
+  let dropin: WorkerRunner | undefined;
+  let read: { manifest: Manifest; name: string };
+  if (trust === "dropin") {
+    const label = options.label ?? "(unloaded)";
+    checkExports(module, label);
+    const startMs = options.startTimeoutMs ?? Math.max(5_000, budgetMs * 10);
+    dropin = await WorkerRunner.create(bytes, bindings, { ...options, startTimeoutMs: startMs, label });
+    try {
+      const { abi, raw } = await dropin.manifest(label, startMs);
+      read = checkManifest(module, abi, raw, label);
+    } catch (err) {
+      await dropin.close();
+      throw err;
+    }
+  } else {
+    read = await readManifest(module, options.label);
+  }
+  const { manifest, name } = read;
+  log = logger.child({ plugin: name });
 
   let runner: Runner;
   // Built-ins with the live exports: their calls go through live-calls.ts (made below, once the checks exist).
@@ -211,7 +235,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       close: () => inst.close(),
     };
   } else {
-    runner = await WorkerRunner.create(bytes, bindings, options);
+    runner = dropin!;
   }
 
   let state: ReflectorPlugin["state"] = "ready";

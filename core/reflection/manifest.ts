@@ -14,12 +14,22 @@ const LIVE_TWINS: Record<string, string> = { "liqo:net/translate_ip_value": "liq
 
 const noHost = { log() {}, abort() {}, translateIp: (ip: string) => ip, lookup: () => null };
 
-export async function readManifest(module: WebAssembly.Module, label = "(unnamed)"): Promise<{ manifest: Manifest; name: string }> {
+/** Static checks that need no code of the module to run: it must export the ABI v1 functions. */
+export function checkExports(module: WebAssembly.Module, label = "(unnamed)"): void {
   const exports = new Set(WebAssembly.Module.exports(module).map((e) => e.name));
   const missing = REQUIRED_EXPORTS.filter((e) => !exports.has(e));
   if (missing.length) {
     throw new PluginError("invalid-manifest", label, `is not a liqo reflector plugin: it does not export ${missing.join(", ")}; build it with the SDK in plugins/sdk (see docs/plugins.md)`);
   }
+}
+
+/**
+ * Reads the manifest by instantiating the module on this thread: the module's start function and
+ * liqo_manifest run here and cannot be interrupted. Only for built-ins; drop-ins are read in a
+ * worker with a deadline (WorkerRunner.manifest, see host.ts).
+ */
+export async function readManifest(module: WebAssembly.Module, label = "(unnamed)"): Promise<{ manifest: Manifest; name: string }> {
+  checkExports(module, label);
   const probe = await InstanceRunner.create(module, noHost, {});
   let raw: string;
   let abi: number;
@@ -31,6 +41,11 @@ export async function readManifest(module: WebAssembly.Module, label = "(unnamed
   } finally {
     await probe.close();
   }
+  return checkManifest(module, abi, raw, label);
+}
+
+/** The checks on what the module reported (its ABI version and manifest text), wherever it ran. */
+export function checkManifest(module: WebAssembly.Module, abi: number, raw: string, label = "(unnamed)"): { manifest: Manifest; name: string } {
   if (abi !== ABI_VERSION) {
     throw new PluginError("abi-mismatch", label, `speaks reflector ABI version ${abi}, this host speaks ${ABI_VERSION}; rebuild it against the current SDK`);
   }

@@ -1,7 +1,8 @@
 // Validation of a drop-in .wasm before the engine starts reflecting with it: it must load,
 // speak ABI v1, have a coherent manifest, and answer a trial call per declared resource
 // without trapping, timing out or breaking the rules. The engine calls this on every file
-// it finds in the plugin directory, and again when a file changes.
+// it finds in the plugin directory or the cluster's plugin store, and again when one changes.
+// Everything the plugin runs, from its start function on, runs in a worker under a deadline.
 import { apiVersionOf, type KubeObject, type Manifest, type ReflectionContext } from "./abi.ts";
 import { PluginError } from "./errors.ts";
 import { loadPlugin, type LoadOptions } from "./host.ts";
@@ -17,7 +18,7 @@ export async function validatePlugin(wasm: Uint8Array, options: LoadOptions = {}
   let plugin;
   try {
     // The trial runs on a cold instance (compilation, first-call tiering): allow it time.
-    plugin = await loadPlugin(wasm, { trust: "dropin", budgetMs: 2_000, ...options });
+    plugin = await loadPlugin(wasm, { trust: "dropin", budgetMs: 2_000, startTimeoutMs: 5_000, ...options });
   } catch (err) {
     return { ok: false, problems: [(err as Error).message] };
   }

@@ -6,6 +6,17 @@ import { PluginError } from "./errors.ts";
 import type { HostBindings, Payload, RecyclePolicy } from "./instance.ts";
 
 type Out = { ok: string } | { trap: string };
+
+/** `work`, or the error `late()` makes if it has not settled within ms. */
+async function deadline<T>(work: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(late()), ms); });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const SHARED_BYTES = 1 << 20;
 const encoder = new TextEncoder();
 
@@ -19,6 +30,7 @@ export class WorkerRunner {
   #calls = 0;
   #lastAbort: string | null = null;
   #dead: string | null = null;
+  #onManifest: ((m: { abi: number; raw: string; error?: string }) => void) | null = null;
 
   private constructor(worker: Worker, shared: SharedArrayBuffer, bindings: HostBindings) {
     this.#worker = worker;
@@ -27,8 +39,12 @@ export class WorkerRunner {
     this.#bindings = bindings;
   }
 
-  /** Takes bytes, not a compiled module: Bun cannot post a WebAssembly.Module to a worker. */
-  static async create(wasm: Uint8Array, bindings: HostBindings, policy: RecyclePolicy): Promise<WorkerRunner> {
+  /**
+   * Takes bytes, not a compiled module: Bun cannot post a WebAssembly.Module to a worker.
+   * The module's start function runs in the worker: one that does not return within
+   * startTimeoutMs (worker boot and compilation included) gets the worker terminated.
+   */
+  static async create(wasm: Uint8Array, bindings: HostBindings, policy: RecyclePolicy & { startTimeoutMs?: number; label?: string }): Promise<WorkerRunner> {
     const worker = new Worker(new URL("./worker.ts", import.meta.url).href);
     const shared = new SharedArrayBuffer(SHARED_BYTES);
     const runner = new WorkerRunner(worker, shared, bindings);
@@ -42,13 +58,38 @@ export class WorkerRunner {
       worker.onerror = (e) => reject(new Error(e.message));
     });
     worker.postMessage({ type: "init", wasm, shared, recycleAfterCalls: policy.recycleAfterCalls, maxMemoryBytes: policy.maxMemoryBytes, identityIp: bindings.identityIp === true });
-    await ready;
+    const startMs = policy.startTimeoutMs ?? 5_000;
+    try {
+      await deadline(ready, startMs, () => new PluginError("timeout", policy.label ?? "(unloaded)",
+        `did not finish starting (its start function) within ${startMs} ms; its worker was terminated`));
+    } catch (err) {
+      runner.#dead = (err as Error).message;
+      worker.terminate();
+      throw err;
+    }
     return runner;
+  }
+
+  /** The plugin's ABI version and manifest text, read in the worker under a deadline. */
+  async manifest(label: string, timeoutMs: number): Promise<{ abi: number; raw: string }> {
+    const answer = new Promise<{ abi: number; raw: string }>((resolve, reject) => {
+      this.#onManifest = (m) => (m.error ? reject(new PluginError("trap", label, `trapped while reporting its manifest: ${m.error}`)) : resolve(m));
+    });
+    this.#worker.postMessage({ type: "manifest" });
+    try {
+      return await deadline(answer, timeoutMs, () => new PluginError("timeout", label, `did not report its manifest within ${timeoutMs} ms; its worker was terminated`));
+    } catch (err) {
+      if ((err as PluginError).code === "timeout") await this.close();
+      throw err;
+    } finally {
+      this.#onManifest = null;
+    }
   }
 
   #onMessage(msg: any): void {
     if (msg.type === "log") this.#bindings.log(msg.level, msg.message);
     else if (msg.type === "abort") this.#lastAbort = msg.message;
+    else if (msg.type === "manifest") this.#onManifest?.(msg);
     else if (msg.type === "host") {
       const answer = msg.kind === "translateIp" ? this.#bindings.translateIp(msg.arg) : this.#bindings.lookup(msg.arg);
       const bytes = answer === null ? null : typeof answer === "string" ? encoder.encode(answer) : answer;

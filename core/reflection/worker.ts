@@ -8,6 +8,8 @@ declare const self: Worker;
 
 type Init = { type: "init"; wasm: Uint8Array; shared: SharedArrayBuffer; recycleAfterCalls?: number; maxMemoryBytes?: number; identityIp?: boolean };
 type Call = { type: "call"; id: number; fn: string; payloads: Payload[] };
+/** The ABI version and manifest text, read here so that a plugin that loops in them stalls only this worker. */
+type ManifestAsk = { type: "manifest" };
 
 let runner: InstanceRunner | null = null;
 let flag: Int32Array;
@@ -30,8 +32,17 @@ const bindings: HostBindings = {
   lookup: (req) => ask("lookup", req),
 };
 
-self.onmessage = async (e: MessageEvent<Init | Call>) => {
+self.onmessage = async (e: MessageEvent<Init | Call | ManifestAsk>) => {
   const msg = e.data;
+  if (msg.type === "manifest") {
+    try {
+      const abi = runner!.callNumber("liqo_abi_version");
+      self.postMessage({ type: "manifest", abi, raw: abi === 1 ? runner!.callNoInput("liqo_manifest") : "" });
+    } catch (err) {
+      self.postMessage({ type: "manifest", error: String(err) });
+    }
+    return;
+  }
   if (msg.type === "init") {
     flag = new Int32Array(msg.shared, 0, 2);
     shared = new Uint8Array(msg.shared);
