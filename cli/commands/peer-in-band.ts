@@ -6,7 +6,7 @@
 // Idempotent: a second run finds everything in place (and --bidirectional adds the reverse).
 import { defineCommand } from "citty";
 import { createKubeClient } from "../../core/kube/client.ts";
-import { checkSides, enableOutgoing, exchangeOnce, InBandError, openSide, prepareSide, type InBandSide } from "../../netfabric/inband/session.ts";
+import { checkSides, enableOutgoing, exchangeOnce, InBandError, openSide, prepareSide, type InBandSide } from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { info, spinner } from "../ui.ts";

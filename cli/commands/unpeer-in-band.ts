@@ -8,8 +8,8 @@ import { ForeignClusterResource, TunnelEndpointResource } from "../../core/apis/
 import { Resources } from "../../core/kube/resources.ts";
 import { remoteTokenSecretName } from "../../core/peering/foreigncluster/index.ts";
 import { CLUSTER_ID_LABEL } from "../../netfabric/manager/forge.ts";
-import { deleteExchangedCopies } from "../../netfabric/inband/exchange.ts";
-import { foreignClusterFor, tenantOf, type InBandSide } from "../../netfabric/inband/session.ts";
+import { deleteExchangedCopies } from "../../core/peering/inband/exchange.ts";
+import { foreignClusterFor, tenantOf, type InBandSide } from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { info, spinner } from "../ui.ts";

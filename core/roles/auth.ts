@@ -3,7 +3,7 @@
 // API (/healthz, /readyz, /metrics) on a separate address.
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { adminArgs, adminSecurity, serveAdmin } from "./shared.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";

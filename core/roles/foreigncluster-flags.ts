@@ -5,7 +5,7 @@
 // one serving certificate for that address (the API server does not check kubelet serving
 // certificates unless --kubelet-certificate-authority is set; when it is, sign this one with that CA).
 import { existsSync, readFileSync } from "node:fs";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";

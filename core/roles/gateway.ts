@@ -4,7 +4,7 @@
 // Admin views: tunnels (per TunnelEndpoint: status, handshake, bytes) and leader.
 import { defineCommand } from "citty";
 import { hostname } from "node:os";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";

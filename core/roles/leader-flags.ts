@@ -1,7 +1,7 @@
 // Leader election flags of `liqo controller-manager`, named as controller-runtime's managers name
 // them. With several replicas (liqoctl install --enable-ha) only the Lease holder runs the
 // controllers; the others stand by and are ready, so a rolling update can complete.
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { createLeaderElector, defaultLeaderIdentity, type LeaderElector } from "../kube/leader.ts";
 import type { Logger } from "../log.ts";

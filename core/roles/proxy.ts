@@ -6,7 +6,7 @@
 // CONNECT (a peer's first /ids request). Serves the shared admin API: readiness and connection metrics.
 import { defineCommand } from "citty";
 import { adminArgs, adminSecurity, hostPort, serveAdmin, untilSignal } from "./shared.ts";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry } from "../metrics/index.ts";
 import { startConnectProxy, startForwarder } from "../../netfabric/inband/proxy.ts";

@@ -11,7 +11,7 @@ import { createReflectionEngine } from "../reflection/engine/engine.ts";
 import { watchPluginDir } from "../reflection/engine/dropins.ts";
 import type { NamespacePair } from "../reflection/engine/reflector.ts";
 import { builtinWasm, isBuiltinName } from "../../reflectors/index.ts";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { adminArgs, adminSecurity, serveAdmin, watchConfigFile } from "./shared.ts";
 
 const DEFAULT_BUILTINS = "configmaps,secrets,services,endpointslices,ingresses";

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { sharingPercentageFlag } from "./resourcerequest-flags.ts";
 
 const base = { "cluster-id": "id", "cluster-name": "milan" };

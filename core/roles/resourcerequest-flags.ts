@@ -1,6 +1,6 @@
 // The `liqo controller-manager` flags and wiring of the ResourceRequest controller (provider side
 // of peering: offers, withdrawal, revocation), kept apart so the role file stays a list of controllers.
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";

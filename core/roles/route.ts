@@ -3,7 +3,7 @@
 // TunnelEndpoints and the gateway Service, repairing drift every --resync-period.
 // Admin view: overlay (the spec, the gateway VTEP, the last changes).
 import { defineCommand } from "citty";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";

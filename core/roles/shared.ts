@@ -1,7 +1,7 @@
 // What every role command shares: flags parsing helpers, the admin server (its flags, auth, TLS,
 // readiness and the cluster views), waiting for a signal.
 import { existsSync, readFileSync, watch, type FSWatcher } from "node:fs";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import {
   AdminConfigError, createAdminApp, createReadiness, isLoopbackHost, startAdminServer,
   type AdminAuthOptions, type AdminExtension, type AdminServer, type AdminTlsOptions, type AdminToken, type Readiness, type ReadinessCheck, type View,

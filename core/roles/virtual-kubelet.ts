@@ -4,7 +4,7 @@
 // controller starts the same thing in-process (core/virtualkubelet/start.ts) for each peering.
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";

@@ -1,7 +1,7 @@
 // `liqo webhook`: the pod mutating webhook (pod offloading strategy → scheduling constraints).
 import { defineCommand } from "citty";
 import { existsSync, readFileSync } from "node:fs";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";

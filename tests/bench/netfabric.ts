@@ -95,7 +95,7 @@ async function peeringToFirstPacket() {
   const { installCrds } = await import("../../core/apis/crds.ts");
   const { TunnelEndpointResource } = await import("../../core/apis/index.ts");
   const { createNetworkManager } = await import("../../netfabric/manager/index.ts");
-  const { exchangeNetworkConfigs } = await import("../../netfabric/inband/exchange.ts");
+  const { exchangeNetworkConfigs } = await import("../../core/peering/inband/exchange.ts");
   const { buildSide, ensureNamespace, joinGateways, realPod } = await import("../netns/fabric-rig.ts");
   const { startDataPlane } = await import("../netns/dataplane.ts");
   const rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1, overlappingPodCidrs: true });

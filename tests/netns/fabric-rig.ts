@@ -6,7 +6,7 @@
 import { join, resolve } from "node:path";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { exchangeNetworkConfigs } from "../../netfabric/inband/exchange.ts";
+import { exchangeNetworkConfigs } from "../../core/peering/inband/exchange.ts";
 import { createIp } from "../../netfabric/os/ip.ts";
 import { runner, type Lab } from "./lab.ts";
 import { waitFor } from "../support/wait.ts";

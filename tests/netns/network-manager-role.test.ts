@@ -15,7 +15,7 @@ import { createLogger } from "../../core/log.ts";
 import { contains, parseCidr, parseIpv4 } from "../../netfabric/ipam/index.ts";
 import { CLUSTER_ID_LABEL, createNetworkManager, createTranslationWatcher, type NetworkManager, type TranslationWatcher } from "../../netfabric/manager/index.ts";
 import { endpointRequestKey } from "../../netfabric/manager/translation-watch.ts";
-import { IN_BAND_PENDING_AUTH_URL, prepareSide, tenantOf, WAITING_FOR_TUNNEL } from "../../netfabric/inband/session.ts";
+import { IN_BAND_PENDING_AUTH_URL, prepareSide, tenantOf, WAITING_FOR_TUNNEL } from "../../core/peering/inband/session.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";

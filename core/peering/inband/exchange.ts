@@ -2,10 +2,10 @@
 // authentication, so liqoctl (holding both kubeconfigs) copies each cluster's NetworkConfig for
 // the other into the other's tenant namespace and the status back, as the replicator does later.
 // The copies carry the replicator's labels (replicaLabels), so it adopts them once it runs.
-import { NetworkConfigResource, type NetworkConfig } from "../../core/apis/index.ts";
-import { REPLICATION_DESTINATION_LABEL, REPLICATION_ORIGIN_LABEL, REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL } from "../../core/apis/labels.ts";
-import type { KubeClient } from "../../core/kube/client.ts";
-import { replicaLabels, sameJson } from "../../core/peering/replicator/forge.ts";
+import { NetworkConfigResource, type NetworkConfig } from "../../apis/index.ts";
+import { REPLICATION_DESTINATION_LABEL, REPLICATION_ORIGIN_LABEL, REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL } from "../../apis/labels.ts";
+import type { KubeClient } from "../../kube/client.ts";
+import { replicaLabels, sameJson } from "../replicator/forge.ts";
 
 /** One cluster of a peering: its client, its cluster ID, and its tenant namespace for the other. */
 export interface ExchangeEnd {

@@ -4,18 +4,18 @@
 // networking so both network managers take the peer, NetworkConfigs exchanged here, TunnelEndpoints
 // connected); then each direction's ForeignCluster gets the peer's auth URL and API proxy at their
 // addresses inside the tunnel, and the peer's token, and the usual peering runs through the tunnel.
-import { DISCOVERY_CLUSTER_ID_LABEL, DISCOVERY_TYPE_LABEL, DiscoveryType, TENANT_NAMESPACE_LABEL } from "../../core/apis/labels.ts";
-import { ForeignClusterResource, TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/index.ts";
-import type { KubeClient } from "../../core/kube/client.ts";
-import { KubeApiError } from "../../core/kube/errors.ts";
-import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { tenantNamespaceName } from "../../core/offloading/names.ts";
-import { readAuthToken } from "../../core/peering/auth/index.ts";
-import { IN_BAND_PENDING_AUTH_URL, readAuthUrl, WAITING_FOR_TUNNEL } from "../../core/peering/auth-url.ts";
-import { remoteTokenSecret, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
-import { ensureNamespace, readClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
-import { CLUSTER_ID_LABEL, KEYS_LABEL } from "../manager/forge.ts";
-import { addressSeenLocally, InBandError, readInBandEndpoints, translationSources } from "./endpoints.ts";
+import { DISCOVERY_CLUSTER_ID_LABEL, DISCOVERY_TYPE_LABEL, DiscoveryType, TENANT_NAMESPACE_LABEL } from "../../apis/labels.ts";
+import { ForeignClusterResource, TunnelEndpointResource, type TunnelEndpoint } from "../../apis/index.ts";
+import type { KubeClient } from "../../kube/client.ts";
+import { KubeApiError } from "../../kube/errors.ts";
+import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { tenantNamespaceName } from "../../offloading/names.ts";
+import { readAuthToken } from "../auth/index.ts";
+import { IN_BAND_PENDING_AUTH_URL, readAuthUrl, WAITING_FOR_TUNNEL } from "../auth-url.ts";
+import { remoteTokenSecret, type ForeignClusterObject } from "../foreigncluster/index.ts";
+import { ensureNamespace, readClusterIdentity, type LocalClusterIdentity } from "../identity.ts";
+import { CLUSTER_ID_LABEL, KEYS_LABEL } from "../../../netfabric/manager/forge.ts";
+import { addressSeenLocally, InBandError, readInBandEndpoints, translationSources } from "../../../netfabric/inband/endpoints.ts";
 import { exchangeNetworkConfigs, type ExchangeEnd } from "./exchange.ts";
 
 export { InBandError };
