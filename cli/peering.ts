@@ -5,7 +5,7 @@ import type { KubeClient } from "../core/kube/client.ts";
 import type { ForeignClusterObject } from "../core/peering/foreigncluster/index.ts";
 import { clusterIdProblem, clusterNameProblem } from "../core/peering/identity.ts";
 import { CliError, ExitCode } from "./errors.ts";
-import { parseDuration, spinner } from "./ui.ts";
+import { parseDuration, spinner, warn } from "./ui.ts";
 
 export const kubeFlags = {
   kubeconfig: { type: "string", description: "path to the kubeconfig (default: KUBECONFIG, ~/.kube/config)" },
@@ -54,13 +54,28 @@ export interface Phase {
 
 const FAILED = new Set(["Denied", "EmptyDenied", "Error"]);
 
+/** What a ForeignCluster without any status after a while means (the first reconcile writes one). */
+export function noControllerHint(name: string, afterMs: number, liqoNamespace = "liqo"): string {
+  return `ForeignCluster ${name} has no status after ${Math.round(afterMs / 1000)}s: no liqo controller manager with the foreigncluster controller is running in this cluster; check kubectl -n ${liqoNamespace} get pods (or run liqo controller-manager, which runs every controller by default)`;
+}
+
+export interface WaitOptions {
+  /** How long a ForeignCluster may go without any status before liqoctl says why (default 20s). */
+  hintAfterMs?: number;
+  liqoNamespace?: string;
+}
+
 /**
  * Waits for each phase in order; fails (exit 1) naming the phase, with the condition's reason and
  * message, as soon as a phase reports Denied/Error or when the timeout passes. With `goneUid`, waits
- * for the ForeignCluster of that UID to be deleted.
+ * for the ForeignCluster of that UID to be deleted. A ForeignCluster that no controller ever
+ * reconciled is named as such after hintAfterMs, not only at the timeout.
  */
-export async function waitPhases(client: KubeClient, name: string, phases: Phase[], timeout: number, goneUid?: string): Promise<void> {
+export async function waitPhases(client: KubeClient, name: string, phases: Phase[], timeout: number, goneUid?: string, o: WaitOptions = {}): Promise<void> {
   const gone = goneUid !== undefined;
+  const hintAfterMs = o.hintAfterMs ?? 20_000;
+  const begun = Date.now();
+  let hinted = false;
   for (const phase of phases) {
     const spin = spinner(phase.waiting);
     const deadline = Date.now() + timeout;
@@ -86,9 +101,16 @@ export async function waitPhases(client: KubeClient, name: string, phases: Phase
         throw new CliError(`phase ${phase.type} failed (${last.status}, ${last.reason}): ${last.message}`, ExitCode.Failure);
       }
       if (last?.message) spin.update(`${phase.waiting} (${last.status}: ${last.message})`);
+      const unreconciled = !gone && !fc.status?.peeringConditions?.length && Date.now() - begun >= hintAfterMs;
+      if (unreconciled && !hinted) {
+        hinted = true;
+        warn(noControllerHint(name, Date.now() - begun, o.liqoNamespace));
+      }
       if (Date.now() > deadline) {
         spin.fail(`${phase.waiting}: timed out`);
-        const why = last ? `it is ${last.status} (${last.reason}): ${last.message}` : "the controller-manager has not reported it (is liqo controller-manager running with the foreigncluster controller?)";
+        const why = last ? `it is ${last.status} (${last.reason}): ${last.message}`
+          : unreconciled ? noControllerHint(name, Date.now() - begun, o.liqoNamespace)
+          : "the controller manager has not reported it (is liqo controller-manager running with the foreigncluster controller?)";
         throw new CliError(`phase ${phase.type} did not complete within ${Math.round(timeout / 1000)}s: ${why}`, ExitCode.Failure);
       }
       await Bun.sleep(500);

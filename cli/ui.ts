@@ -6,6 +6,11 @@ export function info(message: string) {
   process.stderr.write(` INFO  ${message}\n`);
 }
 
+/** A line of its own, also while a spinner turns (it redraws on the next line). */
+export function warn(message: string) {
+  process.stderr.write(`${tty ? "\r\x1b[K" : ""} WARN  ${message}\n`);
+}
+
 export interface Spinner {
   update(text: string): void;
   succeed(text: string): void;

@@ -83,7 +83,7 @@ const outOfBand = defineCommand({
       } as KubeObject);
       info(`ForeignCluster ${args.name} created`);
     }
-    await waitPhases(client, existing?.metadata.name ?? args.name, outgoingPhases(args.name, args.networking), timeout);
+    await waitPhases(client, existing?.metadata.name ?? args.name, outgoingPhases(args.name, args.networking), timeout, undefined, { liqoNamespace: ns });
   },
 });
 
@@ -99,7 +99,7 @@ const peerNamed = (name: string) => defineCommand({
     await client.mergePatch(ForeignClusterResource, name, undefined, { metadata: { annotations: { [FORCE_UNPEER_ANNOTATION]: null } }, spec: { outgoingPeeringEnabled: "Yes" } });
     await resetFailedAuthentication(client, fc);
     info(`outgoing peering with ${name} enabled`);
-    await waitPhases(client, name, outgoingPhases(fc.spec.clusterIdentity?.clusterName ?? name, fc.spec.networkingEnabled === "Yes"), timeout);
+    await waitPhases(client, name, outgoingPhases(fc.spec.clusterIdentity?.clusterName ?? name, fc.spec.networkingEnabled === "Yes"), timeout, undefined, { liqoNamespace: args["liqo-namespace"] });
   },
 });
 

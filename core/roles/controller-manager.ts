@@ -2,7 +2,7 @@
 // consumer, with its in-process virtual kubelets; resourcerequest on the provider), namespace
 // offloading (consumer side) and ShadowPods (provider side), optionally behind leader election.
 import { defineCommand } from "citty";
-import { CliError } from "../../cli/errors.ts";
+import { CliError } from "../cli-errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
@@ -13,6 +13,19 @@ import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag }
 import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-flags.ts";
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
+/** Every controller, in start order; the default, as Liqo's controller manager runs them all. */
+export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest", "foreigncluster"] as const;
+
+/** The --controllers list, checked: a typo fails at start instead of leaving a controller out. */
+export function parseControllers(text: string): string[] {
+  const wanted = text.split(",").map((s) => s.trim()).filter(Boolean);
+  const known: readonly string[] = CONTROLLERS;
+  const unknown = wanted.filter((c) => !known.includes(c));
+  if (unknown.length) throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from ${CONTROLLERS.join(", ")}`);
+  if (!wanted.length) throw new CliError(`--controllers is empty; choose from ${CONTROLLERS.join(", ")}`);
+  return wanted;
+}
+
 export default defineCommand({
   meta: { name: "controller-manager", description: "Run liqo's controllers: peering (foreigncluster, resourcerequest), namespace offloading and ShadowPods" },
   args: {
@@ -20,16 +33,14 @@ export default defineCommand({
     context: { type: "string", description: "context in the kubeconfig" },
     "cluster-id": { type: "string", required: true, description: "this cluster's ID" },
     "cluster-name": { type: "string", required: true, description: "this cluster's name" },
-    controllers: { type: "string", default: "namespaceoffloading,shadowpod", description: "controllers to run (comma-separated)" },
+    controllers: { type: "string", default: CONTROLLERS.join(","), description: `controllers to run, comma-separated (default: all: ${CONTROLLERS.join(", ")})` },
     ...foreignClusterArgs,
     ...resourceRequestArgs,
     ...leaderElectionArgs,
     ...adminArgs("127.0.0.1:8081"),
   },
   async run({ args }) {
-    const wanted = args.controllers.split(",").map((s) => s.trim()).filter(Boolean);
-    const unknown = wanted.filter((c) => !["namespaceoffloading", "shadowpod", "foreigncluster", "resourcerequest"].includes(c));
-    if (unknown.length) throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from namespaceoffloading, shadowpod, foreigncluster, resourcerequest`);
+    const wanted = parseControllers(args.controllers);
     adminSecurity(args); // bad admin flags fail before anything starts
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
     const election = leaderElectionConfig(args);

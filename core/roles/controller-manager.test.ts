@@ -1,0 +1,30 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CliError } from "../cli-errors.ts";
+import controllerManager, { CONTROLLERS, parseControllers } from "./controller-manager.ts";
+
+describe("liqo controller-manager --controllers", () => {
+  test("defaults to every controller, as Liqo's controller manager runs them all", async () => {
+    const args = await (typeof controllerManager.args === "function" ? controllerManager.args() : controllerManager.args);
+    expect(parseControllers(args!.controllers.default).sort()).toEqual([...CONTROLLERS].sort());
+  });
+
+  test("the chart's default is every controller too", () => {
+    const values = readFileSync(join(import.meta.dir, "../../chart/values.yaml"), "utf8");
+    const line = values.match(/^controllerManager:[\s\S]*?^\s+controllers:\s*(\S+)/m)?.[1];
+    expect(line?.split(",").sort()).toEqual([...CONTROLLERS].sort());
+  });
+
+  test("a subset is kept as given", () => {
+    expect(parseControllers(" shadowpod, resourcerequest ")).toEqual(["shadowpod", "resourcerequest"]);
+  });
+
+  test.each([
+    ["shadowpods", /unknown controller\(s\) shadowpods; choose from/],
+    [" , ", /--controllers is empty/],
+  ])("%p is refused", (text, message) => {
+    expect(() => parseControllers(text)).toThrow(CliError);
+    expect(() => parseControllers(text)).toThrow(message);
+  });
+});
