@@ -2,7 +2,6 @@
 export { createAdminApp, type AdminApp, type AdminAppOptions, type View } from "./app.ts";
 export { mergeExtensions, type AdminExtension, type StatusSection, type StatusColumn, type ColumnFormat } from "./extensions.ts";
 export type { StatusPageOptions } from "./status-page.ts";
-export { escapeHtml } from "./status-page-html.ts";
 export { readBodyLimited } from "./body.ts";
 export { startAdminServer, isLoopbackHost, type AdminServer, type AdminServerOptions, type AdminTlsOptions } from "./server.ts";
 export { createReadiness, type Readiness, type ReadinessCheck, type ReadinessReport, type CheckResult, type CheckAnswer } from "./readiness.ts";

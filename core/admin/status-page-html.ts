@@ -1,7 +1,10 @@
 // The status page's HTML, rendered on the server from the same data as the JSON views. Every
-// value is escaped (plugin names, reasons and files come from users). The only script is a
+// value is escaped by Hono's html template (cluster names from peers, plugin names, reasons and
+// files come from others); only this file's constants go in through raw(). The only script is a
 // constant that re-fetches the page and swaps <main>, so live counters need no front-end build;
 // its hash goes in the Content-Security-Policy, which allows nothing else.
+import { html, raw } from "hono/html";
+import type { HtmlEscapedString } from "hono/utils/html";
 import type { CheckResult } from "./readiness.ts";
 import type { ColumnFormat, StatusColumn } from "./extensions.ts";
 
@@ -23,11 +26,11 @@ export interface StatusModel {
   views: string[];
 }
 
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+type Html = HtmlEscapedString;
 
-/** Escapes text for HTML element content and quoted attribute values alike. */
-export function escapeHtml(value: unknown): string {
-  return String(value).replace(/[&<>"']/g, (ch) => ESCAPES[ch]!);
+/** Hono's html tag answers a Promise only when a value is one; none here is. */
+function h(strings: TemplateStringsArray, ...values: unknown[]): Html {
+  return html(strings, ...values) as Html;
 }
 
 const REFRESH_SCRIPT = `(() => {
@@ -102,75 +105,80 @@ function formatBytes(b: number): string {
   return `${(b / 1024).toFixed(1)} KiB`;
 }
 
-function badge(value: string): string {
+function badge(value: string): Html {
   const tone = GOOD.has(value.toLowerCase()) ? "good" : BAD.has(value.toLowerCase()) ? "bad" : "other";
-  return `<span class="badge ${tone}">${escapeHtml(value)}</span>`;
+  return h`<span class="badge ${tone}">${value}</span>`;
 }
 
 function isNumeric(format: ColumnFormat | undefined): boolean {
   return format === "count" || format === "seconds" || format === "bytes";
 }
 
-function cell(value: unknown, format: ColumnFormat = "text"): string {
-  if (value === undefined || value === null || value === "") return `<span class="muted">–</span>`;
+/** A value as text: objects as JSON, the rest as String() does. */
+function text(value: unknown): string {
+  return typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
+}
+
+function cell(value: unknown, format: ColumnFormat = "text"): Html | string {
+  if (value === undefined || value === null || value === "") return h`<span class="muted">–</span>`;
   if (typeof value === "number" && Number.isFinite(value)) {
-    if (format === "seconds") return escapeHtml(formatSeconds(value));
-    if (format === "bytes") return escapeHtml(formatBytes(value));
-    if (format === "count") return escapeHtml(value.toLocaleString("en-US"));
+    if (format === "seconds") return formatSeconds(value);
+    if (format === "bytes") return formatBytes(value);
+    if (format === "count") return value.toLocaleString("en-US");
   }
   if (format === "state") return badge(String(value));
-  if (Array.isArray(value)) return value.map((v) => escapeHtml(typeof v === "object" ? JSON.stringify(v) : v)).join("<br>");
-  return escapeHtml(typeof value === "object" ? JSON.stringify(value) : value);
+  if (Array.isArray(value)) return h`${value.map((v, i) => (i ? h`<br>${text(v)}` : text(v)))}`;
+  return text(value);
 }
 
-function renderTable(section: RenderedSection): string {
-  const head = section.columns.map((c) => `<th${isNumeric(c.format) ? ' class="num"' : ""}>${escapeHtml(c.label)}</th>`).join("");
-  const body = section.rows
-    .map((row) => `<tr>${section.columns.map((c) => `<td${isNumeric(c.format) ? ' class="num"' : ""}>${cell(read(row, c.key), c.format)}</td>`).join("")}</tr>`)
-    .join("\n");
-  return `<table><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
+const numClass = (format: ColumnFormat | undefined) => (isNumeric(format) ? raw(' class="num"') : "");
+
+function renderTable(section: RenderedSection): Html {
+  const head = section.columns.map((c) => h`<th${numClass(c.format)}>${c.label}</th>`);
+  const body = section.rows.map((row) => h`<tr>${section.columns.map((c) => h`<td${numClass(c.format)}>${cell(read(row, c.key), c.format)}</td>`)}</tr>\n`);
+  return h`<table><thead><tr>${head}</tr></thead><tbody>\n${body}</tbody></table>`;
 }
 
-function renderSection(section: RenderedSection): string {
+function renderSection(section: RenderedSection): Html {
   const id = section.title.toLowerCase().replace(/[^a-z0-9]+/g, "-");
-  let inner: string;
-  if (section.error) inner = `<p class="error">could not read this section: ${escapeHtml(section.error)}</p>`;
-  else if (section.rows.length === 0) inner = `<p class="muted">${escapeHtml(section.empty ?? "none")}</p>`;
-  else inner = renderTable(section);
-  return `<section id="${escapeHtml(id)}"><h2>${escapeHtml(section.title)} <span class="muted">(${section.rows.length})</span></h2>${inner}</section>`;
+  const inner = section.error ? h`<p class="error">could not read this section: ${section.error}</p>`
+    : section.rows.length === 0 ? h`<p class="muted">${section.empty ?? "none"}</p>`
+    : renderTable(section);
+  return h`<section id="${id}"><h2>${section.title} <span class="muted">(${section.rows.length})</span></h2>${inner}</section>\n`;
 }
 
-function renderHealth(model: StatusModel): string {
+function renderHealth(model: StatusModel): Html {
   const checks = model.health.checks.map((c) => ({ name: c.name, state: c.ok ? "ok" : "failed", reason: c.reason ?? "", durationSeconds: c.durationMs / 1000 }));
-  const facts = [
+  const facts: [string, Html | string][] = [
     ["readiness", badge(model.health.ready ? "ready" : "not ready")],
-    ["resident memory", escapeHtml(formatBytes(model.process.rssBytes))],
-    ["CPU time", escapeHtml(formatSeconds(model.process.cpuSeconds))],
-    ["uptime", escapeHtml(formatSeconds(model.process.uptimeSeconds))],
-  ].map(([label, value]) => `<div>${escapeHtml(label)}<b>${value}</b></div>`).join("");
-  const table = checks.length === 0 ? `<p class="muted">no readiness checks registered</p>` : renderTable({
+    ["resident memory", formatBytes(model.process.rssBytes)],
+    ["CPU time", formatSeconds(model.process.cpuSeconds)],
+    ["uptime", formatSeconds(model.process.uptimeSeconds)],
+  ];
+  const table = checks.length === 0 ? h`<p class="muted">no readiness checks registered</p>` : renderTable({
     title: "checks", rows: checks,
     columns: [{ key: "name", label: "check" }, { key: "state", label: "state", format: "state" }, { key: "reason", label: "reason" }, { key: "durationSeconds", label: "took", format: "seconds" }],
   });
-  return `<section id="health"><h2>Health</h2><div class="facts">${facts}</div>${table}</section>`;
+  return h`<section id="health"><h2>Health</h2><div class="facts">${facts.map(([label, value]) => h`<div>${label}<b>${value}</b></div>`)}</div>${table}</section>`;
 }
 
 export function renderStatusPage(model: StatusModel): string {
-  const links = [...model.views.map((v) => `<a href="views/${encodeURIComponent(v)}">${escapeHtml(v)}</a>`), `<a href="metrics">metrics</a>`, `<a href="readyz?verbose">readyz</a>`].join(" · ");
-  return `<!doctype html>
+  const links = [...model.views.map((v) => h`<a href="views/${encodeURIComponent(v)}">${v}</a>`), h`<a href="metrics">metrics</a>`, h`<a href="readyz?verbose">readyz</a>`]
+    .map((link, i) => (i ? h` · ${link}` : link));
+  const refreshed = model.refreshSeconds > 0 ? h`, refreshed every ${model.refreshSeconds} s` : "";
+  return h`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(model.title)}</title>
+<title>${model.title}</title>
 <noscript><meta http-equiv="refresh" content="${Math.max(1, model.refreshSeconds)}"></noscript>
-<style>${STYLE}</style></head>
-<body data-refresh="${escapeHtml(model.refreshSeconds)}">
-<header><h1>${escapeHtml(model.title)}</h1></header>
+<style>${raw(STYLE)}</style></head>
+<body data-refresh="${model.refreshSeconds}">
+<header><h1>${model.title}</h1></header>
 <main>
-<p class="muted">as of ${escapeHtml(model.generatedAt.toISOString())}${model.refreshSeconds > 0 ? `, refreshed every ${escapeHtml(model.refreshSeconds)} s` : ""}</p>
+<p class="muted">as of ${model.generatedAt.toISOString()}${refreshed}</p>
 ${renderHealth(model)}
-${model.sections.map(renderSection).join("\n")}
-</main>
+${model.sections.map(renderSection)}</main>
 <footer>JSON: ${links}</footer>
-<script>${REFRESH_SCRIPT}</script>
-</body></html>`;
+<script>${raw(REFRESH_SCRIPT)}</script>
+</body></html>`.toString();
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createAdminApp, createReadiness, escapeHtml, type AdminExtension } from "./index.ts";
+import { createAdminApp, createReadiness, type AdminExtension } from "./index.ts";
 import { STATUS_PAGE_CSP } from "./status-page-html.ts";
 
 const hostile = `<script>alert("x")</script>&'`;
@@ -53,7 +53,7 @@ describe("status page", () => {
   test("every value from a view is escaped", async () => {
     const html = await (await app.request("/")).text();
     expect(html).not.toContain(hostile);
-    expect(html).toContain(escapeHtml(hostile));
+    expect(html).toContain("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;");
     expect(html).toContain("trap: &lt;b&gt;boom&lt;/b&gt;");
     expect(html).toContain("<title>reflection &lt;rome&gt;</title>");
     // The only <script> is the page's own refresh script.
