@@ -13,7 +13,7 @@ import {
   REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL, TENANT_NAMESPACE_LABEL,
 } from "../../apis/labels.ts";
 import type { KubeClient } from "../../kube/client.ts";
-import { RetryAfterError } from "../../kube/errors.ts";
+import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
@@ -21,6 +21,8 @@ import { silentLogger, type Logger } from "../../log.ts";
 import type { Registry } from "../../metrics/index.ts";
 import { createEventRecorder } from "../../reflection/engine/events.ts";
 import { revokeIdentity } from "../auth/tenant.ts";
+import { applyPluginGrants } from "../auth/plugin-grants.ts";
+import { decidePluginGrants } from "../auth/plugin-rbac.ts";
 import type { LocalClusterIdentity } from "../identity.ts";
 import { ensureIncomingForeignCluster, ForeignClusterError, setIncomingPeering, type IncomingStatus } from "./foreigncluster.ts";
 import { freeFor, offeredQuota, parseSharingPercentage, sameQuota, summarizeUsage, type Node, type Pod, type Usage } from "./offer.ts";
@@ -103,7 +105,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
 
   async function patchRequestStatus(rr: ResourceRequest, status: Record<string, unknown>) {
     const current = rr.status ?? {};
-    if (Object.entries(status).every(([k, v]) => (current as Record<string, unknown>)[k] === (v ?? undefined))) return;
+    if (Object.entries(status).every(([k, v]) => JSON.stringify((current as Record<string, unknown>)[k]) === JSON.stringify(v ?? undefined))) return;
     await client.mergePatch(ResourceRequestResource, rr.metadata.name!, rr.metadata.namespace, { metadata: { resourceVersion: rr.metadata.resourceVersion }, status }, "status");
   }
 
@@ -185,7 +187,8 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     if (rr.spec.withdrawalTimestamp) return withdraw(rr, offer, consumerId);
 
     await applyOffer(offer, desiredOffer(rr, consumerId));
-    await patchRequestStatus(rr, { offerState: "Created", offerWithdrawalTimestamp: null });
+    const plugins = await pluginGrants(rr, consumerId);
+    await patchRequestStatus(rr, { offerState: "Created", offerWithdrawalTimestamp: null, reflectorPlugins: plugins });
     const accepted = offer?.status?.phase === OfferPhase.Accepted;
     await incoming(consumerId, accepted ? "Established" : "Pending",
       accepted ? "OfferAccepted" : "OfferPending",
@@ -193,11 +196,31 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       ns);
   }
 
+  /** What the consumer's reflector plugins may do here (auth/plugin-rbac.ts), applied; the answer for its status. */
+  async function pluginGrants(rr: ResourceRequest, consumerId: string) {
+    const decisions = await decidePluginGrants(client, rr.spec.reflectorPlugins);
+    const twinNamespaces = twins.list().filter((n) => n.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] === consumerId && !n.metadata.deletionTimestamp).map((n) => n.metadata.name!);
+    const revoked = await applyPluginGrants(client, { clusterId: consumerId, tenantNamespace: rr.metadata.namespace!, twinNamespaces }, decisions, log);
+    const before = new Map((rr.status?.reflectorPlugins ?? []).map((g) => [g.name, g.state]));
+    for (const d of decisions) {
+      if (before.get(d.grant.name) === d.grant.state) continue;
+      if (d.grant.state === "Refused") events.warning(rr, "ReflectorPluginRefused", d.grant.message ?? "");
+      else events.normal(rr, "ReflectorPluginGranted", `plugin ${d.grant.name}: ${d.grant.message}`);
+    }
+    if (revoked.length) events.normal(rr, "ReflectorPluginRevoked", `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${revoked.join(", ")} any more: its rights removed, its reflected copies deleted`);
+    return decisions.length ? decisions.map((d) => d.grant) : null;
+  }
+
   async function ensureForeignCluster(rr: ResourceRequest) {
     try {
       await ensureIncomingForeignCluster(client, foreignClusterOf(rr.spec.clusterIdentity.clusterID), rr.spec.clusterIdentity, rr.spec.authUrl);
     } catch (err) {
       // The offer does not depend on it: report, and go on.
+      if (err instanceof KubeApiError && err.status === 403) {
+        events.warning(rr, "ForeignClusterNotRecorded", `cannot create ForeignCluster ${rr.spec.clusterIdentity.clusterName}: ${err.message}; ` +
+          "give the controller manager's ServiceAccount create on foreignclusters.discovery.liqo.io (the chart's RBAC does)");
+        return;
+      }
       if (!(err instanceof ForeignClusterError)) throw err;
       events.warning(rr, "ForeignClusterNotRecorded", err.message);
     }

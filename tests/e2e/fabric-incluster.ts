@@ -1,0 +1,199 @@
+// The data plane on real nodes, as users run it: the in-cluster quick start (liqo installed with
+// liqoctl on two real-node clusters, peered with networking, liqo-demo offloaded), then traffic
+// both ways through liqo's own gateways. Shared by the disjoint and the overlapping pod CIDR files.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
+import { crossClusterAnswers, curlFromRome, runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { rigDown, killRigNow } from "../rig/rig.ts";
+import { reapOrphanRigs } from "../rig/rig.ts";
+import { testRigRoot } from "../rig/testing.ts";
+import { waitFor } from "../support/wait.ts";
+
+type PodObject = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string; podIP?: string; containerStatuses?: { restartCount?: number; state?: { waiting?: { reason?: string } } }[] } };
+
+export interface Exec { out: string; err: string; code: number }
+
+export function fabricSuite(overlapping: boolean): void {
+  let q: InClusterQuickstart;
+  const label = overlapping ? "overlapping pod CIDRs" : "disjoint pod CIDRs";
+
+  async function kubectl(cluster: string, ...args: string[]): Promise<Exec> {
+    const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    return { out, err, code: await proc.exited };
+  }
+
+  /** Retries a command until its output matches, for paths that take a moment to converge. */
+  async function until(what: string, run: () => Promise<Exec>, match: RegExp, timeoutMs = 120_000): Promise<Exec> {
+    let last: Exec | undefined;
+    return waitFor(what, async () => {
+      last = await run();
+      return last.code === 0 && match.test(last.out) ? last : undefined;
+    }, { timeoutMs, intervalMs: 1000, describe: () => last });
+  }
+
+  const twinNamespace = async () => {
+    const pods = await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" });
+    return pods.items.find((p) => p.metadata.name === "nginx-remote")!.metadata.namespace!;
+  };
+
+  beforeAll(async () => {
+    await reapOrphanRigs(testRigRoot);
+    const dir = mkdtempSync(join(testRigRoot, "fabric-"));
+    process.on("exit", () => { if (q) killRigNow(q.rig); });
+    q = await runInClusterQuickstart({ dir, owner: process.pid, overlappingPodCidrs: overlapping, progress: process.env.RIG_VERBOSE ? (m) => console.error(`[fabric] ${m}`) : undefined });
+    console.log(`in-cluster quick start (${label}): ${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(0)}s`).join(", ")}`);
+  }, 1_200_000);
+
+  afterAll(async () => {
+    if (q) await rigDown(q.rig.dir).catch(() => killRigNow(q.rig));
+  }, 120_000);
+
+  /** kubectl on the virtual node's pods reaches the real containers in milan. */
+  function virtualKubeletOnRealContainers() {
+    test("kubectl logs -f follows the real container in milan", async () => {
+      const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig("rome")}`, "logs", "-f", "-n", "liqo-demo", "nginx-remote", "--tail=1"], { stdout: "pipe", stderr: "pipe" });
+      const reader = proc.stdout.getReader();
+      let seen = "";
+      try {
+        await curlFromRome(q, "http://liqo-demo.liqo-demo.svc.cluster.local/followed-by-logs-f", /Server name: nginx-remote/);
+        await waitFor("the access line in the followed log", async () => {
+          const { value, done } = await Promise.race([reader.read(), Bun.sleep(2000).then(() => ({ value: undefined, done: false }))]);
+          if (value) seen += new TextDecoder().decode(value);
+          return !done && seen.includes("/followed-by-logs-f");
+        }, { timeoutMs: 60_000, describe: () => seen.slice(-500) });
+      } finally {
+        proc.kill();
+      }
+      expect(seen).toContain("GET /followed-by-logs-f");
+    }, 180_000);
+
+    test("kubectl exec -i streams stdin to the real container and its output back", async () => {
+      const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig("rome")}`, "exec", "-i", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c", "tr a-z A-Z; hostname"], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+      proc.stdin.write("through the virtual kubelet\n");
+      proc.stdin.end();
+      const out = await new Response(proc.stdout).text();
+      expect(out).toBe("THROUGH THE VIRTUAL KUBELET\nnginx-remote\n");
+      expect(await proc.exited).toBe(0);
+    }, 60_000);
+
+    test("an image no node has shows as a pull error on the local pod; a crashing container's restarts are counted back", async () => {
+      const onVirtual = { nodeSelector: { "liqo.io/type": "virtual-node" }, tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }] };
+      await q.rome.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "ghost", namespace: "liqo-demo" },
+        spec: { ...onVirtual, containers: [{ name: "x", image: "example.invalid/nothing:1" }] } } as KubeObject);
+      await q.rome.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "crasher", namespace: "liqo-demo" },
+        spec: { ...onVirtual, containers: [{ name: "x", image: "ghcr.io/liqo-bun/hello:0.1.0", command: ["sh", "-c", "echo crashing; exit 3"] }] } } as KubeObject);
+      const reason = await waitFor("ghost's pull error on rome's pod", async () => {
+        const r = (await q.rome.find<PodObject>(Resources.pods, "ghost", "liqo-demo"))?.status?.containerStatuses?.[0]?.state?.waiting?.reason;
+        return r && /ErrImagePull|ImagePullBackOff/.test(r) ? r : undefined;
+      }, { timeoutMs: 180_000, describe: async () => (await q.rome.find<PodObject>(Resources.pods, "ghost", "liqo-demo"))?.status });
+      expect(reason).toMatch(/ErrImagePull|ImagePullBackOff/);
+      const restarts = await waitFor("crasher's restarts on rome's pod", async () => {
+        const n = (await q.rome.find<PodObject>(Resources.pods, "crasher", "liqo-demo"))?.status?.containerStatuses?.[0]?.restartCount ?? 0;
+        return n >= 2 ? n : undefined;
+      }, { timeoutMs: 180_000, describe: async () => (await q.rome.find<PodObject>(Resources.pods, "crasher", "liqo-demo"))?.status });
+      expect(restarts).toBeGreaterThanOrEqual(2);
+      const logs = await kubectl("rome", "logs", "-n", "liqo-demo", "crasher", "--previous");
+      expect(logs.out).toContain("crashing");
+      for (const name of ["ghost", "crasher"]) await q.rome.delete(Resources.pods, name, "liqo-demo");
+    }, 400_000);
+  }
+
+  describe(`the fabric in-cluster, ${label}`, () => {
+    test("NETWORKING Established and a Connected WireGuard tunnel on both sides", async () => {
+      const fcs = await kubectl("rome", "get", "foreignclusters", "--no-headers");
+      expect(fcs.out).toMatch(/^milan\s+Established\s+None\s+Established\s+Established/m);
+      for (const client of [q.rome, q.milan]) {
+        const tep = await waitFor("a Connected TunnelEndpoint", async () => {
+          const t = (await client.list<TunnelEndpoint & KubeObject>(TunnelEndpointResource)).items[0];
+          return (t as { status?: { connection?: { status?: string } } } | undefined)?.status?.connection?.status === "Connected" ? t : undefined;
+        }, { timeoutMs: 120_000 });
+        if (overlapping) expect(tep.spec.remoteNATPodCIDR).not.toBe("None");
+        else expect(tep.spec.remoteNATPodCIDR).toBe("None");
+      }
+    });
+
+    test("rome's pod → nginx-remote's pod address and → the Service by DNS name, answered in milan", async () => {
+      const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
+      const inMilan = (await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items.find((p) => p.metadata.name === "nginx-remote")!;
+      // With the same pod CIDR on both sides, rome sees milan's pod at a remapped address.
+      if (overlapping) expect(remote.status!.podIP).not.toBe(inMilan.status!.podIP);
+      else expect(remote.status!.podIP).toBe(inMilan.status!.podIP);
+      const answers = await crossClusterAnswers(q);
+      expect(answers.byPod).toContain(`Server address: ${inMilan.status!.podIP}:80`);
+      expect(answers.byService).toContain("Server name: nginx-remote");
+    }, 300_000);
+
+    test("milan → rome: the offloaded container reaches nginx-local through the reflected Service, by name (exec through the virtual kubelet)", async () => {
+      const ns = await twinNamespace();
+      const r = await until("nginx-local answering nginx-remote's curl of the reflected Service", () =>
+        kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "curl", "-sS", "--max-time", "5", `http://liqo-demo.${ns}.svc.cluster.local/`), /Server name: nginx-local/);
+      expect(r.out).toContain("Server name: nginx-local");
+    }, 300_000);
+
+    test("a rome node → the remote pod (node namespace, no pod in between)", async () => {
+      const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
+      const node = q.rig.clusters[0]!.realNodeStates![0]!;
+      const r = await until(`curl from node ${node.name}`, async () => {
+        const p = Bun.spawn(["nsenter", `--net=/var/run/netns/${node.netns}`, "--", "curl", "-sS", "--max-time", "5", `http://${remote.status!.podIP}/from-a-node`], { stdout: "pipe", stderr: "pipe" });
+        const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+        return { out, err, code: await p.exited };
+      }, /Server name: nginx-remote/);
+      expect(r.out).toContain("URI: /from-a-node");
+    }, 300_000);
+
+    test("10 MB both ways through the tunnel with the default MTUs, byte for byte", async () => {
+      const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
+      // milan → rome: the offloaded container serves 10 MB of random bytes; rome's client reads them.
+      const made = await kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c",
+        "head -c 10485760 /dev/urandom > /tmp/big && sha256sum /tmp/big | cut -d' ' -f1 && (nc -l -N -p 9000 < /tmp/big > /dev/null 2>&1 &)");
+      expect(made.code).toBe(0);
+      const want = made.out.trim();
+      expect(want).toMatch(/^[0-9a-f]{64}$/);
+      const got = await until("10 MB from nginx-remote", () =>
+        kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "sh", "-c", `nc -N -w 20 ${remote.status!.podIP} 9000 < /dev/null | sha256sum | cut -d' ' -f1`), /^[0-9a-f]{64}/, 60_000);
+      expect(got.out.trim()).toBe(want);
+      // rome → milan: rome's client uploads 10 MB; the offloaded container hashes what arrived.
+      const local = await kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "sh", "-c",
+        "head -c 10485760 /dev/urandom > /tmp/up && sha256sum /tmp/up | cut -d' ' -f1");
+      const listen = await kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c",
+        "rm -f /tmp/got; (nc -l -p 9001 > /tmp/got 2>/dev/null &) ; echo listening");
+      expect(listen.out).toContain("listening");
+      const sent = await until("10 MB to nginx-remote", () =>
+        kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "sh", "-c", `nc -N -w 20 ${remote.status!.podIP} 9001 < /tmp/up && echo sent`), /sent/, 60_000);
+      expect(sent.code).toBe(0);
+      const arrived = await until("the upload hashed in milan", () =>
+        kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c", "[ $(stat -c %s /tmp/got) = 10485760 ] && sha256sum /tmp/got | cut -d' ' -f1"), /^[0-9a-f]{64}/, 60_000);
+      expect(arrived.out.trim()).toBe(local.out.trim());
+    }, 300_000);
+
+    if (!overlapping) virtualKubeletOnRealContainers();
+
+    test("the gateway pod deleted: a new one takes over and traffic resumes", async () => {
+      const before = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/component=gateway" })).items.map((p) => p.metadata.name);
+      expect(before.length).toBeGreaterThan(0);
+      for (const name of before) await q.rome.delete(Resources.pods, name!, "liqo");
+      await waitFor("a new Ready gateway pod", async () => {
+        const pods = (await q.rome.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/component=gateway" })).items;
+        return pods.some((p) => !before.includes(p.metadata.name) && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+      }, { timeoutMs: 120_000 });
+      const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
+      expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-failover`, /Server name: nginx-remote/, 180_000)).toContain("URI: /after-failover");
+    }, 400_000);
+
+    test("the route pods restarted: traffic resumes", async () => {
+      const before = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/component=route" })).items.map((p) => p.metadata.name);
+      expect(before.length).toBe(2);
+      for (const name of before) await q.rome.delete(Resources.pods, name!, "liqo");
+      const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
+      await waitFor("two new route pods", async () => {
+        const pods = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/component=route" })).items;
+        return pods.filter((p) => !before.includes(p.metadata.name) && p.status?.phase === "Running").length === 2;
+      }, { timeoutMs: 120_000 });
+      expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-route-restart`, /Server name: nginx-remote/, 180_000)).toContain("URI: /after-route-restart");
+    }, 400_000);
+  });
+}
