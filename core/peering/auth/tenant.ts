@@ -8,9 +8,10 @@ import type { KubeClient } from "../../kube/client.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { tenantNamespaceName } from "../../offloading/names.ts";
 import {
-  AUTH_FIELD_MANAGER, ClusterRoleBindings, MANAGED_BY, PEERING_ROLE, REMOTE_SA_PREFIX, RoleBindings,
+  AUTH_FIELD_MANAGER, ClusterRoleBindings, ClusterRoles, MANAGED_BY, PEERING_ROLE, REMOTE_SA_PREFIX, RoleBindings,
   TWIN_NAMESPACE_ROLE, TWIN_NAMESPACES_ROLE,
 } from "./rbac.ts";
+import { bindPluginRole, pluginClusterRoleName } from "./plugin-grants.ts";
 
 /** Recorded on the tenant namespace: the name the identity was issued to (see the duplicate-ID check). */
 export const CLUSTER_NAME_ANNOTATION = "discovery.liqo.io/cluster-name";
@@ -139,6 +140,8 @@ export async function grantTwinNamespace(client: KubeClient, clusterId: string, 
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TWIN_NAMESPACE_ROLE },
     subjects: [saSubject(clusterId, tenant.metadata.name!)],
   }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
+  // What the peer's reflector plugins were granted (plugin-grants.ts), if anything.
+  await bindPluginRole(client, clusterId, twinNamespace, tenant.metadata.name!);
   return true;
 }
 
@@ -156,6 +159,7 @@ export async function revokeIdentity(client: KubeClient, remoteClusterId: string
   const deleted: string[] = [];
   const selector = `${DISCOVERY_CLUSTER_ID_LABEL}=${remoteClusterId},app.kubernetes.io/managed-by=liqo-auth`;
   if (await client.delete(ClusterRoleBindings, twinNamespacesBindingName(remoteClusterId))) deleted.push(`clusterrolebinding/${twinNamespacesBindingName(remoteClusterId)}`);
+  if (await client.delete(ClusterRoles, pluginClusterRoleName(remoteClusterId))) deleted.push(`clusterrole/${pluginClusterRoleName(remoteClusterId)}`);
   for (const rb of (await client.list(RoleBindings, { labelSelector: selector })).items) {
     if (await client.delete(RoleBindings, rb.metadata.name!, rb.metadata.namespace, { uid: rb.metadata.uid })) deleted.push(`rolebinding/${rb.metadata.namespace}/${rb.metadata.name}`);
   }
