@@ -2,7 +2,12 @@
 // outgoing peering to what the spec asks: authenticate, request resources, accept the offer, run
 // the virtual kubelet in this process; or tear all of it down (finalizer). Level-triggered: every
 // reconcile starts from the ForeignCluster, the Secrets, the ResourceRequest and the offer.
-import { ForeignClusterResource, ResourceOfferResource, AUTH_TOKEN_LABEL, DISCOVERY_CLUSTER_ID_LABEL, type ResourceOffer } from "../../apis/index.ts";
+import {
+  ForeignClusterResource, ResourceOfferResource, ResourceRequestResource, AUTH_TOKEN_LABEL, DISCOVERY_CLUSTER_ID_LABEL, REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_REQUESTED_LABEL, type ResourceOffer, type ResourceRequest,
+} from "../../apis/index.ts";
+import type { PluginInfo } from "../../reflection/engine/engine.ts";
+import { createPluginStore, type PluginProblem, type PluginStore } from "../../reflection/store/watch.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer } from "../../kube/informer.ts";
@@ -35,6 +40,11 @@ export interface ForeignClusterControllerOptions {
   workers?: number;
   /** See ControllerConfig.ipTranslator (default: the network fabric's translation watcher). */
   ipTranslator?: ControllerConfig["ipTranslator"];
+  /**
+   * The drop-in reflector plugins every virtual kubelet runs (default: the plugin ConfigMaps of
+   * the liqo namespace, core/reflection/store); false: none.
+   */
+  plugins?: PluginStore | false;
 }
 
 export interface ForeignClusterController {
@@ -44,14 +54,17 @@ export interface ForeignClusterController {
   handle(name: string): Promise<void>;
   idle(): Promise<void>;
   /** Per peer: what runs in this process, for the admin API. */
-  peers(): { clusterId: string; node?: string; ready?: boolean; kubelet?: string; replicator: boolean }[];
+  peers(): { clusterId: string; node?: string; ready?: boolean; kubelet?: string; replicator: boolean; plugins?: PluginInfo[] }[];
+  /** The plugin store's verdicts: what is installed, validated and what was rejected. */
+  pluginStore(): { ready: { name: string; configMap: string; version: string }[]; problems: PluginProblem[] } | undefined;
 }
 
 export function createForeignClusterController(o: ForeignClusterControllerOptions): ForeignClusterController {
   const log = (o.logger ?? silentLogger).child({ component: "foreigncluster" });
   const liqoNamespace = o.liqoNamespace ?? "liqo";
+  const plugins = o.plugins === false ? undefined : o.plugins ?? createPluginStore({ client: o.client, namespace: liqoNamespace, logger: log });
   const cfg: ControllerConfig = {
-    client: o.client, local: o.localCluster, liqoNamespace, authUrl: o.authUrl ?? "", kubelet: o.kubelet, replicator: o.replicator,
+    client: o.client, local: o.localCluster, liqoNamespace, authUrl: o.authUrl ?? "", kubelet: o.kubelet, replicator: o.replicator, plugins,
     registry: o.registry, logger: log, ipTranslator: o.ipTranslator, disconnectTimeoutMs: o.disconnectTimeoutMs ?? 120_000, now: () => new Date(),
   };
   const peers = new Map<string, PeerRuntime>();
@@ -77,6 +90,16 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
   offers.on({ add: byOffer, update: (_, x) => byOffer(x), delete: byOffer });
   const byToken = (s: KubeObject) => byClusterId(s.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL]).forEach((n) => queue.add(n));
   tokens.on({ add: byToken, update: (_, s) => byToken(s) });
+  // A plugin installed, changed or removed: every peering brings its ResourceRequest and its
+  // virtual kubelet's drop-ins up to date. The provider's answer (the request's status, replicated
+  // back) decides what is loaded, so a change of it re-queues the peering too.
+  plugins?.onChange(() => fcs.list().forEach((f) => queue.add(f.metadata.name!)));
+  const requests = createInformer<ResourceRequest & KubeObject>({ client: o.client, resource: ResourceRequestResource, labelSelector: `${REPLICATION_REQUESTED_LABEL}=true`, logger: log });
+  requests.on({
+    update: (a, b) => {
+      if (JSON.stringify(a.status?.reflectorPlugins) !== JSON.stringify(b.status?.reflectorPlugins)) byClusterId(b.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL]).forEach((n) => queue.add(n));
+    },
+  });
   let resync: ReturnType<typeof setInterval> | undefined;
 
   async function setFinalizer(fc: ForeignClusterObject, present: boolean): Promise<ForeignClusterObject> {
@@ -143,7 +166,8 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
       fcs.start();
       offers.start();
       tokens.start();
-      await Promise.all([fcs.waitForSync(), offers.waitForSync(), tokens.waitForSync()]);
+      requests.start();
+      await Promise.all([fcs.waitForSync(), offers.waitForSync(), tokens.waitForSync(), requests.waitForSync(), plugins?.start()]);
       queue.start();
       resync = setInterval(() => fcs.list().forEach((f) => queue.add(f.metadata.name!)), o.resyncMs ?? 15_000);
       log.info("ForeignCluster controller started", { clusterId: cfg.local.clusterId });
@@ -151,7 +175,7 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     async stop() {
       clearInterval(resync);
       await queue.shutdown();
-      await Promise.all([fcs.stop(), offers.stop(), tokens.stop()]);
+      await Promise.all([fcs.stop(), offers.stop(), tokens.stop(), requests.stop(), plugins?.stop()]);
       for (const rt of peers.values()) await stopRuntime(rt, log, false);
       peers.clear();
     },
@@ -159,7 +183,11 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     idle: () => queue.idle(),
     peers: () => [...peers.values()].map((rt) => ({
       clusterId: rt.clusterId, replicator: !!rt.replicator,
-      ...(rt.vk ? { node: rt.vk.nodeName, ready: rt.vk.node.status().ready, kubelet: rt.vk.api.url } : {}),
+      ...(rt.vk ? { node: rt.vk.nodeName, ready: rt.vk.node.status().ready, kubelet: rt.vk.api.url, plugins: rt.vk.engine.plugins().filter((p) => p.trust === "dropin") } : {}),
     })),
+    pluginStore: () => plugins && {
+      ready: plugins.ready().map((p) => ({ name: p.name, configMap: p.configMap, version: p.manifest.version })),
+      problems: plugins.problems(),
+    },
   };
 }

@@ -3,8 +3,11 @@
 // then one in-process virtual kubelet with the offered capacity; Established once its node is Ready.
 import {
   REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL, REPLICATION_REQUESTED_LABEL,
-  ResourceOfferResource, ResourceRequestResource, type ResourceOffer,
+  ResourceOfferResource, ResourceRequestResource, type ResourceOffer, type ResourceRequest,
 } from "../../apis/index.ts";
+import { syncDropins } from "../../reflection/store/sync.ts";
+import type { ReadyPlugin } from "../../reflection/store/watch.ts";
+import { verbsFor } from "../auth/plugin-rbac.ts";
 import { RetryAfterError } from "../../kube/errors.ts";
 import { readAuthUrl } from "../auth-url.ts";
 import type { KubeObject } from "../../kube/resources.ts";
@@ -26,14 +29,45 @@ export const resourceRequestName = (localClusterId: string) => localClusterId;
 
 export function resourceRequest(ctx: ReconcileContext, auth: Authenticated, authUrl = ctx.cfg.authUrl): KubeObject {
   const { cfg } = ctx;
+  const plugins = cfg.plugins?.requests() ?? [];
   return {
     apiVersion: "discovery.liqo.io/v1alpha1", kind: "ResourceRequest",
     metadata: {
       name: resourceRequestName(cfg.local.clusterId), namespace: auth.localNamespace,
       labels: { [REPLICATION_REQUESTED_LABEL]: "true", [REMOTE_CLUSTER_ID_LABEL]: auth.remote.clusterID, [REPLICATION_DESTINATION_LABEL]: auth.remote.clusterID },
     },
-    spec: { clusterIdentity: { clusterID: cfg.local.clusterId, clusterName: cfg.local.clusterName }, authUrl },
+    spec: {
+      clusterIdentity: { clusterID: cfg.local.clusterId, clusterName: cfg.local.clusterName }, authUrl,
+      // Omitted when empty: the apply then drops what an earlier one listed (the provider revokes it).
+      ...(plugins.length ? { reflectorPlugins: plugins } : {}),
+    },
   };
+}
+
+/**
+ * The installed plugins the provider granted for this peering, as its answer in our request's
+ * status says (replicated back): all of a plugin's kinds, with the verbs its directions need.
+ */
+async function grantedPlugins(ctx: ReconcileContext, auth: Authenticated): Promise<ReadyPlugin[]> {
+  const { cfg } = ctx;
+  const store = cfg.plugins;
+  if (!store) return [];
+  const rr = await cfg.client.find<ResourceRequest & KubeObject>(ResourceRequestResource, resourceRequestName(cfg.local.clusterId), auth.localNamespace);
+  const grants = new Map((rr?.status?.reflectorPlugins ?? []).map((g) => [g.name, g]));
+  const out: ReadyPlugin[] = [];
+  for (const p of store.ready()) {
+    const g = grants.get(p.name);
+    if (g?.state !== "Granted") continue;
+    let covered = true;
+    for (const r of p.manifest.resources) {
+      const ref = await cfg.client.resourceFor(r.group ? `${r.group}/${r.version}` : r.version, r.kind).catch(() => undefined);
+      const need = verbsFor(r.direction);
+      // A module upgraded with a kind the provider has not answered for yet waits for that answer.
+      if (!ref || !(g.rules ?? []).some((rule) => rule.apiGroups.includes(r.group) && rule.resources.includes(ref.plural) && need.every((v) => rule.verbs.includes(v)))) covered = false;
+    }
+    if (covered) out.push(p);
+  }
+  return out;
 }
 
 /** The peer's runtime, rebuilt (the old one stopped) when the identity changed: a new identity was issued. */
@@ -79,6 +113,9 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
 
   // Without --auth-url (the chart on a cluster with neither load balancer nor auth.url), the
   // provider learns where our auth service is as liqoctl generate peer-command would print it.
+  // A plugin removed from the store stops before the request stops listing it: the provider then
+  // revokes its rights and deletes its copies, with no reflector of ours left to write them back.
+  if (rt.vk && cfg.plugins) await syncDropins(rt.vk.engine, cfg.plugins.ready(), cfg.liqoNamespace, log, "removals");
   const rr = resourceRequest(ctx, auth, cfg.authUrl || (await readAuthUrl(cfg.client, cfg.liqoNamespace)) || "");
   await cfg.client.apply(ResourceRequestResource, rr, { fieldManager: FIELD_MANAGER, force: true });
   if (!rt.replicator) {
@@ -141,6 +178,10 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     await rt.vk.updateResources(resources);
     rt.resources = wanted;
     log.info("virtual node capacity updated from the offer", { remoteClusterId: auth.remote.clusterID, resources });
+  }
+  if (cfg.plugins) {
+    const sync = await syncDropins(rt.vk.engine, await grantedPlugins(ctx, auth), cfg.liqoNamespace, log);
+    if (sync.failed.length) log.warn("drop-in plugins not loaded", { remoteClusterId: auth.remote.clusterID, failed: sync.failed });
   }
   if (offer.status?.virtualKubeletStatus !== "Created") {
     await cfg.client.mergePatch(ResourceOfferResource, offer.metadata.name!, offer.metadata.namespace, { status: { phase: "Accepted", virtualKubeletStatus: "Created" } }, "status");
