@@ -1,4 +1,5 @@
-// liqoctl plugin: try reflector plugins without a cluster.
+// liqoctl plugin: try reflector plugins without a cluster (test, validate), and install, list and
+// remove them in a cluster (plugin-store.ts).
 //   liqoctl plugin test <file.wasm|builtin> --input obj.json [--remote obj.json] [--context ctx.json]
 //                       [--cache objs.yaml] [--direction forward|backward] [--output yaml|json]
 //   liqoctl plugin validate <file.wasm>
@@ -113,5 +114,11 @@ const validate = defineCommand({
 
 export default defineCommand({
   meta: { name: "plugin", description: "Work with reflector plugins (WebAssembly)" },
-  subCommands: { test, validate },
+  subCommands: {
+    test, validate,
+    // In the cluster (plugin-store.ts), loaded only when used: they need a Kubernetes client.
+    install: () => import("./plugin-store.ts").then((m) => m.storeCommands.install),
+    list: () => import("./plugin-store.ts").then((m) => m.storeCommands.list),
+    remove: () => import("./plugin-store.ts").then((m) => m.storeCommands.remove),
+  },
 });
