@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# The test command: set-up, then every test (unit, real-cluster e2e, network namespaces).
+# The test command: set-up, the linter, then every test (unit, real-cluster e2e, network namespaces).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bash scripts/setup.sh || exit 1
+# Lint before any cluster starts: a lint error fails the run in seconds (biome.jsonc says what is checked).
+if ! node_modules/.bin/bun run --silent lint; then
+  echo "biome lint failed: fix the errors above (bun run lint)" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 node_modules/.bin/bun test --timeout 600000 "$@" 2>&1 | tee "$log"

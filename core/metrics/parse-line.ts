@@ -23,7 +23,7 @@ export type Directive =
 const isBlank = (ch: string | undefined) => ch === " " || ch === "\t";
 
 /** Undoes the escapes allowed in `what`; any other backslash sequence is an error. */
-export function unescape(text: string, allowed: string, lineNo: number, what: string): string {
+export function unescapeText(text: string, allowed: string, lineNo: number, what: string): string {
   let out = "";
   for (let i = 0; i < text.length; i++) {
     const ch = text[i]!;
@@ -50,7 +50,7 @@ export function parseDirective(line: string, lineNo: number): Directive {
   const name = nameMatch[1]!;
   if (!isValidMetricName(name)) throw new PrometheusParseError(`invalid metric name ${JSON.stringify(name)} in ${keyword} line`, lineNo);
   const tail = nameMatch[2] ?? "";
-  if (keyword === "HELP") return { kind: "help", name, help: unescape(tail, "\\n", lineNo, "HELP text") };
+  if (keyword === "HELP") return { kind: "help", name, help: unescapeText(tail, "\\n", lineNo, "HELP text") };
   const type = tail.trimEnd();
   if (!["counter", "gauge", "histogram", "summary", "untyped"].includes(type)) {
     throw new PrometheusParseError(`unknown metric type ${JSON.stringify(type)} for ${name}`, lineNo);
@@ -67,7 +67,7 @@ function readQuoted(line: string, start: number, lineNo: number): [string, numbe
       raw += ch + (line[i + 1] ?? "");
       i++;
     } else if (ch === '"') {
-      return [unescape(raw, '\\"n', lineNo, "label value"), i + 1];
+      return [unescapeText(raw, '\\"n', lineNo, "label value"), i + 1];
     } else {
       raw += ch;
     }
