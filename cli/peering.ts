@@ -13,10 +13,16 @@ export const kubeFlags = {
   "liqo-namespace": { type: "string", default: "liqo", description: "namespace where liqo runs" },
 } as const;
 
-export const timeoutFlag = { timeout: { type: "string", default: "120s", description: "how long to wait for each phase (e.g. 90s, 5m)" } } as const;
+export const timeoutFlag = {
+  timeout: { type: "string", default: "120s", description: "how long to wait for each phase (e.g. 90s, 5m)" },
+} as const;
 
 export function timeoutMs(text: string): number {
-  try { return parseDuration(text, "timeout"); } catch (err) { throw new CliError((err as Error).message); }
+  try {
+    return parseDuration(text, "timeout");
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
 }
 
 export function checkClusterName(name: string, what = "cluster name"): void {
@@ -31,15 +37,27 @@ export function checkClusterId(id: string): void {
 
 export function checkAuthUrl(url: string): void {
   let parsed: URL;
-  try { parsed = new URL(url); } catch { throw new CliError(`--auth-url ${url} is not a URL; use the https URL liqoctl generate peer-command prints, e.g. https://10.0.0.5:30443`); }
-  if (parsed.protocol !== "https:") throw new CliError(`--auth-url ${url} must use https (the authentication service serves only TLS)`);
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliError(
+      `--auth-url ${url} is not a URL; use the https URL liqoctl generate peer-command prints, e.g. https://10.0.0.5:30443`,
+    );
+  }
+  if (parsed.protocol !== "https:")
+    throw new CliError(`--auth-url ${url} must use https (the authentication service serves only TLS)`);
   // The ForeignCluster CRD (Liqo's pattern) wants a dotted host or an IP.
-  if (!parsed.hostname.includes(".") && !parsed.hostname.includes(":")) throw new CliError(`--auth-url ${url}: the host must be a domain name with a dot or an IP address`);
+  if (!parsed.hostname.includes(".") && !parsed.hostname.includes(":"))
+    throw new CliError(`--auth-url ${url}: the host must be a domain name with a dot or an IP address`);
 }
 
 export async function foreignClusterByName(client: KubeClient, name: string): Promise<ForeignClusterObject> {
   const fc = await client.find<ForeignClusterObject>(ForeignClusterResource, name);
-  if (!fc) throw new CliError(`ForeignCluster ${name} does not exist; list them with kubectl get foreignclusters, or peer with liqoctl peer out-of-band ${name} --auth-url ... --cluster-id ... --auth-token ...`, ExitCode.Failure);
+  if (!fc)
+    throw new CliError(
+      `ForeignCluster ${name} does not exist; list them with kubectl get foreignclusters, or peer with liqoctl peer out-of-band ${name} --auth-url ... --cluster-id ... --auth-token ...`,
+      ExitCode.Failure,
+    );
   return fc;
 }
 
@@ -71,7 +89,14 @@ export interface WaitOptions {
  * for the ForeignCluster of that UID to be deleted. A ForeignCluster that no controller ever
  * reconciled is named as such after hintAfterMs, not only at the timeout.
  */
-export async function waitPhases(client: KubeClient, name: string, phases: Phase[], timeout: number, goneUid?: string, o: WaitOptions = {}): Promise<void> {
+export async function waitPhases(
+  client: KubeClient,
+  name: string,
+  phases: Phase[],
+  timeout: number,
+  goneUid?: string,
+  o: WaitOptions = {},
+): Promise<void> {
   const gone = goneUid !== undefined;
   const hintAfterMs = o.hintAfterMs ?? 20_000;
   const begun = Date.now();
@@ -86,9 +111,15 @@ export async function waitPhases(client: KubeClient, name: string, phases: Phase
       // us for resources): a new UID means ours is gone.
       const fc = gone && found && found.metadata.uid !== goneUid ? undefined : found;
       if (!fc) {
-        if (gone) { spin.succeed(phase.done); break; }
+        if (gone) {
+          spin.succeed(phase.done);
+          break;
+        }
         spin.fail(`${phase.waiting}: ForeignCluster ${name} disappeared`);
-        throw new CliError(`ForeignCluster ${name} was deleted while waiting for phase ${phase.type}`, ExitCode.Failure);
+        throw new CliError(
+          `ForeignCluster ${name} was deleted while waiting for phase ${phase.type}`,
+          ExitCode.Failure,
+        );
       }
       last = fc.status?.peeringConditions?.find((c) => c.type === phase.type);
       if (last && (phase.until ?? ["Established"]).includes(last.status)) {
@@ -98,7 +129,10 @@ export async function waitPhases(client: KubeClient, name: string, phases: Phase
       // Unpeering waits through whatever state the peering was in; only joining phases fail early.
       if (last && !phase.until && FAILED.has(last.status)) {
         spin.fail(`${phase.type} ${last.status}: ${last.message ?? last.reason ?? ""}`);
-        throw new CliError(`phase ${phase.type} failed (${last.status}, ${last.reason}): ${last.message}`, ExitCode.Failure);
+        throw new CliError(
+          `phase ${phase.type} failed (${last.status}, ${last.reason}): ${last.message}`,
+          ExitCode.Failure,
+        );
       }
       if (last?.message) spin.update(`${phase.waiting} (${last.status}: ${last.message})`);
       const unreconciled = !gone && !fc.status?.peeringConditions?.length && Date.now() - begun >= hintAfterMs;
@@ -108,10 +142,15 @@ export async function waitPhases(client: KubeClient, name: string, phases: Phase
       }
       if (Date.now() > deadline) {
         spin.fail(`${phase.waiting}: timed out`);
-        const why = last ? `it is ${last.status} (${last.reason}): ${last.message}`
-          : unreconciled ? noControllerHint(name, Date.now() - begun, o.liqoNamespace)
-          : "the controller manager has not reported it (is liqo controller-manager running with the foreigncluster controller?)";
-        throw new CliError(`phase ${phase.type} did not complete within ${Math.round(timeout / 1000)}s: ${why}`, ExitCode.Failure);
+        const why = last
+          ? `it is ${last.status} (${last.reason}): ${last.message}`
+          : unreconciled
+            ? noControllerHint(name, Date.now() - begun, o.liqoNamespace)
+            : "the controller manager has not reported it (is liqo controller-manager running with the foreigncluster controller?)";
+        throw new CliError(
+          `phase ${phase.type} did not complete within ${Math.round(timeout / 1000)}s: ${why}`,
+          ExitCode.Failure,
+        );
       }
       await Bun.sleep(500);
     }

@@ -4,7 +4,11 @@
 /** An error the user caused or can fix: printed without a stack, with a documented exit code. */
 export class CliError extends Error {
   override name = "CliError";
-  constructor(message: string, readonly code: number = ExitCode.Usage, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly code: number = ExitCode.Usage,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }

@@ -54,13 +54,19 @@ const production = (prefix: string) => [...graph.keys()].filter((f) => f.startsW
 
 describe("import boundaries", () => {
   test("the scan sees imports (a broken regex would pass everything)", () => {
-    expect(localImports("core/roles/x.ts", `import { a } from "../cli-errors.ts";\nconst m = await import("../../cli/ui.ts");\nexport { b } from "./b.ts";`))
-      .toEqual(["core/cli-errors.ts", "cli/ui.ts", "core/roles/b.ts"]);
+    expect(
+      localImports(
+        "core/roles/x.ts",
+        `import { a } from "../cli-errors.ts";\nconst m = await import("../../cli/ui.ts");\nexport { b } from "./b.ts";`,
+      ),
+    ).toEqual(["core/cli-errors.ts", "cli/ui.ts", "core/roles/b.ts"]);
     expect(graph.get("core/roles/controller-manager.ts")).toContain("core/cli-errors.ts");
   });
 
   test("core/** imports nothing from cli/**", () => {
-    const upward = [...graph].flatMap(([f, deps]) => f.startsWith("core/") ? deps.filter((d) => d.startsWith("cli/")).map((d) => `${f} -> ${d}`) : []);
+    const upward = [...graph].flatMap(([f, deps]) =>
+      f.startsWith("core/") ? deps.filter((d) => d.startsWith("cli/")).map((d) => `${f} -> ${d}`) : [],
+    );
     expect(upward).toEqual([]);
   });
 

@@ -82,7 +82,19 @@ footer{padding:0 24px 16px;color:#6c757d;font-size:12px}
 a{color:#1d3557}`;
 
 const GOOD = new Set(["ready", "ok", "true", "running", "established", "loaded", "synced", "connected", "success"]);
-const BAD = new Set(["quarantined", "error", "failed", "false", "closed", "rejected", "not ready", "notready", "allfailed", "somefailed", "denied"]);
+const BAD = new Set([
+  "quarantined",
+  "error",
+  "failed",
+  "false",
+  "closed",
+  "rejected",
+  "not ready",
+  "notready",
+  "allfailed",
+  "somefailed",
+  "denied",
+]);
 
 function read(row: Record<string, unknown>, key: string): unknown {
   let value: unknown = row;
@@ -135,36 +147,58 @@ const numClass = (format: ColumnFormat | undefined) => (isNumeric(format) ? raw(
 
 function renderTable(section: RenderedSection): Html {
   const head = section.columns.map((c) => h`<th${numClass(c.format)}>${c.label}</th>`);
-  const body = section.rows.map((row) => h`<tr>${section.columns.map((c) => h`<td${numClass(c.format)}>${cell(read(row, c.key), c.format)}</td>`)}</tr>\n`);
+  const body = section.rows.map(
+    (row) =>
+      h`<tr>${section.columns.map((c) => h`<td${numClass(c.format)}>${cell(read(row, c.key), c.format)}</td>`)}</tr>\n`,
+  );
   return h`<table><thead><tr>${head}</tr></thead><tbody>\n${body}</tbody></table>`;
 }
 
 function renderSection(section: RenderedSection): Html {
   const id = section.title.toLowerCase().replace(/[^a-z0-9]+/g, "-");
-  const inner = section.error ? h`<p class="error">could not read this section: ${section.error}</p>`
-    : section.rows.length === 0 ? h`<p class="muted">${section.empty ?? "none"}</p>`
-    : renderTable(section);
+  const inner = section.error
+    ? h`<p class="error">could not read this section: ${section.error}</p>`
+    : section.rows.length === 0
+      ? h`<p class="muted">${section.empty ?? "none"}</p>`
+      : renderTable(section);
   return h`<section id="${id}"><h2>${section.title} <span class="muted">(${section.rows.length})</span></h2>${inner}</section>\n`;
 }
 
 function renderHealth(model: StatusModel): Html {
-  const checks = model.health.checks.map((c) => ({ name: c.name, state: c.ok ? "ok" : "failed", reason: c.reason ?? "", durationSeconds: c.durationMs / 1000 }));
+  const checks = model.health.checks.map((c) => ({
+    name: c.name,
+    state: c.ok ? "ok" : "failed",
+    reason: c.reason ?? "",
+    durationSeconds: c.durationMs / 1000,
+  }));
   const facts: [string, Html | string][] = [
     ["readiness", badge(model.health.ready ? "ready" : "not ready")],
     ["resident memory", formatBytes(model.process.rssBytes)],
     ["CPU time", formatSeconds(model.process.cpuSeconds)],
     ["uptime", formatSeconds(model.process.uptimeSeconds)],
   ];
-  const table = checks.length === 0 ? h`<p class="muted">no readiness checks registered</p>` : renderTable({
-    title: "checks", rows: checks,
-    columns: [{ key: "name", label: "check" }, { key: "state", label: "state", format: "state" }, { key: "reason", label: "reason" }, { key: "durationSeconds", label: "took", format: "seconds" }],
-  });
+  const table =
+    checks.length === 0
+      ? h`<p class="muted">no readiness checks registered</p>`
+      : renderTable({
+          title: "checks",
+          rows: checks,
+          columns: [
+            { key: "name", label: "check" },
+            { key: "state", label: "state", format: "state" },
+            { key: "reason", label: "reason" },
+            { key: "durationSeconds", label: "took", format: "seconds" },
+          ],
+        });
   return h`<section id="health"><h2>Health</h2><div class="facts">${facts.map(([label, value]) => h`<div>${label}<b>${value}</b></div>`)}</div>${table}</section>`;
 }
 
 export function renderStatusPage(model: StatusModel): string {
-  const links = [...model.views.map((v) => h`<a href="views/${encodeURIComponent(v)}">${v}</a>`), h`<a href="metrics">metrics</a>`, h`<a href="readyz?verbose">readyz</a>`]
-    .map((link, i) => (i ? h` · ${link}` : link));
+  const links = [
+    ...model.views.map((v) => h`<a href="views/${encodeURIComponent(v)}">${v}</a>`),
+    h`<a href="metrics">metrics</a>`,
+    h`<a href="readyz?verbose">readyz</a>`,
+  ].map((link, i) => (i ? h` · ${link}` : link));
   const refreshed = model.refreshSeconds > 0 ? h`, refreshed every ${model.refreshSeconds} s` : "";
   return h`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

@@ -6,7 +6,9 @@ import controllerManager, { CONTROLLERS, parseControllers } from "./controller-m
 
 describe("liqo controller-manager --controllers", () => {
   test("defaults to every controller, as Liqo's controller manager runs them all", async () => {
-    const args = await (typeof controllerManager.args === "function" ? controllerManager.args() : controllerManager.args);
+    const args = await (typeof controllerManager.args === "function"
+      ? controllerManager.args()
+      : controllerManager.args);
     expect(parseControllers(args!.controllers.default).sort()).toEqual([...CONTROLLERS].sort());
   });
 

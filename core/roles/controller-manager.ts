@@ -18,22 +18,34 @@ export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest
 
 /** The --controllers list, checked: a typo fails at start instead of leaving a controller out. */
 export function parseControllers(text: string): string[] {
-  const wanted = text.split(",").map((s) => s.trim()).filter(Boolean);
+  const wanted = text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const known: readonly string[] = CONTROLLERS;
   const unknown = wanted.filter((c) => !known.includes(c));
-  if (unknown.length) throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from ${CONTROLLERS.join(", ")}`);
+  if (unknown.length)
+    throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from ${CONTROLLERS.join(", ")}`);
   if (!wanted.length) throw new CliError(`--controllers is empty; choose from ${CONTROLLERS.join(", ")}`);
   return wanted;
 }
 
 export default defineCommand({
-  meta: { name: "controller-manager", description: "Run liqo's controllers: peering (foreigncluster, resourcerequest), namespace offloading and ShadowPods" },
+  meta: {
+    name: "controller-manager",
+    description:
+      "Run liqo's controllers: peering (foreigncluster, resourcerequest), namespace offloading and ShadowPods",
+  },
   args: {
     kubeconfig: { type: "string", description: "kubeconfig of the cluster (default: KUBECONFIG, ~/.kube/config)" },
     context: { type: "string", description: "context in the kubeconfig" },
     "cluster-id": { type: "string", required: true, description: "this cluster's ID" },
     "cluster-name": { type: "string", required: true, description: "this cluster's name" },
-    controllers: { type: "string", default: CONTROLLERS.join(","), description: `controllers to run, comma-separated (default: all: ${CONTROLLERS.join(", ")})` },
+    controllers: {
+      type: "string",
+      default: CONTROLLERS.join(","),
+      description: `controllers to run, comma-separated (default: all: ${CONTROLLERS.join(", ")})`,
+    },
     ...foreignClusterArgs,
     ...resourceRequestArgs,
     ...leaderElectionArgs,
@@ -50,11 +62,27 @@ export default defineCommand({
     registerProcessMetrics(registry);
     const running: { name: string; start(): Promise<void>; stop(): Promise<void> }[] = [];
     if (wanted.includes("namespaceoffloading")) {
-      running.push({ name: "namespaceoffloading", ...createNamespaceOffloadingController({ client, localCluster: { clusterID: args["cluster-id"], clusterName: args["cluster-name"] }, logger: log }) });
+      running.push({
+        name: "namespaceoffloading",
+        ...createNamespaceOffloadingController({
+          client,
+          localCluster: { clusterID: args["cluster-id"], clusterName: args["cluster-name"] },
+          logger: log,
+        }),
+      });
     }
-    if (wanted.includes("shadowpod")) running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log }) });
-    if (wanted.includes("resourcerequest")) running.push({ name: "resourcerequest", ...(await resourceRequestController(args, { client, registry, logger: log })) });
-    if (wanted.includes("foreigncluster")) running.push({ name: "foreigncluster", ...(await foreignClusterController(args, { client, registry, logger: log })) });
+    if (wanted.includes("shadowpod"))
+      running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log }) });
+    if (wanted.includes("resourcerequest"))
+      running.push({
+        name: "resourcerequest",
+        ...(await resourceRequestController(args, { client, registry, logger: log })),
+      });
+    if (wanted.includes("foreigncluster"))
+      running.push({
+        name: "foreigncluster",
+        ...(await foreignClusterController(args, { client, registry, logger: log })),
+      });
     const started = new Set<string>();
     const startAll = async () => {
       for (const c of running) {
@@ -69,14 +97,35 @@ export default defineCommand({
     const leadership = election && electLeader(election, { client, logger: log, lead: startAll, stepDown: stopAll });
     // Served before the controllers start, so /readyz answers "starting" instead of nothing.
     const admin = await serveAdmin({
-      args, registry, logger: log, client, title: `liqo controller-manager: ${args["cluster-name"]} (${args["cluster-id"]})`,
+      args,
+      registry,
+      logger: log,
+      client,
+      title: `liqo controller-manager: ${args["cluster-name"]} (${args["cluster-id"]})`,
       views: {
-        controllers: () => running.map((c) => ({ name: c.name, state: started.has(c.name) ? "running" : leadership && !leadership.elector.isLeader() ? "standby" : "starting" })),
-        leader: () => leadership ? { enabled: true, ...leadership.elector.status() } : { enabled: false, leader: true },
+        controllers: () =>
+          running.map((c) => ({
+            name: c.name,
+            state: started.has(c.name)
+              ? "running"
+              : leadership && !leadership.elector.isLeader()
+                ? "standby"
+                : "starting",
+          })),
+        leader: () =>
+          leadership ? { enabled: true, ...leadership.elector.status() } : { enabled: false, leader: true },
       },
       checks: {
         // A standby is ready: it is healthy, just not leading (otherwise an HA rollout never completes).
-        "caches-synced": () => (leadership && !leadership.elector.isLeader()) || started.size === running.length || { ok: false, reason: `controllers still listing: ${running.filter((c) => !started.has(c.name)).map((c) => c.name).join(", ")}` },
+        "caches-synced": () =>
+          (leadership && !leadership.elector.isLeader()) ||
+          started.size === running.length || {
+            ok: false,
+            reason: `controllers still listing: ${running
+              .filter((c) => !started.has(c.name))
+              .map((c) => c.name)
+              .join(", ")}`,
+          },
       },
     });
     if (leadership) leadership.elector.start();
