@@ -1,9 +1,13 @@
 // liqoctl status: this cluster's liqo identity (name, ID, labels, auth URL) and its peerings,
-// each with the phase of every condition and, for any that is not settled, why.
+// each with the phase of every condition and, for any that is not settled, why; and what each
+// peering's provider granted or refused for the drop-in reflector plugins.
 import { defineCommand } from "citty";
-import { ForeignClusterResource, type PeeringConditionType } from "../../core/apis/index.ts";
+import {
+  ForeignClusterResource, REMOTE_CLUSTER_ID_LABEL, REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL, ResourceRequestResource,
+  type PeeringConditionType, type ResourceRequest,
+} from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
-import { Resources } from "../../core/kube/resources.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
@@ -37,6 +41,27 @@ export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, b
   return `Peerings:\n${table(rows)}${notes.length ? `\n\nNot settled:\n${notes.join("\n")}` : ""}`;
 }
 
+/**
+ * Per peering, what each provider answered for our drop-in reflector plugins (outgoing: our
+ * requests, their status replicated back) and what we answered for our consumers' (incoming).
+ */
+export function pluginsReport(rrs: (ResourceRequest & KubeObject)[], fcs: ForeignClusterObject[]): string {
+  const nameOf = (id: string | undefined) => fcs.find((f) => f.spec.clusterIdentity?.clusterID === id)?.metadata.name ?? id ?? "?";
+  const lines: string[] = [];
+  for (const rr of rrs) {
+    const outgoing = rr.metadata.labels?.[REPLICATION_REQUESTED_LABEL] === "true";
+    const incoming = rr.metadata.labels?.[REPLICATION_STATUS_LABEL] === "true";
+    if (!outgoing && !incoming) continue;
+    const peer = outgoing ? `${nameOf(rr.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL])} (outgoing)` : `${rr.spec?.clusterIdentity?.clusterName ?? nameOf(rr.spec?.clusterIdentity?.clusterID)} (incoming)`;
+    const answers = new Map((rr.status?.reflectorPlugins ?? []).map((g) => [g.name, g]));
+    for (const p of rr.spec?.reflectorPlugins ?? []) {
+      const g = answers.get(p.name);
+      lines.push(`  ${peer}: ${p.name} ${g ? `${g.state}: ${g.message ?? ""}` : "waiting for the provider's answer"}`);
+    }
+  }
+  return lines.length ? `Reflector plugins:\n${lines.join("\n")}` : "Reflector plugins: none requested or granted (liqoctl plugin install <file.wasm>)";
+}
+
 export default defineCommand({
   meta: { name: "status", description: "Show this cluster's liqo identity and its peerings" },
   args: { ...kubeFlags },
@@ -60,6 +85,8 @@ export default defineCommand({
       `  auth URL:  ${authUrl ?? "unknown (liqo auth has not recorded one)"}`,
       "",
       peeringsReport(fcs, nodes),
+      "",
+      pluginsReport(await client.list<ResourceRequest & KubeObject>(ResourceRequestResource).then((l) => l.items, () => []), fcs),
     ].join("\n"));
   },
 });
