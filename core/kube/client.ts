@@ -2,12 +2,20 @@
 // @kubernetes/client-node; requests go through Bun's own TLS options, which carry the CA and the
 // client certificate on Bun (client-node 2.x's undici dispatcher silently drops them).
 import type { KubeConfig } from "@kubernetes/client-node";
+import { readFileSync } from "node:fs";
 import { apiErrorFromStatus, KubeApiError, transportError, type StatusBody } from "./errors.ts";
 import { loadKubeConfig, type KubeConfigOptions, type LoadedKubeConfig } from "./config.ts";
-import { InClusterKubeConfig } from "./incluster.ts";
+import { credentialSource, sameCredential, type Credential, type CredentialSource } from "./credentials.ts";
+import { watchLiveness, watchSilenceGuard, type WatchLivenessOptions } from "./liveness.ts";
 import {
-  builtinResource, keyOf, objectKey, resourcePath, splitApiVersion,
-  type KubeObject, type ObjectList, type ResourceRef,
+  builtinResource,
+  keyOf,
+  objectKey,
+  resourcePath,
+  splitApiVersion,
+  type KubeObject,
+  type ObjectList,
+  type ResourceRef,
 } from "./resources.ts";
 
 export interface RequestOptions {
@@ -64,17 +72,32 @@ export interface ApplyOptions {
   subresource?: string;
 }
 
+/** What does not rotate: the CA, the kubeconfig's client certificate, the server name, impersonation. */
 interface Connection {
   headers: Record<string, string>;
-  tls: { ca?: string | Buffer | (string | Buffer)[]; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean };
+  tls: {
+    ca?: Buffer;
+    cert?: string | Buffer;
+    key?: string | Buffer;
+    rejectUnauthorized?: boolean;
+    serverName?: string;
+  };
 }
 
-export interface KubeClientOptions {
+export interface KubeClientOptions extends WatchLivenessOptions {
   userAgent?: string;
   /** Per-request timeout for everything but watches. */
   timeoutMs?: number;
   /** HTTP CONNECT proxy towards the API server (Liqo's foreignProxyUrl: in-band peering reaches the peer through its proxy in the tunnel). */
   proxy?: string;
+  /** kubectl's users[].user.tokenFile, re-read when it changes (loadKubeConfig finds it). */
+  tokenFile?: string;
+}
+
+/** kubeconfig's *-data fields are base64, the others file paths. */
+function material(file: string | undefined, data: string | undefined): Buffer | undefined {
+  if (data) return Buffer.from(data, "base64");
+  return file ? readFileSync(file) : undefined;
 }
 
 const MAX_RETRY_AFTER_ATTEMPTS = 10;
@@ -94,47 +117,93 @@ function retryAfterMs(res: Response, method: string): number | undefined {
 
 export class KubeClient {
   readonly server: string;
-  private connection?: Promise<Connection>;
+  private connection?: Connection;
+  private readonly credentials: CredentialSource;
+  private readonly liveness: Required<WatchLivenessOptions>;
+  private pinging?: Promise<string | undefined>;
   private discovery = new Map<string, Promise<ResourceRef[]>>();
   private readonly timeoutMs: number;
   private readonly userAgent: string;
   private readonly proxy?: string;
   /** Counts requests by verb and outcome, for the roles' /metrics. */
-  readonly stats = { requests: 0, errors: 0 };
+  readonly stats = {
+    requests: 0,
+    errors: 0,
+    /** Answers 401 (a credential expired or revoked), and new credentials obtained since the first. */
+    unauthorized: 0,
+    credentialRefreshes: 0,
+    /** Watches given up because they fell silent and the server did not answer a ping (see liveness.ts). */
+    silentWatches: 0,
+  };
 
-  constructor(readonly kc: KubeConfig, options: KubeClientOptions = {}) {
+  constructor(
+    readonly kc: KubeConfig,
+    options: KubeClientOptions = {},
+  ) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new KubeApiError("the kubeconfig has no current cluster; pass --context", 0, "NoCluster", "");
     this.server = cluster.server.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.userAgent = options.userAgent ?? "liqo-bun";
     this.proxy = options.proxy;
+    this.credentials = credentialSource(kc, { tokenFile: options.tokenFile });
+    this.liveness = watchLiveness(options);
   }
 
-  private async connect(): Promise<Connection> {
-    const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; headers?: Record<string, string>; auth?: string } = {};
-    await this.kc.applyToHTTPSOptions(opts as never);
+  private conn(): Connection {
+    if (this.connection) return this.connection;
+    const cluster = this.kc.getCurrentCluster()!;
+    const user = this.kc.getCurrentUser();
     const headers: Record<string, string> = { "user-agent": this.userAgent };
-    for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = String(v);
-    if (opts.auth) headers.authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
-    return { headers, tls: { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized } };
-  }
-
-  private conn(): Promise<Connection> {
-    this.connection ??= this.connect().catch((err) => {
-      this.connection = undefined;
-      throw err;
-    });
+    if (user?.impersonateUser) headers["impersonate-user"] = user.impersonateUser;
+    this.connection = {
+      headers,
+      tls: {
+        ca: material(cluster.caFile, cluster.caData),
+        cert: material(user?.certFile ?? undefined, user?.certData ?? undefined),
+        key: material(user?.keyFile ?? undefined, user?.keyData ?? undefined),
+        rejectUnauthorized: cluster.skipTLSVerify ? false : undefined,
+        serverName: cluster.tlsServerName || undefined,
+      },
+    };
     return this.connection;
   }
 
+  /**
+   * One request with the current credential; a 401 makes the source drop it, and if that yields
+   * another credential (the plug-in ran again, the file was rewritten) the request is sent once
+   * more: a 401 means the server did nothing, so any verb may repeat.
+   */
   private async fetch(method: string, path: string, options: RequestOptions, stream = false): Promise<Response> {
-    const conn = await this.conn();
+    const credential = await this.credential();
+    const res = await this.send(method, path, options, stream, credential);
+    if (res.status !== 401) return res;
+    this.stats.unauthorized++;
+    this.credentials.rejected(credential);
+    const next = await this.credential();
+    if (sameCredential(next, credential)) return res;
+    await res.body?.cancel();
+    return this.send(method, path, options, stream, next);
+  }
+
+  private async credential(): Promise<Credential> {
+    const credential = await this.credentials.current();
+    this.stats.credentialRefreshes = this.credentials.refreshes;
+    return credential;
+  }
+
+  private async send(
+    method: string,
+    path: string,
+    options: RequestOptions,
+    stream: boolean,
+    credential: Credential,
+  ): Promise<Response> {
+    const conn = this.conn();
     const url = new URL(this.server + path);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
-    const headers: Record<string, string> = { ...conn.headers, accept: "application/json" };
-    // The pod's projected token rotates; the connection is cached, so the header is refreshed per request.
-    if (this.kc instanceof InClusterKubeConfig) headers.authorization = `Bearer ${this.kc.bearerToken()}`;
+    const headers: Record<string, string> = { ...conn.headers, ...credential.headers, accept: "application/json" };
+    const tls = credential.cert ? { ...conn.tls, cert: credential.cert, key: credential.key } : conn.tls;
     let body: string | undefined;
     if (options.body !== undefined) {
       body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
@@ -146,7 +215,12 @@ export class KubeClient {
     this.stats.requests++;
     try {
       return await fetch(url, {
-        method, headers, body, tls: conn.tls, ...(this.proxy ? { proxy: this.proxy } : {}), signal: signals.length ? AbortSignal.any(signals) : undefined,
+        method,
+        headers,
+        body,
+        tls,
+        ...(this.proxy ? { proxy: this.proxy } : {}),
+        signal: signals.length ? AbortSignal.any(signals) : undefined,
         // Watches stay open for minutes; their end is the server's timeoutSeconds, not Bun's idle timer.
         ...(stream ? { timeout: false } : {}),
       } as RequestInit);
@@ -161,7 +235,11 @@ export class KubeClient {
   }
 
   /** Like request, with the HTTP status of the answer (201 Created against 200 OK, say). */
-  async requestWithStatus<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<{ body: T; status: number }> {
+  async requestWithStatus<T = unknown>(
+    method: string,
+    path: string,
+    options: RequestOptions = {},
+  ): Promise<{ body: T; status: number }> {
     let res = await this.fetch(method, path, options);
     // Like client-go: a 429 carrying Retry-After (e.g. "storage is (re)initializing" right after a
     // CRD is established) means the server did not process the request; see retryAfterMs.
@@ -174,18 +252,31 @@ export class KubeClient {
     if (!res.ok) {
       this.stats.errors++;
       let status: StatusBody | undefined;
-      try { status = JSON.parse(text); } catch { status = { message: text.slice(0, 300) }; }
+      try {
+        status = JSON.parse(text);
+      } catch {
+        status = { message: text.slice(0, 300) };
+      }
       throw apiErrorFromStatus(res.status, status, options.key ?? path, method);
     }
     return { body: (text ? JSON.parse(text) : undefined) as T, status: res.status };
   }
 
-  get<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace?: string, signal?: AbortSignal): Promise<T> {
+  get<T extends KubeObject = KubeObject>(
+    res: ResourceRef,
+    name: string,
+    namespace?: string,
+    signal?: AbortSignal,
+  ): Promise<T> {
     return this.request<T>("GET", resourcePath(res, namespace, name), { key: keyOf(namespace, name), signal });
   }
 
   /** Like get, but undefined instead of a NotFound error. */
-  async find<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace?: string): Promise<T | undefined> {
+  async find<T extends KubeObject = KubeObject>(
+    res: ResourceRef,
+    name: string,
+    namespace?: string,
+  ): Promise<T | undefined> {
     try {
       return await this.get<T>(res, name, namespace);
     } catch (err) {
@@ -199,24 +290,53 @@ export class KubeClient {
     return this.request<ObjectList<T>>("GET", resourcePath(res, namespace), { query: { ...query }, signal });
   }
 
-  create<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, namespace = obj.metadata.namespace, options: { fieldManager?: string } = {}): Promise<T> {
-    return this.request<T>("POST", resourcePath(res, namespace), { body: obj, key: objectKey(obj), query: { fieldManager: options.fieldManager } });
+  create<T extends KubeObject = KubeObject>(
+    res: ResourceRef,
+    obj: KubeObject,
+    namespace = obj.metadata.namespace,
+    options: { fieldManager?: string } = {},
+  ): Promise<T> {
+    return this.request<T>("POST", resourcePath(res, namespace), {
+      body: obj,
+      key: objectKey(obj),
+      query: { fieldManager: options.fieldManager },
+    });
   }
 
   replace<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, subresource?: string): Promise<T> {
-    return this.request<T>("PUT", resourcePath(res, obj.metadata.namespace, obj.metadata.name, subresource), { body: obj, key: objectKey(obj) });
+    return this.request<T>("PUT", resourcePath(res, obj.metadata.namespace, obj.metadata.name, subresource), {
+      body: obj,
+      key: objectKey(obj),
+    });
   }
 
-  mergePatch<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace: string | undefined, patch: unknown, subresource?: string): Promise<T> {
+  mergePatch<T extends KubeObject = KubeObject>(
+    res: ResourceRef,
+    name: string,
+    namespace: string | undefined,
+    patch: unknown,
+    subresource?: string,
+  ): Promise<T> {
     return this.request<T>("PATCH", resourcePath(res, namespace, name, subresource), {
-      body: patch, contentType: "application/merge-patch+json", key: keyOf(namespace, name),
+      body: patch,
+      contentType: "application/merge-patch+json",
+      key: keyOf(namespace, name),
     });
   }
 
   /** A JSON patch (RFC 6902); an op that fails (a "test", a missing path) fails the whole patch. */
-  jsonPatch<T extends KubeObject = KubeObject>(res: ResourceRef, name: string, namespace: string | undefined, ops: JsonPatchOp[], options: { fieldManager?: string; subresource?: string } = {}): Promise<T> {
+  jsonPatch<T extends KubeObject = KubeObject>(
+    res: ResourceRef,
+    name: string,
+    namespace: string | undefined,
+    ops: JsonPatchOp[],
+    options: { fieldManager?: string; subresource?: string } = {},
+  ): Promise<T> {
     return this.request<T>("PATCH", resourcePath(res, namespace, name, options.subresource), {
-      body: ops, contentType: "application/json-patch+json", key: keyOf(namespace, name), query: { fieldManager: options.fieldManager },
+      body: ops,
+      contentType: "application/json-patch+json",
+      key: keyOf(namespace, name),
+      query: { fieldManager: options.fieldManager },
     });
   }
 
@@ -226,12 +346,22 @@ export class KubeClient {
   }
 
   /** Server-side apply, and whether it created the object (201) rather than changed an existing one. */
-  async applyReporting<T extends KubeObject = KubeObject>(res: ResourceRef, obj: KubeObject, options: ApplyOptions): Promise<{ object: T; created: boolean }> {
+  async applyReporting<T extends KubeObject = KubeObject>(
+    res: ResourceRef,
+    obj: KubeObject,
+    options: ApplyOptions,
+  ): Promise<{ object: T; created: boolean }> {
     const { namespace, name } = obj.metadata;
     if (!name) throw new KubeApiError(`apply ${res.kind}: the object has no metadata.name`, 0, "Invalid", "");
-    const body = { ...obj, apiVersion: obj.apiVersion ?? (res.group ? `${res.group}/${res.version}` : res.version), kind: obj.kind ?? res.kind };
+    const body = {
+      ...obj,
+      apiVersion: obj.apiVersion ?? (res.group ? `${res.group}/${res.version}` : res.version),
+      kind: obj.kind ?? res.kind,
+    };
     const answer = await this.requestWithStatus<T>("PATCH", resourcePath(res, namespace, name, options.subresource), {
-      body, contentType: "application/apply-patch+yaml", key: objectKey(obj),
+      body,
+      contentType: "application/apply-patch+yaml",
+      key: objectKey(obj),
       query: { fieldManager: options.fieldManager, force: options.force ?? true },
     });
     return { object: answer.body, created: answer.status === 201 };
@@ -239,12 +369,20 @@ export class KubeClient {
 
   /** Deletes; false when it was already gone. With `uid`, a different object of that name is left alone (Conflict). */
   async delete(res: ResourceRef, name: string, namespace?: string, options: DeleteOptions = {}): Promise<boolean> {
-    const preconditions = options.uid || options.resourceVersion
-      ? { uid: options.uid, resourceVersion: options.resourceVersion } : undefined;
+    const preconditions =
+      options.uid || options.resourceVersion
+        ? { uid: options.uid, resourceVersion: options.resourceVersion }
+        : undefined;
     try {
       await this.request("DELETE", resourcePath(res, namespace, name), {
         key: keyOf(namespace, name),
-        body: { apiVersion: "v1", kind: "DeleteOptions", preconditions, gracePeriodSeconds: options.gracePeriodSeconds, propagationPolicy: options.propagationPolicy },
+        body: {
+          apiVersion: "v1",
+          kind: "DeleteOptions",
+          preconditions,
+          gracePeriodSeconds: options.gracePeriodSeconds,
+          propagationPolicy: options.propagationPolicy,
+        },
       });
       return true;
     } catch (err) {
@@ -253,34 +391,98 @@ export class KubeClient {
     }
   }
 
-  /** A watch stream; ends when the server closes it. A 410 arrives as an ERROR event or a thrown Gone. */
-  async *watch<T extends KubeObject = KubeObject>(res: ResourceRef, options: WatchOptions = {}): AsyncGenerator<WatchEvent<T>> {
+  /**
+   * A watch stream; ends when the server closes it. A 410 arrives as an ERROR event or a thrown Gone.
+   * A watch that falls silent while the server stops answering is abandoned with a Timeout error
+   * (liveness.ts), so the caller re-watches instead of waiting for TCP to give up.
+   */
+  async *watch<T extends KubeObject = KubeObject>(
+    res: ResourceRef,
+    options: WatchOptions = {},
+  ): AsyncGenerator<WatchEvent<T>> {
     const { namespace, signal, ...query } = options;
     const path = resourcePath(res, namespace);
-    const response = await this.fetch("GET", path, { query: { ...query, watch: true }, signal, key: path }, true);
-    if (!response.ok) {
-      const text = await response.text();
-      let status: StatusBody | undefined;
-      try { status = JSON.parse(text); } catch { status = { message: text.slice(0, 300) }; }
-      throw apiErrorFromStatus(response.status, status, path, "WATCH");
-    }
-    if (!response.body) return;
-    const decoder = new TextDecoder();
-    let buffered = "";
+    const guard =
+      this.liveness.watchIdleMs > 0
+        ? watchSilenceGuard({
+            liveness: this.liveness,
+            bookmarks: Boolean(options.allowWatchBookmarks),
+            ping: (ms) => this.ping(ms),
+            onSilent: () => {
+              this.stats.silentWatches++;
+            },
+          })
+        : undefined;
+    const signals = [signal, guard?.signal].filter(Boolean) as AbortSignal[];
+    const silent = (err: unknown) =>
+      new KubeApiError(`WATCH ${path} on ${this.server}: ${guard!.reason}; re-watch`, 0, "Timeout", path, {
+        cause: err,
+      });
     try {
-      for await (const chunk of response.body) {
-        buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-        let newline: number;
-        while ((newline = buffered.indexOf("\n")) >= 0) {
-          const line = buffered.slice(0, newline).trim();
-          buffered = buffered.slice(newline + 1);
-          if (line) yield JSON.parse(line) as WatchEvent<T>;
-        }
+      let response: Response;
+      try {
+        response = await this.fetch(
+          "GET",
+          path,
+          {
+            query: { ...query, watch: true },
+            signal: signals.length ? AbortSignal.any(signals) : undefined,
+            key: path,
+          },
+          true,
+        );
+      } catch (err) {
+        if (guard?.reason) throw silent(err);
+        throw err;
       }
-    } catch (err) {
-      if (signal?.aborted) return;
-      throw transportError(err, this.server, path, "WATCH");
+      if (!response.ok) {
+        const text = await response.text();
+        let status: StatusBody | undefined;
+        try {
+          status = JSON.parse(text);
+        } catch {
+          status = { message: text.slice(0, 300) };
+        }
+        throw apiErrorFromStatus(response.status, status, path, "WATCH");
+      }
+      if (!response.body) return;
+      const decoder = new TextDecoder();
+      let buffered = "";
+      try {
+        for await (const chunk of response.body) {
+          guard?.touch();
+          buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+          let newline: number;
+          while ((newline = buffered.indexOf("\n")) >= 0) {
+            const line = buffered.slice(0, newline).trim();
+            buffered = buffered.slice(newline + 1);
+            if (line) yield JSON.parse(line) as WatchEvent<T>;
+          }
+          // Time the consumer spent on events is not the server's silence.
+          guard?.touch();
+        }
+      } catch (err) {
+        if (guard?.reason) throw silent(err);
+        if (signal?.aborted) return;
+        throw transportError(err, this.server, path, "WATCH");
+      }
+    } finally {
+      guard?.stop();
     }
+  }
+
+  /** Whether the server answers at all (any HTTP status will do): undefined if it does, else why not. */
+  ping(timeoutMs: number): Promise<string | undefined> {
+    // One ping at a time per client, as client-go pings a connection once for all its streams.
+    this.pinging ??= this.request("GET", "/version", { timeoutMs })
+      .then(
+        () => undefined,
+        (err: Error) => (err instanceof KubeApiError && err.status > 0 ? undefined : err.message),
+      )
+      .finally(() => {
+        this.pinging = undefined;
+      });
+    return this.pinging;
   }
 
   /** Finds where a kind is served; built-in kinds need no request. */
@@ -291,13 +493,23 @@ export class KubeClient {
     if (!pending) {
       const { group, version } = splitApiVersion(apiVersion);
       const path = group ? `/apis/${group}/${version}` : `/api/${version}`;
-      pending = this.request<{ resources: { name: string; kind: string; namespaced: boolean }[] }>("GET", path)
-        .then((list) => list.resources.filter((r) => !r.name.includes("/")).map((r) => ({ group, version, kind: r.kind, plural: r.name, namespaced: r.namespaced })));
+      pending = this.request<{ resources: { name: string; kind: string; namespaced: boolean }[] }>("GET", path).then(
+        (list) =>
+          list.resources
+            .filter((r) => !r.name.includes("/"))
+            .map((r) => ({ group, version, kind: r.kind, plural: r.name, namespaced: r.namespaced })),
+      );
       pending.catch(() => this.discovery.delete(apiVersion));
       this.discovery.set(apiVersion, pending);
     }
     const found = (await pending).find((r) => r.kind === kind);
-    if (!found) throw new KubeApiError(`${apiVersion} ${kind} is not served by ${this.server}; is its CRD installed?`, 404, "NotFound", kind);
+    if (!found)
+      throw new KubeApiError(
+        `${apiVersion} ${kind} is not served by ${this.server}; is its CRD installed?`,
+        404,
+        "NotFound",
+        kind,
+      );
     return found;
   }
 
@@ -307,8 +519,11 @@ export class KubeClient {
   }
 }
 
-export function createKubeClient(source: KubeConfig | LoadedKubeConfig | KubeConfigOptions = {}, options: KubeClientOptions = {}): KubeClient {
-  if ("kc" in source) return new KubeClient(source.kc, options);
+export function createKubeClient(
+  source: KubeConfig | LoadedKubeConfig | KubeConfigOptions = {},
+  options: KubeClientOptions = {},
+): KubeClient {
   if ("getCurrentCluster" in source) return new KubeClient(source as KubeConfig, options);
-  return new KubeClient(loadKubeConfig(source as KubeConfigOptions).kc, options);
+  const loaded = "kc" in source ? source : loadKubeConfig(source as KubeConfigOptions);
+  return new KubeClient(loaded.kc, { tokenFile: loaded.tokenFile, ...options });
 }

@@ -27,6 +27,11 @@ export interface LoadedKubeConfig {
   files: string[];
   /** Set when the configuration is the pod's ServiceAccount: its namespace. */
   inCluster?: { namespace?: string; dir: string };
+  /**
+   * The user's token file (kubectl's `tokenFile`, or client-node's `token-file`), re-read by the
+   * client whenever it changes; client-node drops the one and reads the other once.
+   */
+  tokenFile?: string;
 }
 
 type Named = { name: string; [k: string]: unknown };
@@ -40,29 +45,42 @@ interface RawConfig {
 
 const pathFields: Record<"clusters" | "users", [string, string][]> = {
   clusters: [["cluster", "certificate-authority"]],
-  users: [["user", "client-certificate"], ["user", "client-key"], ["user", "tokenFile"]],
+  users: [
+    ["user", "client-certificate"],
+    ["user", "client-key"],
+    ["user", "tokenFile"],
+    ["user", "token-file"],
+  ],
 };
 
 export function kubeconfigFiles(options: KubeConfigOptions = {}): string[] {
   const env = options.env ?? process.env;
   if (options.kubeconfig) {
     if (!existsSync(options.kubeconfig)) {
-      throw new KubeConfigError(`kubeconfig ${options.kubeconfig} does not exist; pass an existing file to --kubeconfig`);
+      throw new KubeConfigError(
+        `kubeconfig ${options.kubeconfig} does not exist; pass an existing file to --kubeconfig`,
+      );
     }
     return [resolve(options.kubeconfig)];
   }
   if (env.KUBECONFIG) {
     // kubectl skips listed files that do not exist.
-    const files = env.KUBECONFIG.split(delimiter).filter((f) => f && existsSync(f)).map((f) => resolve(f));
+    const files = env.KUBECONFIG.split(delimiter)
+      .filter((f) => f && existsSync(f))
+      .map((f) => resolve(f));
     if (files.length === 0) {
-      throw new KubeConfigError(`none of the files in KUBECONFIG (${env.KUBECONFIG}) exists; fix KUBECONFIG or pass --kubeconfig`);
+      throw new KubeConfigError(
+        `none of the files in KUBECONFIG (${env.KUBECONFIG}) exists; fix KUBECONFIG or pass --kubeconfig`,
+      );
     }
     return files;
   }
   const home = env.HOME ?? homedir();
   const file = resolve(home, ".kube", "config");
   if (!existsSync(file)) {
-    throw new KubeConfigError(`no kubeconfig: ${file} does not exist and KUBECONFIG is not set; pass --kubeconfig (in a pod, KUBERNETES_SERVICE_HOST/PORT select the in-cluster ServiceAccount instead)`);
+    throw new KubeConfigError(
+      `no kubeconfig: ${file} does not exist and KUBECONFIG is not set; pass --kubeconfig (in a pod, KUBERNETES_SERVICE_HOST/PORT select the in-cluster ServiceAccount instead)`,
+    );
   }
   return [file];
 }
@@ -85,6 +103,16 @@ function parseFile(file: string): RawConfig {
         const body = entry[inner] as Record<string, unknown> | undefined;
         const value = body?.[field];
         if (typeof value === "string" && value && !isAbsolute(value)) body![field] = resolve(dirname(file), value);
+      }
+      // As client-go: an exec command with a path separator is relative to its kubeconfig; a bare name is looked up in PATH.
+      const exec = (entry.user as { exec?: { command?: unknown } } | undefined)?.exec;
+      if (
+        section === "users" &&
+        typeof exec?.command === "string" &&
+        exec.command.includes("/") &&
+        !isAbsolute(exec.command)
+      ) {
+        exec.command = resolve(dirname(file), exec.command);
       }
     }
   }
@@ -117,10 +145,18 @@ export function usesInClusterConfig(options: KubeConfigOptions = {}): boolean {
 export function loadKubeConfig(options: KubeConfigOptions = {}): LoadedKubeConfig {
   if (usesInClusterConfig(options)) {
     if (options.context && options.context !== IN_CLUSTER_CONTEXT) {
-      throw new KubeConfigError(`--context ${options.context} needs a kubeconfig, but none was found and the in-cluster configuration has the single context "${IN_CLUSTER_CONTEXT}"; pass --kubeconfig or drop --context`);
+      throw new KubeConfigError(
+        `--context ${options.context} needs a kubeconfig, but none was found and the in-cluster configuration has the single context "${IN_CLUSTER_CONTEXT}"; pass --kubeconfig or drop --context`,
+      );
     }
     const kc = loadInClusterConfig(options.env ?? process.env);
-    return { kc, context: IN_CLUSTER_CONTEXT, server: kc.getCurrentCluster()!.server, files: [], inCluster: { namespace: kc.namespace, dir: kc.dir } };
+    return {
+      kc,
+      context: IN_CLUSTER_CONTEXT,
+      server: kc.getCurrentCluster()!.server,
+      files: [],
+      inCluster: { namespace: kc.namespace, dir: kc.dir },
+    };
   }
   const files = kubeconfigFiles(options);
   const merged = mergeKubeconfigs(files.map(parseFile));
@@ -128,20 +164,31 @@ export function loadKubeConfig(options: KubeConfigOptions = {}): LoadedKubeConfi
   const context = options.context ?? merged["current-context"];
   const names = (merged.contexts ?? []).map((c) => c.name);
   if (!context) {
-    throw new KubeConfigError(`no context selected in ${where}: pass --context (available: ${names.join(", ") || "none"})`);
+    throw new KubeConfigError(
+      `no context selected in ${where}: pass --context (available: ${names.join(", ") || "none"})`,
+    );
   }
   const ctx = merged.contexts!.find((c) => c.name === context);
   if (!ctx) {
-    throw new KubeConfigError(`context "${context}" not found in ${where}; available contexts: ${names.join(", ") || "none"}`);
+    throw new KubeConfigError(
+      `context "${context}" not found in ${where}; available contexts: ${names.join(", ") || "none"}`,
+    );
   }
   const body = (ctx.context ?? {}) as { cluster?: string; user?: string };
   const cluster = merged.clusters!.find((c) => c.name === body.cluster);
   if (!cluster) {
-    throw new KubeConfigError(`context "${context}" refers to cluster "${body.cluster}", which is not defined in ${where}`);
+    throw new KubeConfigError(
+      `context "${context}" refers to cluster "${body.cluster}", which is not defined in ${where}`,
+    );
   }
-  if (body.user && !merged.users!.some((u) => u.name === body.user)) {
+  const user = body.user ? merged.users!.find((u) => u.name === body.user) : undefined;
+  if (body.user && !user) {
     throw new KubeConfigError(`context "${context}" refers to user "${body.user}", which is not defined in ${where}`);
   }
+  const userBody = (user?.user ?? {}) as Record<string, unknown>;
+  const tokenFile = [userBody.tokenFile, userBody["token-file"]].find(
+    (f): f is string => typeof f === "string" && f !== "",
+  );
   const server = (cluster.cluster as { server?: string } | undefined)?.server;
   if (!server) throw new KubeConfigError(`cluster "${cluster.name}" in ${where} has no server URL`);
   merged["current-context"] = context;
@@ -151,5 +198,5 @@ export function loadKubeConfig(options: KubeConfigOptions = {}): LoadedKubeConfi
   } catch (err) {
     throw new KubeConfigError(`kubeconfig ${where} cannot be used: ${(err as Error).message}`, { cause: err });
   }
-  return { kc, context, server, files };
+  return { kc, context, server, files, ...(tokenFile ? { tokenFile } : {}) };
 }
