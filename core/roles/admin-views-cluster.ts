@@ -5,14 +5,15 @@
 // until someone looks, and a role without the permission or the CRD loses that view only.
 import * as v from "valibot";
 import {
-  ForeignClusterResource, IpamStorageResource, NamespaceOffloadingResource, REMOTE_CLUSTER_ID_LABEL, TunnelEndpointResource, VIRTUAL_NODE_SELECTOR,
+  ForeignClusterResource, IpamStorageResource, NamespaceOffloadingResource, REMOTE_CLUSTER_ID_LABEL, REPLICATION_REQUESTED_LABEL,
+  REPLICATION_STATUS_LABEL, ResourceRequestResource, TunnelEndpointResource, VIRTUAL_NODE_SELECTOR,
 } from "../apis/index.ts";
 import { parseInput, type AdminExtension, type View } from "../admin/index.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../kube/resources.ts";
 
-export const CLUSTER_VIEW_NAMES = ["peerings", "virtual-nodes", "offloaded-namespaces", "ipam", "tunnels"] as const;
+export const CLUSTER_VIEW_NAMES = ["peerings", "virtual-nodes", "offloaded-namespaces", "ipam", "tunnels", "reflector-plugins"] as const;
 export type ClusterViewName = (typeof CLUSTER_VIEW_NAMES)[number];
 
 export interface ClusterViewsOptions {
@@ -119,7 +120,24 @@ export function tunnelRow(te: Obj) {
   };
 }
 
-/** The five views (minus `exclude`) with their status-page sections. */
+/**
+ * One row per (peering, drop-in reflector plugin): what the provider granted or refused, read from
+ * the ResourceRequests (ours, their status replicated back: outgoing; consumers' copies: incoming).
+ */
+function pluginGrantRows(rrs: Obj[]) {
+  return rrs.flatMap((rr) => {
+    const side = rr.metadata.labels?.[REPLICATION_REQUESTED_LABEL] === "true" ? "outgoing" : rr.metadata.labels?.[REPLICATION_STATUS_LABEL] === "true" ? "incoming" : undefined;
+    if (!side) return [];
+    const answers = new Map<string, { state?: string; message?: string; rules?: unknown[] }>((rr.status?.reflectorPlugins ?? []).map((g: { name: string }) => [g.name, g]));
+    return ((rr.spec?.reflectorPlugins ?? []) as { name: string; version?: string }[]).map((p) => ({
+      side, clusterId: (side === "outgoing" ? rr.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] : rr.spec?.clusterIdentity?.clusterID) ?? null,
+      plugin: p.name, version: p.version ?? null, state: answers.get(p.name)?.state ?? "Pending",
+      message: answers.get(p.name)?.message ?? "waiting for the provider's answer", rules: answers.get(p.name)?.rules ?? [],
+    }));
+  });
+}
+
+/** The six views (minus `exclude`) with their status-page sections. */
 export function clusterViews(client: KubeClient, options: ClusterViewsOptions = {}): AdminExtension {
   const ttl = options.ttlMs ?? 2000;
   const now = options.now ?? (() => Date.now());
@@ -129,6 +147,7 @@ export function clusterViews(client: KubeClient, options: ClusterViewsOptions = 
   const offloadings = list(NamespaceOffloadingResource, "NamespaceOffloadings");
   const ipams = list(IpamStorageResource, "IpamStorages");
   const tunnels = list(TunnelEndpointResource, "TunnelEndpoints");
+  const requests = list(ResourceRequestResource, "ResourceRequests");
   const byCluster = <T extends { clusterId: string | null }>(rows: T[], id?: string) => (id ? rows.filter((r) => r.clusterId === id) : rows);
 
   const views: Record<ClusterViewName, View> = {
@@ -154,6 +173,10 @@ export function clusterViews(client: KubeClient, options: ClusterViewsOptions = 
       const q = parseInput(ClusterQuery("tunnels"), query, "tunnels query");
       return byCluster((await tunnels()).map(tunnelRow), q.clusterId);
     },
+    "reflector-plugins": async ({ query }) => {
+      const q = parseInput(ClusterQuery("reflector-plugins"), query, "reflector-plugins query");
+      return byCluster(pluginGrantRows(await requests()), q.clusterId);
+    },
   };
   const sections = [
     { title: "Peerings", view: "peerings", empty: "no ForeignCluster: this cluster has no peering yet", columns: [
@@ -177,6 +200,10 @@ export function clusterViews(client: KubeClient, options: ClusterViewsOptions = 
     { title: "Tunnels", view: "tunnels", empty: "no TunnelEndpoint", columns: [
       { key: "clusterId", label: "cluster ID" }, { key: "status", label: "status", format: "state" as const }, { key: "message", label: "message" },
       { key: "endpoint", label: "gateway endpoint" }, { key: "remotePodCidr", label: "remote pods via" }, { key: "interface", label: "interface" },
+    ] },
+    { title: "Reflector plugins", view: "reflector-plugins", empty: "no drop-in reflector plugin requested by or of a peer", columns: [
+      { key: "side", label: "peering" }, { key: "clusterId", label: "cluster ID" }, { key: "plugin", label: "plugin" },
+      { key: "state", label: "state", format: "state" as const }, { key: "message", label: "granted, or why not" },
     ] },
   ];
   const excluded = new Set(options.exclude ?? []);

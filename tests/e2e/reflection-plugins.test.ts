@@ -15,6 +15,7 @@ import { PLUGIN_BINDING, pluginClusterRoleName } from "../../core/peering/auth/p
 import { ClusterRoles, RoleBindings } from "../../core/peering/auth/rbac.ts";
 import { findTenantNamespace, remoteServiceAccountName } from "../../core/peering/auth/tenant.ts";
 import { createReflectionEngine } from "../../core/reflection/engine/engine.ts";
+import { clusterViews } from "../../core/roles/admin-views-cluster.ts";
 import { MAX_PLUGIN_BYTES, PLUGIN_LABEL, pluginConfigMapName } from "../../core/reflection/store/configmap.ts";
 import { translateWith, type TranslationSources } from "../../netfabric/manager/translation-watch.ts";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
@@ -144,6 +145,10 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     expect(st.out).toContain(`rome (incoming): networkpolicies Granted: granted get,list,watch,create,patch,delete on networkpolicies.networking.k8s.io in the peer's twin namespaces`);
     const mine = await liqoctl(rome, "status");
     expect(mine.out).toMatch(/milan \(outgoing\): networkpolicies Granted/);
+    // The admin API's cluster view (every role with a client serves it; the status page shows it).
+    const rows = await clusterViews(milan.client).views!["reflector-plugins"]!({ query: {} } as never) as any[];
+    expect(rows.map((r) => [r.side, r.clusterId, r.plugin, r.state])).toEqual([["incoming", rome.identity.clusterId, "networkpolicies", "Granted"]]);
+    expect(rows[0].rules).toEqual([{ apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: FORWARD_VERBS }]);
     const peer = rome.fc.peers()[0]!;
     expect(peer.plugins?.map((p) => [p.name, p.trust, p.state])).toEqual([["networkpolicies", "dropin", "ready"]]);
   }, 60_000);
