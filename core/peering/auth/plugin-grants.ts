@@ -56,8 +56,11 @@ export interface PluginGrantTarget {
  */
 export async function applyPluginGrants(client: KubeClient, t: PluginGrantTarget, decisions: PluginDecision[], log: Logger): Promise<string[]> {
   const name = pluginClusterRoleName(t.clusterId);
-  const before = grantedOf(await client.find(ClusterRoles, name));
+  const existing = await client.find(ClusterRoles, name);
+  const before = grantedOf(existing);
   const granted = decisions.flatMap((d) => d.resources);
+  // The common case, a peer without plugins: one read, no writes (bindings follow the role, twin-binder.ts).
+  if (!granted.length && !existing) return [];
   if (granted.length) {
     await client.apply(ClusterRoles, {
       apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole",

@@ -198,9 +198,18 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
 
   /** What the consumer's reflector plugins may do here (auth/plugin-rbac.ts), applied; the answer for its status. */
   async function pluginGrants(rr: ResourceRequest, consumerId: string) {
-    const decisions = await decidePluginGrants(client, rr.spec.reflectorPlugins);
     const twinNamespaces = twins.list().filter((n) => n.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] === consumerId && !n.metadata.deletionTimestamp).map((n) => n.metadata.name!);
-    const revoked = await applyPluginGrants(client, { clusterId: consumerId, tenantNamespace: rr.metadata.namespace!, twinNamespaces }, decisions, log);
+    let decisions, revoked;
+    try {
+      decisions = await decidePluginGrants(client, rr.spec.reflectorPlugins);
+      revoked = await applyPluginGrants(client, { clusterId: consumerId, tenantNamespace: rr.metadata.namespace!, twinNamespaces }, decisions, log);
+    } catch (err) {
+      // The offer does not depend on it: keep the last answer, say why, and let the resync retry.
+      events.warning(rr, "ReflectorPluginGrantFailed", `granting the reflector plugins of cluster ${rr.spec.clusterIdentity.clusterName} failed: ${(err as Error).message} ` +
+        `(the controller manager needs the plugins' kinds: chart value reflection.pluginRules)`);
+      log.warn("reflector plugin grants failed", { key: rr.metadata.namespace, err });
+      return rr.status?.reflectorPlugins ?? null;
+    }
     const before = new Map((rr.status?.reflectorPlugins ?? []).map((g) => [g.name, g.state]));
     for (const d of decisions) {
       if (before.get(d.grant.name) === d.grant.state) continue;
