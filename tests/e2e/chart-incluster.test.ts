@@ -5,11 +5,11 @@
 // deleted comes back Ready and working; `liqoctl uninstall --purge` leaves nothing of liqo.
 // Printed, not asserted: install → all Ready time, and each pod's idle memory.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { findHelm, releaseStatus } from "../../cli/install/helm.ts";
+import { podMemory as podMemoryOf } from "../rig/pod-memory.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { liqoctl, run } from "./liqoctl-run.ts";
@@ -75,43 +75,7 @@ async function execIn(workloadName: string, cmd: string[]) {
 }
 
 /** The memory of one pod's processes, from the node's cgroup v1 memory hierarchy (the containers are host processes). */
-function podMemory(pod: Pod): { rssMiB: number; cgroupRssMiB: number; processes: string[] } | undefined {
-  const root = join("/sys/fs/cgroup/memory", nodeNetns);
-  const find = (dir: string): string | undefined => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (!e.isDirectory()) continue;
-      const path = join(dir, e.name);
-      if (e.name === `pod${pod.metadata.uid}`) return path;
-      const deeper = find(path);
-      if (deeper) return deeper;
-    }
-    return undefined;
-  };
-  if (!existsSync(root)) return undefined;
-  const dir = find(root);
-  if (!dir) return undefined;
-  const pids: number[] = [];
-  const walk = (d: string) => {
-    for (const p of readFileSync(join(d, "cgroup.procs"), "utf8").split("\n")) if (p) pids.push(Number(p));
-    for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(join(d, e.name));
-  };
-  walk(dir);
-  let rssKiB = 0;
-  const processes: string[] = [];
-  for (const pid of pids) {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, "utf8");
-      const comm = /^Name:\s+(.+)$/m.exec(status)?.[1] ?? "?";
-      if (comm === "pause") continue; // the sandbox, not the role
-      const kib = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0);
-      rssKiB += kib;
-      processes.push(`${comm} ${Math.round(kib / 1024)}`);
-    } catch { /* exited meanwhile */ }
-  }
-  const stat = readFileSync(join(dir, "memory.stat"), "utf8");
-  const cgroupRss = Number(/^total_rss (\d+)$/m.exec(stat)?.[1] ?? 0);
-  return { rssMiB: Math.round(rssKiB / 1024), cgroupRssMiB: Math.round(cgroupRss / 2 ** 20), processes };
-}
+const podMemory = (pod: Pod) => podMemoryOf(pod.metadata.uid!, [nodeNetns]);
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 1, names: ["rome"], realNodes: 1 });
