@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ResourceRequestResource, type ResourceRequest } from "../../core/apis/index.ts";
-import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { FORWARD_VERBS } from "../../core/peering/auth/plugin-rbac.ts";
 import { PLUGIN_BINDING, pluginClusterRoleName } from "../../core/peering/auth/plugin-grants.ts";
