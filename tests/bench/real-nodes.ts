@@ -1,0 +1,167 @@
+// Real nodes, measured side by side in one run (printed, never asserted), on the in-cluster quick
+// start (two real-node clusters, liqo in-cluster, peered with networking):
+//   1. TCP throughput and RTT: rome pod → milan pod through liqo's fabric, against rome pod → rome
+//      pod on another node, and against a wireguard-go tunnel made by hand between the same two
+//      node namespaces (the fabric's floor: the same userspace WireGuard, no liqo in the path).
+//   2. Pod start latency with real containers, offloaded (virtual node) vs local: p50/p99 over N pods.
+//   3. liqoctl install → all liqo pods Ready (from the quick start), and the memory of every liqo pod
+//      idle and with M offloaded pods running.
+// BENCH_PODS (default 50) and BENCH_OFFLOADED (default 100) scale 2 and 3.
+import { mkdtempSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
+import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { rigImageRefs } from "../rig/images.ts";
+import type { RealNodeState } from "../rig/nodes.ts";
+import { podMemory } from "../rig/pod-memory.ts";
+import { killRigNow, rigDown } from "../rig/rig.ts";
+import { waitFor } from "../support/wait.ts";
+import { percentile } from "./stats.ts";
+
+const podsPerSide = Number(process.env.BENCH_PODS ?? 50);
+const offloadedPods = Number(process.env.BENCH_OFFLOADED ?? 100);
+type PodObject = KubeObject & { status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string; lastTransitionTime?: string }[] } };
+
+function sh(cmd: string[]): { out: string; code: number } {
+  const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+  return { out: r.stdout.toString() + r.stderr.toString(), code: r.exitCode };
+}
+
+async function kubectl(q: InClusterQuickstart, cluster: string, ...args: string[]): Promise<string> {
+  const p = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
+  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  if ((await p.exited) !== 0) throw new Error(`kubectl ${args.join(" ")}: ${err}`);
+  return out;
+}
+
+const onVirtual = { nodeSelector: { "liqo.io/type": "virtual-node" }, tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }] };
+
+function pod(name: string, spec: Record<string, unknown>, command?: string[]): KubeObject {
+  return {
+    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "liqo-demo", labels: { bench: "real-nodes" } },
+    spec: { ...spec, terminationGracePeriodSeconds: 1, containers: [{ name: "c", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent", ...(command ? { command } : {}) }] },
+  } as KubeObject;
+}
+
+async function running(q: InClusterQuickstart, name: string): Promise<PodObject> {
+  return waitFor(`${name} Running`, async () => {
+    const p = await q.rome.find<PodObject>(Resources.pods, name, "liqo-demo");
+    return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
+  }, { timeoutMs: 300_000, intervalMs: 250 });
+}
+
+/** iperf3 for 10 s from rome's client pod; Gbit/s. And ping's average RTT in ms. */
+async function measure(q: InClusterQuickstart, target: string): Promise<{ gbps: number; rttMs: number }> {
+  const j = JSON.parse(await kubectl(q, "rome", "exec", "-n", "liqo-demo", "bench-client", "--", "iperf3", "-c", target, "-t", "10", "-J"));
+  const ping = await kubectl(q, "rome", "exec", "-n", "liqo-demo", "bench-client", "--", "ping", "-c", "20", "-i", "0.2", "-q", target);
+  return { gbps: j.end.sum_received.bits_per_second / 1e9, rttMs: Number(/= [\d.]+\/([\d.]+)\//.exec(ping)?.[1] ?? Number.NaN) };
+}
+
+/** wireguard-go between two node namespaces, as the fabric's gateways run it but with no liqo. */
+async function handMadeTunnel(a: RealNodeState, b: RealNodeState): Promise<{ gbps: number; rttMs: number }> {
+  const ka = generateKeyPair();
+  const kb = generateKeyPair();
+  const keyFile = (dir: string, key: string) => { const f = join(dir, "key"); Bun.write(f, key); return f; };
+  const ends = [{ n: a, k: ka, peer: kb, peerNode: b, addr: "192.168.251.1" }, { n: b, k: kb, peer: ka, peerNode: a, addr: "192.168.251.2" }];
+  const dev = "bench.wg";
+  const procs: { kill(): void }[] = [];
+  try {
+    for (const e of ends) {
+      const ns = ["nsenter", `--net=/var/run/netns/${e.n.netns}`, "--"];
+      sh([...ns, "ip", "link", "del", dev]);
+      procs.push(Bun.spawn([...ns, "wireguard-go", "-f", dev], { stdout: "ignore", stderr: "ignore", env: { ...process.env, WG_PROCESS_FOREGROUND: "1" } }));
+      await waitFor(`${dev} in ${e.n.netns}`, () => sh([...ns, "ip", "link", "show", dev]).code === 0, { timeoutMs: 10_000 });
+      const dir = mkdtempSync(join(tmpdir(), "bench-wg-"));
+      const set = sh([...ns, "wg", "set", dev, "listen-port", "51999", "private-key", await Promise.resolve(keyFile(dir, e.k.privateKey)),
+        "peer", e.peer.publicKey, "endpoint", `${e.peerNode.ip}:51999`, "allowed-ips", "192.168.251.0/24"]);
+      if (set.code !== 0) throw new Error(`wg set in ${e.n.netns}: ${set.out}`);
+      sh([...ns, "ip", "addr", "add", `${e.addr}/24`, "dev", dev]);
+      sh([...ns, "ip", "link", "set", dev, "mtu", "1440", "up"]);
+    }
+    const nsA = ["nsenter", `--net=/var/run/netns/${a.netns}`, "--"];
+    const nsB = ["nsenter", `--net=/var/run/netns/${b.netns}`, "--"];
+    const server = Bun.spawn([...nsB, "iperf3", "-s", "-1", "-B", "192.168.251.2"], { stdout: "ignore", stderr: "ignore" });
+    procs.push(server);
+    await waitFor("iperf3 on the hand-made tunnel", () => sh([...nsA, "ping", "-c", "1", "-W", "1", "192.168.251.2"]).code === 0, { timeoutMs: 20_000 });
+    const j = JSON.parse(sh([...nsA, "iperf3", "-c", "192.168.251.2", "-t", "10", "-J"]).out);
+    const ping = sh([...nsA, "ping", "-c", "20", "-i", "0.2", "-q", "192.168.251.2"]).out;
+    return { gbps: j.end.sum_received.bits_per_second / 1e9, rttMs: Number(/= [\d.]+\/([\d.]+)\//.exec(ping)?.[1] ?? Number.NaN) };
+  } finally {
+    for (const p of procs) p.kill();
+    for (const e of ends) sh(["nsenter", `--net=/var/run/netns/${e.n.netns}`, "--", "ip", "link", "del", dev]);
+  }
+}
+
+/** Seconds from creation to the Ready condition, as the API server recorded them. */
+async function startLatencies(q: InClusterQuickstart, prefix: string, n: number, spec: Record<string, unknown>): Promise<number[]> {
+  for (let i = 0; i < n; i++) await q.rome.create(Resources.pods, pod(`${prefix}-${i}`, spec, ["sleep", "infinity"]));
+  const pods = await waitFor(`${n} ${prefix} pods Ready`, async () => {
+    const all = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo-demo", labelSelector: "bench=real-nodes" })).items.filter((p) => p.metadata.name!.startsWith(`${prefix}-`));
+    return all.length === n && all.every((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) ? all : undefined;
+  }, { timeoutMs: 900_000, intervalMs: 1000 });
+  return pods.map((p) => (Date.parse(p.status!.conditions!.find((c) => c.type === "Ready")!.lastTransitionTime!) - Date.parse(p.metadata.creationTimestamp!)) / 1000);
+}
+
+async function liqoMemory(q: InClusterQuickstart): Promise<string[]> {
+  const rows: string[] = [];
+  for (const [name, client] of [["rome", q.rome], ["milan", q.milan]] as const) {
+    const netns = q.rig.clusters.find((c) => c.name === name)!.realNodeStates!.map((n) => n.netns);
+    for (const p of (await client.list<PodObject>(Resources.pods, { namespace: "liqo" })).items) {
+      const m = podMemory(p.metadata.uid!, netns);
+      rows.push(`  ${name.padEnd(6)} ${p.metadata.name!.padEnd(44)} ${String(m?.rssMiB ?? "?").padStart(4)} MiB RSS  ${String(m?.cgroupRssMiB ?? "?").padStart(4)} MiB anon`);
+    }
+  }
+  return rows;
+}
+
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
+const p = (xs: number[], at: number) => percentile(sorted(xs), at);
+const fmt = (xs: number[]) => `p50 ${p(xs, 50).toFixed(2)}s  p99 ${p(xs, 99).toFixed(2)}s  (n=${xs.length})`;
+
+const root = join(tmpdir(), "liqo-rig-bench");
+mkdirSync(root, { recursive: true });
+const q = await runInClusterQuickstart({ dir: mkdtempSync(join(root, "rig-")), owner: process.pid, progress: (m) => console.error(`[bench] ${m}`) });
+process.on("exit", () => killRigNow(q.rig));
+try {
+  console.log(`in-cluster quick start: ${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(1)}s`).join(", ")}`);
+  console.log(`liqoctl install → all liqo pods Ready (both clusters in parallel, helm --wait): ${q.timings.install!.toFixed(1)}s`);
+  console.log("liqo pods, idle:");
+  for (const r of await liqoMemory(q)) console.log(r);
+
+  // 1. Throughput and RTT.
+  const notVirtual = { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] }] } } } };
+  const rome = q.rig.clusters[0]!.realNodeStates!;
+  const milan = q.rig.clusters[1]!.realNodeStates!;
+  await q.rome.create(Resources.pods, pod("bench-client", { nodeName: rome[0]!.name }, ["sleep", "infinity"]));
+  await q.rome.create(Resources.pods, pod("bench-local-server", { nodeName: rome[1]!.name }, ["iperf3", "-s"]));
+  await q.rome.create(Resources.pods, pod("bench-remote-server", onVirtual, ["iperf3", "-s"]));
+  await running(q, "bench-client");
+  const localServer = await running(q, "bench-local-server");
+  const remoteServer = await running(q, "bench-remote-server");
+  const sameCluster = await measure(q, localServer.status!.podIP!);
+  const fabric = await measure(q, remoteServer.status!.podIP!);
+  const byHand = await handMadeTunnel(rome[0]!, milan[0]!);
+  console.log("TCP throughput (iperf3 10 s) and RTT (ping, 20 probes):");
+  console.log(`  rome pod → rome pod, other node        ${sameCluster.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${sameCluster.rttMs.toFixed(3)} ms`);
+  console.log(`  rome pod → milan pod, liqo's fabric     ${fabric.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${fabric.rttMs.toFixed(3)} ms`);
+  console.log(`  rome node → milan node, wireguard-go    ${byHand.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${byHand.rttMs.toFixed(3)} ms`);
+  console.log(`  fabric ÷ same cluster: ${(fabric.gbps / sameCluster.gbps).toFixed(3)}   fabric ÷ hand-made tunnel: ${(fabric.gbps / byHand.gbps).toFixed(3)}`);
+
+  // 2. Start latency.
+  const local = await startLatencies(q, "start-local", podsPerSide, notVirtual);
+  const offloaded = await startLatencies(q, "start-offloaded", podsPerSide, onVirtual);
+  console.log(`pod start (created → Ready), real containers: local ${fmt(local)}`);
+  console.log(`                                         offloaded ${fmt(offloaded)}`);
+  console.log(`  offloaded ÷ local: p50 ${(p(offloaded, 50) / p(local, 50)).toFixed(2)}×  p99 ${(p(offloaded, 99) / p(local, 99)).toFixed(2)}×`);
+
+  // 3. Memory with offloaded pods running.
+  const more = Math.max(0, offloadedPods - podsPerSide);
+  await startLatencies(q, "load", more, onVirtual);
+  console.log(`liqo pods with ${podsPerSide + more} offloaded pods running (and ${podsPerSide + 3} local):`);
+  for (const r of await liqoMemory(q)) console.log(r);
+} finally {
+  await rigDown(q.rig.dir).catch(() => killRigNow(q.rig));
+}
+process.exit(0);
