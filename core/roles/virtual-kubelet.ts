@@ -38,6 +38,7 @@ export default defineCommand({
     "plugin-dir": { type: "string", description: "directory of drop-in reflector plugins" },
     "health-interval": { type: "string", default: "5", description: "seconds between health probes of the remote API server" },
     "health-failures": { type: "string", default: "3", description: "consecutive failed probes before the node turns NotReady" },
+    "remote-watch-idle": { type: "string", default: "30", description: "seconds a watch on the remote API server may be silent before the server is pinged; unanswered, the watch is re-established (0: never)" },
     "translate-pod-cidr": { type: "string", description: "REMOTE=SEEN (e.g. 10.200.0.0/16=10.201.0.0/16) until the network fabric provides translation" },
     ...adminArgs("127.0.0.1:8082"),
   },
@@ -50,11 +51,13 @@ export default defineCommand({
     const interval = Number(args["health-interval"]);
     const failures = Number(args["health-failures"]);
     if (!(interval > 0) || !Number.isInteger(failures) || failures < 1) throw new CliError("--health-interval must be > 0 and --health-failures a whole number ≥ 1");
+    const watchIdle = Number(args["remote-watch-idle"]);
+    if (!(watchIdle >= 0)) throw new CliError(`--remote-watch-idle must be a number of seconds ≥ 0, got "${args["remote-watch-idle"]}"`);
     const translateIp = translator(args["translate-pod-cidr"]);
     const tls = { cert: readPem(args["kubelet-cert"], "kubelet-cert"), key: readPem(args["kubelet-key"], "kubelet-key") };
     const clientCA = readPem(args["client-ca"], "client-ca");
     const local = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
-    const remote = createKubeClient({ kubeconfig: args["remote-kubeconfig"], context: args["remote-context"] });
+    const remote = createKubeClient({ kubeconfig: args["remote-kubeconfig"], context: args["remote-context"] }, { watchIdleMs: watchIdle * 1000 });
     const ids = { localClusterId: args["cluster-id"], remoteClusterId: args["remote-cluster-id"] };
     const nodeName = args["node-name"] ?? `liqo-${args["remote-cluster-name"]}`;
     const registry = createRegistry();

@@ -84,8 +84,24 @@ export async function guardKwokDeletes(client: KubeClient): Promise<void> {
   } as KubeObject);
 }
 
-/** Starts the rig: `clusters[0]` consumes, the others provide; regions label every cluster. */
-export async function startOffloadingRig(clusters: { name: string; region: string }[]): Promise<OffloadingRig> {
+/** The `liqo virtual-kubelet` arguments for a provider; `via` replaces kubeconfigs and the kubelet address. */
+export function virtualKubeletArgs(r: Pick<OffloadingRig, "rig" | "consumer">, p: ClusterInfo, kubeletPort: number,
+  via: { kubeconfig?: string; remoteKubeconfig?: string; kubeletHost?: string } = {}): string[] {
+  const consumerCluster = r.rig.clusters[0]!;
+  const host = via.kubeletHost ?? "127.0.0.1";
+  const certs = join(r.rig.dir, "liqo-certs");
+  const kubeletCert = sign(certs, consumerCluster.pki.ca, `kubelet-${p.name}`, `/CN=liqo-${p.name}`, serverExt([`IP:${host}`]));
+  return ["virtual-kubelet", `--kubeconfig=${via.kubeconfig ?? r.consumer.kubeconfig}`, `--remote-kubeconfig=${via.remoteKubeconfig ?? p.kubeconfig}`,
+    `--cluster-id=${r.consumer.clusterID}`, `--remote-cluster-id=${p.clusterID}`, `--remote-cluster-name=${p.name}`, `--remote-cluster-labels=topology.liqo.io/region=${p.region}`,
+    "--resources=cpu=64,memory=256Gi,pods=20000", `--kubelet-address=${host}:${kubeletPort}`, `--kubelet-cert=${kubeletCert.cert}`, `--kubelet-key=${kubeletCert.key}`,
+    `--client-ca=${consumerCluster.pki.ca.cert}`];
+}
+
+/**
+ * Starts the rig: `clusters[0]` consumes, the others provide; regions label every cluster. With
+ * `virtualKubelets: false` the caller starts them (e.g. in a network namespace, see virtualKubeletArgs).
+ */
+export async function startOffloadingRig(clusters: { name: string; region: string }[], options: { virtualKubelets?: boolean } = {}): Promise<OffloadingRig> {
   const rig = await startTestRig({ clusters: clusters.length, names: clusters.map((c) => c.name), nodes: 1 });
   const infos: ClusterInfo[] = [];
   for (const c of clusters) {
@@ -110,12 +126,8 @@ export async function startOffloadingRig(clusters: { name: string; region: strin
   await startRole(rig, `${consumer.name}/webhook`, ["webhook", `--kubeconfig=${consumer.kubeconfig}`, `--tls-cert-file=${webhookCert.cert}`, `--tls-key-file=${webhookCert.key}`,
     `--ca-file=${consumerCluster.pki.ca.cert}`, `--address=127.0.0.1:${webhookPort}`, `--register-url=https://127.0.0.1:${webhookPort}`]);
   for (const p of providers) {
-    const kubeletCert = sign(certs, consumerCluster.pki.ca, `kubelet-${p.name}`, `/CN=liqo-${p.name}`, serverExt(["IP:127.0.0.1"]));
-    const kubeletPort = await freePort();
-    await startRole(rig, `${consumer.name}/virtual-kubelet-${p.name}`, ["virtual-kubelet", `--kubeconfig=${consumer.kubeconfig}`, `--remote-kubeconfig=${p.kubeconfig}`,
-      `--cluster-id=${consumer.clusterID}`, `--remote-cluster-id=${p.clusterID}`, `--remote-cluster-name=${p.name}`, `--remote-cluster-labels=topology.liqo.io/region=${p.region}`,
-      "--resources=cpu=64,memory=256Gi,pods=20000", `--kubelet-address=127.0.0.1:${kubeletPort}`, `--kubelet-cert=${kubeletCert.cert}`, `--kubelet-key=${kubeletCert.key}`,
-      `--client-ca=${consumerCluster.pki.ca.cert}`]);
+    if (options.virtualKubelets === false) break;
+    await startRole(rig, `${consumer.name}/virtual-kubelet-${p.name}`, virtualKubeletArgs({ rig, consumer }, p, await freePort()));
   }
   const kubectlBin = join(rig.bin, "kubectl");
   return {
