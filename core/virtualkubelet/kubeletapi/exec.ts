@@ -53,6 +53,22 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
   const streams = new Map<StreamType, number>();
   const wanted = expectedStreams(req);
   let session: RemoteExec | undefined;
+  // What the caller sent while the remote session was being set up (the remote endpoint is
+  // resolved asynchronously): `echo hi | kubectl exec -i` sends stdin and its end at once, in the
+  // same TCP segment as the last SYN_STREAM, and dropping them leaves the remote command waiting
+  // for input forever.
+  const early: Array<(s: RemoteExec) => void> = [];
+  const toSession = (op: (s: RemoteExec) => void) => {
+    if (session) op(session);
+    else if (!done) early.push(op);
+  };
+  let stdinEnded = false;
+  const endStdin = (by: "fin" | "reset") => {
+    if (stdinEnded) return;
+    stdinEnded = true;
+    log.debug("exec stdin ended", { by });
+    toSession((s) => s.closeStdin());
+  };
   let starting = false;
   let lastStreamId = 0;
   let status: Uint8Array | undefined;
@@ -74,6 +90,7 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
       if (id !== undefined) write(dataFrame(id, new Uint8Array(0), true));
     }
     write(goAway(lastStreamId));
+    log.debug("exec ended", { remoteProtocol: session?.protocol, stdinEnded, error });
     // Let the peer read the FINs before the TCP close.
     socket.end();
     if (error) log.warn("exec ended with an error", { error, pod: `${target.remoteNamespace}/${target.remoteName}` });
@@ -87,8 +104,11 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
       stderr: (d) => toStream(streams.has("stderr") ? "stderr" : "stdout", d),
       status: (s) => { status = s; },
       end,
+      stdinNotClosable: (protocol) => log.warn("stdin ended but the remote API server speaks only the exec protocol " +
+        `"${protocol}", which cannot pass that on: the remote command keeps reading`, { pod: `${target.remoteNamespace}/${target.remoteName}` }),
     }).then((s) => {
       session = s;
+      for (const op of early.splice(0)) op(s);
       if (done) s.close();
     }, (err) => end(`cannot start the exec in the remote cluster: ${(err as Error).message}`));
   };
@@ -96,9 +116,12 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
   const onFrame = (frame: ReturnType<FrameReader["push"]>[number]) => {
     if (frame.kind === "data") {
       const type = [...streams].find(([, id]) => id === frame.streamId)?.[0];
-      if (type === "stdin" && frame.payload.length) session?.stdin(frame.payload);
-      if (type === "resize" && frame.payload.length) session?.resize(frame.payload);
-      if (type === "stdin" && frame.flags & FLAG_FIN) session?.closeStdin();
+      const payload = frame.payload;
+      if (type === "stdin" && payload.length && !stdinEnded) toSession((s) => s.stdin(payload));
+      if (type === "resize" && payload.length) toSession((s) => s.resize(payload));
+      // spdystream's Close() is an empty DATA frame with FIN: how the API server (and kubectl over
+      // SPDY) says the caller's stdin is at its end.
+      if (type === "stdin" && frame.flags & FLAG_FIN) endStdin("fin");
       return;
     }
     switch (frame.type) {
@@ -118,7 +141,13 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
       case FrameType.GoAway:
         session?.close();
         break;
-      // SETTINGS, WINDOW_UPDATE, HEADERS, RST_STREAM: nothing to do for a single exec.
+      case FrameType.RstStream: {
+        // A reset stdin stream will carry nothing more either.
+        const id = new DataView(frame.payload.buffer, frame.payload.byteOffset).getUint32(0) & 0x7fffffff;
+        if (id === streams.get("stdin")) endStdin("reset");
+        break;
+      }
+      // SETTINGS, WINDOW_UPDATE, HEADERS: nothing to do for a single exec.
     }
   };
 

@@ -21,15 +21,24 @@ export interface ExecHandlers {
   status(json: Uint8Array): void;
   /** The session ended; `error` when it never started or broke (a Status must be synthesized). */
   end(error?: string): void;
+  /** stdin ended but the remote speaks only v4, which cannot pass that on. */
+  stdinNotClosable?(protocol: string): void;
 }
 
 export interface RemoteExec {
   stdin(data: Uint8Array): void;
+  /**
+   * The caller's stdin ended. Sent as v5's CLOSE of the stdin channel once the WebSocket is open
+   * (the protocol is only known then); v4 has no way to say it, see `protocol`.
+   */
   closeStdin(): void;
+  /** The subprotocol the remote API server chose; "" until the WebSocket is open. */
+  readonly protocol: string;
   resize(json: Uint8Array): void;
   close(): void;
 }
 
+const V5 = "v5.channel.k8s.io";
 const Channel = { stdin: 0, stdout: 1, stderr: 2, error: 3, resize: 4, close: 255 } as const;
 
 export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, req: ExecRequest, on: ExecHandlers): Promise<RemoteExec> {
@@ -42,7 +51,7 @@ export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, 
   q.set("tty", String(req.tty));
   const url = `${endpoint.server.replace(/^http/, "ws")}${podPath(target.remoteNamespace, target.remoteName, "exec")}?${q}`;
   const ws = new WebSocket(url, {
-    protocols: ["v5.channel.k8s.io", "v4.channel.k8s.io"],
+    protocols: [V5, "v4.channel.k8s.io"],
     headers: endpoint.headers,
     tls: endpoint.tls,
     perMessageDeflate: false,
@@ -56,6 +65,13 @@ export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, 
     on.end(error);
   };
   const pending: Uint8Array[] = [];
+  let stdinClosed = false;
+  const sendStdinClose = () => {
+    // Only v5 can say "stdin is done" without closing everything: with v4 the remote command
+    // keeps its stdin open until the session ends (what kubectl itself does against a v4 server).
+    if (ws.protocol === V5) ws.send(Uint8Array.of(Channel.close, Channel.stdin));
+    else on.stdinNotClosable?.(ws.protocol);
+  };
   const send = (channel: number, data: Uint8Array) => {
     const msg = new Uint8Array(data.length + 1);
     msg[0] = channel;
@@ -66,6 +82,9 @@ export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, 
   ws.onopen = () => {
     opened = true;
     for (const m of pending.splice(0)) ws.send(m);
+    // stdin can end before the remote has answered (`echo hi | kubectl exec -i`): its CLOSE waits
+    // here, after the data, because ws.protocol is "" while connecting.
+    if (stdinClosed) sendStdinClose();
   };
   ws.onmessage = (ev) => {
     const bytes = new Uint8Array(ev.data as ArrayBuffer);
@@ -86,9 +105,11 @@ export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, 
   return {
     stdin: (data) => send(Channel.stdin, data),
     closeStdin: () => {
-      // Only v5 can say "stdin is done" without closing everything.
-      if (ws.protocol === "v5.channel.k8s.io") send(Channel.close, Uint8Array.of(Channel.stdin));
+      if (stdinClosed) return;
+      stdinClosed = true;
+      if (ws.readyState === WebSocket.OPEN) sendStdinClose();
     },
+    get protocol() { return ws.protocol; },
     resize: (json) => send(Channel.resize, json),
     close: () => {
       try { ws.close(); } catch { /* already closed */ }
