@@ -83,6 +83,8 @@ export default defineCommand({
       overlay: args["vtep-address"] ? { vtepIp: args["vtep-address"], dev: args["vtep-device"]! } : undefined,
       lease, intervalMs: seconds("resync-period"), handshakeTimeoutMs: seconds("handshake-timeout"),
       persistentKeepalive,
+      // In a pod (the chart sets POD_NAME), the leader labels itself so the Service selects it.
+      podName: process.env.POD_NAME || undefined,
     });
     await gateway.start();
     const admin = await serveAdmin({

@@ -22,7 +22,7 @@ import { gatewayVxlan, GATEWAY_VTEP_ANNOTATION, NODE_VTEP_ANNOTATION, VXLAN_NAME
 import { reconcileVxlan } from "../overlay/vxlan.ts";
 import { defaultGatewayOptions, tunnelMtu } from "./config.ts";
 import { openDevice, teardown, type ActiveDevice, type WireguardMode } from "./device.ts";
-import { exposeGateway, GATEWAY_SERVICE_NAME, type Exposure } from "./exposure.ts";
+import { exposeGateway, GATEWAY_ROLE_LABEL, GATEWAY_SERVICE_NAME, type Exposure } from "./exposure.ts";
 import { ensureKeys, writeEndpoint } from "./keys.ts";
 import { createLeaderElector } from "./leader.ts";
 import { createLoop } from "./loop.ts";
@@ -48,6 +48,8 @@ export interface GatewayControllerOptions {
   /** WireGuard keepalive for every peer, seconds (0: off); defaults to `defaultKeepaliveSec`. */
   persistentKeepalive?: number;
   loadBalancerTimeoutMs?: number;
+  /** This replica's pod (in liqoNamespace): labelled net.liqo.io/gateway-role active while it leads, standby otherwise. */
+  podName?: string;
   nodeName?: string;
   /** The gateway's end of the in-cluster overlay. */
   overlay?: OverlayEnd;
@@ -189,12 +191,20 @@ export function createGatewayController(o: GatewayControllerOptions) {
     onError(err) { lastError = err.message; reconciles?.inc({ outcome: "error" }); },
   });
 
+  /** The gateway Service selects the pod labelled active; best effort, retried by the next leadership change. */
+  function labelPod(role: "active" | "standby") {
+    if (!o.podName) return;
+    client.mergePatch(Resources.pods, o.podName, o.liqoNamespace, { metadata: { labels: { [GATEWAY_ROLE_LABEL]: role } } })
+      .catch((err) => { lastError = `labelling pod ${o.podName} ${role}: ${(err as Error).message}`; log.error("labelling the gateway pod failed", { err, role }); });
+  }
+
   const elector = createLeaderElector({
     client, namespace: o.liqoNamespace, name: o.lease?.name ?? "liqo-gateway", identity: o.identity,
     leaseDurationMs: o.lease?.durationMs, renewDeadlineMs: o.lease?.renewDeadlineMs, retryPeriodMs: o.lease?.retryPeriodMs, logger: log,
     async onStartedLeading() {
       active = true;
       loop.kick();
+      labelPod("active");
       publish().catch((err) => { lastError = `publishing the endpoint: ${(err as Error).message}`; log.error("publishing the endpoint failed", { err }); });
     },
     async onStoppedLeading() {
@@ -203,6 +213,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
       const done = await teardown({ ip, nft, device, vxlan: o.overlay ? VXLAN_NAME : undefined }, options).catch((err) => [`teardown failed: ${(err as Error).message}`]);
       device = undefined;
       live = undefined;
+      labelPod("standby");
       log.warn("standby: configuration torn down", { done });
     },
   });

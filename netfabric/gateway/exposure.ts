@@ -8,6 +8,8 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 
 export const GATEWAY_SERVICE_NAME = "liqo-gateway";
 export const GATEWAY_COMPONENT_LABEL = { key: "net.liqo.io/gateway", value: "true" } as const;
+/** On the active replica's pod (Liqo selects the leader the same way). */
+export const GATEWAY_ROLE_LABEL = "net.liqo.io/gateway-role";
 
 type Service = KubeObject & {
   spec?: { type?: string; ports?: { name?: string; port: number; nodePort?: number; protocol?: string; targetPort?: number }[] };
@@ -43,7 +45,7 @@ async function ensureService(o: ExposureOptions, name: string): Promise<Service>
     spec: {
       type: "LoadBalancer",
       // The active replica carries this label (Liqo selects the leader the same way).
-      selector: { [GATEWAY_COMPONENT_LABEL.key]: GATEWAY_COMPONENT_LABEL.value, "net.liqo.io/gateway-role": "active" },
+      selector: { [GATEWAY_COMPONENT_LABEL.key]: GATEWAY_COMPONENT_LABEL.value, [GATEWAY_ROLE_LABEL]: "active" },
       ports: [{ name: "wireguard", protocol: "UDP", port: o.port, targetPort: o.port }],
     },
   };

@@ -16,9 +16,10 @@ type PodObject = KubeObject & { spec?: { nodeName?: string }; status?: { phase?:
 
 export interface Exec { out: string; err: string; code: number }
 
-export function fabricSuite(overlapping: boolean): void {
+/** overlapping: both clusters use 10.200.0.0/16; ha: liqo installed with --enable-ha (a standby gateway). */
+export function fabricSuite(overlapping: boolean, ha = false): void {
   let q: InClusterQuickstart;
-  const label = overlapping ? "overlapping pod CIDRs" : "disjoint pod CIDRs";
+  const label = `${overlapping ? "overlapping" : "disjoint"} pod CIDRs${ha ? ", HA gateways" : ""}`;
 
   async function kubectl(cluster: string, ...args: string[]): Promise<Exec> {
     const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
@@ -44,7 +45,7 @@ export function fabricSuite(overlapping: boolean): void {
     await reapOrphanRigs(testRigRoot);
     const dir = mkdtempSync(join(testRigRoot, "fabric-"));
     process.on("exit", () => { if (q) killRigNow(q.rig); });
-    q = await runInClusterQuickstart({ dir, owner: process.pid, overlappingPodCidrs: overlapping, progress: process.env.RIG_VERBOSE ? (m) => console.error(`[fabric] ${m}`) : undefined });
+    q = await runInClusterQuickstart({ dir, owner: process.pid, overlappingPodCidrs: overlapping, ha, progress: process.env.RIG_VERBOSE ? (m) => console.error(`[fabric] ${m}`) : undefined });
     console.log(`in-cluster quick start (${label}): ${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(0)}s`).join(", ")}`);
   }, 1_200_000);
 
@@ -166,14 +167,20 @@ export function fabricSuite(overlapping: boolean): void {
 
     if (!overlapping) virtualKubeletOnRealContainers();
 
-    test("the gateway pod deleted: a new one takes over and traffic resumes", async () => {
-      const before = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items.map((p) => p.metadata.name);
-      expect(before.length).toBeGreaterThan(0);
-      for (const name of before) await q.rome.delete(Resources.pods, name!, "liqo");
-      await waitFor("a new Ready gateway pod", async () => {
-        const pods = (await q.rome.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items;
-        return pods.some((p) => !before.includes(p.metadata.name) && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
-      }, { timeoutMs: 120_000 });
+    test(ha ? "the active gateway pod deleted: the standby takes over and traffic resumes" : "the gateway pod deleted: a new one takes over and traffic resumes", async () => {
+      type Gw = PodObject & { status?: { conditions?: { type: string; status: string }[] } };
+      const gateways = async () => (await q.rome.list<Gw>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items;
+      const activeOf = (pods: Gw[]) => pods.find((p) => p.metadata.labels?.["net.liqo.io/gateway-role"] === "active" && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+      const before = await waitFor("an active gateway pod", async () => activeOf(await gateways()), { timeoutMs: 60_000 });
+      const names = (await gateways()).map((p) => p.metadata.name);
+      expect(names.length).toBe(ha ? 2 : 1);
+      await q.rome.delete(Resources.pods, before.metadata.name!, "liqo");
+      const after = await waitFor("another active gateway pod", async () => {
+        const a = activeOf(await gateways());
+        return a && a.metadata.name !== before.metadata.name ? a : undefined;
+      }, { timeoutMs: 180_000 });
+      // With a standby, the replica that was already running takes over (no new pod to wait for).
+      if (ha) expect(names).toContain(after.metadata.name);
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
       expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-failover`, /Server name: nginx-remote/, 180_000)).toContain("URI: /after-failover");
     }, 400_000);
