@@ -77,7 +77,9 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     remoteClusterLabels: opts.remoteClusterLabels, address: opts.address, kubeletPort: opts.kubeletPort, kubeletVersion: opts.kubeletVersion,
   };
   const log = baseLogger.child({ component: "virtual-node", node: id.nodeName, remoteClusterId: id.remoteClusterId });
-  const health = createRemoteHealthProbe({ remote: options.remote, failureThreshold: opts.failureThreshold, timeoutMs: Math.min(opts.healthIntervalMs, 5000) });
+  // A probe must end before the next tick: one that timed out at the full interval made the next
+  // tick skip (probes overlap never), so a black-holed remote took K × 2 intervals to be noticed.
+  const health = createRemoteHealthProbe({ remote: options.remote, failureThreshold: opts.failureThreshold, timeoutMs: Math.min(opts.healthIntervalMs * 0.8, 5000) });
 
   let resources: NodeResources = { ...opts.resources };
   let statusDirty = true;
