@@ -12,6 +12,7 @@ import type { Registry } from "../metrics/index.ts";
 import { createForeignClusterController } from "../peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../peering/identity.ts";
 import { createCrdReplicator } from "../peering/replicator/index.ts";
+import { apiServerAddress } from "../virtualkubelet/pods/forge.ts";
 
 export const foreignClusterArgs = {
   "liqo-namespace": { type: "string", default: "liqo", description: "namespace of the cluster identity, auth tokens and peering Secrets" },
@@ -20,6 +21,7 @@ export const foreignClusterArgs = {
   "kubelet-cert-file": { type: "string", description: "serving certificate of the virtual kubelets' API for that address (PEM)" },
   "kubelet-key-file": { type: "string", description: "its key (PEM)" },
   "kubelet-client-ca-file": { type: "string", description: "CA of this cluster: the API server's kubelet client certificate must be signed by it" },
+  "api-server-url": { type: "string", description: "https URL peers' pods reach this cluster's API server at: offloaded pods that mount a ServiceAccount token talk to it (default: none, they mount no token)" },
 } as const;
 
 type Args = { [K in keyof typeof foreignClusterArgs]?: string } & { "cluster-id": string; "cluster-name": string };
@@ -37,6 +39,8 @@ export async function foreignClusterController(args: Args, o: { client: KubeClie
     throw new CliError(`--kubelet-cert-file, --kubelet-key-file and --kubelet-client-ca-file go together; missing ${files.filter(([, v]) => v === undefined).map(([f]) => `--${f}`).join(", ")}`);
   }
   if (args["auth-url"] !== undefined && !/^https:\/\/[^/\s]+/.test(args["auth-url"])) throw new CliError(`--auth-url must be an https:// URL, got ${args["auth-url"]}`);
+  const apiServerUrl = args["api-server-url"];
+  if (apiServerUrl !== undefined && !apiServerAddress(apiServerUrl)) throw new CliError(`--api-server-url must be an https:// URL, got ${apiServerUrl}`);
   const cert = pem(args["kubelet-cert-file"], "kubelet-cert-file");
   const key = pem(args["kubelet-key-file"], "kubelet-key-file");
   const clientCA = pem(args["kubelet-client-ca-file"], "kubelet-client-ca-file");
@@ -46,7 +50,7 @@ export async function foreignClusterController(args: Args, o: { client: KubeClie
     client: o.client, liqoNamespace, registry: o.registry, logger: o.logger,
     localCluster: { clusterId: args["cluster-id"], clusterName: args["cluster-name"], clusterLabels: identity?.clusterLabels },
     authUrl: args["auth-url"],
-    kubelet: cert && key && clientCA ? { host: args["kubelet-address"] ?? "127.0.0.1", tls: { cert, key }, clientCA } : undefined,
+    kubelet: cert && key && clientCA ? { host: args["kubelet-address"] ?? "127.0.0.1", tls: { cert, key }, clientCA, apiServerUrl } : undefined,
     replicator: (r) => {
       const replicator = createCrdReplicator(r);
       // start() waits for both clusters' caches; the peering must not block on a slow remote.

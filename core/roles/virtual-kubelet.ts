@@ -39,6 +39,7 @@ export default defineCommand({
     "health-interval": { type: "string", default: "5", description: "seconds between health probes of the remote API server" },
     "health-failures": { type: "string", default: "3", description: "consecutive failed probes before the node turns NotReady" },
     "remote-watch-idle": { type: "string", default: "30", description: "seconds a watch on the remote API server may be silent before the server is pinged; unanswered, the watch is re-established (0: never)" },
+    "api-server-url": { type: "string", description: "https URL the remote cluster's pods reach the local API server at: offloaded pods that mount a ServiceAccount token talk to it (default: none, they mount no token)" },
     "translate-pod-cidr": { type: "string", description: "REMOTE=SEEN (e.g. 10.200.0.0/16=10.201.0.0/16) until the network fabric provides translation" },
     ...adminArgs("127.0.0.1:8082"),
   },
@@ -66,7 +67,7 @@ export default defineCommand({
     const vk = await startVirtualKubelet({
       local, remote, ...ids, remoteClusterName: args["remote-cluster-name"], remoteClusterLabels: labels, resources, nodeName,
       kubeletHost: kubelet.host, kubeletPort: kubelet.port, tls, clientCA, healthIntervalMs: interval * 1000, failureThreshold: failures,
-      translateIp, registry, logger: log,
+      translateIp, registry, logger: log, apiServerUrl: args["api-server-url"],
     });
     const { node, engine, offloader, api } = vk;
     const dropins = args["plugin-dir"] ? watchPluginDir(engine, args["plugin-dir"], { logger: log }) : undefined;

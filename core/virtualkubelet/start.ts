@@ -45,6 +45,8 @@ export interface VirtualKubeletOptions {
   ipTranslator?: IpTranslator;
   registry?: Registry;
   logger?: Logger;
+  /** The local API server as the remote cluster's pods reach it (https URL): see pods/forge.ts. */
+  apiServerUrl?: string;
 }
 
 export interface VirtualKubelet {
@@ -80,7 +82,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     const twins = new Map<string, string>();
     const offloader = await createPodOffloader({
       local: o.local, remote: o.remote, ...ids, nodeName, virtualKubeletIp: o.kubeletHost, podsWasm: await builtinWasm("pods"), logger: log,
-      translateIp, remoteNamespaceOf: (ns) => twins.get(ns),
+      translateIp, remoteNamespaceOf: (ns) => twins.get(ns), apiServerUrl: o.apiServerUrl,
     });
     const maps = createNamespaceMapController({
       local: o.local, remote: o.remote, ...ids, remoteClusterName: o.remoteClusterName, logger: log,

@@ -26,6 +26,8 @@ const vkIp = "127.0.0.42";
 const twins = new Map([["demo", "demo-rome"]]);
 // milan's pods (10.101.0.0/16) are seen from rome through a remapped 10.201.0.0/16.
 const translateIp = (ip: string) => ip.replace(/^10\.101\./, "10.201.");
+// kwok runs no container: the address only has to reach the remote pod's environment.
+const originApiServer = "https://203.0.113.10:6443";
 
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 
@@ -42,7 +44,7 @@ async function namespace(client: KubeClient, name: string) {
 async function startOffloader() {
   offloader = await createPodOffloader({
     local: rome, remote: milan, ...ids, nodeName, virtualKubeletIp: vkIp, translateIp,
-    remoteNamespaceOf: (ns) => twins.get(ns), podsWasm: await builtinWasm("pods"),
+    remoteNamespaceOf: (ns) => twins.get(ns), podsWasm: await builtinWasm("pods"), apiServerUrl: originApiServer,
   });
   await offloader.start();
 }
@@ -59,7 +61,7 @@ beforeAll(async () => {
   await rome.create(Resources.nodes, { metadata: { name: nodeName, labels: { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": ids.remoteClusterId } } });
   provider = createShadowPodController({ client: milan });
   await provider.start();
-  // Token Secrets for offloaded pods travel with the secrets reflector.
+  // The secrets reflector runs too: it must leave the pods' token Secrets (no local source) alone.
   engine = createReflectionEngine({ local: rome, remote: milan, ...ids });
   await engine.addPlugin(await builtinWasm("secrets"), { trust: "builtin", source: "builtin:secrets" });
   await engine.addNamespacePair({ localNamespace: "demo", remoteNamespace: "demo-rome" });
@@ -95,13 +97,21 @@ describe("pod offloading through ShadowPods", () => {
     expect(local.status!.hostIP).toBe(vkIp);
   });
 
-  test("the pod's ServiceAccount token travels as a reflected Secret and replaces the projected volume", async () => {
+  test("the pod's ServiceAccount token of rome, in a Secret owned by its ShadowPod, replaces the projected volume", async () => {
     const remote = await milan.get<Pod>(Resources.pods, "web", "demo-rome");
-    const tokenVolume = remote.spec.volumes?.find((v: any) => v.secret?.secretName === "default-liqo-token");
-    expect(tokenVolume).toBeDefined();
-    const secret = await waitFor("the token Secret in milan", () => milan.find<any>(Resources.secrets, "default-liqo-token", "demo-rome"));
-    expect(secret.type).toBe("Opaque");
-    expect(secret.data.token.length).toBeGreaterThan(10);
+    const tokenVolume = remote.spec.volumes?.find((v: any) => v.secret?.secretName === "web-liqo-api-token");
+    expect(tokenVolume?.name).toStartWith("kube-api-access-");
+    const env = Object.fromEntries(remote.spec.containers[0].env.map((e: any) => [e.name, e.value]));
+    expect([env.KUBERNETES_SERVICE_HOST, env.KUBERNETES_SERVICE_PORT]).toEqual(["203.0.113.10", "6443"]);
+    const secret = await waitFor("the token Secret in milan", () => milan.find<any>(Resources.secrets, "web-liqo-api-token", "demo-rome"));
+    const shadow = await milan.get(ShadowPodResource, "web", "demo-rome");
+    expect(secret.metadata.ownerReferences.map((r: any) => r.uid)).toEqual([shadow.metadata.uid]);
+    expect(Buffer.from(secret.data.namespace, "base64").toString()).toBe("demo");
+    // rome's answer to its own token: the pod's ServiceAccount of rome.
+    const review = await rome.request<any>("POST", "/apis/authentication.k8s.io/v1/tokenreviews", {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token: Buffer.from(secret.data.token, "base64").toString() } },
+    });
+    expect(review.status.user.username).toBe("system:serviceaccount:demo:default");
   });
 
   test("a remote pod deleted by hand is re-created by the provider and counted as a restart locally", async () => {

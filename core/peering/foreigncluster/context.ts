@@ -16,6 +16,8 @@ export interface KubeletServing {
   tls: { cert: string; key: string };
   /** The local cluster's CA: the API server's kubelet client certificate must be signed by it. */
   clientCA: string;
+  /** The local API server as peers' pods reach it: offloaded pods talk to it (virtualkubelet/pods/forge.ts). */
+  apiServerUrl?: string;
 }
 
 export interface ControllerConfig {

@@ -17,7 +17,8 @@ import { isOwnedBy } from "../../reflection/finish.ts";
 import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { RECREATIONS_ANNOTATION } from "../../shadowpod/controller.ts";
 import { hostNamespacesAsked } from "../../webhook/pods.ts";
-import { ensureTokenSecret, mountedServiceAccount, tokenSecretName } from "./tokens.ts";
+import { apiServerAddress, originServiceAccount, remotePodSpec, remoteTokenSecret, withoutTokenVolume } from "./forge.ts";
+import { issueToken } from "./tokens.ts";
 import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
 
 export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
@@ -67,6 +68,12 @@ export interface PodOffloaderOptions {
   workers?: number;
   /** See PENDING_STATUS_DELAY_MS. */
   pendingStatusDelayMs?: number;
+  /**
+   * The local API server's https URL as the provider's pods reach it: offloaded pods that mount
+   * their ServiceAccount token get one of the origin cluster and this address (forge.ts). Without
+   * it they mount no token at all.
+   */
+  apiServerUrl?: string;
 }
 
 export interface PodOffloader {
@@ -85,15 +92,16 @@ function metadataAndStatus<T extends Pod>(obj: T): T {
 export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOffloader> {
   const log = (o.logger ?? silentLogger).child({ component: "pod-offloader", node: o.nodeName });
   const events = createEventRecorder(o.local, "liqo-virtual-kubelet", log);
-  const tokens = new Map<string, string>();
+  const address = apiServerAddress(o.apiServerUrl);
+  if (o.apiServerUrl && !address) log.warn("not an https URL: offloaded pods get no API server token", { apiServerUrl: o.apiServerUrl });
+  if (!o.apiServerUrl) log.info("no origin API server URL: offloaded pods get no API server token");
+  /** When each offloaded pod's origin token is due for renewal (ms since the epoch). */
+  const tokenRefresh = new Map<string, number>();
   const plugin: ReflectorPlugin = await loadPlugin(o.podsWasm, {
     trust: "builtin", translateIp: o.translateIp, logger: log,
-    // The pods reflector asks for the pod's ServiceAccount to find its token Secret.
-    lookup: (req) => {
-      if (req.kind !== "ServiceAccount") return null;
-      const secret = tokens.get(`${req.namespace}/${req.name}`);
-      return secret ? { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: req.name, namespace: req.namespace }, secrets: [{ name: secret }] } : null;
-    },
+    // It looks up a ServiceAccount's legacy token Secret only for a token volume, which it never
+    // sees here: remotePodSpec wires the token (withoutTokenVolume).
+    lookup: () => null,
   });
   // The caches keep only what handle reads: managedFields (large on pods, several managers) never,
   // of a ShadowPod only its metadata (the pod spec in it is ours, already in the local pod), of a
@@ -169,6 +177,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
 
     if (!local || local.metadata.deletionTimestamp) {
       pendingSince.delete(key);
+      tokenRefresh.delete(key);
       if (shadow && ours && !shadow.metadata.deletionTimestamp) {
         const grace = local?.metadata.deletionGracePeriodSeconds as number | undefined;
         // The remote pod first, with the user's grace period; then the ShadowPod, so it is not re-created.
@@ -198,14 +207,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       return backOff(local, `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`);
     }
     const ctx = ctxFor(ns, remoteNs);
-    const sa = mountedServiceAccount(local);
-    if (sa && !tokens.has(`${ns}/${sa}`)) {
-      const secret = await ensureTokenSecret(o.local, ns, sa);
-      if (!secret) throw new RetryAfterError(500, `waiting for the token controller to fill ${ns}/${tokenSecretName(sa)}`);
-      tokens.set(`${ns}/${sa}`, secret);
-    }
+    const serviceAccount = originServiceAccount(local, address);
     if (!shadow) {
-      const decision = await plugin.forward(local as never, null, ctx);
+      const decision = await plugin.forward(withoutTokenVolume(local) as never, null, ctx);
       if (decision.decision !== "apply") {
         log.info("pod not offloaded", { key, reason: decision.reason });
         return;
@@ -220,19 +224,26 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       }
       // A plain create, not a server-side apply: the ShadowPod is only written when missing, and
       // an apply of this large CRD costs the provider's API server noticeably more (bench).
-      await o.remote.create(ShadowPodResource, {
+      const created = await o.remote.create(ShadowPodResource, {
         apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod",
         metadata: {
           name, namespace: remoteNs, labels: out.metadata.labels,
           // The count starts at 0 here, so the provider writes the ShadowPod only on re-creations.
           annotations: { ...out.metadata.annotations, [LOCAL_NAMESPACE_ANNOTATION]: ns, [RECREATIONS_ANNOTATION]: "0" },
         },
-        spec: { pod: out.spec },
+        spec: { pod: remotePodSpec(local, out.spec ?? {}, address) },
       }, remoteNs, { fieldManager: FIELD_MANAGER }).catch((err) => {
         // Created meanwhile (our informer lags): its add event brings the key back.
         if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+        return undefined;
       });
+      // After the ShadowPod, whose UID owns the Secret: the provider's kubelet waits for a missing
+      // Secret volume, and it usually exists before the pod is even scheduled.
+      if (created && serviceAccount) await renewToken(key, local, serviceAccount, remoteNs, { name, uid: created.metadata.uid! });
       return;
+    }
+    if (serviceAccount && ours && (tokenRefresh.get(key) ?? 0) <= Date.now()) {
+      await renewToken(key, local, serviceAccount, remoteNs, { name, uid: shadow.metadata.uid! });
     }
     if (!remote) return; // the provider is (re)creating it
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
@@ -253,6 +264,14 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         if (err instanceof KubeApiError && err.notFound) return; // deleted meanwhile
         throw err;
       });
+  }
+
+  /** A fresh origin token in the pod's Secret; the key comes back when it is due again. */
+  async function renewToken(key: string, local: Pod, serviceAccount: string, remoteNs: string, shadowPod: { name: string; uid: string }) {
+    const t = await issueToken(o.local, local, serviceAccount);
+    await o.remote.apply(Resources.secrets, remoteTokenSecret(local, remoteNs, o.localClusterId, shadowPod, t), { fieldManager: FIELD_MANAGER, force: true });
+    tokenRefresh.set(key, t.refreshAt);
+    queue?.addAfter(key, Math.max(0, t.refreshAt - Date.now()));
   }
 
   const localKey = (pod: KubeObject) => `${pod.metadata.namespace}/${pod.metadata.name}`;

@@ -1,38 +1,39 @@
-// Offloaded pods talk to the origin API server with a token of their local ServiceAccount. Since
-// Kubernetes 1.24 ServiceAccounts have no token Secret (Liqo v0.5 could not offload such pods); we
-// ask the token controller for one (a kubernetes.io/service-account-token Secret we create), which
-// the secrets reflector copies next to the offloaded pod.
+// The origin side of API server support (forge.ts): a token of the local pod's ServiceAccount from
+// the TokenRequest API, bound to the local pod (it dies with it, as a kubelet-projected token does),
+// and the CA the remote pod verifies the origin API server with. Since Kubernetes 1.24
+// ServiceAccounts have no token Secret to copy, which is what Liqo v0.5 used.
 import type { KubeClient } from "../../kube/client.ts";
-import { KubeApiError } from "../../kube/errors.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { Resources, resourcePath, type KubeObject } from "../../kube/resources.ts";
+import type { OriginToken, Pod } from "./forge.ts";
 
-export function tokenSecretName(serviceAccount: string): string {
-  return `${serviceAccount}-liqo-token`.slice(0, 253);
+/** An hour, as the kubelet's projected tokens; refreshed at REFRESH_AT of its life. */
+export const TOKEN_EXPIRATION_SECONDS = 3600;
+export const REFRESH_AT = 0.8;
+
+export interface IssuedToken extends OriginToken {
+  /** When to ask for the next one (ms since the epoch). */
+  refreshAt: number;
 }
 
-/** Ensures the token Secret exists and is filled in; returns its name, or undefined while the token controller works. */
-export async function ensureTokenSecret(client: KubeClient, namespace: string, serviceAccount: string): Promise<string | undefined> {
-  const name = tokenSecretName(serviceAccount);
-  let secret = await client.find<KubeObject & { data?: Record<string, string> }>(Resources.secrets, name, namespace);
-  if (!secret) {
-    try {
-      secret = await client.create(Resources.secrets, {
-        apiVersion: "v1", kind: "Secret", type: "kubernetes.io/service-account-token",
-        metadata: { name, namespace, annotations: { "kubernetes.io/service-account.name": serviceAccount }, labels: { "liqo.io/service-account-token": "true" } },
-      } as KubeObject);
-    } catch (err) {
-      if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-      secret = await client.get(Resources.secrets, name, namespace);
-    }
-  }
-  return secret?.data?.token ? name : undefined;
+interface TokenRequest {
+  status?: { token?: string; expirationTimestamp?: string };
 }
 
-type PodSpec = { serviceAccountName?: string; automountServiceAccountToken?: boolean; volumes?: { projected?: { sources?: Record<string, unknown>[] } }[] };
-
-/** The ServiceAccount whose token the pod mounts, if it mounts one. */
-export function mountedServiceAccount(pod: { spec?: PodSpec }): string | undefined {
-  const spec = pod.spec ?? {};
-  const mounts = spec.volumes?.some((v) => v.projected?.sources?.some((s) => "serviceAccountToken" in s));
-  return mounts ? spec.serviceAccountName || "default" : undefined;
+/** Asks the origin API server for a token of the pod's ServiceAccount bound to the pod, with the cluster CA. */
+export async function issueToken(client: KubeClient, local: Pod, serviceAccount: string, now = Date.now()): Promise<IssuedToken> {
+  const ns = local.metadata.namespace!;
+  const answer = await client.request<TokenRequest>("POST", resourcePath(Resources.serviceAccounts, ns, serviceAccount, "token"), {
+    body: {
+      apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest",
+      spec: { expirationSeconds: TOKEN_EXPIRATION_SECONDS, boundObjectRef: { apiVersion: "v1", kind: "Pod", name: local.metadata.name, uid: local.metadata.uid } },
+    },
+  });
+  const token = answer.status?.token;
+  if (!token) throw new Error(`the TokenRequest for service account ${ns}/${serviceAccount} returned no token`);
+  // kube-root-ca.crt is in every namespace: the CA that signs the API server's serving certificate.
+  const root = await client.get<KubeObject & { data?: Record<string, string> }>(Resources.configMaps, "kube-root-ca.crt", ns);
+  const ca = root.data?.["ca.crt"];
+  if (!ca) throw new Error(`ConfigMap ${ns}/kube-root-ca.crt has no ca.crt`);
+  const expires = Date.parse(answer.status?.expirationTimestamp ?? "") || now + TOKEN_EXPIRATION_SECONDS * 1000;
+  return { token, ca, refreshAt: now + Math.max(0, expires - now) * REFRESH_AT };
 }
