@@ -28,3 +28,10 @@ describe("exec streams", () => {
   test("error, stdout and stderr without a tty", () => expect(expectedStreams({ container: "c", command: ["x"], stdin: false, stdout: true, stderr: true, tty: false })).toEqual(["error", "stdout", "stderr"]));
   test("a tty has resize and no stderr", () => expect(expectedStreams({ container: "c", command: ["x"], stdin: true, stdout: true, stderr: true, tty: true })).toEqual(["error", "stdin", "stdout", "resize"]));
 });
+
+describe("portForward routes", () => {
+  test("with or without the pod UID", () => {
+    expect(parseRoute("/portForward/ns/pod")).toEqual({ kind: "portForward", namespace: "ns", pod: "pod", container: "" });
+    expect(parseRoute("/portForward/ns/pod/0b0e-uid")).toMatchObject({ kind: "portForward", pod: "pod" });
+  });
+});

@@ -11,6 +11,7 @@ import type { KubeClient } from "../../kube/client.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import { execRequestFromQuery, negotiate, serveExecUpgrade, EXEC_PROTOCOL } from "./exec.ts";
 import { serveContainerLogs, validateLogQuery } from "./logs.ts";
+import { PORTFORWARD_PROTOCOL, servePortForwardUpgrade } from "./portforward.ts";
 import { serveRun } from "./run.ts";
 import { METRICS_UNAVAILABLE_STATUS, metricsUnavailable } from "./stats.ts";
 import { KubeletApiError, type PodResolver, type RemotePodRef } from "./types.ts";
@@ -33,13 +34,16 @@ export interface KubeletApiOptions {
 export interface KubeletApi {
   readonly port: number;
   readonly url: string;
-  readonly stats: { requests: number; unauthorized: number; logs: number; execs: number };
+  readonly stats: { requests: number; unauthorized: number; logs: number; execs: number; portForwards: number };
   close(): Promise<void>;
 }
 
-type Route = { kind: "logs" | "exec" | "run"; namespace: string; pod: string; container: string };
+type Route = { kind: "logs" | "exec" | "run" | "portForward"; namespace: string; pod: string; container: string };
 
 export function parseRoute(pathname: string): Route | undefined {
+  // /portForward/{namespace}/{pod}[/{uid}]: no container, the pod's network namespace is shared.
+  const pf = /^\/portForward\/([^/]+)\/([^/]+)(?:\/[^/]+)?$/.exec(pathname);
+  if (pf) return { kind: "portForward", namespace: decodeURIComponent(pf[1]!), pod: decodeURIComponent(pf[2]!), container: "" };
   const m = /^\/(containerLogs|exec|run)\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(pathname);
   if (!m) return undefined;
   const kind = m[1] === "containerLogs" ? "logs" : (m[1] as "exec" | "run");
@@ -65,7 +69,7 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
   if (!options.auth?.clientCA) throw new KubeletApiError(0, "kubelet API: auth.clientCA is required: pass the PEM of the CA that signs the API server's kubelet client certificate");
   if (!options.tls?.cert || !options.tls?.key) throw new KubeletApiError(0, "kubelet API: tls.cert and tls.key (PEM) are required");
   const log = (options.logger ?? silentLogger).child({ component: "kubelet-api" });
-  const stats = { requests: 0, unauthorized: 0, logs: 0, execs: 0 };
+  const stats = { requests: 0, unauthorized: 0, logs: 0, execs: 0, portForwards: 0 };
   // Upgraded sockets leave the HTTP server's bookkeeping: close() must end them itself.
   const upgraded = new Set<Duplex>();
 
@@ -92,8 +96,9 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
         return textError(res, METRICS_UNAVAILABLE_STATUS, metricsUnavailable(options.nodeName ?? "virtual-node", url.pathname as "/stats/summary"));
       }
       const route = parseRoute(url.pathname);
-      if (!route) return textError(res, 404, `no such kubelet endpoint: ${req.method} ${url.pathname} (served: /containerLogs, /exec, /run, /stats/summary, /metrics/resource, /healthz)`);
+      if (!route) return textError(res, 404, `no such kubelet endpoint: ${req.method} ${url.pathname} (served: /containerLogs, /exec, /run, /portForward, /stats/summary, /metrics/resource, /healthz)`);
       if (route.kind === "exec") return textError(res, 400, `exec needs a streaming upgrade (SPDY/3.1, protocol ${EXEC_PROTOCOL}); use kubectl exec`);
+      if (route.kind === "portForward") return textError(res, 400, `portForward needs a streaming upgrade (SPDY/3.1, protocol ${PORTFORWARD_PROTOCOL}); use kubectl port-forward`);
       const target = await resolve(route);
       if (route.kind === "logs") {
         if (req.method !== "GET") return textError(res, 405, "containerLogs answers GET only");
@@ -124,9 +129,26 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     }
     const url = new URL(req.url ?? "/", "https://kubelet");
     const route = parseRoute(url.pathname);
-    if (!route || route.kind !== "exec") return rejectUpgrade(socket, 404, "Not Found", `no streaming endpoint at ${url.pathname}; only /exec/{namespace}/{pod}/{container} upgrades`);
+    if (!route || (route.kind !== "exec" && route.kind !== "portForward")) {
+      return rejectUpgrade(socket, 404, "Not Found", `no streaming endpoint at ${url.pathname}; only /exec/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod} upgrade`);
+    }
     if (String(req.headers.upgrade ?? "").toLowerCase() !== "spdy/3.1") {
-      return rejectUpgrade(socket, 400, "Bad Request", `exec upgrades to SPDY/3.1 only, not "${req.headers.upgrade}"`);
+      return rejectUpgrade(socket, 400, "Bad Request", `${route.kind} upgrades to SPDY/3.1 only, not "${req.headers.upgrade}"`);
+    }
+    if (route.kind === "portForward") {
+      const offered = String(req.headers["x-stream-protocol-version"] ?? "").split(",").map((s) => s.trim());
+      if (!offered.includes(PORTFORWARD_PROTOCOL)) {
+        return rejectUpgrade(socket, 403, "Forbidden", `none of the offered stream protocols (${req.headers["x-stream-protocol-version"] ?? "none"}) is supported; port-forward speaks ${PORTFORWARD_PROTOCOL}`);
+      }
+      let target: RemotePodRef;
+      try {
+        target = await resolve(route);
+      } catch (err) {
+        const e = err as KubeletApiError;
+        return rejectUpgrade(socket, e.status || 500, e.status === 404 ? "Not Found" : "Internal Server Error", e.message);
+      }
+      stats.portForwards++;
+      return servePortForwardUpgrade(socket, head, options.remote, target, log.child({ pod: `${route.namespace}/${route.pod}` }));
     }
     if (!negotiate(req)) {
       return rejectUpgrade(socket, 403, "Forbidden", `none of the offered stream protocols (${req.headers["x-stream-protocol-version"] ?? "none"}) is supported; this kubelet speaks ${EXEC_PROTOCOL}`);
