@@ -1,0 +1,34 @@
+import { describe, expect, test } from "bun:test";
+import type { KubeClient } from "../../kube/client.ts";
+import { issueToken, TOKEN_EXPIRATION_SECONDS } from "./tokens.ts";
+
+const pod = { apiVersion: "v1", kind: "Pod", metadata: { name: "operator", namespace: "liqo-demo", uid: "u-1" } };
+const now = Date.parse("2026-11-25T12:00:00Z");
+
+/** Answers the TokenRequest and the kube-root-ca.crt read as an API server would; records the requests. */
+function fakeClient(expirationTimestamp: string | undefined) {
+  const requests: { method: string; path: string; body: any }[] = [];
+  const client = {
+    request: async (method: string, path: string, o: { body?: unknown }) => {
+      requests.push({ method, path, body: o.body });
+      return { status: { token: "tok", expirationTimestamp } };
+    },
+    get: async () => ({ metadata: { name: "kube-root-ca.crt" }, data: { "ca.crt": "PEM" } }),
+  } as unknown as KubeClient;
+  return { client, requests };
+}
+
+describe("issueToken", async () => {
+  const { client, requests } = fakeClient("2026-11-25T13:00:00Z");
+  const t = await issueToken(client, pod, "reader", now);
+  test("POSTs the ServiceAccount's token subresource", () =>
+    expect([requests[0]!.method, requests[0]!.path]).toEqual(["POST", "/api/v1/namespaces/liqo-demo/serviceaccounts/reader/token"]));
+  test("bound to the local pod", () =>
+    expect(requests[0]!.body.spec.boundObjectRef).toEqual({ apiVersion: "v1", kind: "Pod", name: "operator", uid: "u-1" }));
+  test("for an hour", () => expect(requests[0]!.body.spec.expirationSeconds).toBe(TOKEN_EXPIRATION_SECONDS));
+  test("the token", () => expect(t.token).toBe("tok"));
+  test("the origin CA", () => expect(t.ca).toBe("PEM"));
+  test("renewed at 80% of its life", () => expect(t.refreshAt).toBe(now + 48 * 60_000));
+  test("without an expiry in the answer, 80% of the hour asked for", async () =>
+    expect((await issueToken(fakeClient(undefined).client, pod, "reader", now)).refreshAt).toBe(now + 48 * 60_000));
+});
