@@ -7,11 +7,10 @@
 import { join } from "node:path";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { RigError } from "../rig/errors.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { rigUp, type Rig } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
-import { liqoctl, run } from "./install.ts";
+import { liqoctl, peerOutOfBand, run } from "./install.ts";
 
 type RigCluster = Rig["clusters"][number];
 type PodObject = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string; podIP?: string } };
@@ -43,15 +42,6 @@ export async function installInCluster(rig: Rig, c: RigCluster, labels: string, 
     `--api-server-url=${apiServer}`, `--pod-cidr=${c.podCIDR}`, `--service-cidr=${c.serviceCIDR}`,
     // The nodes' own network must never be handed out to remap a peer's pods.
     `--reserved-subnets=${rig.network!.prefix}.0/24`, "--timeout=10m", ...(ha ? ["--enable-ha"] : [])], `liqoctl install generic (${c.name})`);
-}
-
-export async function peerOutOfBand(consumer: RigCluster, provider: RigCluster, say: (m: string) => void): Promise<void> {
-  const printed = await run([...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${provider.kubeconfig}`], `liqoctl generate peer-command (${provider.name})`);
-  const generated = printed.split("\n").map((l) => l.trim()).find((l) => l.startsWith("liqoctl peer out-of-band "));
-  if (!generated) throw new RigError(`liqoctl generate peer-command printed no peer command: ${printed}`);
-  const words = generated.split(/\s+/);
-  say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
-  await run([...liqoctl, ...words.slice(1), `--kubeconfig=${consumer.kubeconfig}`, "--timeout=600s"], `liqoctl peer out-of-band ${provider.name} (${consumer.name})`);
 }
 
 export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<InClusterQuickstart> {

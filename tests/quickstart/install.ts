@@ -60,3 +60,13 @@ export async function clusterCa(client: KubeClient, i: InstalledCluster): Promis
     try { return await clusterCaFile(client, LIQO_NAMESPACE, join(i.dir, "cluster-ca.crt")); } catch (err) { last = err; return false; }
   }, { timeoutMs: 60_000, intervalMs: 250, describe: () => String((last as Error)?.message ?? last) });
 }
+
+/** Liqo's out-of-band flow: `liqoctl generate peer-command` on the provider, the printed command run on the consumer. */
+export async function peerOutOfBand(consumer: RigCluster, provider: RigCluster, say: (m: string) => void, extra: string[] = []): Promise<void> {
+  const printed = await run([...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${provider.kubeconfig}`], `liqoctl generate peer-command (${provider.name})`);
+  const generated = printed.split("\n").map((l) => l.trim()).find((l) => l.startsWith("liqoctl peer out-of-band "));
+  if (!generated) throw new RigError(`liqoctl generate peer-command printed no peer command: ${printed}`);
+  const words = generated.split(/\s+/);
+  say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
+  await run([...liqoctl, ...words.slice(1), ...extra, `--kubeconfig=${consumer.kubeconfig}`, "--timeout=600s"], `liqoctl peer out-of-band ${provider.name} (${consumer.name})`);
+}

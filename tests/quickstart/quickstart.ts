@@ -14,7 +14,7 @@ import { freePort } from "../rig/ports.ts";
 import { RigError } from "../rig/errors.ts";
 import { rigUp, type Rig } from "../rig/rig.ts";
 import { findHelm } from "../../cli/install/helm.ts";
-import { authTls, clusterCa, installLiqo, kubeletTls, liqoctl, LIQO_NAMESPACE, run, webhookTls, type InstalledCluster } from "./install.ts";
+import { authTls, clusterCa, installLiqo, kubeletTls, liqoctl, LIQO_NAMESPACE, peerOutOfBand, run, webhookTls, type InstalledCluster } from "./install.ts";
 import { startRole } from "./roles.ts";
 
 export interface QuickstartOptions {
@@ -68,13 +68,8 @@ export async function runQuickstart(options: QuickstartOptions = {}): Promise<Qu
     `--address=127.0.0.1:${webhookPort}`]);
 
   say("peering: liqoctl generate peer-command on milan, the printed command run on rome");
-  const printed = await run([...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${milanC.kubeconfig}`], "liqoctl generate peer-command (milan)");
-  const generated = printed.split("\n").map((l) => l.trim()).find((l) => l.startsWith("liqoctl peer out-of-band "));
-  if (!generated) throw new RigError(`liqoctl generate peer-command printed no peer command: ${printed}`);
-  const words = generated.split(/\s+/);
-  say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
   // kwok nodes run no containers and the roles run as processes: no network fabric to set up.
-  await run([...liqoctl, ...words.slice(1), "--no-networking", `--kubeconfig=${romeC.kubeconfig}`, "--timeout=300s"], "liqoctl peer out-of-band milan (rome)");
+  await peerOutOfBand(romeC, milanC, say, ["--no-networking"]);
 
   say("offloading namespace liqo-demo: liqoctl offload namespace liqo-demo");
   await rome.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });
