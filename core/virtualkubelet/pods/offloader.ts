@@ -25,6 +25,9 @@ export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
 export const OFFLOADING_BACKOFF = "OffloadingBackOff";
 export const HOST_NAMESPACES_DROPPED = "HostNamespacesDropped";
 export const UNOFFLOADED = "Unoffloaded";
+export const API_SERVER_TOKEN_FAILED = "ApiServerTokenFailed";
+/** Before asking again for a token that could not be issued. */
+const TOKEN_RETRY_MS = 30_000;
 const FIELD_MANAGER = "liqo-virtual-kubelet";
 const DEFAULT_WORKERS = 24;
 /**
@@ -266,12 +269,24 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       });
   }
 
-  /** A fresh origin token in the pod's Secret; the key comes back when it is due again. */
+  /**
+   * A fresh origin token in the pod's Secret; the key comes back when it is due again. A failure
+   * is the pod's Event and a retry of its own, so that it never holds the pod's status back.
+   */
   async function renewToken(key: string, local: Pod, serviceAccount: string, remoteNs: string, shadowPod: { name: string; uid: string }) {
-    const t = await issueToken(o.local, local, serviceAccount);
-    await o.remote.apply(Resources.secrets, remoteTokenSecret(local, remoteNs, o.localClusterId, shadowPod, t), { fieldManager: FIELD_MANAGER, force: true });
-    tokenRefresh.set(key, t.refreshAt);
-    queue?.addAfter(key, Math.max(0, t.refreshAt - Date.now()));
+    let due: number;
+    try {
+      const t = await issueToken(o.local, local, serviceAccount);
+      await o.remote.apply(Resources.secrets, remoteTokenSecret(local, remoteNs, o.localClusterId, shadowPod, t), { fieldManager: FIELD_MANAGER, force: true });
+      due = t.refreshAt;
+    } catch (err) {
+      if (err instanceof KubeApiError && err.notFound && !localPods.get(key)) return; // the pod went meanwhile
+      log.warn("issuing the origin API server token failed", { key, err });
+      events.warning(local, API_SERVER_TOKEN_FAILED, `the token of service account ${serviceAccount} for the pod in cluster ${o.remoteClusterId} could not be issued: ${err instanceof Error ? err.message : err}`);
+      due = Date.now() + TOKEN_RETRY_MS;
+    }
+    tokenRefresh.set(key, due);
+    queue?.addAfter(key, Math.max(0, due - Date.now()));
   }
 
   const localKey = (pod: KubeObject) => `${pod.metadata.namespace}/${pod.metadata.name}`;
