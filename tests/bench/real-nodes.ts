@@ -7,7 +7,7 @@
 //   3. liqoctl install → all liqo pods Ready (from the quick start), and the memory of every liqo pod
 //      idle and with M offloaded pods running.
 // BENCH_PODS (default 50) and BENCH_OFFLOADED (default 100) scale 2 and 3.
-import { mkdtempSync, mkdirSync } from "node:fs";
+import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
@@ -63,18 +63,19 @@ async function measure(q: InClusterQuickstart, target: string): Promise<{ gbps: 
 async function handMadeTunnel(a: RealNodeState, b: RealNodeState): Promise<{ gbps: number; rttMs: number }> {
   const ka = generateKeyPair();
   const kb = generateKeyPair();
-  const keyFile = (dir: string, key: string) => { const f = join(dir, "key"); Bun.write(f, key); return f; };
-  const ends = [{ n: a, k: ka, peer: kb, peerNode: b, addr: "192.168.251.1" }, { n: b, k: kb, peer: ka, peerNode: a, addr: "192.168.251.2" }];
-  const dev = "bench.wg";
+  const keyFile = (dir: string, key: string) => { const f = join(dir, "key"); writeFileSync(f, key, { mode: 0o600 }); return f; };
+  // Distinct names: wireguard-go's UAPI sockets share the host's /var/run/wireguard.
+  const ends = [{ n: a, k: ka, peer: kb, peerNode: b, addr: "192.168.251.1", dev: "bench0.wg" }, { n: b, k: kb, peer: ka, peerNode: a, addr: "192.168.251.2", dev: "bench1.wg" }];
   const procs: { kill(): void }[] = [];
   try {
     for (const e of ends) {
+      const { dev } = e;
       const ns = ["nsenter", `--net=/var/run/netns/${e.n.netns}`, "--"];
       sh([...ns, "ip", "link", "del", dev]);
       procs.push(Bun.spawn([...ns, "wireguard-go", "-f", dev], { stdout: "ignore", stderr: "ignore", env: { ...process.env, WG_PROCESS_FOREGROUND: "1" } }));
       await waitFor(`${dev} in ${e.n.netns}`, () => sh([...ns, "ip", "link", "show", dev]).code === 0, { timeoutMs: 10_000 });
       const dir = mkdtempSync(join(tmpdir(), "bench-wg-"));
-      const set = sh([...ns, "wg", "set", dev, "listen-port", "51999", "private-key", await Promise.resolve(keyFile(dir, e.k.privateKey)),
+      const set = sh([...ns, "wg", "set", dev, "listen-port", "51999", "private-key", keyFile(dir, e.k.privateKey),
         "peer", e.peer.publicKey, "endpoint", `${e.peerNode.ip}:51999`, "allowed-ips", "192.168.251.0/24"]);
       if (set.code !== 0) throw new Error(`wg set in ${e.n.netns}: ${set.out}`);
       sh([...ns, "ip", "addr", "add", `${e.addr}/24`, "dev", dev]);
@@ -90,7 +91,7 @@ async function handMadeTunnel(a: RealNodeState, b: RealNodeState): Promise<{ gbp
     return { gbps: j.end.sum_received.bits_per_second / 1e9, rttMs: Number(/= [\d.]+\/([\d.]+)\//.exec(ping)?.[1] ?? Number.NaN) };
   } finally {
     for (const p of procs) p.kill();
-    for (const e of ends) sh(["nsenter", `--net=/var/run/netns/${e.n.netns}`, "--", "ip", "link", "del", dev]);
+    for (const e of ends) sh(["nsenter", `--net=/var/run/netns/${e.n.netns}`, "--", "ip", "link", "del", e.dev]);
   }
 }
 
