@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import { crossClusterAnswers, curlFromRome, runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { stopRealNodeNow } from "../rig/nodes.ts";
 import { rigDown, killRigNow } from "../rig/rig.ts";
 import { reapOrphanRigs } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
@@ -94,6 +95,52 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       expect(logs.out).toContain("crashing");
       for (const name of ["ghost", "crasher"]) await q.rome.delete(Resources.pods, name, "liqo-demo");
     }, 400_000);
+  }
+
+  /** Last: a milan node dies with an offloaded pod on it. */
+  function nodeDeath() {
+    test("a milan node dies: its offloaded pod turns not Ready in rome, then runs again on the other node and answers", async () => {
+      const [victim, other] = q.rig.clusters[1]!.realNodeStates!;
+      // Move milan's own control pods (liqo, CoreDNS) off the victim first, so what is tested is the
+      // offloaded pod's fate, not milan's liqo losing its controller manager or gateway for 5 minutes.
+      expect((await kubectl("milan", "cordon", victim!.name)).code).toBe(0);
+      for (const ns of ["liqo", "kube-system"]) {
+        const pods = (await q.milan.list<PodObject>(Resources.pods, { namespace: ns, fieldSelector: `spec.nodeName=${victim!.name}` })).items;
+        for (const p of pods.filter((x) => !x.metadata.name!.startsWith("liqo-route-"))) await q.milan.delete(Resources.pods, p.metadata.name!, ns);
+      }
+      await waitFor("milan's liqo and CoreDNS Ready again on the other node", async () => {
+        const pods = [...(await q.milan.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.pods, { namespace: "liqo" })).items,
+          ...(await q.milan.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.pods, { namespace: "kube-system" })).items]
+          .filter((p) => !p.metadata.name!.startsWith("liqo-route-"));
+        return pods.every((p) => p.spec?.nodeName === other!.name && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+      }, { timeoutMs: 180_000 });
+      expect((await kubectl("milan", "uncordon", victim!.name)).code).toBe(0);
+      expect((await kubectl("milan", "cordon", other!.name)).code).toBe(0);
+      // Tolerates an unreachable node for 5 s (the default is 300 s), so milan evicts it soon after.
+      const quickEviction = ["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"].map((key) => ({ key, operator: "Exists", effect: "NoExecute", tolerationSeconds: 5 }));
+      await q.rome.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "survivor", namespace: "liqo-demo" },
+        spec: { nodeSelector: { "liqo.io/type": "virtual-node" }, tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }, ...quickEviction],
+          containers: [{ name: "web", image: "ghcr.io/liqo-bun/hello:0.1.0" }] } } as KubeObject);
+      type Ready = PodObject & { status?: { conditions?: { type: string; status: string }[] } };
+      const ready = (p?: Ready) => !!p?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      const first = await waitFor("survivor Ready in rome", async () => {
+        const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
+        return ready(p) && p!.status?.podIP ? p : undefined;
+      }, { timeoutMs: 180_000 });
+      const remoteFirst = (await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items.find((p) => p.metadata.name === "survivor")!;
+      expect(remoteFirst.spec?.nodeName).toBe(victim!.name);
+      expect((await kubectl("milan", "uncordon", other!.name)).code).toBe(0);
+
+      expect(stopRealNodeNow(victim!)).toEqual([]);
+      await waitFor("survivor not Ready in rome", async () => !ready(await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo")), { timeoutMs: 240_000 });
+      const again = await waitFor("survivor Ready again in rome, at a new address", async () => {
+        const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
+        return ready(p) && p!.status?.podIP && p!.status.podIP !== first.status!.podIP ? p : undefined;
+      }, { timeoutMs: 420_000, describe: async () => (await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo"))?.status });
+      const remoteAgain = (await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items.find((p) => p.metadata.name === "survivor")!;
+      expect(remoteAgain.spec?.nodeName).toBe(other!.name);
+      expect(await curlFromRome(q, `http://${again.status!.podIP}/after-node-death`, /Server name: survivor/, 180_000)).toContain("URI: /after-node-death");
+    }, 900_000);
   }
 
   describe(`the fabric in-cluster, ${label}`, () => {
@@ -196,5 +243,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       }, { timeoutMs: 120_000 });
       expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-route-restart`, /Server name: nginx-remote/, 180_000)).toContain("URI: /after-route-restart");
     }, 400_000);
+
+    if (!overlapping) nodeDeath();
   });
 }

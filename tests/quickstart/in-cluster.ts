@@ -22,6 +22,8 @@ export interface InClusterOptions {
   realNodes?: number;
   /** liqoctl install --enable-ha: two gateway and controller manager replicas (active/standby). */
   ha?: boolean;
+  /** liqoctl install --sharing-percentage (default 30, Liqo's): how much of milan rome's virtual node offers. */
+  sharingPercentage?: number;
   progress?: (message: string) => void;
 }
 
@@ -36,12 +38,13 @@ export interface InClusterQuickstart {
 }
 
 /** `liqoctl install generic` as a user runs it on a cluster whose API server is on the rig bridge. */
-export async function installInCluster(rig: Rig, c: RigCluster, labels: string, ha = false): Promise<void> {
+export async function installInCluster(rig: Rig, c: RigCluster, labels: string, o: { ha?: boolean; sharingPercentage?: number } = {}): Promise<void> {
   const apiServer = `https://${rig.network!.gateway}:${c.ports.apiserver}`;
   await run([...liqoctl, "install", "generic", `--kubeconfig=${c.kubeconfig}`, `--cluster-name=${c.name}`, `--cluster-labels=${labels}`,
     `--api-server-url=${apiServer}`, `--pod-cidr=${c.podCIDR}`, `--service-cidr=${c.serviceCIDR}`,
     // The nodes' own network must never be handed out to remap a peer's pods.
-    `--reserved-subnets=${rig.network!.prefix}.0/24`, "--timeout=10m", ...(ha ? ["--enable-ha"] : [])], `liqoctl install generic (${c.name})`);
+    `--reserved-subnets=${rig.network!.prefix}.0/24`, "--timeout=10m", ...(o.ha ? ["--enable-ha"] : []),
+    ...(o.sharingPercentage === undefined ? [] : [`--sharing-percentage=${o.sharingPercentage}`])], `liqoctl install generic (${c.name})`);
 }
 
 export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<InClusterQuickstart> {
@@ -60,7 +63,7 @@ export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<
   const kubeconfig = (c: string) => join(rig.kubeconfigDir, `${c}.kubeconfig`);
 
   say("installing liqo in-cluster on both with liqoctl install generic (Helm: every role a pod of ghcr.io/liqo-bun/liqo)");
-  await Promise.all([installInCluster(rig, romeC, "topology.liqo.io/region=center", o.ha), installInCluster(rig, milanC, "topology.liqo.io/region=north", o.ha)]);
+  await Promise.all([installInCluster(rig, romeC, "topology.liqo.io/region=center", o), installInCluster(rig, milanC, "topology.liqo.io/region=north", o)]);
   lap("install");
 
   say("peering: liqoctl generate peer-command on milan, the printed command run on rome (networking on, as in Liqo)");
