@@ -5,7 +5,7 @@
 import { ShadowPodResource } from "../apis/index.ts";
 import { LOCAL_POD_LABEL, MANAGED_BY_LABEL, MANAGED_BY_SHADOWPOD } from "../apis/labels.ts";
 import type { KubeClient } from "../kube/client.ts";
-import { KubeApiError } from "../kube/errors.ts";
+import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
@@ -75,6 +75,27 @@ export function createShadowPodController(options: { client: KubeClient; logger?
   const hadPod = new Set<string>();
   const ownerOf = (pod: Pod) => pod.metadata.ownerReferences?.find((o) => o.kind === "ShadowPod")?.uid;
 
+  /**
+   * A pod evicted from a node that died stays Terminating for ever: no kubelet confirms the
+   * deletion, and the pod's fixed name keeps its replacement out (a StatefulSet waits the same way).
+   * The ShadowPod promises the pod survives, so once the grace period is over and the node is not
+   * Ready, the pod is deleted for good (grace 0, UID precondition) and re-created on a live node.
+   * Should the node come back, its kubelet stops the old container, whose pod is gone.
+   */
+  async function releaseIfStranded(key: string, shadow: ShadowPod, pod: Pod) {
+    const overdueMs = Date.now() - Date.parse(pod.metadata.deletionTimestamp!);
+    if (overdueMs < 0) throw new RetryAfterError(Math.min(-overdueMs + 1_000, 60_000), `pod ${key} is terminating; its grace period is not over`);
+    const full = await client.find<Pod & { spec?: { nodeName?: string } }>(Resources.pods, pod.metadata.name!, pod.metadata.namespace);
+    const nodeName = full?.spec?.nodeName;
+    if (!full?.metadata.deletionTimestamp || !nodeName) return;
+    const node = await client.find<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.nodes, nodeName);
+    const ready = node?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+    if (ready) throw new RetryAfterError(10_000, `pod ${key} is terminating on node ${nodeName}, which is Ready`);
+    await client.delete(Resources.pods, full.metadata.name!, full.metadata.namespace, { uid: full.metadata.uid, gracePeriodSeconds: 0 });
+    events.warning(shadow, "PodReleased", `pod ${key} was stuck terminating on node ${nodeName}, which is not Ready; deleted it so it can be re-created elsewhere`);
+    log.warn("stranded pod released", { key, node: nodeName });
+  }
+
   async function handle(key: string) {
     const shadow = shadows.get(key);
     let pod = pods.get(key);
@@ -85,6 +106,7 @@ export function createShadowPodController(options: { client: KubeClient; logger?
     // pod that is really gone, never because of a stale cache.
     // First creations skip the check (nothing to count; a duplicate create just gets 409).
     if (!pod && existed) pod = await client.find<Pod>(Resources.pods, shadow.metadata.name!, shadow.metadata.namespace);
+    if (pod?.metadata.deletionTimestamp && isOwnedBy(pod, shadow)) await releaseIfStranded(key, shadow, pod);
     if (pod) {
       // A pod of that name from an older ShadowPod (same name, new UID) is replaced once it is gone.
       if (!isOwnedBy(pod, shadow) && !pod.metadata.deletionTimestamp) {
