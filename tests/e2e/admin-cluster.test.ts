@@ -62,9 +62,9 @@ describe("cluster views", () => {
   test("empty cluster: every view answers an empty list, behind the token", async () => {
     expect((await fetch(`${admin.url}/views/peerings`)).status).toBe(401);
     const { views } = await view<{ views: string[] }>("/views");
-    expect(views).toEqual(["ipam", "offloaded-namespaces", "peerings", "tunnels", "virtual-nodes"]);
+    expect(views).toEqual(["ipam", "offloaded-namespaces", "peerings", "reflector-plugins", "tunnels", "virtual-nodes"]);
     // Just-installed CRDs may answer 429 while their storage initialises: that view fails alone, then recovers.
-    for (const name of ["peerings", "virtual-nodes", "offloaded-namespaces", "ipam"]) expect(await waitFor(`the ${name} view`, () => view<unknown[]>(`/views/${name}`))).toEqual([]);
+    for (const name of ["peerings", "virtual-nodes", "offloaded-namespaces", "ipam", "reflector-plugins"]) expect(await waitFor(`the ${name} view`, () => view<unknown[]>(`/views/${name}`))).toEqual([]);
     expect(await view("/views/tunnels")).toEqual([{ own: true }]);
   });
 
