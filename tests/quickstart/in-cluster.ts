@@ -10,7 +10,7 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { rigUp, type Rig } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
-import { liqoctl, peerOutOfBand, run } from "./install.ts";
+import { liqoctl, peerOutOfBand, run, runQuickstartMain } from "./install.ts";
 
 type RigCluster = Rig["clusters"][number];
 type PodObject = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string; podIP?: string } };
@@ -133,19 +133,13 @@ export async function showInCluster(q: InClusterQuickstart): Promise<string> {
 }
 
 if (import.meta.main) {
-  const started = performance.now();
-  const stamp = () => new Date().toISOString().slice(11, 19);
-  try {
-    const q = await runInClusterQuickstart({ progress: (m) => console.error(`${stamp()} INFO  ${m}`) });
+  await runQuickstartMain(async (say) => {
+    const q = await runInClusterQuickstart({ progress: say });
     const shown = await showInCluster(q);
-    console.log(`\nQuick start done in ${((performance.now() - started) / 1000).toFixed(0)}s (${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(0)}s`).join(", ")}).\n`);
-    console.log(shown);
-    console.log(`\nTry: kubectl --kubeconfig ${q.kubeconfig("rome")} exec -n liqo-demo curl -- curl -s http://liqo-demo.liqo-demo.svc.cluster.local/`);
-    console.log(`Tear everything down with: bun run rig down   (or node_modules/.bin/bun run rig down)`);
-    process.exit(0);
-  } catch (err) {
-    console.error(`ERROR ${(err as Error).message}`);
-    console.error("Clean up with: bun run rig down");
-    process.exit(1);
-  }
+    return async (seconds) => [
+      `\nQuick start done in ${seconds.toFixed(0)}s (${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(0)}s`).join(", ")}).\n`,
+      shown,
+      `\nTry: kubectl --kubeconfig ${q.kubeconfig("rome")} exec -n liqo-demo curl -- curl -s http://liqo-demo.liqo-demo.svc.cluster.local/`,
+    ].join("\n");
+  });
 }

@@ -70,3 +70,22 @@ export async function peerOutOfBand(consumer: RigCluster, provider: RigCluster, 
   say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
   await run([...liqoctl, ...words.slice(1), ...extra, `--kubeconfig=${consumer.kubeconfig}`, "--timeout=600s"], `liqoctl peer out-of-band ${provider.name} (${consumer.name})`);
 }
+
+/**
+ * A quick start as a command: progress lines on stderr, the summary `report` writes (given the
+ * seconds elapsed) on stdout, exit 0; or the error and how to clean up, exit 1.
+ */
+export async function runQuickstartMain(body: (say: (m: string) => void) => Promise<(seconds: number) => Promise<string>>): Promise<never> {
+  const started = performance.now();
+  const stamp = () => new Date().toISOString().slice(11, 19);
+  try {
+    const report = await body((m) => console.error(`${stamp()} INFO  ${m}`));
+    console.log(await report((performance.now() - started) / 1000));
+    console.log("Tear everything down with: bun run rig down   (or node_modules/.bin/bun run rig down)");
+    process.exit(0);
+  } catch (err) {
+    console.error(`ERROR ${(err as Error).message}`);
+    console.error("Clean up with: bun run rig down");
+    process.exit(1);
+  }
+}

@@ -14,7 +14,7 @@ import { freePort } from "../rig/ports.ts";
 import { RigError } from "../rig/errors.ts";
 import { rigUp, type Rig } from "../rig/rig.ts";
 import { findHelm } from "../../cli/install/helm.ts";
-import { authTls, clusterCa, installLiqo, kubeletTls, liqoctl, LIQO_NAMESPACE, peerOutOfBand, run, webhookTls, type InstalledCluster } from "./install.ts";
+import { authTls, clusterCa, installLiqo, kubeletTls, liqoctl, LIQO_NAMESPACE, peerOutOfBand, run, runQuickstartMain, webhookTls, type InstalledCluster } from "./install.ts";
 import { startRole } from "./roles.ts";
 
 export interface QuickstartOptions {
@@ -103,19 +103,13 @@ export async function show(q: Quickstart): Promise<string> {
 }
 
 if (import.meta.main) {
-  const started = performance.now();
-  const stamp = () => new Date().toISOString().slice(11, 19);
-  try {
-    const q = await runQuickstart({ progress: (m) => console.error(`${stamp()} INFO  ${m}`) });
-    console.log(`\nQuick start done in ${((performance.now() - started) / 1000).toFixed(0)}s.\n`);
-    console.log(await show(q));
-    console.log(`Try: kubectl --kubeconfig ${q.kubeconfig("rome")} logs -n liqo-demo nginx-remote`);
-    console.log(`Logs of liqo's processes: ${join(q.rig.dir, "logs")}`);
-    console.log(`Tear everything down with: bun run rig down   (or node_modules/.bin/bun run rig down)`);
-    process.exit(0);
-  } catch (err) {
-    console.error(`ERROR ${(err as Error).message}`);
-    console.error("Clean up with: bun run rig down");
-    process.exit(1);
-  }
+  await runQuickstartMain(async (say) => {
+    const q = await runQuickstart({ progress: say });
+    return async (seconds) => [
+      `\nQuick start done in ${seconds.toFixed(0)}s.\n`,
+      await show(q),
+      `Try: kubectl --kubeconfig ${q.kubeconfig("rome")} logs -n liqo-demo nginx-remote`,
+      `Logs of liqo's processes: ${join(q.rig.dir, "logs")}`,
+    ].join("\n");
+  });
 }
