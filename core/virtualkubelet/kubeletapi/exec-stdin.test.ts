@@ -11,6 +11,7 @@ import { createKubeClient, type KubeClient } from "../../kube/client.ts";
 import { silentLogger } from "../../log.ts";
 import { serveExecUpgrade } from "./exec.ts";
 import { startRemoteExec } from "./remote-exec.ts";
+import { waitFor } from "../../../tests/support/wait.ts";
 import { controlFrame, dataFrame, FLAG_FIN, FrameReader, FrameType, HeaderEncoder } from "./spdy/frames.ts";
 
 type Session = { protocol: string; stdin: string; stdinClosed: boolean; messages: number[][] };
@@ -85,9 +86,7 @@ describe("startRemoteExec", () => {
   test("reports the protocol the remote chose once open", async () => {
     sessions.length = 0;
     const exec = await startRemoteExec(remote, target, { ...request, stdin: false }, { stdout() {}, stderr() {}, status() {}, end() {} });
-    for (let i = 0; i < 100 && !sessions.length; i++) await Bun.sleep(20);
-    await Bun.sleep(50);
-    expect(exec.protocol).toBe("v5.channel.k8s.io");
+    expect(await waitFor("the protocol once open", () => exec.protocol || undefined, { timeoutMs: 5_000, intervalMs: 10 })).toBe("v5.channel.k8s.io");
     exec.close();
   });
 
@@ -100,8 +99,7 @@ describe("startRemoteExec", () => {
         stdout() {}, stderr() {}, status() {}, end() {}, stdinNotClosable: (p) => { told = p; },
       });
       exec.closeStdin();
-      for (let i = 0; i < 100 && !told; i++) await Bun.sleep(20);
-      expect(told).toBe("v4.channel.k8s.io");
+      expect(await waitFor("the v4-only warning", () => told || undefined, { timeoutMs: 5_000, intervalMs: 10 })).toBe("v4.channel.k8s.io");
       expect(sessions[0]!.messages.some((m) => m[0] === 255)).toBe(false);
       exec.close();
     } finally {
