@@ -2,7 +2,6 @@
 // kubectl's WebSockets into SPDY itself), so this side is a SPDY server and the other side a
 // WebSocket client to the remote API server's pods/exec. Protocol v4.channel.k8s.io: streams
 // named by their `streamtype` header; the final Status JSON goes on the error stream.
-import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { KubeClient } from "../../kube/client.ts";
 import type { Logger } from "../../log.ts";
@@ -34,12 +33,6 @@ export function expectedStreams(req: ExecRequest): StreamType[] {
 /** A v4 Status for failures that happen on our side (the remote never produced one). */
 export function failureStatus(message: string): Uint8Array {
   return new TextEncoder().encode(JSON.stringify({ metadata: {}, status: "Failure", message, reason: "InternalError", code: 500 }));
-}
-
-/** Whether the caller offered a protocol we speak; the 101 answer names the one chosen. */
-export function negotiate(req: IncomingMessage): string | undefined {
-  const offered = String(req.headers["x-stream-protocol-version"] ?? "").split(",").map((s) => s.trim());
-  return offered.includes(EXEC_PROTOCOL) ? EXEC_PROTOCOL : undefined;
 }
 
 export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClient, target: RemotePodRef, req: ExecRequest, log: Logger): void {

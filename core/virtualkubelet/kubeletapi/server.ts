@@ -9,7 +9,7 @@ import type { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
 import type { KubeClient } from "../../kube/client.ts";
 import { silentLogger, type Logger } from "../../log.ts";
-import { execRequestFromQuery, negotiate, serveExecUpgrade, EXEC_PROTOCOL } from "./exec.ts";
+import { execRequestFromQuery, serveExecUpgrade, EXEC_PROTOCOL } from "./exec.ts";
 import { serveContainerLogs, validateLogQuery } from "./logs.ts";
 import { PORTFORWARD_PROTOCOL, servePortForwardUpgrade } from "./portforward.ts";
 import { serveRun } from "./run.ts";
@@ -135,26 +135,14 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     if (String(req.headers.upgrade ?? "").toLowerCase() !== "spdy/3.1") {
       return rejectUpgrade(socket, 400, "Bad Request", `${route.kind} upgrades to SPDY/3.1 only, not "${req.headers.upgrade}"`);
     }
-    if (route.kind === "portForward") {
-      const offered = String(req.headers["x-stream-protocol-version"] ?? "").split(",").map((s) => s.trim());
-      if (!offered.includes(PORTFORWARD_PROTOCOL)) {
-        return rejectUpgrade(socket, 403, "Forbidden", `none of the offered stream protocols (${req.headers["x-stream-protocol-version"] ?? "none"}) is supported; port-forward speaks ${PORTFORWARD_PROTOCOL}`);
-      }
-      let target: RemotePodRef;
-      try {
-        target = await resolve(route);
-      } catch (err) {
-        const e = err as KubeletApiError;
-        return rejectUpgrade(socket, e.status || 500, e.status === 404 ? "Not Found" : "Internal Server Error", e.message);
-      }
-      stats.portForwards++;
-      return servePortForwardUpgrade(socket, head, options.remote, target, log.child({ pod: `${route.namespace}/${route.pod}` }));
+    const portForward = route.kind === "portForward";
+    const protocol = portForward ? PORTFORWARD_PROTOCOL : EXEC_PROTOCOL;
+    const offered = String(req.headers["x-stream-protocol-version"] ?? "").split(",").map((s) => s.trim());
+    if (!offered.includes(protocol)) {
+      return rejectUpgrade(socket, 403, "Forbidden", `none of the offered stream protocols (${req.headers["x-stream-protocol-version"] ?? "none"}) is supported; ${portForward ? "port-forward" : "this kubelet"} speaks ${protocol}`);
     }
-    if (!negotiate(req)) {
-      return rejectUpgrade(socket, 403, "Forbidden", `none of the offered stream protocols (${req.headers["x-stream-protocol-version"] ?? "none"}) is supported; this kubelet speaks ${EXEC_PROTOCOL}`);
-    }
-    const exec = execRequestFromQuery(route.container, url.searchParams);
-    if (!exec.command.length) return rejectUpgrade(socket, 400, "Bad Request", "exec needs a command (command=...)");
+    const exec = portForward ? undefined : execRequestFromQuery(route.container, url.searchParams);
+    if (exec && !exec.command.length) return rejectUpgrade(socket, 400, "Bad Request", "exec needs a command (command=...)");
     let target: RemotePodRef;
     try {
       target = await resolve(route);
@@ -162,8 +150,13 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
       const e = err as KubeletApiError;
       return rejectUpgrade(socket, e.status || 500, e.status === 404 ? "Not Found" : "Internal Server Error", e.message);
     }
+    const podLog = log.child({ pod: `${route.namespace}/${route.pod}` });
+    if (!exec) {
+      stats.portForwards++;
+      return servePortForwardUpgrade(socket, head, options.remote, target, podLog);
+    }
     stats.execs++;
-    serveExecUpgrade(socket, head, options.remote, target, exec, log.child({ pod: `${route.namespace}/${route.pod}` }));
+    serveExecUpgrade(socket, head, options.remote, target, exec, podLog);
   }
 
   const server = https.createServer({
