@@ -4,7 +4,7 @@
 // pod CIDR and reach the pods of the cluster's other nodes through routes between the nodes.
 // Stopping a node (synchronously, so exit handlers can) leaves no process, mount, cgroup,
 // namespace or device behind.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
@@ -307,4 +307,3 @@ export async function stopRealNode(node: RealNodeState): Promise<string[]> {
   return stopRealNodeNow(node);
 }
 
-export { nodeAddress, rigNetwork, type RigNetwork };
