@@ -1,7 +1,7 @@
 // The reflector plugin SDK (ABI v1): values, results, guards and registration. A plugin
 // calls reflector(manifest, forward, backward?) and re-exports "./exports"; docs/plugins.md.
 import { Value, Writer } from "./json";
-import "./abort/abort"; // linked as env.abort through --use (see reflectors/build.ts)
+import "./abort/abort"; // linked as abort through `use` in the SDK's asconfig.json
 export { Value, Kind, Writer, parse, parseString, validate } from "./json";
 export { log, Level, translateIp, translateIpValue, lookup } from "./host";
 

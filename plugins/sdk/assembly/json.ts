@@ -70,11 +70,11 @@ export class Value {
   get(key: string): Value {
     if (this.kind == Kind.Object && this.itemList == null && this.handle != 0) {
       const v = this.findLive(key);
-      return v != null ? v! : new Value();
+      return v != null ? v : new Value();
     }
     if (this.kind == Kind.Object && this.itemList == null && this.isRaw()) {
       const v = this.findRaw(key);
-      return v != null ? v! : new Value();
+      return v != null ? v : new Value();
     }
     const i = this.indexOf(key);
     return i >= 0 ? this.itemList![i] : new Value();
@@ -90,9 +90,9 @@ export class Value {
     for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) {
       // Plugins look members up by string literals, which are static: the same literal is the
       // same pointer, so a repeated look-up is recognized without comparing bytes.
-      if (f!.keyRef == keyRef) return f;
-      const k = f!.keyPos;
-      if (keyEquals(<usize>(k >>> 32), <usize>(k & 0xffffffff), key)) { f!.keyRef = keyRef; return f; }
+      if (f.keyRef == keyRef) return f;
+      const k = f.keyPos;
+      if (keyEquals(<usize>(k >>> 32), <usize>(k & 0xffffffff), key)) { f.keyRef = keyRef; return f; }
     }
     const end = this.end;
     const tape = this.tape;
@@ -123,7 +123,7 @@ export class Value {
   private findLive(key: string): Value | null {
     const keyRef = changetype<usize>(key);
     for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) {
-      if (f!.keyRef == keyRef || f!.liveKey == key) { f!.keyRef = keyRef; return f; }
+      if (f.keyRef == keyRef || f.liveKey == key) { f.keyRef = keyRef; return f; }
     }
     const packed = objGet(this.handle, keyRef, isFixed(key));
     if (packed == CODE_ABSENT) return null;
@@ -146,8 +146,8 @@ export class Value {
       if (!isObj) { unchecked(items[i] = Value.live(objAt(h, i))); continue; }
       const key = answerText(objKey(h, i));
       let child: Value | null = null;
-      for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (f!.liveKey == key) { child = f; break; }
-      unchecked(items[i] = child != null ? child! : Value.live(objAt(h, i)));
+      for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (f.liveKey == key) { child = f; break; }
+      unchecked(items[i] = child != null ? child : Value.live(objAt(h, i)));
       unchecked(keys[i] = key);
     }
     this.itemList = items;
@@ -301,7 +301,7 @@ export class Value {
       const ve = tape != 0 ? skipTaped(i, end, tape) : skipValue(i, end);
       if (ve <= i || ve > end) break;
       const known = isObj && this.firstFound != null ? this.foundAt(key) : null;
-      const child = known != null ? known! : Value.raw(kindAt(i), i, ve, tape);
+      const child = known != null ? known : Value.raw(kindAt(i), i, ve, tape);
       if (k < n) { unchecked(items[k] = child); if (isObj) unchecked(keys[k] = key); }
       else { items.push(child); if (isObj) keys.push(key); }
       k++;
@@ -315,7 +315,7 @@ export class Value {
 
   /** A member get() already handed out, by its key slice (index() keeps it: it may have been changed since). */
   private foundAt(key: u64): Value | null {
-    for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (f!.keyPos == key) return f;
+    for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (f.keyPos == key) return f;
     return null;
   }
 
@@ -361,7 +361,7 @@ export class Value {
     if (!this.isRaw() && this.handle == 0) return false;
     const items = this.itemList;
     if (items == null) {
-      for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (!f!.clean()) return false;
+      for (let f: Value | null = this.firstFound; f != null; f = f!.nextFound) if (!f.clean()) return false;
       return true;
     }
     for (let i = 0, n = items.length; i < n; i++) if (!unchecked(items[i]).clean()) return false;

@@ -1,8 +1,8 @@
 // ConfigMaps: verbatim. kube-root-ca.crt is the exception: every cluster's controller
 // manages its own, so ours would conflict (offloaded pods get the origin CA from the
 // reflected service-account token secret instead).
-import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "../../../plugins/sdk/assembly";
-export * from "../../../plugins/sdk/assembly/exports";
+import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "@liqo-bun/plugin-sdk";
+export * from "@liqo-bun/plugin-sdk/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"configmaps","version":"1.0.0",
     "resources":[{"group":"","version":"v1","kind":"ConfigMap","direction":"forward","fields":[]}],

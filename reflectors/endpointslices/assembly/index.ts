@@ -1,9 +1,9 @@
 // EndpointSlices: every endpoint the destination does not already have, with addresses
 // translated for the destination. Endpoints on the virtual node are pods offloaded to that
 // very cluster, whose own control plane already lists them: they are not duplicated.
-import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "../../../plugins/sdk/assembly";
-export * from "../../../plugins/sdk/assembly/exports";
-import { translateIp, translateIpValue } from "../../../plugins/sdk/assembly";
+import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "@liqo-bun/plugin-sdk";
+export * from "@liqo-bun/plugin-sdk/exports";
+import { translateIp, translateIpValue } from "@liqo-bun/plugin-sdk";
 
 const MANAGED_BY = "endpointslice.kubernetes.io/managed-by";
 const REFLECTION_CONTROLLER = "endpointslice.reflection.liqo.io";

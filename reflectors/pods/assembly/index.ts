@@ -3,8 +3,8 @@
 // service account, which is rewired so the pod keeps talking to the origin API server.
 // Status comes back with IPs remapped, the virtual kubelet as host and restart counts
 // that include the remote re-creations.
-import { reflector, Target, Input, Result, Value, forwardGuards, translateIpValue, lookup } from "../../../plugins/sdk/assembly";
-export * from "../../../plugins/sdk/assembly/exports";
+import { reflector, Target, Input, Result, Value, forwardGuards, translateIpValue, lookup } from "@liqo-bun/plugin-sdk";
+export * from "@liqo-bun/plugin-sdk/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"pods","version":"1.0.0",
     "resources":[{"group":"","version":"v1","kind":"Pod","direction":"both",

@@ -2,8 +2,8 @@
 // to reach the origin API server. The remote token controller would delete (or refuse) a
 // kubernetes.io/service-account-token secret for a service account it does not have, so
 // those are reflected as Opaque, keeping the token, ca.crt and namespace keys.
-import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "../../../plugins/sdk/assembly";
-export * from "../../../plugins/sdk/assembly/exports";
+import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "@liqo-bun/plugin-sdk";
+export * from "@liqo-bun/plugin-sdk/exports";
 
 const SA_TOKEN = "kubernetes.io/service-account-token";
 // Built once by the start function (kept below the per-call arena), not escaped on every call.

@@ -1,7 +1,7 @@
 // Services: reflected verbatim except the fields the remote cluster must choose itself
 // (cluster IPs, load-balancer IP, node ports), which would likely conflict there.
-import { reflector, Input, Result, forwardGuards, annotation } from "../../../plugins/sdk/assembly";
-export * from "../../../plugins/sdk/assembly/exports";
+import { reflector, Input, Result, forwardGuards, annotation } from "@liqo-bun/plugin-sdk";
+export * from "@liqo-bun/plugin-sdk/exports";
 
 const FORCE_NODE_PORT = "liqo.io/force-remote-node-port";
 // "/spec/ports/<i>/nodePort" for the first ports, built once by the start function (kept below

@@ -1,26 +1,33 @@
-// Storage: PersistentVolumeClaims go forward verbatim with the storage class negotiated at
-// peering; the PersistentVolume the remote cluster provisions comes back as a local PV
-// pinned to the virtual node (by its liqo.io/remote-cluster-id label), so later pods
-// mounting it are scheduled, and offloaded, to the same cluster.
-import { reflector, Target, Input, Result, Value, forwardGuards, ptr } from "../../../plugins/sdk/assembly";
-export * from "../../../plugins/sdk/assembly/exports";
+// Storage: a claim of the virtual storage class (`liqo`) that the scheduler placed on this
+// virtual node goes to the provider verbatim, with the storage class negotiated at peering (a
+// peering without one fails the claim: its virtual node does not offer storage). Nothing else is reflected: other claims in the namespace, and
+// claims of the class bound elsewhere, are skipped. The local PersistentVolume that binds the
+// claim is the consumer's storage provisioner's (core/storage), pinned to this cluster; the
+// provider's volume never comes back, so the peer identity needs no access to PersistentVolumes.
+import { reflector, Input, Result, Value, forwardGuards, annotation, ptr } from "@liqo-bun/plugin-sdk";
+export * from "@liqo-bun/plugin-sdk/exports";
 
-const MANIFEST = `{"abiVersion":1,"name":"storage","version":"1.0.0",
+const MANIFEST = `{"abiVersion":1,"name":"storage","version":"2.0.0",
     "resources":[
-      {"group":"","version":"v1","kind":"PersistentVolumeClaim","direction":"forward","fields":[]},
-      {"group":"","version":"v1","kind":"PersistentVolume","direction":"backward","namespaced":false,"backwardFields":["/spec/claimRef"]}],
+      {"group":"","version":"v1","kind":"PersistentVolumeClaim","direction":"forward","fields":[]}],
     "hostFunctions":[]}`;
+
+const SELECTED_NODE = "volume.kubernetes.io/selected-node";
 
 /** Annotations the local binding controller and scheduler wrote; they name local objects. */
 const LOCAL_BINDING_ANNOTATIONS = [
   "pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
   "volume.beta.kubernetes.io/storage-provisioner", "volume.kubernetes.io/storage-provisioner",
-  "volume.kubernetes.io/selected-node",
+  SELECTED_NODE,
 ].map<string>((a: string): string => "/metadata/annotations/" + ptr(a)); // paths built once by the start function
 
 function remotePvc(input: Input): Result {
   const guard = forwardGuards(input);
   if (guard != null) return guard;
+  const virtualClass = input.ctx.get("virtualStorageClass").str();
+  const cls = input.local.get("spec").get("storageClassName");
+  if (!cls.is(virtualClass.length > 0 ? virtualClass : "liqo")) return Result.skip("not a claim of the virtual storage class");
+  if (!annotation(input.local, SELECTED_NODE).is(input.ctx.virtualNodeName)) return Result.skip("not bound to this virtual node");
   const sc = input.ctx.storageClass;
   if (sc.length == 0) return Result.fail("the context has no storageClass: the peering has not negotiated one");
   const r = Result.apply().set("/spec/storageClassName", Value.str(sc)).remove("/spec/volumeName");
@@ -28,26 +35,4 @@ function remotePvc(input: Input): Result {
   return r;
 }
 
-function localPv(input: Input): Result {
-  const ctx = input.ctx;
-  if (input.target == Target.Foreign) {
-    return Result.skip("conflict: a local PersistentVolume with this name exists and is not managed by liqo reflection");
-  }
-  if (input.remote.isNull()) return Result.delete("remote PersistentVolume deleted");
-  const term = Value.obj().set("matchExpressions", Value.arr().push(Value.obj()
-    .set("key", Value.str("liqo.io/remote-cluster-id")).set("operator", Value.str("In"))
-    .set("values", Value.arr().push(Value.str(ctx.remoteClusterId)))));
-  const affinity = Value.obj().set("required", Value.obj().set("nodeSelectorTerms", Value.arr().push(term)));
-  const r = Result.apply().set("/spec/nodeAffinity", affinity);
-  const local = ctx.get("localStorageClass").str();
-  r.set("/spec/storageClassName", Value.str(local.length > 0 ? local : "liqo"));
-  // Bind to the local claim the remote one mirrors (same name, local namespace).
-  const claim = input.remote.get("spec").get("claimRef");
-  if (claim.isObject()) {
-    r.set("/spec/claimRef", Value.obj().set("apiVersion", Value.str("v1")).set("kind", Value.str("PersistentVolumeClaim"))
-      .set("namespace", Value.str(ctx.localNamespace)).set("name", claim.get("name")));
-  }
-  return r;
-}
-
-reflector(MANIFEST, remotePvc, localPv);
+reflector(MANIFEST, remotePvc);

@@ -3,8 +3,8 @@
 // cluster. It answers a whole object (withObject) to show that style; built-ins answer
 // edits, which are cheaper (the host never parses the object back).
 // Build: bun run build:wasm networkpolicy   (output: plugins/examples/networkpolicy/networkpolicy.wasm)
-import { reflector, Target, Input, Result, Value, forwardGuards, translateIp } from "../../../sdk/assembly";
-export * from "../../../sdk/assembly/exports";
+import { reflector, Target, Input, Result, Value, forwardGuards, translateIp } from "@liqo-bun/plugin-sdk";
+export * from "@liqo-bun/plugin-sdk/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"networkpolicies","version":"0.1.0",
     "resources":[{"group":"networking.k8s.io","version":"v1","kind":"NetworkPolicy","direction":"forward"}],

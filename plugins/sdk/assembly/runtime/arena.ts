@@ -3,7 +3,7 @@
 // reuses the same (already touched, cached) pages instead of faulting in fresh ones, which
 // measured ~3x faster than a never-freeing bump heap and keeps linear memory flat.
 // Everything the start function allocated (module-level constants) lies below the mark.
-// Selected with `--runtime plugins/sdk/assembly/runtime/arena` (see reflectors/build.ts).
+// Selected by the SDK's asconfig.json (`runtime`), which every plugin project extends.
 import { AL_MASK, OBJECT, OBJECT_OVERHEAD, BLOCK_MAXSIZE, BLOCK_OVERHEAD, BLOCK, OBJECT_MAXSIZE } from "~lib/rt/common";
 
 // @ts-ignore: decorator

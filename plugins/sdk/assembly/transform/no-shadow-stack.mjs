@@ -1,4 +1,4 @@
-// An asc transform (`--transform plugins/sdk/assembly/transform/no-shadow-stack.mjs`): turns off
+// An asc transform (listed in the SDK's asconfig.json, `transform`): turns off
 // AssemblyScript's shadow stack. asc turns it on for any runtime given by path, which is how the
 // SDK's arena runtime is selected, because it cannot know that runtime never collects. The
 // shadow stack exists only so a collector can find references held in locals: every function
