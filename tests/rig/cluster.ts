@@ -6,8 +6,9 @@ import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { RigError } from "./errors.ts";
 import { createClusterPki, kubeconfigYaml, type ClusterPki } from "./pki.ts";
-import { isAlive, killGroup, spawnDetached, tailFile } from "./process.ts";
+import { isAlive, killGroup, PhaseClock, spawnDetached, tailFile } from "./process.ts";
 import { clusterDnsAddress, deployClusterDns } from "./dns.ts";
+import { LOCAL_PATH_CLASS, localPathClass, storageClasses } from "./local-path.ts";
 import { finishClusterNodes, startRealNode, stopRealNode, type HostRouting, type RealNodeState } from "./nodes.ts";
 
 export const components = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
@@ -51,6 +52,8 @@ export interface ClusterState extends ClusterSpec {
    */
   hostRouting?: HostRouting;
   realNodeStates?: RealNodeState[];
+  /** Processes beside the components, by name (the local-path provisioner with real nodes). */
+  addonPids?: Record<string, number>;
 }
 
 export type Progress = (message: string) => void;
@@ -308,12 +311,24 @@ async function startRealNodes(c: ClusterState, bin: string, client: KubeClient, 
   await finishClusterNodes(c, nodes, client, c.hostRouting!);
   progress(`${c.name}: starting the cluster DNS (CoreDNS at ${clusterDnsAddress(c.serviceCIDR)})`);
   await deployClusterDns(c.name, c.serviceCIDR, client);
+  progress(`${c.name}: starting the local-path provisioner (default StorageClass ${LOCAL_PATH_CLASS})`);
+  await client.apply(storageClasses, localPathClass(), { fieldManager: "liqo-rig", force: true });
+  const main = join(import.meta.dir, "local-path-main.ts");
+  c.addonPids = { ...c.addonPids, "local-path": spawnDetached(process.execPath, [main, c.kubeconfig, join(c.dir, "volumes")], join(c.dir, "logs", "local-path.log")) };
 }
 
 export async function stopCluster(c: ClusterState): Promise<void> {
+  const phases = new PhaseClock(`cluster ${c.name}`);
+  for (const pid of Object.values(c.addonPids ?? {})) await killGroup(pid);
+  c.addonPids = {};
   const left = (await Promise.all((c.realNodeStates ?? []).map((n) => stopRealNode(n)))).flat();
+  phases.lap("its real nodes");
   // Reverse order: clients before the API server, the API server before etcd.
-  for (const component of [...components].reverse()) await stopComponent(c, component);
+  for (const component of [...components].reverse()) {
+    await stopComponent(c, component);
+    phases.lap(component);
+  }
+  phases.reportIfSlow();
   if (left.length) throw new RigError(`cluster ${c.name}: its real nodes left ${left.join(", ")}; remove them by hand`);
 }
 

@@ -51,3 +51,26 @@ export function tailFile(path: string, lines = 25): string {
   const all = readFileSync(path, "utf8").trimEnd().split("\n");
   return all.slice(-lines).join("\n");
 }
+
+/**
+ * Times the phases of a clean-up and says which were slow: a teardown that takes minutes on one
+ * machine and seconds on another is otherwise impossible to diagnose from a test's time-out.
+ */
+export class PhaseClock {
+  private readonly start = performance.now();
+  private last = this.start;
+  private readonly laps: string[] = [];
+
+  constructor(private readonly what: string, private readonly slowMs = 15_000) {}
+
+  lap(phase: string): void {
+    const now = performance.now();
+    this.laps.push(`${phase} ${((now - this.last) / 1000).toFixed(1)} s`);
+    this.last = now;
+  }
+
+  reportIfSlow(): void {
+    const total = performance.now() - this.start;
+    if (total >= this.slowMs) console.error(`rig: stopping ${this.what} took ${(total / 1000).toFixed(1)} s (${this.laps.join(", ")})`);
+  }
+}

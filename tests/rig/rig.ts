@@ -7,7 +7,7 @@ import { ensureRigBinaries } from "./binaries.ts";
 import { components, prepareCluster, startCluster, stopCluster, type ClusterState, type Progress } from "./cluster.ts";
 import { RigError } from "./errors.ts";
 import { allocatePorts } from "./ports.ts";
-import { isAlive, killGroup, killGroupNow } from "./process.ts";
+import { isAlive, killGroup, killGroupNow, PhaseClock } from "./process.ts";
 import { allocateRigNetwork, createRigNetwork, prepareRealNode, removeHostRoutingNow, removeRigNetworkNow, stopRealNodeNow } from "./nodes.ts";
 import type { RigNetwork } from "./node-config.ts";
 import { clusterDnsAddress } from "./dns.ts";
@@ -89,7 +89,8 @@ export function rigProcesses(rig: Rig): { cluster: string; component: string; pi
   const extras = (rig.extras ?? []).map((p) => ({ cluster: "-", component: p.name, pid: p.pid, alive: isAlive(p.pid) }));
   const nodes = rig.clusters.flatMap((c) => (c.realNodeStates ?? []).flatMap((n) =>
     Object.entries(n.pids).map(([k, pid]) => ({ cluster: c.name, component: `${n.name}/${k}`, pid: pid!, alive: isAlive(pid!) }))));
-  return [...extras, ...nodes, ...rig.clusters.flatMap((c) =>
+  const addons = rig.clusters.flatMap((c) => Object.entries(c.addonPids ?? {}).map(([k, pid]) => ({ cluster: c.name, component: k, pid, alive: isAlive(pid) })));
+  return [...extras, ...addons, ...nodes, ...rig.clusters.flatMap((c) =>
     components.filter((k) => c.pids[k]).map((k) => ({ cluster: c.name, component: k, pid: c.pids[k]!, alive: isAlive(c.pids[k]!) })))];
 }
 
@@ -174,17 +175,23 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
     rmSync(dir, { recursive: true, force: true });
     return [];
   }
+  const phases = new PhaseClock(`the rig in ${dir}`);
   // liqo's processes first: they talk to the clusters, which must outlive them.
   await Promise.all((rig.extras ?? []).map((p) => killGroup(p.pid)));
+  phases.lap("liqo's processes");
   const failures = (await Promise.allSettled(rig.clusters.map((c) => stopCluster(c)))).filter((r) => r.status === "rejected");
+  phases.lap("the clusters");
   if (rig.network) removeRigNetworkNow(rig.network);
   for (const c of rig.clusters) if (c.hostRouting) removeHostRoutingNow(c.hostRouting);
+  phases.lap("the network");
   const left = rigProcesses(rig).filter((p) => p.alive);
   if (left.length) {
     throw new RigError(`could not stop ${left.map((p) => `${p.cluster}/${p.component} (pid ${p.pid})`).join(", ")}; kill them by hand, then rerun rig down`);
   }
   if (failures.length) throw (failures[0] as PromiseRejectedResult).reason;
   rmSync(dir, { recursive: true, force: true });
+  phases.lap("its directory");
+  phases.reportIfSlow();
   return rig.clusters.map((c) => c.name);
 }
 
