@@ -132,7 +132,7 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
 }
 
 /** A planned answer to this call's Decision: the checks that read the call's objects, the base copy, the edits. */
-export function finishPlan(plan: Plan, f: CallFacts): Decision {
+export function finishPlan(plan: Plan, f: CallFacts, jit = true): Decision {
   if (plan.error !== null) throw failure(f, plan.error.code, plan.error.message);
   const decision = plan.decision;
   const reason = plan.reason;
@@ -152,9 +152,9 @@ export function finishPlan(plan: Plan, f: CallFacts): Decision {
   const slim = statusOnly && plan.statusEdits && plan.object === undefined;
   let object: KubeObject;
   try {
-    object = slim ? applyEdits(statusBase(f.source, namespaced ? targetNs : undefined), plan.edits) : plan.object !== undefined
+    object = slim ? applyEdits(statusBase(f.source, namespaced ? targetNs : undefined), plan.edits, jit) : plan.object !== undefined
       ? normalizeObject(plan.object, namespaced ? targetNs : undefined, origin)
-      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), plan.edits);
+      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), plan.edits, jit);
   } catch (err) {
     if (err instanceof EditShapeError) throw failure(f, "invalid-input", `the object's shape does not fit the answer: ${err.message}`);
     throw failure(f, "invalid-output", (err as Error).message);

@@ -47,7 +47,30 @@ export interface LoadOptions extends RecyclePolicy {
   startTimeoutMs?: number;
   /** Entries of the decision memo (memo.ts); 0 turns it off, so that every call runs the plugin. Default 8192. */
   memoEntries?: number;
+  /** The hot path's optional layers, each on unless set false (tests/bench/reflection-layers.ts measures them). */
+  hotPath?: Partial<HotPathLayers>;
 }
+
+/** The layers around a built-in's call that only save time; switched off, the call answers the same. */
+export interface HotPathLayers {
+  /** Decision memos: the live memo (recorded reads replayed, live-memo.ts) and the JSON wire's (memo.ts). */
+  memo: boolean;
+  /** Generated replays of recorded live calls (replay-jit.ts). */
+  replayJit: boolean;
+  /** Generated replays read the cached objects through view trees (views.ts), not projections. */
+  viewTrees: boolean;
+  /** Generated finishers of memo answers (finish-jit.ts). */
+  finishJit: boolean;
+  /** Generated edit lists (edits-jit.ts). */
+  editsJit: boolean;
+  /** The last generated replay and finisher tried before any other check (live-calls.ts). */
+  quick: boolean;
+  /** Answer texts planned once, the last answer's bytes decoded once. */
+  caches: boolean;
+}
+
+export const allLayers = (on: boolean): HotPathLayers =>
+  ({ memo: on, replayJit: on, viewTrees: on, finishJit: on, editsJit: on, quick: on, caches: on });
 
 export interface CallItem { source: KubeObject | null; target: KubeObject | null; ctx: ReflectionContext }
 
@@ -93,6 +116,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const logger = options.logger ?? silentLogger;
   const clock = options.clock ?? performance;
   const translate = options.translateIp ?? identityTranslator;
+  const layers: HotPathLayers = { ...allLayers(true), ...options.hotPath };
   const bytes = wasm instanceof Uint8Array ? wasm : new Uint8Array(wasm);
   let module: WebAssembly.Module;
   try {
@@ -107,7 +131,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   // Null during live calls, whose memo (instance.ts) records the reads itself.
   let rec: CallRecord | null = null;
   const memoizable = (r: CallRecord | undefined): Dependency[] | null => (r && !r.logged ? r.deps : null);
-  const memo = options.memoEntries === 0 ? null : new DecisionMemo(options.memoEntries);
+  const memo = options.memoEntries === 0 || !layers.memo ? null : new DecisionMemo(options.memoEntries);
   let memoHits = 0;
   // Named once the manifest is read (below); a drop-in's start function may log before that.
   let log = logger;
@@ -182,7 +206,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   let live = false;
   if (trust === "builtin") {
     // Live calls are memoized by the runner itself, by replaying what the plugin read (instance.ts).
-    const inst = await InstanceRunner.create(module, bindings, { ...options, memo: options.memoEntries !== 0 });
+    const inst = await InstanceRunner.create(module, bindings, { ...options, memo: options.memoEntries !== 0 && layers.memo, layers });
     live = inst.hasExport("liqo_forward_live") && inst.hasExport("liqo_backward_live") && options.live !== false;
     // A clock read costs ~45 ns, a tenth of a small plugin's run: one run in TIME_EVERY is
     // timed, and every run after a slow one, so a plugin that stays slow is still caught.
@@ -354,7 +378,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     }
     const plan = planned(out.ok);
     try {
-      const decision = finishPlan(plan, facts);
+      const decision = finishPlan(plan, facts, layers.editsJit);
       if (remember?.deps) memo?.set(remember.fn, memoKey(facts), remember.payload, plan, remember.deps);
       return decision;
     } catch (err) {
@@ -372,6 +396,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   let lastText = "";
   let lastPlan: Plan | null = null;
   const planned = (text: string): Plan => {
+    if (!layers.caches) return planOfText(text);
     // Runs of objects of one kind mostly get the very answer of the call before: one string
     // compare instead of hashing the answer for the map.
     if (text === lastText && lastPlan !== null) return lastPlan;
@@ -391,7 +416,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   const settleMemo = (facts: CallFacts, plan: unknown): Decision | PluginError => {
     memoHits++;
     try {
-      return finishPlan(plan as Plan, facts);
+      return finishPlan(plan as Plan, facts, layers.editsJit);
     } catch (err) {
       return err as PluginError;
     }
@@ -400,7 +425,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   if (liveParts !== null) {
     const { inst, timed } = liveParts;
     liveSync = createLiveCalls({
-      name, inst, resourceFor, planned, quarantine,
+      name, inst, resourceFor, planned, quarantine, layers,
       run: (call) => timed(budgetMs, call),
       trapped: (facts, out) => settle(facts, out) as PluginError,
       setCurrent: (facts) => { current = facts; rec = null; },

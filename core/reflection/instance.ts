@@ -15,6 +15,7 @@ import { project } from "./objects.ts";
 import { LiveMemo, type MemoEntry } from "./live-memo.ts";
 import { replayReaders, type ReplayHelpers } from "./replay-jit.ts";
 import type { LiveView } from "./views.ts";
+import type { HotPathLayers } from "./host.ts";
 
 export interface HostBindings {
   log(level: number, message: string): void;
@@ -40,6 +41,8 @@ export interface RecyclePolicy {
   maxMemoryBytes?: number;
   /** Live calls: answer a call from a recorded one whose reads replay equal (default true). */
   memo?: boolean;
+  /** Optional layers (host.ts HotPathLayers); all on by default. */
+  layers?: HotPathLayers;
 }
 
 type Exports = {
@@ -65,7 +68,8 @@ const decoder = new TextDecoder();
 export class InstanceRunner {
   #module: WebAssembly.Module;
   #bindings: HostBindings;
-  #policy: Required<Omit<RecyclePolicy, "memo">>;
+  #policy: { recycleAfterCalls: number; maxMemoryBytes: number };
+  #cacheAnswers: boolean;
   #plugin: Plugin | null = null;
   #exports: Exports | null = null;
   #u8 = new Uint8Array(0);
@@ -111,7 +115,8 @@ export class InstanceRunner {
     this.#memo = policy.memo === false ? null : new LiveMemo(this.#replayHelpers, {
       projections: (view, source, target) => this.#projections(view, source, target),
       replay: (log, source, target) => this.#replay(log, source, target),
-    });
+    }, { replayJit: policy.layers?.replayJit ?? true, viewTrees: policy.layers?.viewTrees ?? true });
+    this.#cacheAnswers = policy.layers?.caches ?? true;
     this.#policy = { recycleAfterCalls: policy.recycleAfterCalls ?? 10_000, maxMemoryBytes: policy.maxMemoryBytes ?? 32 * 1024 * 1024 };
   }
 
@@ -519,6 +524,7 @@ export class InstanceRunner {
   #answerOf(out: number, n: number): string {
     this.#view();
     // Buffer#compare over a range: no view is made, and an equal answer is not decoded again.
+    if (!this.#cacheAnswers) return this.#buf.utf8Slice(out, out + n);
     const last = this.#lastAnswer;
     if (last.length === n && last.compare(this.#buf, out, out + n) === 0) return this.#lastAnswerText;
     const text = this.#buf.utf8Slice(out, out + n);

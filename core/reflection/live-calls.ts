@@ -8,6 +8,7 @@ import type { Decision, Direction, KubeObject, ReflectionContext, Resource } fro
 import { PluginError } from "./errors.ts";
 import { generateFinisher, type Finisher } from "./finish-jit.ts";
 import { finishPlan, targetState, writesStatusOnly, type CallFacts, type Plan } from "./finish.ts";
+import type { HotPathLayers } from "./host.ts";
 import type { InstanceRunner } from "./instance.ts";
 import { contextJson } from "./payloads.ts";
 import type { Replay } from "./replay-jit.ts";
@@ -57,10 +58,11 @@ export interface LiveDeps {
   quarantine(err: PluginError): void;
   /** What host functions read as the call in progress (look-ups read its namespace pair); null after it. */
   setCurrent(facts: CallFacts | null): void;
+  layers: HotPathLayers;
 }
 
 export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext) => Decision {
-  const { name, inst } = deps;
+  const { name, inst, layers } = deps;
   // The call's facts: one object per handle, filled in for each call (nothing keeps it past the call).
   const facts: CallFacts = { plugin: name, direction: "forward", resource: null as unknown as Resource, source: null, target: null, ctx: null as unknown as ReflectionContext };
   // Set in place on every memo answer it can describe: the engine's pod status calls each bring a
@@ -101,7 +103,7 @@ export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: 
 
   const finish = (plan: Plan): Decision => {
     try {
-      return finishPlan(plan, facts);
+      return finishPlan(plan, facts, layers.editsJit);
     } catch (err) {
       if ((err as PluginError).quarantines) deps.quarantine(err as PluginError);
       throw err;
@@ -115,7 +117,7 @@ export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: 
     let kept = entry.answer as Kept | undefined;
     if (kept === undefined) entry.answer = kept = { plan: deps.planned(entry.text), uses: 0, fin: null };
     if (kept.fin !== null && (source !== null || kept.plan.decision !== "apply")) {
-      if (entry.raw && entry.replay !== null && source !== null) {
+      if (layers.quick && entry.raw && entry.replay !== null && source !== null) {
         const f = facts;
         const q = quick;
         q.direction = f.direction; q.kind = source.kind; q.apiVersion = source.apiVersion; q.ctx = f.ctx; q.st = st;
@@ -128,7 +130,7 @@ export function createLiveCalls(deps: LiveDeps): (direction: Direction, source: 
       } catch {
         // The object's shape does not fit the edits: finishPlan reports it.
       }
-    } else if (kept.fin === null && ++kept.uses === FINISH_JIT_AFTER) kept.fin = finisherFor(kept.plan, facts, st);
+    } else if (layers.finishJit && kept.fin === null && ++kept.uses === FINISH_JIT_AFTER) kept.fin = finisherFor(kept.plan, facts, st);
     return finish(kept.plan);
   };
 

@@ -41,7 +41,7 @@ export class LiveMemo {
   #lastContext: string | null = null;
   #lastList: Recorded[] | undefined = undefined;
 
-  constructor(private readonly helpers: ReplayHelpers, private readonly replayer: Replayer) {}
+  constructor(private readonly helpers: ReplayHelpers, private readonly replayer: Replayer, private readonly jit = { replayJit: true, viewTrees: true }) {}
 
   /**
    * The recorded call whose reads replay equal on these objects, if any. `source` and `target`
@@ -65,8 +65,8 @@ export class LiveMemo {
         same = r.replay !== null ? r.replay(p[0], p[1]) : this.replayer.replay(r.log, p[0], p[1]);
       }
       if (!same) continue;
-      if (r.replay === null && ++r.hits === JIT_AFTER_HITS) {
-        const raw = view.trees === null ? null : generateReplay(r.log, this.helpers, view.trees);
+      if (this.jit.replayJit && r.replay === null && ++r.hits === JIT_AFTER_HITS) {
+        const raw = view.trees === null || !this.jit.viewTrees ? null : generateReplay(r.log, this.helpers, view.trees);
         r.raw = raw !== null;
         r.replay = raw ?? generateReplay(r.log, this.helpers);
       }

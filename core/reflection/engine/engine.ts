@@ -5,7 +5,7 @@ import { silentLogger, type Logger } from "../../log.ts";
 import { createRegistry, type Registry } from "../../metrics/index.ts";
 import type { CacheLookup, IpTranslator, ReflectionContext } from "../abi.ts";
 import { apiVersionOf } from "../abi.ts";
-import { loadPlugin, type ReflectorPlugin, type Trust } from "../host.ts";
+import { loadPlugin, type HotPathLayers, type ReflectorPlugin, type Trust } from "../host.ts";
 import { createEventRecorder } from "./events.ts";
 import { createEngineMetrics } from "./metrics.ts";
 import { Reflector, type NamespacePair } from "./reflector.ts";
@@ -23,6 +23,8 @@ export interface EngineOptions {
   /** Workers per reflector. */
   workers?: number;
   fieldManager?: string;
+  /** The plugin host's optional hot-path layers (host.ts); all on by default. */
+  hotPath?: Partial<HotPathLayers>;
 }
 
 export interface PluginInfo {
@@ -156,7 +158,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     registry,
     async addPlugin(wasm, { trust, source }) {
       if (stopped) throw new Error("the reflection engine is stopped");
-      const plugin = await loadPlugin(wasm, { trust, translateIp: options.translateIp, lookup, logger: log });
+      const plugin = await loadPlugin(wasm, { trust, translateIp: options.translateIp, lookup, logger: log, hotPath: options.hotPath });
       const name = plugin.manifest.name;
       const clash = [...loaded.values()].flatMap((l) => l.plugin.manifest.resources
         .filter((r) => l.plugin.manifest.name !== name && plugin.manifest.resources.some((n) => n.kind === r.kind && apiVersionOf(n) === apiVersionOf(r)))
