@@ -7,9 +7,11 @@ import { silentLogger, type Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { createNamespaceMapController } from "../offloading/index.ts";
 import type { IpTranslator } from "../reflection/abi.ts";
+import type { ReflectionPolicySource } from "../reflection/policy-watch.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../reflection/engine/engine.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { createKubeletApi, type KubeletApi } from "./kubeletapi/index.ts";
+import { createEventReflector, type EventReflector } from "./events/reflector.ts";
 import { createVirtualNode, type VirtualNode } from "./node/index.ts";
 import type { NodeResources } from "./node/forge.ts";
 import { createPodOffloader, type PodOffloader } from "./pods/offloader.ts";
@@ -47,6 +49,8 @@ export interface VirtualKubeletOptions {
   logger?: Logger;
   /** The local API server as the remote cluster's pods reach it (https URL): see pods/forge.ts. */
   apiServerUrl?: string;
+  /** What is reflected, per kind (core/reflection/policy.ts); default: everything. */
+  reflectionPolicy?: ReflectionPolicySource;
 }
 
 export interface VirtualKubelet {
@@ -55,6 +59,8 @@ export interface VirtualKubelet {
   readonly engine: ReflectionEngine;
   readonly offloader: PodOffloader;
   readonly api: KubeletApi;
+  /** Events of the provider's copies, written on their local objects. */
+  readonly events: EventReflector;
   /** Stops every loop; the Node stays (the caller decides whether it goes, see remove). */
   stop(): Promise<void>;
   /** Stops and deletes the virtual node. */
@@ -72,6 +78,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     local: o.local, remote: o.remote, ...ids, registry: o.registry, logger: log,
     translateIp,
     context: { virtualNodeName: nodeName, virtualKubeletIp: o.kubeletHost },
+    admits: o.reflectionPolicy && ((kind, obj) => o.reflectionPolicy!.admits(kind, obj)),
   });
   const stops: (() => Promise<void>)[] = [() => engine.stop()];
   const stopAll = async () => {
@@ -80,14 +87,22 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
   try {
     for (const b of BUILTIN_REFLECTORS) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
     const twins = new Map<string, string>();
+    const events = createEventReflector({
+      local: o.local, remote: o.remote, remoteClusterId: o.remoteClusterId, remoteClusterName: o.remoteClusterName, nodeName,
+      registry: o.registry, logger: log, admits: o.reflectionPolicy && ((obj) => o.reflectionPolicy!.admits("Event", obj)),
+    });
+    stops.push(() => events.stop());
+    // A policy change applies to what is already reflected: every object is looked at again.
+    const unsubscribe = o.reflectionPolicy?.onChange(() => { engine.requeueAll(); events.requeueAll(); });
+    if (unsubscribe) stops.push(async () => { unsubscribe(); });
     const offloader = await createPodOffloader({
       local: o.local, remote: o.remote, ...ids, nodeName, virtualKubeletIp: o.kubeletHost, podsWasm: await builtinWasm("pods"), logger: log,
       translateIp, remoteNamespaceOf: (ns) => twins.get(ns), apiServerUrl: o.apiServerUrl,
     });
     const maps = createNamespaceMapController({
       local: o.local, remote: o.remote, ...ids, remoteClusterName: o.remoteClusterName, logger: log,
-      addPair: async (p) => { twins.set(p.localNamespace, p.remoteNamespace); await engine.addNamespacePair(p); offloader.resyncNamespace(p.localNamespace); },
-      removePair: async (ns) => { twins.delete(ns); await engine.removeNamespacePair(ns); offloader.resyncNamespace(ns); },
+      addPair: async (p) => { twins.set(p.localNamespace, p.remoteNamespace); await engine.addNamespacePair(p); events.addPair(p); offloader.resyncNamespace(p.localNamespace); },
+      removePair: async (ns) => { twins.delete(ns); await engine.removeNamespacePair(ns); await events.removePair(ns); offloader.resyncNamespace(ns); },
     });
     const api = await createKubeletApi({
       remote: o.remote, tls: o.tls, auth: { clientCA: o.clientCA }, host: o.kubeletHost, port: o.kubeletPort, nodeName, logger: log,
@@ -108,7 +123,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     stops.push(() => offloader.stop());
     await offloader.start();
     return {
-      nodeName, node, engine, offloader, api,
+      nodeName, node, engine, offloader, api, events,
       stop: stopAll,
       async remove() {
         await stopAll();

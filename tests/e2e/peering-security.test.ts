@@ -73,6 +73,7 @@ const RESOURCES: Res[] = [
   { resource: "pods/log", group: "" },
   { resource: "secrets", group: "" },
   { resource: "configmaps", group: "" },
+  { resource: "events", group: "" },
   { resource: "nodes", group: "", cluster: true },
   { resource: "namespaces", group: "", cluster: true },
   { resource: "foreignclusters", group: "discovery.liqo.io", cluster: true },
@@ -92,8 +93,9 @@ const EXPECTED: Record<Scope, Record<string, string[]>> = {
   // Its ResourceRequest and the NetworkConfigs both ways; the provider's offer is read only.
   tenant: { resourcerequests: ALL, networkconfigs: ALL, resourceoffers: READ },
   // Offloading and reflection in its twin namespace: ShadowPods, reflected ConfigMaps and Secrets;
-  // pods made from ShadowPods are read (status), deleted (grace period), logged and exec'd.
-  twin: { shadowpods: ALL, configmaps: ALL, secrets: ALL, pods: [...READ, "delete"], "pods/log": ["get"], "pods/exec": ["get", "create"] },
+  // pods made from ShadowPods are read (status), deleted (grace period), logged and exec'd; their
+  // Events (and the reflected objects') are read, never written (event reflection brings them home).
+  twin: { shadowpods: ALL, configmaps: ALL, secrets: ALL, events: READ, pods: [...READ, "delete"], "pods/log": ["get"], "pods/exec": ["get", "create"] },
   "other-tenant": {},
   "kube-system": {},
   default: {},
@@ -134,9 +136,9 @@ describe("the identity a provider issues", () => {
         for (const verb of VERBS) cases.push({ scope, r, verb, want: (EXPECTED[scope][r.resource] ?? []).includes(verb) });
       }
     }
-    // 9 namespaced resources × 5 namespaces + 4 cluster-scoped, × 7 verbs; and namespaced resources cluster-wide.
+    // 10 namespaced resources × 5 namespaces + 4 cluster-scoped, × 7 verbs; and namespaced resources cluster-wide.
     for (const r of RESOURCES.filter((x) => !x.cluster)) for (const verb of VERBS) cases.push({ scope: "cluster", r: { ...r, cluster: true }, verb, want: false });
-    expect(cases.length).toBe((9 * 5 + 4 + 9) * 7);
+    expect(cases.length).toBe((10 * 5 + 4 + 10) * 7);
     const wrong: string[] = [];
     for (let i = 0; i < cases.length; i += 16) {
       await Promise.all(cases.slice(i, i + 16).map(async (c) => {
@@ -152,7 +154,7 @@ describe("the identity a provider issues", () => {
     const baseline = new Set(["selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "selfsubjectreviews.authentication.k8s.io"]);
     const expect_ = {
       [tenant]: ["namespaces", "networkconfigs.net.liqo.io", "networkconfigs.net.liqo.io/status", "resourceoffers.sharing.liqo.io", "resourceoffers.sharing.liqo.io/status", "resourcerequests.discovery.liqo.io", "resourcerequests.discovery.liqo.io/status"],
-      [TWIN]: ["configmaps", "endpointslices.discovery.k8s.io", "ingresses.networking.k8s.io", "namespaces", "persistentvolumeclaims", "pods", "pods/exec", "pods/log", "secrets", "services", "shadowpods.virtualkubelet.liqo.io"],
+      [TWIN]: ["configmaps", "endpointslices.discovery.k8s.io", "events", "ingresses.networking.k8s.io", "namespaces", "persistentvolumeclaims", "pods", "pods/exec", "pods/log", "secrets", "services", "shadowpods.virtualkubelet.liqo.io"],
       [otherTenant]: ["namespaces"],
       "kube-system": ["namespaces"],
       default: ["namespaces"],

@@ -47,6 +47,8 @@ export const twinNamespaceRules = [
   // Pods are created by the provider's ShadowPod controller; the consumer reads them for status, logs
   // and exec, and deletes one itself so that the user's grace period reaches the remote pod.
   { apiGroups: [""], resources: ["pods"], verbs: [...READ, "delete"] },
+  // Events of the provider's copies come home (core/virtualkubelet/events): read only.
+  { apiGroups: [""], resources: ["events"], verbs: READ },
   // Logs are read with GET only (the virtual kubelet's kubectl logs); nothing lists them.
   { apiGroups: [""], resources: ["pods/log"], verbs: ["get"] },
   // Exec over WebSocket is a GET, authorised as verb get before Kubernetes 1.35 and create after it.

@@ -6,6 +6,7 @@ import type { KubeClient } from "../../kube/client.ts";
 import type { Logger } from "../../log.ts";
 import type { Registry } from "../../metrics/index.ts";
 import type { IpTranslator } from "../../reflection/abi.ts";
+import type { ReflectionPolicySource } from "../../reflection/policy-watch.ts";
 import type { PluginStore } from "../../reflection/store/watch.ts";
 import { conditionsChanged, withCondition, type ConditionUpdate, type ForeignClusterObject } from "./conditions.ts";
 import type { PeerRuntime, ReplicatorFactory } from "./runtime.ts";
@@ -42,6 +43,8 @@ export interface ControllerConfig {
   ipTranslator?: (remoteClusterId: string) => IpTranslator;
   /** The drop-in reflector plugins installed in this cluster (core/reflection/store). */
   plugins?: PluginStore;
+  /** What every virtual kubelet reflects, per kind (core/reflection/policy-watch.ts). */
+  reflectionPolicy?: ReflectionPolicySource;
   now: () => Date;
 }
 

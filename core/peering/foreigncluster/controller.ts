@@ -7,6 +7,7 @@ import {
   REPLICATION_REQUESTED_LABEL, type ResourceOffer, type ResourceRequest,
 } from "../../apis/index.ts";
 import type { PluginInfo } from "../../reflection/engine/engine.ts";
+import { watchReflectionPolicy, type ReflectionPolicySource } from "../../reflection/policy-watch.ts";
 import { createPluginStore, type PluginProblem, type PluginStore } from "../../reflection/store/watch.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
@@ -45,6 +46,11 @@ export interface ForeignClusterControllerOptions {
    * the liqo namespace, core/reflection/store); false: none.
    */
   plugins?: PluginStore | false;
+  /**
+   * What the virtual kubelets reflect, per kind (default: the ConfigMap liqo-reflection-policy of
+   * the liqo namespace, core/reflection/policy-watch.ts); false: everything, fixed.
+   */
+  reflectionPolicy?: ReflectionPolicySource | false;
 }
 
 export interface ForeignClusterController {
@@ -63,8 +69,9 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
   const log = (o.logger ?? silentLogger).child({ component: "foreigncluster" });
   const liqoNamespace = o.liqoNamespace ?? "liqo";
   const plugins = o.plugins === false ? undefined : o.plugins ?? createPluginStore({ client: o.client, namespace: liqoNamespace, logger: log });
+  const reflectionPolicy = o.reflectionPolicy === false ? undefined : o.reflectionPolicy ?? watchReflectionPolicy({ client: o.client, namespace: liqoNamespace, logger: log });
   const cfg: ControllerConfig = {
-    client: o.client, local: o.localCluster, liqoNamespace, authUrl: o.authUrl ?? "", kubelet: o.kubelet, replicator: o.replicator, plugins,
+    client: o.client, local: o.localCluster, liqoNamespace, authUrl: o.authUrl ?? "", kubelet: o.kubelet, replicator: o.replicator, plugins, reflectionPolicy,
     registry: o.registry, logger: log, ipTranslator: o.ipTranslator, disconnectTimeoutMs: o.disconnectTimeoutMs ?? 120_000, now: () => new Date(),
   };
   const peers = new Map<string, PeerRuntime>();
@@ -167,7 +174,7 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
       offers.start();
       tokens.start();
       requests.start();
-      await Promise.all([fcs.waitForSync(), offers.waitForSync(), tokens.waitForSync(), requests.waitForSync(), plugins?.start()]);
+      await Promise.all([fcs.waitForSync(), offers.waitForSync(), tokens.waitForSync(), requests.waitForSync(), plugins?.start(), reflectionPolicy?.start()]);
       queue.start();
       resync = setInterval(() => fcs.list().forEach((f) => queue.add(f.metadata.name!)), o.resyncMs ?? 15_000);
       log.info("ForeignCluster controller started", { clusterId: cfg.local.clusterId });
@@ -175,7 +182,7 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     async stop() {
       clearInterval(resync);
       await queue.shutdown();
-      await Promise.all([fcs.stop(), offers.stop(), tokens.stop(), requests.stop(), plugins?.stop()]);
+      await Promise.all([fcs.stop(), offers.stop(), tokens.stop(), requests.stop(), plugins?.stop(), reflectionPolicy?.stop()]);
       for (const rt of peers.values()) await stopRuntime(rt, log, false);
       peers.clear();
     },

@@ -162,7 +162,7 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
       local: cfg.client, remote: rt.remote, localClusterId: cfg.local.clusterId, remoteClusterId: auth.remote.clusterID,
       remoteClusterName: remoteName, remoteClusterLabels: { ...(offer.spec.labels ?? {}) }, resources,
       kubeletHost: cfg.kubelet.host, kubeletPort: 0, tls: cfg.kubelet.tls, clientCA: cfg.kubelet.clientCA,
-      registry: rt.metrics, logger: log, ipTranslator, apiServerUrl: cfg.kubelet.apiServerUrl,
+      registry: rt.metrics, logger: log, ipTranslator, apiServerUrl: cfg.kubelet.apiServerUrl, reflectionPolicy: cfg.reflectionPolicy,
     });
     rt.resources = wanted;
     // An address the fabric could not translate yet (a third cluster's endpoint waiting for its

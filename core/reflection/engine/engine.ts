@@ -1,6 +1,7 @@
 // The reflection engine for one peering (local cluster ↔ remote cluster): runs every reflector
 // plugin, built-in or dropped in, over the namespace pairs it is given at run time.
 import type { KubeClient } from "../../kube/client.ts";
+import type { KubeObject as KubeObj } from "../../kube/resources.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import { createRegistry, type Registry } from "../../metrics/index.ts";
 import type { CacheLookup, IpTranslator, ReflectionContext } from "../abi.ts";
@@ -22,6 +23,11 @@ export interface EngineOptions {
   logger?: Logger;
   /** Workers per reflector. */
   workers?: number;
+  /**
+   * The reflection policy (core/reflection/policy.ts): a local object it does not admit is treated
+   * as absent, so its copy is removed. After the policy changes, call requeueAll.
+   */
+  admits?: (kind: string, local: KubeObj) => boolean;
   fieldManager?: string;
   /** The plugin host's optional hot-path layers (host.ts); all on by default. */
   hotPath?: Partial<HotPathLayers>;
@@ -144,7 +150,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
   async function startReflectors(l: Loaded) {
     const deps = {
       local: options.local, remote: options.remote, contextFor, fieldManager: options.fieldManager ?? "liqo-reflection",
-      workers: options.workers ?? 4, logger: log, metrics, events,
+      workers: options.workers ?? 4, logger: log, metrics, events, admits: options.admits,
       onQuarantine: (_r: Reflector, reason: string) => quarantine(l, reason),
     };
     for (const res of l.plugin.manifest.resources) {

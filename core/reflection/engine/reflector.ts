@@ -33,6 +33,8 @@ export interface ReflectorDeps {
   events: EventRecorder;
   /** Called when the plugin is quarantined while this reflector runs it. */
   onQuarantine(reflector: Reflector, reason: string): void;
+  /** The reflection policy: a local object it does not admit counts as absent (its copy goes). */
+  admits?: (kind: string, local: KubeObj) => boolean;
 }
 
 interface PairInformers {
@@ -149,7 +151,8 @@ export class Reflector {
     // (a quarantine then had nothing to put its Event on).
     if (!entry.local.synced || !entry.remote.synced) throw new RetryAfterError(100, `caches of namespace ${entry.pair.localNamespace} are still listing`);
     const { pair } = entry;
-    const local = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
+    const seen = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
+    const local = seen && this.deps.admits && !this.deps.admits(this.resource.kind, seen) ? null : seen;
     const remote = entry.remote.get(this.namespaced ? `${pair.remoteNamespace}/${name}` : name) ?? null;
     if (this.plugin.state === "quarantined") {
       // However the plugin got quarantined (this call, another one, the host itself), the user
