@@ -24,6 +24,7 @@ export const main: CommandDef<any> = {
     peer: lazy(() => import("./commands/peer.ts")),
     unpeer: lazy(() => import("./commands/unpeer.ts")),
     status: lazy(() => import("./commands/status.ts")),
+    test: lazy(() => import("./commands/test.ts")),
     install: lazy(() => import("./commands/install.ts")),
     uninstall: lazy(() => import("./commands/uninstall.ts")),
     completion: lazy(() => import("./commands/completion.ts")),

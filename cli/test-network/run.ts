@@ -1,0 +1,357 @@
+// `liqoctl test network` for one peering: an offloaded namespace of its own, a server pod on each
+// side (nginx, and 1 MiB over TCP on port 9000), then probe pods (a local pod, a local node's
+// network, a remote pod) that run every check and report in their termination messages. The
+// namespace goes at the end, whatever happened (a deadline, a failure, Ctrl-C).
+import {
+  NamespaceOffloadingResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  TYPE_LABEL,
+  VIRTUAL_NODE_TOLERATION,
+  VIRTUAL_NODE_TYPE,
+} from "../../core/apis/index.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { formatIpv4, parseCidr, parseIpv4, remapIp } from "../../netfabric/ipam/ipv4.ts";
+import {
+  BULK_BYTES,
+  BULK_PORT,
+  type Check,
+  type CheckId,
+  type CheckResult,
+  parseProbeReport,
+  probeScript,
+} from "../../netfabric/selftest/probes.ts";
+import type { Peer } from "./preflight.ts";
+
+export const TEST_LABEL = "liqo.io/network-test";
+/** When a leftover namespace (a run killed with SIGKILL) may be removed by a later run. */
+export const EXPIRES_ANNOTATION = "liqo.io/network-test-expires";
+
+type Pod = KubeObject & {
+  spec?: Record<string, unknown>;
+  status?: {
+    phase?: string;
+    podIP?: string;
+    reason?: string;
+    message?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: {
+      state?: {
+        waiting?: { reason?: string; message?: string };
+        terminated?: { exitCode?: number; reason?: string; message?: string };
+      };
+    }[];
+  };
+};
+type Offloading = KubeObject & { status?: { offloadingPhase?: string; remoteNamespaceName?: string } };
+
+export class Interrupted extends Error {
+  override name = "Interrupted";
+}
+
+export interface RunOptions {
+  client: KubeClient;
+  peer: Peer;
+  image: string;
+  /** Only the pod ↔ pod checks. */
+  basic: boolean;
+  deadline: number;
+  /** Seconds each probe retries a failing check. */
+  probeBudget: number;
+  signal: AbortSignal;
+  say: (message: string) => void;
+}
+
+export interface RunOutcome {
+  namespace: string;
+  results: CheckResult[];
+  /** Checks that never reported, with why. */
+  missing: { id: CheckId; why: string }[];
+}
+
+async function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) throw new Interrupted("interrupted");
+  await Promise.race([Bun.sleep(ms), new Promise((r) => signal.addEventListener("abort", r, { once: true }))]);
+  if (signal.aborted) throw new Interrupted("interrupted");
+}
+
+/** Polls until `check` answers, the deadline passes (an Error naming `what` and the last state) or the signal fires. */
+async function until<T>(
+  what: string,
+  o: RunOptions,
+  check: () => Promise<T | undefined>,
+  state: () => Promise<string>,
+): Promise<T> {
+  while (true) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > o.deadline) throw new Error(`timed out waiting for ${what}: ${await state()}`);
+    await pause(1000, o.signal);
+  }
+}
+
+const onLocalNode = {
+  affinity: {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: TYPE_LABEL, operator: "NotIn", values: [VIRTUAL_NODE_TYPE] }] },
+        ],
+      },
+    },
+  },
+};
+const onPeer = (peer: Peer) => ({
+  nodeSelector: { [REMOTE_CLUSTER_ID_LABEL]: peer.clusterId },
+  tolerations: [VIRTUAL_NODE_TOLERATION],
+});
+
+function pod(
+  ns: string,
+  name: string,
+  image: string,
+  placement: Record<string, unknown>,
+  container: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Pod {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: ns, labels: { [TEST_LABEL]: "true", "liqo.io/network-test-role": name } },
+    spec: {
+      ...placement,
+      ...extra,
+      restartPolicy: name.startsWith("probe") ? "Never" : "Always",
+      terminationGracePeriodSeconds: 0,
+      enableServiceLinks: false,
+      containers: [{ name: "c", image, imagePullPolicy: "IfNotPresent", ...container }],
+    },
+  };
+}
+
+/** A hello-world web server that also hands out BULK_BYTES over TCP to each connection. */
+function server(ns: string, name: string, image: string, placement: Record<string, unknown>): Pod {
+  const script = `head -c ${BULK_BYTES} /dev/urandom > /tmp/blob; (while :; do nc -l -N -p ${BULK_PORT} < /tmp/blob >/dev/null 2>&1; done) & exec nginx -g 'daemon off;'`;
+  return pod(ns, name, image, placement, {
+    command: ["sh", "-c", script],
+    readinessProbe: { httpGet: { path: "/", port: 80 }, periodSeconds: 1 },
+  });
+}
+
+function service(ns: string, name: string): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace: ns, labels: { [TEST_LABEL]: "true" } },
+    spec: { selector: { "liqo.io/network-test-role": name }, ports: [{ name: "http", port: 80, targetPort: 80 }] },
+  } as KubeObject;
+}
+
+/** Our pod's address as the peer reaches it (through its remapping of our pod CIDR, if any). */
+export function addressSeenByPeer(ip: string, localPodCidr: string, localNatPodCidr: string): string {
+  if (!localNatPodCidr || localNatPodCidr === "None") return ip;
+  return formatIpv4(remapIp(parseIpv4(ip), parseCidr(localPodCidr), parseCidr(localNatPodCidr)));
+}
+
+function podState(p: Pod | undefined): string {
+  if (!p) return "not created";
+  const cs = p.status?.containerStatuses?.[0]?.state;
+  const why = cs?.waiting
+    ? `${cs.waiting.reason}${cs.waiting.message ? `: ${cs.waiting.message}` : ""}`
+    : cs?.terminated
+      ? `terminated ${cs.terminated.reason ?? ""} (exit ${cs.terminated.exitCode})`
+      : "";
+  return `${p.metadata.name} ${p.status?.phase ?? "Pending"}${why ? ` (${why})` : ""}${p.status?.message ? `: ${p.status.message}` : ""}`;
+}
+
+export function namespaceFor(now = Date.now()): string {
+  return `liqo-netcheck-${(now % 1e8).toString(36)}${Math.floor(Math.random() * 1296)
+    .toString(36)
+    .padStart(2, "0")}`;
+}
+
+/** Creates the namespace; from here on the caller must call cleanup(ns). */
+export async function createNamespace(client: KubeClient, ns: string, deadline: number): Promise<void> {
+  await client.create(Resources.namespaces, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: {
+      name: ns,
+      labels: { [TEST_LABEL]: "true" },
+      annotations: { [EXPIRES_ANNOTATION]: new Date(deadline + 300_000).toISOString() },
+    },
+  } as KubeObject);
+}
+
+export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> {
+  const { client, peer, image } = o;
+  await client.create(NamespaceOffloadingResource, {
+    apiVersion: "offloading.liqo.io/v1alpha1",
+    kind: "NamespaceOffloading",
+    metadata: { name: "offloading", namespace: ns },
+    spec: {
+      namespaceMappingStrategy: "DefaultName",
+      podOffloadingStrategy: "LocalAndRemote",
+      clusterSelector: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: REMOTE_CLUSTER_ID_LABEL, operator: "In", values: [peer.clusterId] }] },
+        ],
+      },
+    },
+  } as KubeObject);
+  o.say(`namespace ${ns} offloaded to ${peer.name}; starting a server pod on each side`);
+  await client.create(Resources.pods, server(ns, "server-local", image, onLocalNode));
+  await client.create(Resources.pods, server(ns, "server-remote", image, onPeer(peer)));
+  await client.create(Resources.services, service(ns, "server-local"));
+  await client.create(Resources.services, service(ns, "server-remote"));
+
+  const twin = await until(
+    `the offloading of ${ns}`,
+    o,
+    async () => {
+      const off = await client.find<Offloading>(NamespaceOffloadingResource, "offloading", ns);
+      return off?.status?.offloadingPhase === "Ready" && off.status.remoteNamespaceName
+        ? off.status.remoteNamespaceName
+        : undefined;
+    },
+    async () =>
+      `phase ${(await client.find<Offloading>(NamespaceOffloadingResource, "offloading", ns))?.status?.offloadingPhase ?? "none"}`,
+  );
+
+  const ready = (p?: Pod) =>
+    p?.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? p : undefined;
+  const [local, remote] = await Promise.all(
+    ["server-local", "server-remote"].map((name) =>
+      until(
+        `${name} Ready`,
+        o,
+        async () => ready(await client.find<Pod>(Resources.pods, name, ns)),
+        async () => podState(await client.find<Pod>(Resources.pods, name, ns)),
+      ),
+    ),
+  );
+  const remoteIp = remote!.status!.podIP!;
+  const localSeen = addressSeenByPeer(
+    local!.status!.podIP!,
+    o.peer.tunnel.spec.localPodCIDR,
+    o.peer.tunnel.spec.localNATPodCIDR,
+  );
+
+  const probes: {
+    name: string;
+    placement: Record<string, unknown>;
+    extra?: Record<string, unknown>;
+    checks: Check[];
+  }[] = [
+    {
+      name: "probe-local",
+      placement: onLocalNode,
+      checks: [
+        { id: "pod-to-remote-pod", kind: "http", target: remoteIp, server: "server-remote" },
+        ...(o.basic
+          ? []
+          : ([
+              {
+                id: "pod-to-service",
+                kind: "http",
+                target: `server-remote.${ns}.svc.cluster.local`,
+                server: "server-remote",
+              },
+              { id: "path-mtu", kind: "mtu", target: remoteIp },
+              { id: "tcp-bulk", kind: "bulk", target: remoteIp, port: BULK_PORT, bytes: BULK_BYTES },
+            ] as Check[])),
+      ],
+    },
+    {
+      name: "probe-remote",
+      placement: onPeer(peer),
+      checks: [
+        { id: "remote-pod-to-pod", kind: "http", target: localSeen, server: "server-local" },
+        ...(o.basic
+          ? []
+          : ([
+              {
+                id: "remote-pod-to-reflected-service",
+                kind: "http",
+                target: `server-local.${twin}.svc.cluster.local`,
+                server: "server-local",
+              },
+              { id: "remote-path-mtu", kind: "mtu", target: localSeen },
+              { id: "remote-tcp-bulk", kind: "bulk", target: localSeen, port: BULK_PORT, bytes: BULK_BYTES },
+            ] as Check[])),
+      ],
+    },
+    ...(o.basic
+      ? []
+      : [
+          {
+            name: "probe-node",
+            placement: onLocalNode,
+            extra: { hostNetwork: true, dnsPolicy: "ClusterFirstWithHostNet" },
+            checks: [{ id: "node-to-remote-pod", kind: "http", target: remoteIp, server: "server-remote" } as Check],
+          },
+        ]),
+  ];
+  o.say(
+    `servers Ready (remote at ${remoteIp} as seen here, local at ${localSeen} as ${peer.name} sees it); running the probes`,
+  );
+  for (const p of probes) {
+    await client.create(
+      Resources.pods,
+      pod(ns, p.name, image, p.placement, { command: ["sh", "-c", probeScript(p.checks, o.probeBudget)] }, p.extra),
+    );
+  }
+
+  const results: CheckResult[] = [];
+  const missing: RunOutcome["missing"] = [];
+  const done = (p?: Pod) =>
+    p?.status?.containerStatuses?.[0]?.state?.terminated ||
+    p?.status?.phase === "Succeeded" ||
+    p?.status?.phase === "Failed";
+  for (const p of probes) {
+    let last: Pod | undefined;
+    try {
+      last = await until(
+        `${p.name} to finish`,
+        o,
+        async () => {
+          last = await client.find<Pod>(Resources.pods, p.name, ns);
+          return done(last) ? last : undefined;
+        },
+        async () => podState(last),
+      );
+    } catch (err) {
+      if (err instanceof Interrupted) throw err;
+      for (const c of p.checks)
+        missing.push({ id: c.id, why: `${p.name} did not finish before the deadline: ${podState(last)}` });
+      continue;
+    }
+    const got = parseProbeReport(last.status?.containerStatuses?.[0]?.state?.terminated?.message ?? "");
+    results.push(...got);
+    for (const c of p.checks)
+      if (!got.some((r) => r.id === c.id))
+        missing.push({ id: c.id, why: `${p.name} reported nothing for it: ${podState(last)}` });
+  }
+  return { namespace: ns, results, missing };
+}
+
+/** Deletes the test namespace and waits (until `deadline`) for it to be gone; the offloading goes with it. */
+export async function cleanup(client: KubeClient, ns: string, deadline: number): Promise<boolean> {
+  await client.delete(Resources.namespaces, ns).catch(() => false);
+  while (Date.now() < deadline) {
+    if (!(await client.find(Resources.namespaces, ns).catch(() => ({})))) return true;
+    await Bun.sleep(1000);
+  }
+  return false;
+}
+
+/** Namespaces of earlier runs past their expiry (runs killed before they could clean up). */
+export async function sweepExpired(client: KubeClient, now = Date.now()): Promise<string[]> {
+  const list = (await client.list(Resources.namespaces, { labelSelector: `${TEST_LABEL}=true` })).items;
+  const expired = list.filter((n) => {
+    const at = Date.parse(n.metadata.annotations?.[EXPIRES_ANNOTATION] ?? "");
+    return Number.isFinite(at) && at < now && !n.metadata.deletionTimestamp;
+  });
+  for (const n of expired) await client.delete(Resources.namespaces, n.metadata.name!);
+  return expired.map((n) => n.metadata.name!);
+}
