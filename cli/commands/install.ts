@@ -26,6 +26,7 @@ export const commonInstallArgs = {
   "api-server-url": { type: "string", description: "https URL peers reach this cluster's API server at (default: detected, else the kubeconfig's)" },
   "pod-cidr": { type: "string", description: "the cluster's pod CIDR (default: detected where the provider allows)" },
   "service-cidr": { type: "string", description: "the cluster's service CIDR (default: detected)" },
+  "reflection-policy": { type: "string", description: "what is reflected to providers, per kind: kind=all|opt-in|none,... (configmaps, secrets, services, endpointslices, ingresses, events; default all)" },
   timeout: { type: "string", default: "10m", description: "how long to wait for the installation; once expired Helm rolls back to the previous state" },
   verbose: { type: "boolean", description: "print what was detected, the values and Helm's output" },
   version: { type: "string", description: `liqo version (image tag) to install (default: ${liqoVersion}, the chart's)` },
@@ -46,6 +47,7 @@ function installFlags(args: Args): InstallFlags {
     clusterName: s("cluster-name"), clusterLabels: s("cluster-labels"), sharingPercentage: s("sharing-percentage"),
     reservedSubnets: s("reserved-subnets"), enableHa: args["enable-ha"] === true, version: s("version"),
     apiServerUrl: s("api-server-url"), podCidr: s("pod-cidr"), serviceCidr: s("service-cidr"),
+    reflectionPolicy: s("reflection-policy"),
   };
 }
 

@@ -1,6 +1,6 @@
 // liqoctl status: this cluster's liqo identity (name, ID, labels, auth URL) and its peerings,
 // each with the phase of every condition and, for any that is not settled, why; and what each
-// peering's provider granted or refused for the drop-in reflector plugins.
+// peering's provider granted or refused for the drop-in reflector plugins; the reflection policy.
 import { defineCommand } from "citty";
 import {
   ForeignClusterResource, REMOTE_CLUSTER_ID_LABEL, REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL, ResourceRequestResource,
@@ -11,6 +11,8 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
+import { POLICY_KINDS, ReflectionPolicyError, type PolicyKind } from "../../core/reflection/policy.ts";
+import { POLICY_CONFIGMAP, policyFromConfigMap } from "../../core/reflection/policy-watch.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
 
@@ -62,6 +64,18 @@ export function pluginsReport(rrs: (ResourceRequest & KubeObject)[], fcs: Foreig
   return lines.length ? `Reflector plugins:\n${lines.join("\n")}` : "Reflector plugins: none requested or granted (liqoctl plugin install <file.wasm>)";
 }
 
+/** The reflection policy per kind, from the ConfigMap the controller manager follows; a refused one says why. */
+export function policyReport(cm: (KubeObject & { data?: Record<string, string> }) | undefined, namespace: string): string {
+  try {
+    const policy = policyFromConfigMap(cm, namespace);
+    const rows = Object.keys(POLICY_KINDS).map((k) => `  ${k.padEnd(16)}${policy[k as PolicyKind]}`);
+    return `Reflection policy${cm ? "" : ` (no ConfigMap ${namespace}/${POLICY_CONFIGMAP}: the defaults)`}:\n${rows.join("\n")}`;
+  } catch (err) {
+    if (!(err instanceof ReflectionPolicyError)) throw err;
+    return `Reflection policy: refused, the controller manager keeps the previous one: ${err.message}`;
+  }
+}
+
 export default defineCommand({
   meta: { name: "status", description: "Show this cluster's liqo identity and its peerings" },
   args: { ...kubeFlags },
@@ -87,6 +101,8 @@ export default defineCommand({
       peeringsReport(fcs, nodes),
       "",
       pluginsReport(await client.list<ResourceRequest & KubeObject>(ResourceRequestResource).then((l) => l.items, () => []), fcs),
+      "",
+      policyReport(await client.find(Resources.configMaps, POLICY_CONFIGMAP, ns), ns),
     ].join("\n"));
   },
 });

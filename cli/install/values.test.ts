@@ -60,6 +60,12 @@ describe("chartValues", () => {
     expect(v.gateway.replicas).toBe(2);
   });
 
+  test("--reflection-policy: the whole policy in reflection.policy, defaults for the kinds it leaves out; without it, the chart's", () => {
+    const v = values({ reflectionPolicy: "secrets=opt-in,ingresses=none" });
+    expect(v.reflection.policy).toEqual({ configmaps: "all", secrets: "opt-in", services: "all", endpointslices: "all", ingresses: "none", events: "all" });
+    expect(values({}).reflection).toBeUndefined();
+  });
+
   test("missing networks name both flags", () => {
     const msg = error(() => values({}, { ...detected, podCIDR: undefined, serviceCIDR: undefined } as never));
     expect(msg).toContain("pass --pod-cidr (the --cluster-cidr of kube-controller-manager");
@@ -73,5 +79,7 @@ describe("chartValues", () => {
     [{ clusterName: "a".repeat(45) }, "--cluster-name: cluster name"],
     [{ clusterLabels: "a=b,a=c" }, "--cluster-labels: cluster label \"a\" is given twice"],
     [{ apiServerUrl: "not a url" }, "--api-server-url not a url: use the https:// URL"],
+    [{ reflectionPolicy: "pods=none" }, '--reflection-policy pods=none: unknown kind "pods"; reflection policies exist for configmaps, secrets'],
+    [{ reflectionPolicy: "secrets=maybe" }, '--reflection-policy secrets=maybe: secrets="maybe" is not a reflection policy; use all, opt-in or none'],
   ])("%p is refused", (flags, message) => expect(error(() => values(flags))).toContain(message));
 });

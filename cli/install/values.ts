@@ -1,6 +1,7 @@
 // From liqoctl install's flags and what the provider detected to the chart's values. Pure: every
 // check names the flag to fix, and the result is what --only-output-values prints.
 import { clusterNameProblem, generatedClusterName, parseClusterLabels } from "../../core/peering/identity.ts";
+import { parseReflectionPolicy, type ReflectionPolicy } from "../../core/reflection/policy.ts";
 import { CliError } from "../errors.ts";
 import type { Detection, Provider } from "./providers.ts";
 
@@ -14,6 +15,8 @@ export interface InstallFlags {
   apiServerUrl?: string;
   podCidr?: string;
   serviceCidr?: string;
+  /** kind=mode,...: the chart's reflection.policy (core/reflection/policy.ts). */
+  reflectionPolicy?: string;
 }
 
 const CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
@@ -76,6 +79,11 @@ export function chartValues(provider: Provider, flags: InstallFlags, detected: D
     if (r === podCIDR || r === serviceCIDR) throw new CliError(`--reserved-subnets ${r}: the pod and service CIDRs are reserved already; leave them out`);
   }
 
+  let policy: ReflectionPolicy | undefined;
+  if (flags.reflectionPolicy !== undefined) {
+    try { policy = parseReflectionPolicy(flags.reflectionPolicy, `--reflection-policy ${flags.reflectionPolicy}`); } catch (err) { throw new CliError((err as Error).message); }
+  }
+
   const replicas = flags.enableHa ? 2 : 1;
   return {
     ...(flags.version ? { image: { tag: flags.version } } : {}),
@@ -88,5 +96,6 @@ export function chartValues(provider: Provider, flags: InstallFlags, detected: D
     controllerManager: { replicas },
     gateway: { replicas, service: { type: detected.serviceType === "LoadBalancer" ? "LoadBalancer" : "NodePort" } },
     auth: { service: { type: detected.serviceType } },
+    ...(policy ? { reflection: { policy } } : {}),
   };
 }
