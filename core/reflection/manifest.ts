@@ -19,7 +19,7 @@ export function checkExports(module: WebAssembly.Module, label = "(unnamed)"): v
   const exports = new Set(WebAssembly.Module.exports(module).map((e) => e.name));
   const missing = REQUIRED_EXPORTS.filter((e) => !exports.has(e));
   if (missing.length) {
-    throw new PluginError("invalid-manifest", label, `is not a liqo reflector plugin: it does not export ${missing.join(", ")}; build it with the SDK in plugins/sdk (see docs/plugins.md)`);
+    throw new PluginError("invalid-manifest", label, `is not a liqo reflector plugin: it does not export ${missing.join(", ")}; build it with the plugin SDK, whose entry file re-exports "@liqo-bun/plugin-sdk/exports" (liqoctl plugin init; docs/plugins.md)`);
   }
 }
 
