@@ -7,6 +7,7 @@ import { DISCOVERY_CLUSTER_ID_LABEL, DISCOVERY_TYPE_LABEL, DiscoveryType, Foreig
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { FORCE_UNPEER_ANNOTATION, remoteTokenSecret, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
+import { readRemoteToken, remoteTokenSecretName } from "../../core/peering/foreigncluster/secrets.ts";
 import { ensureNamespace, readClusterIdentity } from "../../core/peering/identity.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { checkAuthUrl, checkClusterId, checkClusterName, foreignClusterByName, kubeFlags, namedOr, timeoutFlag, timeoutMs, waitPhases, type Phase } from "../peering.ts";
@@ -96,6 +97,14 @@ const peerNamed = (name: string) => defineCommand({
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const fc = await foreignClusterByName(client, name);
     if (fc.metadata.deletionTimestamp) throw new CliError(`ForeignCluster ${name} is being deleted`, ExitCode.Failure);
+    // The reverse shortcut: a cluster that peered with us sent its token along (kept by our auth
+    // service); without one there is nothing to authenticate with, so say so before changing anything.
+    const id = fc.spec.clusterIdentity?.clusterID;
+    const ns = args["liqo-namespace"];
+    if (id && !fc.status?.tenantNamespace?.remote && !(await readRemoteToken(client, ns, id))) {
+      throw new CliError(`no auth token for ${name}: the Secret ${ns}/${remoteTokenSecretName(id)} is missing (${name} sends its token when it peers with this cluster, ` +
+        `unless its ForeignCluster for this cluster says incomingPeeringEnabled: No); run liqoctl generate peer-command on ${name} and the printed command here`, ExitCode.Failure);
+    }
     await client.mergePatch(ForeignClusterResource, name, undefined, { metadata: { annotations: { [FORCE_UNPEER_ANNOTATION]: null } }, spec: { outgoingPeeringEnabled: "Yes" } });
     await resetFailedAuthentication(client, fc);
     info(`outgoing peering with ${name} enabled`);

@@ -1,13 +1,14 @@
 // Peering between two rig clusters as Liqo's documentation does it: `liqoctl generate
 // peer-command` on the provider (milan), the printed command run on the consumer (rome), then
 // Established peering and a Ready virtual node liqo-milan; unpeer and peer again; the reverse
-// direction; refusals (wrong token, itself, duplicate or mismatched cluster ID) as conditions; and
+// direction (Liqo's shortcut, liqoctl peer <consumer> on the provider, with the token the consumer
+// handed over); incomingPeeringEnabled No on either side; refusals (wrong token, itself, duplicate or mismatched cluster ID) as conditions; and
 // the auth service down in the middle of a peering.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { ForeignClusterResource } from "../../core/apis/index.ts";
+import { ForeignClusterResource, ResourceOfferResource } from "../../core/apis/index.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { findTenantNamespace } from "../../core/peering/auth/index.ts";
+import { findTenantNamespace, readAuthToken } from "../../core/peering/auth/index.ts";
 import { remoteTokenSecretName, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
@@ -217,9 +218,70 @@ describe("faults and clean-up", () => {
     expect(r.code).toBe(0);
   }, 420_000);
 
-  test("bidirectional: rome's command run on milan gives milan a liqo-rome node, on the ForeignCluster milan already had", async () => {
-    const r = await liqoctl(milan, ...(await generatedPeerCommand(rome)), "--timeout=180s");
-    expect(r.err).toContain("ForeignCluster rome updated: outgoing peering enabled");
+  test("incomingPeeringEnabled No on milan withdraws rome's peering (Denied on both sides, naming the fix); Auto brings it back", async () => {
+    await milan.client.mergePatch(ForeignClusterResource, "rome", undefined, { spec: { incomingPeeringEnabled: "No" } });
+    await waitFor("liqo-milan to go from rome", async () => !(await rome.client.find(Resources.nodes, "liqo-milan")), { timeoutMs: 120_000 });
+    const out = await waitFor("rome's OutgoingPeering Denied", async () => {
+      const c = cond(await fcOf(rome, "milan"), "OutgoingPeering");
+      return c?.status === "Denied" && c;
+    }, { timeoutMs: 60_000 });
+    expect(out.reason).toBe("IncomingPeeringDisabled");
+    expect(out.message).toContain("ForeignCluster rome says spec.incomingPeeringEnabled: No");
+    expect(out.message).toContain("kubectl patch foreigncluster rome");
+    const inc = await waitFor("milan's IncomingPeering Denied", async () => {
+      const c = cond(await fcOf(milan, "rome"), "IncomingPeering");
+      return c?.status === "Denied" && c;
+    });
+    expect(inc.reason).toBe("IncomingPeeringDisabled");
+    const tenant = (await fcOf(milan, "rome"))!.status!.tenantNamespace!.local!;
+    await waitFor("milan's offer to rome deleted", async () => (await milan.client.list(ResourceOfferResource, { namespace: tenant })).items.length === 0);
+    const r = await kubectl(rome, "get", "foreignclusters");
+    expect(r.out).toMatch(/\nmilan\s+Denied\s+/);
+
+    await milan.client.mergePatch(ForeignClusterResource, "rome", undefined, { spec: { incomingPeeringEnabled: "Auto" } });
+    await waitFor("rome's OutgoingPeering Established again", async () => cond(await fcOf(rome, "milan"), "OutgoingPeering")?.status === "Established", { timeoutMs: 120_000 });
+    expect(ready(await rome.client.get<Node>(Resources.nodes, "liqo-milan"))).toBe(true);
+  }, 300_000);
+
+  test("a new peering towards a cluster that says incomingPeeringEnabled No is refused at authentication; a consumer that says No keeps its token", async () => {
+    expect((await liqoctl(rome, "unpeer", "milan", "--timeout=180s")).code).toBe(0);
+    await waitFor("the old identity to be revoked", async () => !(await findTenantNamespace(milan.client, rome.identity.clusterId)), { timeoutMs: 120_000 });
+    await milan.client.mergePatch(ForeignClusterResource, "rome", undefined, { spec: { incomingPeeringEnabled: "No" } });
+    const refused = await liqoctl(rome, "peer", "milan", "--timeout=90s");
+    expect(refused.err).toContain("phase AuthenticationStatus failed (Denied, IncomingPeeringDisabled)");
+    expect(refused.err).toContain("does not accept incoming peerings from rome");
+    expect(refused.code).toBe(1);
+    expect(await findTenantNamespace(milan.client, rome.identity.clusterId)).toBeUndefined();
+
+    // rome lets milan peer back no more: it authenticates without handing over its own token.
+    await milan.client.mergePatch(ForeignClusterResource, "rome", undefined, { spec: { incomingPeeringEnabled: "Auto" } });
+    await milan.client.delete(Resources.secrets, remoteTokenSecretName(rome.identity.clusterId), "liqo");
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, { spec: { incomingPeeringEnabled: "No" } });
+    const ok = await liqoctl(rome, "peer", "milan", "--timeout=180s");
+    expect(ok.err).toContain("Outgoing peering with cluster milan established");
+    expect(ok.code).toBe(0);
+    expect(await milan.client.find(Resources.secrets, remoteTokenSecretName(rome.identity.clusterId), "liqo")).toBeUndefined();
+    const shortcut = await liqoctl(milan, "peer", "rome", "--timeout=60s");
+    expect(shortcut.err).toContain("no auth token for rome");
+    expect(shortcut.err).toContain("liqoctl generate peer-command on rome");
+    expect(shortcut.code).toBe(1);
+    expect((await fcOf(milan, "rome"))!.spec.outgoingPeeringEnabled).toBe("Auto");
+
+    // Allowed again, the next authentication hands the token over.
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, { spec: { incomingPeeringEnabled: "Auto" } });
+    expect((await liqoctl(rome, "unpeer", "milan", "--timeout=180s")).code).toBe(0);
+    expect((await liqoctl(rome, "peer", "milan", "--timeout=180s")).code).toBe(0);
+    const kept = await milan.client.get(Resources.secrets, remoteTokenSecretName(rome.identity.clusterId), "liqo");
+    expect(Buffer.from((kept.data as Record<string, string>).token!, "base64").toString()).toBe((await readAuthToken(rome.client, "liqo"))!);
+  }, 600_000);
+
+  test("bidirectional, Liqo's shortcut: liqoctl peer rome on milan uses the token rome handed over and gives milan a liqo-rome node", async () => {
+    // This rig runs no network fabric (rome peered with --no-networking); the ForeignCluster milan's
+    // side made for rome has Liqo's default, networking on.
+    await milan.client.mergePatch(ForeignClusterResource, "rome", undefined, { spec: { networkingEnabled: "No" } });
+    const r = await liqoctl(milan, "peer", "rome", "--timeout=180s");
+    expect(r.err).toContain("outgoing peering with rome enabled");
+    expect(r.err).toContain("Outgoing peering with cluster rome established: node liqo-rome is Ready");
     expect(r.code).toBe(0);
     expect(ready(await milan.client.get<Node>(Resources.nodes, "liqo-rome"))).toBe(true);
     expect((await milan.client.list(ForeignClusterResource)).items.map((f) => f.metadata.name)).toEqual(["rome"]);

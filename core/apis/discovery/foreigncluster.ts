@@ -28,7 +28,7 @@ export const PeeringConditionStatus = {
   Pending: "Pending",
   Established: "Established",
   Disconnecting: "Disconnecting",
-  /** Authentication only: a token was presented and refused. */
+  /** A token was presented and refused (AuthenticationStatus), or a peering refused by the provider (Outgoing/IncomingPeering: incomingPeeringEnabled No). */
   Denied: "Denied",
   /** Authentication only: the identity was refused with an empty token. */
   EmptyDenied: "EmptyDenied",

@@ -46,6 +46,8 @@ export const ResourceRequestStatusSchema = v.object({
   offerWithdrawalTimestamp: v.optional(timestamp("When the ResourceOffer answering this request was withdrawn.")),
   offerState: oneOfWithDefault(["None", "Created"] as const, "None", "Whether the ResourceOffer answering this request exists.", true),
   reflectorPlugins: v.optional(v.pipe(v.array(ReflectorPluginGrantSchema), v.description("The provider's answer for each plugin of spec.reflectorPlugins."))),
+  // Not in Liqo v0.5: the consumer shows it in its OutgoingPeering condition.
+  refusal: v.optional(text("Why the provider makes no ResourceOffer for this request, and what fixes it (empty when it does).")),
 });
 
 export type ReflectorPluginRequest = v.InferOutput<typeof ReflectorPluginRequestSchema>;

@@ -62,6 +62,17 @@ describe("parseIdentityRequest", () => {
   test("bad clusterName", () => expect(parse({ ...good, cluster: { clusterID: ID, clusterName: "Rome!" } })).toMatchObject({ ok: false, field: "cluster.clusterName" }));
   test("missing token", () => expect(parse({ cluster: good.cluster })).toMatchObject({ ok: false, field: "token" }));
   test("token too long", () => expect(parse({ ...good, token: "x".repeat(2000) })).toMatchObject({ ok: false, field: "token" }));
+  test("keeps the caller's own token for the reverse direction", () =>
+    expect(parse({ ...good, peerToken: "ab".repeat(64) })).toEqual({ ok: true, value: { ...good, peerToken: "ab".repeat(64) } }));
+  test("an empty or null peerToken is no peerToken", () => {
+    expect(parse({ ...good, peerToken: "" })).toEqual({ ok: true, value: good });
+    expect(parse({ ...good, peerToken: null })).toEqual({ ok: true, value: good });
+  });
+  test("a peerToken that is not a token is refused, naming the field", () => {
+    for (const bad of [42, { a: 1 }, "has space", "x".repeat(1025), "line\nbreak", "quote\"s"]) {
+      expect(parse({ ...good, peerToken: bad })).toMatchObject({ ok: false, field: "peerToken" });
+    }
+  });
 });
 
 describe("tokens", () => {

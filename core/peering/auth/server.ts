@@ -12,6 +12,9 @@ import { parseIdentityRequest } from "./request.ts";
 import { ensurePeeringRbac } from "./rbac.ts";
 import { IdentityConflictError, issueIdentity } from "./tenant.ts";
 import { readAuthToken, tokensEqual } from "./token.ts";
+import { foreignClusterOf, incomingAllowed, incomingDisabledMessage } from "../incoming.ts";
+import { remoteTokenSecret } from "../foreigncluster/secrets.ts";
+import { Resources } from "../../kube/resources.ts";
 import { createTwinBinder, type TwinBinder } from "./twin-binder.ts";
 
 /** Liqo's paths (pkg/auth/const.go). */
@@ -90,7 +93,7 @@ export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer
       count("invalid");
       return problem(400, "BadRequest", parsed.message, { field: parsed.field });
     }
-    const { cluster, token } = parsed.value;
+    const { cluster, token, peerToken } = parsed.value;
 
     const expected = await readAuthToken(o.client, liqoNamespace);
     if (!expected) {
@@ -110,9 +113,22 @@ export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer
       return problem(400, "BadRequest", `cluster.clusterID ${cluster.clusterID} is this cluster's own ID: a cluster cannot peer with itself`, { field: "cluster.clusterID" });
     }
 
+    // Checked after the token, so that a caller without it learns nothing about our ForeignClusters.
+    const known = await foreignClusterOf(o.client, cluster.clusterID);
+    if (!incomingAllowed(known)) {
+      count("incoming-disabled");
+      log.warn("identity request refused: incoming peering disabled", { remoteClusterId: cluster.clusterID, foreignCluster: known?.metadata.name });
+      return problem(403, "IncomingPeeringDisabled", incomingDisabledMessage(known!.metadata.name!, cluster.clusterName, local.clusterName));
+    }
+
     try {
       const issued = await issueIdentity(o.client, cluster, { tokenTimeoutMs: o.tokenTimeoutMs });
       count("issued");
+      // The caller's own token, kept where liqoctl peer out-of-band would put it: liqoctl peer
+      // <caller> here then peers back with it. A caller may only ever set its own cluster's token.
+      if (peerToken) {
+        await o.client.apply(Resources.secrets, remoteTokenSecret(liqoNamespace, cluster.clusterID, peerToken), { fieldManager: "liqo-auth", force: true });
+      }
       log.info("identity issued", { remoteClusterId: cluster.clusterID, remoteClusterName: cluster.clusterName, namespace: issued.namespace, client: ip });
       const body: IdentityResponse = {
         namespace: issued.namespace,

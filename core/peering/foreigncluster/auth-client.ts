@@ -6,7 +6,7 @@ import type { IdentityResponse } from "../auth/server.ts";
 export type AuthAnswer<T> =
   | { ok: true; value: T }
   /** HTTP status 0: no answer (refused, DNS, TLS, timeout). */
-  | { ok: false; status: number; message: string; retryAfterSeconds?: number };
+  | { ok: false; status: number; message: string; retryAfterSeconds?: number; reason?: string };
 
 export interface AuthCallOptions {
   insecureSkipTLSVerify?: boolean;
@@ -32,7 +32,8 @@ async function call<T>(url: string, init: RequestInit, o: AuthCallOptions): Prom
   if (!res.ok) {
     const message = (body as { message?: string } | undefined)?.message ?? (text.slice(0, 300) || res.statusText);
     const retry = Number(res.headers.get("retry-after"));
-    return { ok: false, status: res.status, message, ...(retry > 0 ? { retryAfterSeconds: retry } : {}) };
+    const reason = (body as { error?: unknown } | undefined)?.error;
+    return { ok: false, status: res.status, message, ...(retry > 0 ? { retryAfterSeconds: retry } : {}), ...(typeof reason === "string" ? { reason } : {}) };
   }
   if (body === undefined) return { ok: false, status: res.status, message: `${url} answered HTTP ${res.status} with a body that is not JSON` };
   return { ok: true, value: body as T };
@@ -56,12 +57,13 @@ export async function fetchRemoteIds(authUrl: string, o: AuthCallOptions = {}): 
 }
 
 export async function requestIdentity(
-  authUrl: string, local: { clusterID: string; clusterName: string }, token: string, o: AuthCallOptions = {},
+  authUrl: string, local: { clusterID: string; clusterName: string }, token: string, o: AuthCallOptions & { peerToken?: string } = {},
 ): Promise<AuthAnswer<IdentityResponse>> {
   const answer = await call<IdentityResponse>(join(authUrl, "/identity"), {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ cluster: local, token }),
+    // peerToken: our own auth token, so that the provider may peer back (core/peering/auth/request.ts).
+    body: JSON.stringify({ cluster: local, token, ...(o.peerToken ? { peerToken: o.peerToken } : {}) }),
   }, o);
   if (!answer.ok) return answer;
   if (typeof answer.value.kubeconfig !== "string" || typeof answer.value.namespace !== "string") {

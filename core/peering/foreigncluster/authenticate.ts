@@ -7,6 +7,8 @@ import { RetryAfterError } from "../../kube/errors.ts";
 import { tenantNamespaceName } from "../../offloading/names.ts";
 import { IN_BAND_PENDING_AUTH_URL, WAITING_FOR_TUNNEL } from "../auth-url.ts";
 import { ensureNamespace } from "../identity.ts";
+import { readAuthToken } from "../auth/token.ts";
+import { incomingAllowed } from "../incoming.ts";
 import { fetchRemoteIds, requestIdentity } from "./auth-client.ts";
 import { authenticationFailure, duplicateOwner, type ForeignClusterObject } from "./conditions.ts";
 import type { ReconcileContext, StatusWriter } from "./context.ts";
@@ -83,7 +85,9 @@ export async function authenticate(ctx: ReconcileContext, st: StatusWriter, all:
     await fail("Pending", "TokenMissing", `no auth token for ${remote.clusterName}: the Secret ${cfg.liqoNamespace}/${remoteTokenSecretName(remote.clusterID)} is missing or empty; run the command liqoctl generate peer-command prints on ${remote.clusterName}`);
     throw retry(10_000, "auth token missing");
   }
-  const issued = await requestIdentity(url, { clusterID: cfg.local.clusterId, clusterName: cfg.local.clusterName }, token, opts);
+  // Our own token goes along only if this cluster lets the provider peer back (the reverse shortcut).
+  const peerToken = incomingAllowed(fc) ? await readAuthToken(cfg.client, cfg.liqoNamespace).catch(() => undefined) : undefined;
+  const issued = await requestIdentity(url, { clusterID: cfg.local.clusterId, clusterName: cfg.local.clusterName }, token, { ...opts, peerToken });
   if (!issued.ok) {
     const previous = st.fc.status?.peeringConditions?.find((c) => c.type === "AuthenticationStatus");
     if (issued.status === 429 && previous && (previous.status === "Denied" || previous.status === "Error")) {
@@ -92,7 +96,7 @@ export async function authenticate(ctx: ReconcileContext, st: StatusWriter, all:
     }
     const update = issued.status === 0
       ? { type: "AuthenticationStatus" as const, status: "Pending" as const, reason: "AuthServiceUnreachable", message: `${issued.message}; retrying` }
-      : authenticationFailure(issued.status, issued.message, remote.clusterName);
+      : authenticationFailure(issued.status, issued.message, remote.clusterName, issued.reason);
     await fail(update.status as "Error" | "Denied" | "Pending", update.reason, update.message);
     // Refusals are re-tried slowly: the user fixes them by writing a new token or removing the other cluster.
     throw retry(update.status === "Pending" ? (issued.retryAfterSeconds ?? 5) * 1000 : 60_000, update.reason);

@@ -75,6 +75,12 @@ describe("authenticationFailure", () => {
     expect(c.reason).toBe("TokenRefused");
     expect(c.message).toContain("liqoctl generate peer-command on milan");
   });
+  test("403 IncomingPeeringDisabled is Denied with its own reason, quoting the provider's fix", () => {
+    const c = authenticationFailure(403, "cluster milan does not accept incoming peerings from rome: ... kubectl patch foreigncluster rome", "milan", "IncomingPeeringDisabled");
+    expect(c).toMatchObject({ status: "Denied", reason: "IncomingPeeringDisabled" });
+    expect(c.message).toContain("kubectl patch foreigncluster rome");
+  });
+  test("a 403 without that reason stays a refused token", () => expect(authenticationFailure(403, "no", "milan").reason).toBe("TokenRefused"));
   test("409 (duplicate identity) is an Error quoting the provider", () => {
     const c = authenticationFailure(409, "cluster ID x already has an identity here", "milan");
     expect(c.status).toBe("Error");

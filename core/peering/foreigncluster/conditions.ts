@@ -82,8 +82,10 @@ export function duplicateOwner(fc: ForeignClusterObject, all: readonly ForeignCl
 }
 
 /** Why the authentication service's answer to an identity request ends in this condition. */
-export function authenticationFailure(status: number, message: string, clusterName: string): ConditionUpdate {
+export function authenticationFailure(status: number, message: string, clusterName: string, reason?: string): ConditionUpdate {
   const base = { type: "AuthenticationStatus" as const };
+  // The token was right, but the provider does not accept peerings from us: only its administrator can change that.
+  if (status === 403 && reason === "IncomingPeeringDisabled") return { ...base, status: "Denied", reason: "IncomingPeeringDisabled", message: `${clusterName} refused the peering: ${message}` };
   if (status === 401 || status === 403) {
     return { ...base, status: "Denied", reason: "TokenRefused", message: `${clusterName} refused the auth token: ${message} (run liqoctl generate peer-command on ${clusterName} and run the printed command here again)` };
   }

@@ -17,9 +17,10 @@ import { createTranslationWatcher } from "../../../netfabric/manager/translation
 import type { Authenticated } from "./authenticate.ts";
 import { offeredResources } from "./conditions.ts";
 import type { ReconcileContext, StatusWriter } from "./context.ts";
-import { stopRuntime, type PeerRuntime } from "./runtime.ts";
+import { bounded, stopRuntime, type PeerRuntime } from "./runtime.ts";
 import { peerClient } from "./secrets.ts";
 import { peerRegistry } from "./peer-registry.ts";
+import { storageFor } from "../../storage/offer.ts";
 
 export const FIELD_MANAGER = "liqo-foreigncluster";
 type Offer = ResourceOffer & KubeObject;
@@ -117,7 +118,7 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
   // revokes its rights and deletes its copies, with no reflector of ours left to write them back.
   if (rt.vk && cfg.plugins) await syncDropins(rt.vk.engine, cfg.plugins.ready(), cfg.liqoNamespace, log, "removals");
   const rr = resourceRequest(ctx, auth, cfg.authUrl || (await readAuthUrl(cfg.client, cfg.liqoNamespace)) || "");
-  await cfg.client.apply(ResourceRequestResource, rr, { fieldManager: FIELD_MANAGER, force: true });
+  const sent = await cfg.client.apply<ResourceRequest & KubeObject>(ResourceRequestResource, rr, { fieldManager: FIELD_MANAGER, force: true });
   if (!rt.replicator) {
     if (!cfg.replicator) {
       await pending("NoReplicator", `ResourceRequest ${auth.localNamespace}/${rr.metadata.name} is written but this controller-manager has no CRD replicator to send it to ${remoteName}`, 30_000);
@@ -130,10 +131,30 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     rt.replicator = replicator;
   }
 
-  const offers = (await cfg.client.list<Offer>(ResourceOfferResource, { namespace: auth.localNamespace })).items
-    .filter((o) => o.spec.clusterId === auth.remote.clusterID && !o.metadata.deletionTimestamp && !o.spec.withdrawalTimestamp);
-  const offer = offers[0];
+  const theirs = (await cfg.client.list<Offer>(ResourceOfferResource, { namespace: auth.localNamespace })).items
+    .filter((o) => o.spec.clusterId === auth.remote.clusterID && !o.metadata.deletionTimestamp);
+  const offer = theirs.find((o) => !o.spec.withdrawalTimestamp);
   if (!offer) {
+    // The provider withdrew its offer (or deleted it) while we peer: the virtual node goes, and the
+    // offer is released so the provider need not wait for its timeout.
+    if (rt.vk) {
+      const vk = rt.vk;
+      rt.vk = undefined;
+      rt.resources = undefined;
+      await bounded(vk.remove(), 15_000, "stopping the virtual kubelet", log);
+      rt.metrics?.close();
+      rt.metrics = undefined;
+      log.info("virtual kubelet stopped: the provider withdrew its offer", { remoteClusterId: auth.remote.clusterID });
+    }
+    for (const o of theirs) {
+      if ((o.status?.virtualKubeletStatus ?? "None") !== "None") await cfg.client.mergePatch(ResourceOfferResource, o.metadata.name!, o.metadata.namespace, { status: { virtualKubeletStatus: "None" } }, "status");
+    }
+    const refusal = sent.status?.refusal;
+    if (refusal) {
+      st.set({ type: "OutgoingPeering", status: "Denied", reason: "IncomingPeeringDisabled", message: `${remoteName} makes no ResourceOffer: ${refusal}` });
+      await st.flush();
+      throw new RetryAfterError(30_000, "refused by the provider");
+    }
     await pending("WaitingForResourceOffer", `ResourceRequest ${auth.localNamespace}/${rr.metadata.name} sent to ${remoteName}; waiting for its ResourceOffer (is the resourcerequest controller running in ${remoteName}'s liqo controller-manager?)`, 10_000);
     return;
   }
@@ -162,7 +183,7 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
       local: cfg.client, remote: rt.remote, localClusterId: cfg.local.clusterId, remoteClusterId: auth.remote.clusterID,
       remoteClusterName: remoteName, remoteClusterLabels: { ...(offer.spec.labels ?? {}) }, resources,
       kubeletHost: cfg.kubelet.host, kubeletPort: 0, tls: cfg.kubelet.tls, clientCA: cfg.kubelet.clientCA,
-      registry: rt.metrics, logger: log, ipTranslator, apiServerUrl: cfg.kubelet.apiServerUrl, reflectionPolicy: cfg.reflectionPolicy,
+      registry: rt.metrics, logger: log, ipTranslator, apiServerUrl: cfg.kubelet.apiServerUrl, storage: storageFor(cfg.kubelet.virtualStorageClass, offer.spec.storageClasses), reflectionPolicy: cfg.reflectionPolicy,
     });
     rt.resources = wanted;
     // An address the fabric could not translate yet (a third cluster's endpoint waiting for its

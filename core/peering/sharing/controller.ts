@@ -27,6 +27,7 @@ import type { LocalClusterIdentity } from "../identity.ts";
 import { ensureIncomingForeignCluster, ForeignClusterError, setIncomingPeering, type IncomingStatus } from "./foreigncluster.ts";
 import { freeFor, offeredQuota, parseSharingPercentage, sameQuota, summarizeUsage, type Node, type Pod, type Usage } from "./offer.ts";
 import { sameJson } from "../replicator/forge.ts";
+import { incomingAllowed, incomingDisabledMessage } from "../incoming.ts";
 
 /** Held on a ResourceRequest until its offer is gone and the consumer's identity revoked (Liqo's name). */
 export const TENANT_FINALIZER = "liqo.io/tenant";
@@ -51,6 +52,8 @@ export interface ResourceRequestControllerOptions {
   revokeGraceMs?: number;
   /** The clock for withdrawal timestamps and the timeout (tests move it forward). */
   now?: () => number;
+  /** The storage classes offered (the storage fabric; none: the offer states none). */
+  storageClasses?: () => { storageClassName: string; default?: boolean }[];
 }
 
 export interface ResourceRequestController {
@@ -120,6 +123,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     // One pass over nodes and pods per change, shared by every consumer's offer.
     usage ??= summarizeUsage({ nodes: nodes.list(), pods: pods.list(), namespaceLabels: (ns) => twins.get(ns)?.metadata.labels });
     const free = freeFor(usage, consumerId);
+    const storageClasses = o.storageClasses?.() ?? [];
     return {
       apiVersion: "sharing.liqo.io/v1alpha1", kind: "ResourceOffer",
       metadata: {
@@ -131,6 +135,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
         clusterId: me.clusterId,
         resourceQuota: { hard: offeredQuota(free, percentage) },
         labels: { ...clusterLabels },
+        ...(storageClasses.length ? { storageClasses } : {}),
         ...(withdrawal ? { withdrawalTimestamp: withdrawal } : {}),
       },
     } as ResourceOffer;
@@ -140,6 +145,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     cur.spec.clusterId === want.spec.clusterId &&
     sameQuota(cur.spec.resourceQuota?.hard as Record<string, string>, want.spec.resourceQuota!.hard as Record<string, string>) &&
     sameJson(cur.spec.labels ?? {}, want.spec.labels) &&
+    sameJson(cur.spec.storageClasses ?? [], want.spec.storageClasses ?? []) &&
     cur.spec.withdrawalTimestamp === want.spec.withdrawalTimestamp &&
     cur.metadata.labels?.[REPLICATION_DESTINATION_LABEL] === want.metadata.labels![REPLICATION_DESTINATION_LABEL];
 
@@ -185,10 +191,12 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     }
     await ensureForeignCluster(rr);
     if (rr.spec.withdrawalTimestamp) return withdraw(rr, offer, consumerId);
+    const fc = foreignClusterOf(consumerId);
+    if (!incomingAllowed(fc)) return refuse(rr, offer, consumerId, incomingDisabledMessage(fc!.metadata.name!, rr.spec.clusterIdentity.clusterName, me.clusterName));
 
     await applyOffer(offer, desiredOffer(rr, consumerId));
     const plugins = await pluginGrants(rr, consumerId);
-    await patchRequestStatus(rr, { offerState: "Created", offerWithdrawalTimestamp: null, reflectorPlugins: plugins });
+    await patchRequestStatus(rr, { offerState: "Created", offerWithdrawalTimestamp: null, reflectorPlugins: plugins, refusal: null });
     const accepted = offer?.status?.phase === OfferPhase.Accepted;
     await incoming(consumerId, accepted ? "Established" : "Pending",
       accepted ? "OfferAccepted" : "OfferPending",
@@ -262,6 +270,35 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     await incoming(consumerId, "None", "OfferWithdrawn", `the peering with ${rr.spec.clusterIdentity.clusterName} ended at its request`);
   }
 
+  /**
+   * Incoming peering disabled for this consumer: no offer; one already made is withdrawn as in
+   * an unpeering (the consumer stops its virtual kubelet), then deleted. The identity stays, so
+   * the consumer can still unpeer cleanly, and setting Auto or Yes again brings a new offer.
+   */
+  async function refuse(rr: ResourceRequest, offer: ResourceOffer | undefined, consumerId: string, why: string) {
+    const ns = rr.metadata.namespace!;
+    const denied = () => incoming(consumerId, "Denied", "IncomingPeeringDisabled", why, ns);
+    if (rr.status?.refusal !== why) events.warning(rr, "IncomingPeeringDisabled", why);
+    if (offer && !offer.spec.withdrawalTimestamp) {
+      const now = new Date(clock()).toISOString().replace(/\.\d+Z$/, "Z");
+      await applyOffer(offer, desiredOffer(rr, consumerId, now));
+      await patchRequestStatus(rr, { offerWithdrawalTimestamp: now, refusal: why });
+      await denied();
+      throw new RetryAfterError(Math.min(withdrawalTimeoutMs, 5_000), "waiting for the consumer to release the refused offer");
+    }
+    if (offer) {
+      const unused = (offer.status?.virtualKubeletStatus ?? VirtualKubeletStatus.None) === VirtualKubeletStatus.None;
+      const left = Date.parse(offer.spec.withdrawalTimestamp!) + withdrawalTimeoutMs - clock();
+      if (!unused && left > 0) {
+        await denied();
+        throw new RetryAfterError(Math.min(left, 5_000), "waiting for the consumer to release the refused offer");
+      }
+      await deleteOffer(offer);
+    }
+    await patchRequestStatus(rr, { offerState: "None", refusal: why });
+    await denied();
+  }
+
   async function release(rr: ResourceRequest, offer: ResourceOffer | undefined, consumerId: string) {
     if (!rr.metadata.finalizers?.includes(TENANT_FINALIZER)) return;
     const ns = rr.metadata.namespace!;
@@ -305,7 +342,8 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       const byNamespace = (x: KubeObject) => queue?.add(x.metadata.namespace!);
       for (const inf of [requests, offers] as Informer<KubeObject>[]) inf.on({ add: byNamespace, update: (_a, b) => byNamespace(b), delete: byNamespace });
       tenants.on({ add: (n) => queue?.add(n.metadata.name!), update: (_a, n) => queue?.add(n.metadata.name!) });
-      fcs.on({ add: enqueueAll, delete: enqueueAll });
+      // incomingPeeringEnabled changed: offers are made or withdrawn.
+      fcs.on({ add: enqueueAll, delete: enqueueAll, update: (a, b) => { if (a.spec?.incomingPeeringEnabled !== b.spec?.incomingPeeringEnabled) enqueueAll(); } });
       for (const inf of [nodes, pods, twins] as Informer<KubeObject>[]) inf.on({ add: soon, update: soon, delete: soon });
       for (const inf of informers) inf.start();
       await Promise.all(informers.map((i) => i.waitForSync()));

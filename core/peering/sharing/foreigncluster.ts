@@ -8,7 +8,8 @@ import { DISCOVERY_CLUSTER_ID_LABEL, DISCOVERY_TYPE_LABEL, DiscoveryType } from 
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError } from "../../kube/errors.ts";
 
-export type IncomingStatus = "None" | "Pending" | "Established" | "Disconnecting";
+/** Denied: the ForeignCluster says incomingPeeringEnabled: No, so no offer is made. */
+export type IncomingStatus = "None" | "Pending" | "Established" | "Disconnecting" | "Denied";
 
 export class ForeignClusterError extends Error {
   override name = "ForeignClusterError";
