@@ -8,7 +8,7 @@ import { remoteIngress } from "./ingresses/twin.ts";
 import { localPodStatus, remotePodWith } from "./pods/twin.ts";
 import { remoteSecret } from "./secrets/twin.ts";
 import { remoteService } from "./services/twin.ts";
-import { localPv, remotePvc } from "./storage/twin.ts";
+import { remotePvc } from "./storage/twin.ts";
 
 export { builtinNames, type BuiltinName };
 
@@ -20,7 +20,6 @@ export const twins: Record<string, { forward?: Twin | ((lookup: (sa: string) => 
   Secret: { forward: remoteSecret },
   EndpointSlice: { forward: remoteEndpointSlice },
   PersistentVolumeClaim: { forward: remotePvc },
-  PersistentVolume: { backward: localPv },
   Pod: { forward: remotePodWith, backward: localPodStatus },
 };
 

@@ -25,8 +25,7 @@ const answer = (p: ReflectorPlugin, dir: "forward" | "backward", src: KubeObject
 
 const cases: Array<[BuiltinName, "forward" | "backward", KubeObject, KubeObject | null]> = [
   ["pods", "forward", s.pod, null], ["pods", "backward", s.remotePod, s.pod], ["services", "forward", s.service, null],
-  ["endpointslices", "forward", s.endpointSlice, null], ["ingresses", "forward", s.ingress, null], ["storage", "forward", s.pvc, null],
-  ["storage", "backward", s.remotePv, null], ["configmaps", "forward", s.configMap, null], ["secrets", "forward", s.saSecret, null],
+  ["endpointslices", "forward", s.endpointSlice, null], ["ingresses", "forward", s.ingress, null], ["storage", "forward", s.pvc, null], ["configmaps", "forward", s.configMap, null], ["secrets", "forward", s.saSecret, null],
 ];
 
 /** Objects as a user could write them: JSON.parse makes `__proto__` an own member. */

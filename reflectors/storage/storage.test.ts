@@ -4,26 +4,25 @@ import { PluginError } from "../../core/reflection/errors.ts";
 import type { ReflectorPlugin } from "../../core/reflection/host.ts";
 import { testReflectorPlugin } from "../../plugins/conformance.ts";
 import { builtinWasm, loadBuiltin } from "../index.ts";
-import { ctx, pvc, remotePv } from "../samples.ts";
-import { localPv, remotePvc } from "./twin.ts";
+import { ctx, pvc } from "../samples.ts";
+import { remotePvc } from "./twin.ts";
 
 let plugin: ReflectorPlugin;
 let claim: KubeObject;
-let volume: KubeObject;
 beforeAll(async () => {
   plugin = await loadBuiltin("storage");
   const c = await plugin.forward(pvc, null, ctx);
   claim = c.decision === "apply" ? c.object : {};
-  const v = await plugin.backward(remotePv, null, ctx);
-  volume = v.decision === "apply" ? v.object : {};
 });
 afterAll(() => plugin.close());
 
 describe("storage: remote PersistentVolumeClaim", () => {
   test("uses the negotiated storage class", () => expect((claim.spec as any).storageClassName).toBe("remote-ssd"));
   test("drops the local volumeName", () => expect(claim.spec).not.toHaveProperty("volumeName"));
-  test("keeps the requested size", () => expect((claim.spec as any).resources).toEqual({ requests: { storage: "5Gi" } }));
-  test("drops the local selected-node annotation", () => expect(claim.metadata?.annotations).not.toHaveProperty("volume.kubernetes.io/selected-node"));
+  test("keeps the requested size", () =>
+    expect((claim.spec as any).resources).toEqual({ requests: { storage: "5Gi" } }));
+  test("drops the local selected-node annotation", () =>
+    expect(claim.metadata?.annotations).not.toHaveProperty("volume.kubernetes.io/selected-node"));
   test("keeps other annotations", () => expect(claim.metadata?.annotations?.keep).toBe("me"));
   test("matches the twin", () => expect(claim).toEqual((remotePvc(pvc, null, ctx) as any).object));
   test("without a negotiated class, an input error (not quarantine)", async () => {
@@ -34,15 +33,39 @@ describe("storage: remote PersistentVolumeClaim", () => {
   });
 });
 
-describe("storage: local PersistentVolume (backward)", () => {
-  const terms = () => (volume.spec as any).nodeAffinity.required.nodeSelectorTerms;
-  test("is cluster-scoped", () => expect(volume.metadata).not.toHaveProperty("namespace"));
-  test("is pinned to the virtual node's cluster", () => expect(terms()).toEqual([{ matchExpressions: [{ key: "liqo.io/remote-cluster-id", operator: "In", values: [ctx.remoteClusterId] }] }]));
-  test("binds to the local claim", () => expect((volume.spec as any).claimRef).toEqual({ apiVersion: "v1", kind: "PersistentVolumeClaim", namespace: ctx.localNamespace, name: "data" }));
-  test("uses the local liqo storage class", () => expect((volume.spec as any).storageClassName).toBe("liqo"));
-  test("keeps capacity", () => expect((volume.spec as any).capacity).toEqual({ storage: "5Gi" }));
-  test("is owned by the remote cluster", () => expect(volume.metadata?.labels?.["liqo.io/origin-cluster-id"]).toBe(ctx.remoteClusterId));
-  test("matches the twin", () => expect(volume).toEqual((localPv(remotePv, null, ctx) as any).object));
+describe("storage: what stays home", () => {
+  const other = (spec: Record<string, unknown>, annotations: Record<string, string>) =>
+    ({ ...pvc, metadata: { ...pvc.metadata, annotations }, spec: { ...(pvc.spec as object), ...spec } }) as KubeObject;
+  test("a claim of another storage class", async () => {
+    const d = await plugin.forward(other({ storageClassName: "local-path" }, pvc.metadata!.annotations!), null, ctx);
+    expect(d).toMatchObject({ decision: "skip", reason: "not a claim of the virtual storage class" });
+  });
+  test("a claim of the class bound to another node", async () => {
+    const d = await plugin.forward(other({}, { "volume.kubernetes.io/selected-node": "rome-node-1" }), null, ctx);
+    expect(d).toMatchObject({ decision: "skip", reason: "not bound to this virtual node" });
+  });
+  test("a claim not yet placed", async () => {
+    expect((await plugin.forward(other({}, {}), null, ctx)).decision).toBe("skip");
+  });
+  test("a renamed virtual class is honoured", async () => {
+    const d = await plugin.forward(other({ storageClassName: "virtual" }, pvc.metadata!.annotations!), null, {
+      ...ctx,
+      virtualStorageClass: "virtual",
+    });
+    expect(d.decision).toBe("apply");
+  });
+  test("the twin agrees on every case", async () => {
+    for (const [obj, c] of [
+      [other({ storageClassName: "local-path" }, pvc.metadata!.annotations!), ctx],
+      [other({}, {}), ctx],
+    ] as const) {
+      expect((await plugin.forward(obj, null, c)).decision).toBe(remotePvc(obj, null, c).decision);
+    }
+  });
+  test("a local claim deleted deletes the remote one", async () => {
+    const remote = (await plugin.forward(pvc, null, ctx)) as { object: KubeObject };
+    expect((await plugin.forward(null, remote.object, ctx)).decision).toBe("delete");
+  });
 });
 
-await testReflectorPlugin(await builtinWasm("storage"), { samples: [pvc, remotePv], context: ctx });
+await testReflectorPlugin(await builtinWasm("storage"), { samples: [pvc], context: ctx });

@@ -9,7 +9,7 @@ export * from "@liqo-bun/plugin-sdk/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"storage","version":"2.0.0",
     "resources":[
-      {"group":"","version":"v1","kind":"PersistentVolumeClaim","direction":"forward","fields":[]}],
+      {"group":"","version":"v1","kind":"PersistentVolumeClaim","direction":"forward","fields":["/spec/storageClassName"]}],
     "hostFunctions":[]}`;
 
 const SELECTED_NODE = "volume.kubernetes.io/selected-node";
