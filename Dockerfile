@@ -17,6 +17,12 @@ COPY . .
 # (assemblyscript, bun) are only needed for that, so they are pruned before the runtime stage.
 RUN node_modules/.bin/bun reflectors/build.ts && npm prune --omit=dev --no-audit --no-fund
 
+# wireguard-go from its Go module at a pinned version: Debian bookworm's package (0.0.20220316)
+# predates the UDP/TUN segmentation offloads and the larger socket buffers, and overflows its
+# receive buffer under load (5-8x slower on the rig; docs/network-fabric.md, "Throughput").
+FROM golang:1.24-bookworm AS wireguard-go
+RUN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" golang.zx2c4.com/wireguard@v0.0.0-20260522210424-ecfc5a8d5446
+
 # The runtime: the same Bun version as devDependencies.bun.
 FROM oven/bun:1.4.5-debian
 # The gateway and route roles program WireGuard, routes and nftables through the host tools;
@@ -25,6 +31,8 @@ FROM oven/bun:1.4.5-debian
 RUN apt-get update \
  && apt-get install -y --no-install-recommends iproute2 nftables wireguard-tools wireguard-go procps iputils-ping ca-certificates \
  && rm -rf /var/lib/apt/lists/*
+# Ahead of Debian's /usr/bin/wireguard-go on PATH.
+COPY --from=wireguard-go /go/bin/wireguard /usr/local/bin/wireguard-go
 WORKDIR /liqo
 COPY --from=build /liqo /liqo
 # The chart runs non-network roles as uid 1000 with a read-only root file system; in a pod the

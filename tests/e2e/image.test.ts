@@ -83,7 +83,7 @@ describe("the OCI archive", () => {
     expect(index.manifests[0].annotations["io.containerd.image.name"]).toBe(image.ref);
     const docker = JSON.parse(readFileSync(join(layout, "manifest.json"), "utf8"));
     expect(docker[0].RepoTags).toEqual([image.ref]);
-    expect(image.layers.length).toBe(3);
+    expect(image.layers.length).toBe(4);
   });
 
   test("a corrupted blob is found (the check can fail)", () => {
@@ -168,7 +168,7 @@ describe("the unpacked image", () => {
   });
 
   test("the image has the network tools the gateway needs", async () => {
-    for (const tool of ["usr/sbin/nft", "usr/bin/wg", "usr/bin/wireguard-go", "usr/sbin/sysctl", "usr/bin/ping", "bin/ip", "usr/local/bin/bun"]) expect(() => readFileSync(join(rootfs, tool))).not.toThrow();
+    for (const tool of ["usr/sbin/nft", "usr/bin/wg", "usr/bin/wireguard-go", "usr/local/bin/wireguard-go", "usr/sbin/sysctl", "usr/bin/ping", "bin/ip", "usr/local/bin/bun"]) expect(() => readFileSync(join(rootfs, tool))).not.toThrow();
     expect(readFileSync(join(rootfs, "etc/debian_version"), "utf8")).toMatch(/^12\./);
   });
 
