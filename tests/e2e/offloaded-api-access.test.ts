@@ -1,7 +1,13 @@
-// API server support on real nodes: a pod offloaded from rome to milan that calls the Kubernetes API
-// with its ServiceAccount token reaches rome's API server (what operators and sidecars expect), as
-// in Liqo v0.5. The in-cluster quick start (liqo installed with liqoctl on two real-node clusters,
-// peered, liqo-demo offloaded), then a real container in milan runs curl with the mounted token.
+// Offloaded pods on real nodes, beyond the quick start, on one in-cluster quick start (liqo installed
+// with liqoctl on two real-node clusters, peered, liqo-demo offloaded; rome installed with
+// --reflection-policy secrets=opt-in):
+// - API server support: a pod offloaded from rome to milan that calls the Kubernetes API with its
+//   ServiceAccount token reaches rome's API server (what operators and sidecars expect), as in Liqo
+//   v0.5: a real container in milan runs curl with the mounted token;
+// - Events come home (Liqo 1.x): an image pull error and a crash loop in milan show on the local
+//   pods in rome, an Event storm in milan stays bounded, nothing echoes;
+// - reflection policies (Liqo 1.x): set at install, shown by liqoctl status, changed at run time
+//   (applied to what is already reflected), an unknown kind refused.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
@@ -11,6 +17,7 @@ import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/
 import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
+import { liqoctl } from "../quickstart/install.ts";
 import { waitFor } from "../support/wait.ts";
 
 type Pod = KubeObject & { spec?: Record<string, any>; status?: { phase?: string } };
@@ -68,7 +75,7 @@ beforeAll(async () => {
   await reapOrphanRigs(testRigRoot);
   const dir = mkdtempSync(join(testRigRoot, "api-access-"));
   process.on("exit", () => { if (q) killRigNow(q.rig); });
-  q = await runInClusterQuickstart({ dir, owner: process.pid, progress: process.env.RIG_VERBOSE ? (m) => console.error(`[api-access] ${m}`) : undefined });
+  q = await runInClusterQuickstart({ dir, owner: process.pid, romeInstallArgs: ["--reflection-policy=secrets=opt-in"], progress: process.env.RIG_VERBOSE ? (m) => console.error(`[api-access] ${m}`) : undefined });
   console.log(`in-cluster quick start: ${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(0)}s`).join(", ")}`);
   // In rome: a ServiceAccount that may read ConfigMaps of liqo-demo, and one to read.
   await q.rome.create(Resources.serviceAccounts, { metadata: { name: "reader", namespace: NS } } as KubeObject);
@@ -144,4 +151,163 @@ describe("an offloaded pod calls its origin cluster's API server with its Servic
     await waitFor("the token Secret deleted in milan", async () =>
       !(await q.milan.find(Resources.secrets, remoteTokenSecretName("api-client"), remote.metadata.namespace!)), { timeoutMs: 120_000 });
   }, 180_000);
+});
+
+type Ev = KubeObject & {
+  reason?: string; message?: string; type?: string; count?: number;
+  involvedObject: { kind?: string; name?: string; namespace?: string; uid?: string };
+  source?: { component?: string; host?: string };
+};
+const REFLECTED = "liqo.io/managed-by=event-reflection";
+
+/** The provider's copy of a local pod of liqo-demo, in any phase. */
+async function remoteCopy(name: string): Promise<Pod> {
+  return waitFor(`the copy of ${name} in milan`, async () => {
+    const pods = await q.milan.list<Pod>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" });
+    return pods.items.find((x) => x.metadata.name === name);
+  }, { timeoutMs: 180_000 });
+}
+
+/** Events on an object (by uid, as kubectl describe selects them); reflected ones only when asked. */
+async function eventsOf(client: typeof q.rome, ns: string, uid: string, reflected = false): Promise<Ev[]> {
+  return (await client.list<Ev>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.uid=${uid}`, labelSelector: reflected ? REFLECTED : undefined })).items;
+}
+
+function offloadedPod(name: string, container: Record<string, unknown>): KubeObject {
+  return { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: NS }, spec: { ...onVirtualNode, containers: [{ name: "main", imagePullPolicy: "IfNotPresent", ...container }] } } as KubeObject;
+}
+
+/** An Event in milan about a copy, as any controller there would write it. */
+function milanEvent(copy: Pod, name: string, reason: string, component: string): KubeObject {
+  const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  return {
+    apiVersion: "v1", kind: "Event", metadata: { name, namespace: copy.metadata.namespace },
+    involvedObject: { apiVersion: "v1", kind: "Pod", name: copy.metadata.name, namespace: copy.metadata.namespace, uid: copy.metadata.uid },
+    reason, message: `${reason} ${name}`, type: "Warning", count: 1, firstTimestamp: now, lastTimestamp: now, source: { component },
+  } as KubeObject;
+}
+
+describe("Events of offloaded pods come home", () => {
+  test("an image milan cannot pull: the Events on rome's pod, and kubectl describe pod in rome says why it is not running", async () => {
+    await q.rome.create(Resources.pods, offloadedPod("bad-image", { image: "ghcr.io/liqo-bun/no-such-image:0.0.0" }));
+    const local = await q.rome.get(Resources.pods, "bad-image", NS);
+    await remoteCopy("bad-image");
+    let seen: Ev[] = [];
+    const failed = await waitFor("a reflected pull failure on the local pod", async () => {
+      seen = await eventsOf(q.rome, NS, local.metadata.uid!, true);
+      return seen.find((e) => /no-such-image/.test(e.message ?? "") && e.type === "Warning");
+    }, { timeoutMs: 240_000, intervalMs: 1000, describe: () => seen.map((e) => `${e.reason}: ${e.message}`) });
+    expect(failed.involvedObject).toMatchObject({ kind: "Pod", name: "bad-image", namespace: NS, uid: local.metadata.uid });
+    expect(failed.source?.component).toBe("kubelet");
+    expect(failed.source?.host).toEndWith("(milan)");
+    const described = await kubectl("rome", "describe", "pod", "-n", NS, "bad-image");
+    expect(described.code).toBe(0);
+    const eventsSection = described.out.slice(described.out.indexOf("Events:"));
+    expect(eventsSection).toContain("no-such-image");
+    expect(eventsSection).toContain(failed.reason!);
+  }, 360_000);
+
+  test("a crash-looping container: BackOff comes home; one local Event per remote one, its count following the remote's", async () => {
+    await q.rome.create(Resources.pods, offloadedPod("crasher", { image: rigImageRefs.hello, command: ["sh", "-c", "echo bye; exit 1"] }));
+    const local = await q.rome.get(Resources.pods, "crasher", NS);
+    const copy = await remoteCopy("crasher");
+    let state = "";
+    await waitFor("a remote BackOff counted twice or more, and its local copy with the same count", async () => {
+      const remote = (await eventsOf(q.milan, copy.metadata.namespace!, copy.metadata.uid!)).filter((e) => e.reason === "BackOff");
+      const mine = await eventsOf(q.rome, NS, local.metadata.uid!, true);
+      const byRemote = new Map(mine.map((e) => [e.metadata.annotations?.["liqo.io/remote-event"], e]));
+      state = JSON.stringify({ remote: remote.map((e) => [e.metadata.name, e.count]), local: mine.map((e) => [e.reason, e.count]) });
+      return remote.some((r) => (r.count ?? 0) >= 2 && byRemote.get(`${r.metadata.namespace}/${r.metadata.name}`)?.count === r.count);
+    }, { timeoutMs: 300_000, intervalMs: 2000, describe: () => state });
+    // Deduplicated: never two local Events for one remote Event, and none without a remote one.
+    const mine = await eventsOf(q.rome, NS, local.metadata.uid!, true);
+    const origins = mine.map((e) => e.metadata.annotations?.["liqo.io/remote-event"]);
+    expect(new Set(origins).size).toBe(mine.length);
+    const remoteNames = new Set((await eventsOf(q.milan, copy.metadata.namespace!, copy.metadata.uid!)).map((e) => `${e.metadata.namespace}/${e.metadata.name}`));
+    expect(origins.filter((o) => !remoteNames.has(o!))).toEqual([]);
+    const backOff = mine.find((e) => e.reason === "BackOff")!;
+    expect(backOff.message).toContain("restarting failed container");
+  }, 360_000);
+
+  test("an Event storm in milan is bounded in rome; liqo's own Events are not reflected; nothing is written back to milan", async () => {
+    const crasher = await remoteCopy("crasher");
+    const badImage = await remoteCopy("bad-image");
+    const twin = crasher.metadata.namespace!;
+    await q.milan.create(Resources.events, milanEvent(crasher, "crasher.liqo-own", "LiqoOwn", "liqo-shadowpod"));
+    const STORM = 200;
+    for (let i = 0; i < STORM; i += 20) {
+      await Promise.all(Array.from({ length: 20 }, (_, j) => q.milan.create(Resources.events, milanEvent(crasher, `crasher.storm-${i + j}`, "Storm", "storm-maker"))));
+    }
+    // Queued after the whole storm: once it is home, the storm has been handled.
+    await q.milan.create(Resources.events, milanEvent(badImage, "bad-image.after-storm", "AfterStorm", "storm-maker"));
+    const localBad = await q.rome.get(Resources.pods, "bad-image", NS);
+    await waitFor("the Event created after the storm, home", async () =>
+      (await eventsOf(q.rome, NS, localBad.metadata.uid!, true)).some((e) => e.reason === "AfterStorm"), { timeoutMs: 180_000, intervalMs: 1000 });
+    const localCrasher = await q.rome.get(Resources.pods, "crasher", NS);
+    const onCrasher = await eventsOf(q.rome, NS, localCrasher.metadata.uid!, true);
+    const storm = onCrasher.filter((e) => e.reason === "Storm").length;
+    console.log(`event storm: ${STORM} Events on one pod in milan, ${storm} of them reflected to rome (${onCrasher.length} reflected on that pod in all)`);
+    // 25 new Events per object, then one per 30 s: far below the storm.
+    expect(storm).toBeGreaterThan(0);
+    expect(onCrasher.length).toBeLessThanOrEqual(50);
+    expect(onCrasher.filter((e) => e.reason === "LiqoOwn")).toEqual([]);
+    // Nothing echoes: no Event in milan was written by event reflection.
+    expect((await q.milan.list(Resources.events, { namespace: twin, labelSelector: REFLECTED })).items).toEqual([]);
+  }, 300_000);
+});
+
+describe("reflection policies", () => {
+  const policyCm = "liqo-reflection-policy";
+  let twin = "";
+  const inMilan = async (res: typeof Resources.secrets, name: string) => {
+    twin ||= (await remoteCopy("crasher")).metadata.namespace!;
+    return !!(await q.milan.find(res, name, twin));
+  };
+  const liqoctlStatus = async () => {
+    const proc = Bun.spawn([...liqoctl, "status", `--kubeconfig=${q.kubeconfig("rome")}`], { stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    return { out, err, code: await proc.exited };
+  };
+
+  test("set at install (--reflection-policy secrets=opt-in) and shown by liqoctl status: only the Secret that opts in reaches milan", async () => {
+    const status = await liqoctlStatus();
+    expect(status.code).toBe(0);
+    expect(status.out).toMatch(/Reflection policy:\n {2}configmaps\s+all\n {2}secrets\s+opt-in\n/);
+    await q.rome.create(Resources.secrets, { metadata: { name: "plain", namespace: NS }, stringData: { k: "v" } } as KubeObject);
+    await q.rome.create(Resources.secrets, { metadata: { name: "opted", namespace: NS, annotations: { "liqo.io/allow-reflection": "true" } }, stringData: { k: "v" } } as KubeObject);
+    await waitFor("the Secret that opted in, in milan", () => inMilan(Resources.secrets, "opted"), { timeoutMs: 120_000 });
+    expect(await inMilan(Resources.secrets, "plain")).toBe(false);
+  }, 180_000);
+
+  test("a change applies to what is already reflected: configmaps=opt-in removes the copies that did not opt in; opting in brings one back", async () => {
+    await q.rome.create(Resources.configMaps, { metadata: { name: "settings", namespace: NS }, data: { a: "1" } } as KubeObject);
+    await waitFor("settings reflected to milan (configmaps: all)", () => inMilan(Resources.configMaps, "settings"), { timeoutMs: 120_000 });
+    await q.rome.mergePatch(Resources.configMaps, policyCm, "liqo", { data: { configmaps: "opt-in" } });
+    await waitFor("settings removed from milan", async () => !(await inMilan(Resources.configMaps, "settings")), { timeoutMs: 120_000 });
+    expect((await liqoctlStatus()).out).toMatch(/ {2}configmaps\s+opt-in\n/);
+    await q.rome.mergePatch(Resources.configMaps, "settings", NS, { metadata: { annotations: { "liqo.io/allow-reflection": "true" } } });
+    await waitFor("settings back in milan once it opts in", () => inMilan(Resources.configMaps, "settings"), { timeoutMs: 120_000 });
+  }, 300_000);
+
+  test("a policy naming an unknown kind is refused: by liqoctl install before touching the cluster; in the ConfigMap with a Warning Event, the policy in force kept", async () => {
+    const install = Bun.spawn([...liqoctl, "install", "generic", `--kubeconfig=${q.kubeconfig("rome")}`, "--reflection-policy=deployments=none"], { stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(install.stdout).text(), new Response(install.stderr).text()]);
+    expect(out + err).toContain('--reflection-policy deployments=none: unknown kind "deployments"; reflection policies exist for configmaps, secrets, services, endpointslices, ingresses, events');
+    expect(await install.exited).not.toBe(0);
+
+    await q.rome.mergePatch(Resources.configMaps, policyCm, "liqo", { data: { deployments: "none", configmaps: "all" } });
+    const cm = await q.rome.get(Resources.configMaps, policyCm, "liqo");
+    const warning = await waitFor("the InvalidReflectionPolicy Event on the ConfigMap", async () =>
+      (await eventsOf(q.rome, "liqo", cm.metadata.uid!)).find((e) => e.reason === "InvalidReflectionPolicy"), { timeoutMs: 60_000 });
+    expect(warning.message).toContain('unknown kind "deployments"');
+    expect((await liqoctlStatus()).out).toContain("Reflection policy: refused");
+    // configmaps stays opt-in, as before the refused change.
+    await q.rome.create(Resources.configMaps, { metadata: { name: "fresh", namespace: NS }, data: { a: "1" } } as KubeObject);
+    await q.rome.create(Resources.configMaps, { metadata: { name: "fresh-opted", namespace: NS, annotations: { "liqo.io/allow-reflection": "true" } }, data: { a: "1" } } as KubeObject);
+    await waitFor("fresh-opted in milan", () => inMilan(Resources.configMaps, "fresh-opted"), { timeoutMs: 120_000 });
+    expect(await inMilan(Resources.configMaps, "fresh")).toBe(false);
+    // Fixed: the policy it names is in force (configmaps: all brings fresh).
+    await q.rome.mergePatch(Resources.configMaps, policyCm, "liqo", { data: { deployments: null } });
+    await waitFor("fresh in milan once the ConfigMap is fixed", () => inMilan(Resources.configMaps, "fresh"), { timeoutMs: 120_000 });
+  }, 300_000);
 });

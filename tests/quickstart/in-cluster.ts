@@ -24,6 +24,8 @@ export interface InClusterOptions {
   ha?: boolean;
   /** liqoctl install --sharing-percentage (default 30, Liqo's): how much of milan rome's virtual node offers. */
   sharingPercentage?: number;
+  /** More liqoctl install flags for rome (e.g. --reflection-policy=...). */
+  romeInstallArgs?: string[];
   progress?: (message: string) => void;
 }
 
@@ -38,13 +40,13 @@ export interface InClusterQuickstart {
 }
 
 /** `liqoctl install generic` as a user runs it on a cluster whose API server is on the rig bridge. */
-export async function installInCluster(rig: Rig, c: RigCluster, labels: string, o: { ha?: boolean; sharingPercentage?: number } = {}): Promise<void> {
+export async function installInCluster(rig: Rig, c: RigCluster, labels: string, o: { ha?: boolean; sharingPercentage?: number; extraArgs?: string[] } = {}): Promise<void> {
   const apiServer = `https://${rig.network!.gateway}:${c.ports.apiserver}`;
   await run([...liqoctl, "install", "generic", `--kubeconfig=${c.kubeconfig}`, `--cluster-name=${c.name}`, `--cluster-labels=${labels}`,
     `--api-server-url=${apiServer}`, `--pod-cidr=${c.podCIDR}`, `--service-cidr=${c.serviceCIDR}`,
     // The nodes' own network must never be handed out to remap a peer's pods.
     `--reserved-subnets=${rig.network!.prefix}.0/24`, "--timeout=10m", ...(o.ha ? ["--enable-ha"] : []),
-    ...(o.sharingPercentage === undefined ? [] : [`--sharing-percentage=${o.sharingPercentage}`])], `liqoctl install generic (${c.name})`);
+    ...(o.sharingPercentage === undefined ? [] : [`--sharing-percentage=${o.sharingPercentage}`]), ...(o.extraArgs ?? [])], `liqoctl install generic (${c.name})`);
 }
 
 export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<InClusterQuickstart> {
@@ -63,7 +65,7 @@ export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<
   const kubeconfig = (c: string) => join(rig.kubeconfigDir, `${c}.kubeconfig`);
 
   say("installing liqo in-cluster on both with liqoctl install generic (Helm: every role a pod of ghcr.io/liqo-bun/liqo)");
-  await Promise.all([installInCluster(rig, romeC, "topology.liqo.io/region=center", o), installInCluster(rig, milanC, "topology.liqo.io/region=north", o)]);
+  await Promise.all([installInCluster(rig, romeC, "topology.liqo.io/region=center", { ...o, extraArgs: o.romeInstallArgs }), installInCluster(rig, milanC, "topology.liqo.io/region=north", o)]);
   lap("install");
 
   say("peering: liqoctl generate peer-command on milan, the printed command run on rome (networking on, as in Liqo)");
