@@ -6,20 +6,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
+import { pluginCli, run } from "../../tests/support/plugin-project.ts";
 
 const repo = resolve(import.meta.dir, "../..");
-// `bun` on PATH, as an author has it (npm installs this checkout's as node_modules/.bin/bun).
-const env = { ...process.env, PATH: `${join(repo, "node_modules/.bin")}:${process.env.PATH}`, NO_COLOR: "1" };
 let tmp: string;
 let project: string;
-
-async function run(cwd: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const proc = Bun.spawn(argv, { cwd, env, stdout: "pipe", stderr: "pipe" });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { code: await proc.exited, out, err };
-}
-const liqoctl = (cwd: string, ...args: string[]) =>
-  run(cwd, process.execPath, join(repo, "cli/main.ts"), "plugin", ...args);
+const liqoctl = pluginCli;
 
 /** Runs fn with the entry file changed by edit, then puts the original back. */
 async function withEntry<T>(edit: (src: string) => string, fn: () => Promise<T>): Promise<T> {

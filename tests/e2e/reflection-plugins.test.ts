@@ -4,8 +4,11 @@
 // (visible in liqoctl status and plugin list); removing it stops it, revokes the rights and leaves
 // no copy in milan. Wrong input (not wasm, too big, forbidden kinds, an unknown name) is refused
 // with the fix and loses nothing. Addresses in the policies go through the fabric's translation.
+// A plugin scaffolded outside the repository (liqoctl plugin init, bun install, liqoctl plugin build)
+// reflects PodDisruptionBudgets in the same peering.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ResourceRequestResource, type ResourceRequest } from "../../core/apis/index.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
@@ -19,6 +22,7 @@ import { MAX_PLUGIN_BYTES, PLUGIN_LABEL, pluginConfigMapName } from "../../core/
 import { translateWith, type TranslationSources } from "../../netfabric/manager/translation-watch.ts";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
+import { pluginCli, scaffoldPluginProject } from "../support/plugin-project.ts";
 import { waitFor } from "../support/wait.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
 
@@ -188,6 +192,39 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     expect(again.err).toContain("no reflector plugin named networkpolicies is installed in namespace liqo (installed: none); see liqoctl plugin list");
     expect(again.code).toBe(1);
   }, 120_000);
+});
+
+describe("a plugin written outside the repository (liqoctl plugin init), in the same peering", () => {
+  const PDBs: ResourceRef = { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true };
+  test("scaffolded, built and installed on rome: milan gets the PodDisruptionBudgets, and loses them when it is removed", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "liqo-pdb-plugin-"));
+    try {
+      const dir = await scaffoldPluginProject(parent, "pdbs", "policy/v1/PodDisruptionBudget");
+      const built = await pluginCli(dir, "build");
+      expect(built.out).toContain("built build/pdbs.wasm");
+      expect(built.code).toBe(0);
+      await rome.client.create(PDBs, {
+        apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "web", namespace: NS },
+        spec: { minAvailable: 1, selector: { matchLabels: { app: "web" } } },
+      } as KubeObject);
+      const r = await liqoctl(rome, "plugin", "install", join(dir, "build/pdbs.wasm"));
+      expect(r.out).toContain("plugin pdbs installed: pdbs 0.1.0, reflects PodDisruptionBudget.policy/v1 (forward)");
+      expect(r.code).toBe(0);
+
+      const copy = (await waitFor("the PodDisruptionBudget reflected into milan", () => milan.client.find(PDBs, "web", NS), { timeoutMs: 90_000 })) as any;
+      expect(copy.metadata.labels).toEqual({ "liqo.io/managed-by": "reflection", "liqo.io/origin-cluster-id": rome.identity.clusterId, "pdbs.liqo.io/reflected": "true" });
+      expect(copy.spec.minAvailable).toBe(1);
+      expect(copy.spec.selector).toEqual({ matchLabels: { app: "web" } });
+      await rome.client.mergePatch(PDBs, "web", NS, { spec: { minAvailable: 2 } });
+      await waitFor("the update reflected", async () => ((await milan.client.find(PDBs, "web", NS)) as any)?.spec?.minAvailable === 2);
+
+      expect((await liqoctl(rome, "plugin", "remove", "pdbs")).code).toBe(0);
+      await waitFor("the copy gone from milan", async () => !(await milan.client.find(PDBs, "web", NS)), { timeoutMs: 60_000 });
+      expect(await rome.client.find(PDBs, "web", NS)).toBeTruthy();
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  }, 240_000);
 });
 
 describe("CIDR translation on overlapping pod CIDRs", () => {
