@@ -72,7 +72,7 @@ export function dockerfileRuntime(text = readFileSync(join(root, "Dockerfile"), 
 }
 
 /** wireguard-go built from its module (static, stripped), once per version. */
-async function wireguardGoBinary(cache: string, module: string, say: (m: string) => void): Promise<string> {
+export async function wireguardGoBinary(cache: string, module: string, say: (m: string) => void): Promise<string> {
   const dir = join(cache, `wireguard-go-${module.split("@")[1]}`);
   const bin = join(dir, "wireguard");
   if (existsSync(bin)) return bin;

@@ -2,32 +2,27 @@
 // start (two real-node clusters, liqo in-cluster, peered with networking):
 //   1. TCP throughput and RTT: rome pod → milan pod through liqo's fabric, against rome pod → rome
 //      pod on another node, and against a wireguard-go tunnel made by hand between the same two
-//      node namespaces (the fabric's floor: the same userspace WireGuard, no liqo in the path).
+//      node namespaces (the fabric's floor: the same wireguard-go build as the gateways, no liqo in the path).
 //   2. Pod start latency with real containers, offloaded (virtual node) vs local: p50/p99 over N pods.
 //   3. liqoctl install → all liqo pods Ready (from the quick start), and the memory of every liqo pod
 //      idle and with M offloaded pods running.
 // BENCH_PODS (default 50) and BENCH_OFFLOADED (default 100) scale 2 and 3.
-import { mkdtempSync, mkdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, mkdirSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
+import { dockerfileRuntime, wireguardGoBinary } from "../../scripts/build-image.ts";
 import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
-import type { RealNodeState } from "../rig/nodes.ts";
 import { podMemory } from "../rig/pod-memory.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
+import { handMadeTunnel } from "./hand-made-tunnel.ts";
 import { percentile } from "./stats.ts";
 
 const podsPerSide = Number(process.env.BENCH_PODS ?? 50);
 const offloadedPods = Number(process.env.BENCH_OFFLOADED ?? 100);
 type PodObject = KubeObject & { status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string; lastTransitionTime?: string }[] } };
-
-function sh(cmd: string[]): { out: string; code: number } {
-  const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
-  return { out: r.stdout.toString() + r.stderr.toString(), code: r.exitCode };
-}
 
 async function kubectl(q: InClusterQuickstart, cluster: string, ...args: string[]): Promise<string> {
   const p = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
@@ -57,42 +52,6 @@ async function measure(q: InClusterQuickstart, target: string): Promise<{ gbps: 
   const j = JSON.parse(await kubectl(q, "rome", "exec", "-n", "liqo-demo", "bench-client", "--", "iperf3", "-c", target, "-t", "10", "-J"));
   const ping = await kubectl(q, "rome", "exec", "-n", "liqo-demo", "bench-client", "--", "ping", "-c", "20", "-i", "0.2", "-q", target);
   return { gbps: j.end.sum_received.bits_per_second / 1e9, rttMs: Number(/= [\d.]+\/([\d.]+)\//.exec(ping)?.[1] ?? Number.NaN) };
-}
-
-/** wireguard-go between two node namespaces, as the fabric's gateways run it but with no liqo. */
-async function handMadeTunnel(a: RealNodeState, b: RealNodeState): Promise<{ gbps: number; rttMs: number }> {
-  const ka = generateKeyPair();
-  const kb = generateKeyPair();
-  const keyFile = (dir: string, key: string) => { const f = join(dir, "key"); writeFileSync(f, key, { mode: 0o600 }); return f; };
-  // Distinct names: wireguard-go's UAPI sockets share the host's /var/run/wireguard.
-  const ends = [{ n: a, k: ka, peer: kb, peerNode: b, addr: "192.168.251.1", dev: "bench0.wg" }, { n: b, k: kb, peer: ka, peerNode: a, addr: "192.168.251.2", dev: "bench1.wg" }];
-  const procs: { kill(): void }[] = [];
-  try {
-    for (const e of ends) {
-      const { dev } = e;
-      const ns = ["nsenter", `--net=/var/run/netns/${e.n.netns}`, "--"];
-      sh([...ns, "ip", "link", "del", dev]);
-      procs.push(Bun.spawn([...ns, "wireguard-go", "-f", dev], { stdout: "ignore", stderr: "ignore", env: { ...process.env, WG_PROCESS_FOREGROUND: "1" } }));
-      await waitFor(`${dev} in ${e.n.netns}`, () => sh([...ns, "ip", "link", "show", dev]).code === 0, { timeoutMs: 10_000 });
-      const dir = mkdtempSync(join(tmpdir(), "bench-wg-"));
-      const set = sh([...ns, "wg", "set", dev, "listen-port", "51999", "private-key", keyFile(dir, e.k.privateKey),
-        "peer", e.peer.publicKey, "endpoint", `${e.peerNode.ip}:51999`, "allowed-ips", "192.168.251.0/24"]);
-      if (set.code !== 0) throw new Error(`wg set in ${e.n.netns}: ${set.out}`);
-      sh([...ns, "ip", "addr", "add", `${e.addr}/24`, "dev", dev]);
-      sh([...ns, "ip", "link", "set", dev, "mtu", "1440", "up"]);
-    }
-    const nsA = ["nsenter", `--net=/var/run/netns/${a.netns}`, "--"];
-    const nsB = ["nsenter", `--net=/var/run/netns/${b.netns}`, "--"];
-    const server = Bun.spawn([...nsB, "iperf3", "-s", "-1", "-B", "192.168.251.2"], { stdout: "ignore", stderr: "ignore" });
-    procs.push(server);
-    await waitFor("iperf3 on the hand-made tunnel", () => sh([...nsA, "ping", "-c", "1", "-W", "1", "192.168.251.2"]).code === 0, { timeoutMs: 20_000 });
-    const j = JSON.parse(sh([...nsA, "iperf3", "-c", "192.168.251.2", "-t", "10", "-J"]).out);
-    const ping = sh([...nsA, "ping", "-c", "20", "-i", "0.2", "-q", "192.168.251.2"]).out;
-    return { gbps: j.end.sum_received.bits_per_second / 1e9, rttMs: Number(/= [\d.]+\/([\d.]+)\//.exec(ping)?.[1] ?? Number.NaN) };
-  } finally {
-    for (const p of procs) p.kill();
-    for (const e of ends) sh(["nsenter", `--net=/var/run/netns/${e.n.netns}`, "--", "ip", "link", "del", e.dev]);
-  }
 }
 
 /** Seconds from creation to the Ready condition, as the API server recorded them. */
@@ -144,7 +103,9 @@ try {
   const remoteServer = await running(q, "bench-remote-server");
   const sameCluster = await measure(q, localServer.status!.podIP!);
   const fabric = await measure(q, remoteServer.status!.podIP!);
-  const byHand = await handMadeTunnel(rome[0]!, milan[0]!);
+  // The same wireguard-go build as the gateways (the image's, from its Go module).
+  const wireguardGo = await wireguardGoBinary(join(homedir(), ".cache/liqo-bun/image"), dockerfileRuntime().wireguardGo, (m) => console.error(`[bench] ${m}`));
+  const byHand = await handMadeTunnel({ netns: rome[0]!.netns, ip: rome[0]!.ip }, { netns: milan[0]!.netns, ip: milan[0]!.ip }, wireguardGo);
   console.log("TCP throughput (iperf3 10 s) and RTT (ping, 20 probes):");
   console.log(`  rome pod → rome pod, other node        ${sameCluster.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${sameCluster.rttMs.toFixed(3)} ms`);
   console.log(`  rome pod → milan pod, liqo's fabric     ${fabric.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${fabric.rttMs.toFixed(3)} ms`);
