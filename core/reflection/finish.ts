@@ -77,19 +77,14 @@ export interface Plan {
   statusEdits: boolean;
 }
 
-const plans = new WeakMap<object, Plan>();
 const errorPlan = (code: "invalid-output" | "invalid-input", message: string): Plan =>
   ({ error: { code, message }, decision: "skip", reason: "", object: undefined, edits: noEdits, applyError: null, identity: false, statusEdits: false });
 
-/** The plan of a parsed answer; parsed answers never change, so an object's plan is made once. */
+/** The plan of a parsed answer. */
 export function planOf(parsed: unknown): Plan {
   const raw = parsed as Record<string, unknown>;
   if (raw === null || typeof raw !== "object") return errorPlan("invalid-output", "answered a JSON value that is not an object");
-  let plan = plans.get(raw);
-  if (plan !== undefined) return plan;
-  plan = makePlan(raw);
-  plans.set(raw, plan);
-  return plan;
+  return makePlan(raw);
 }
 
 /** The plan of an answer text (invalid JSON is a plan too: the plugin's error, for every call that gets it). */
@@ -132,7 +127,7 @@ export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
 }
 
 /** A planned answer to this call's Decision: the checks that read the call's objects, the base copy, the edits. */
-export function finishPlan(plan: Plan, f: CallFacts, jit = true): Decision {
+export function finishPlan(plan: Plan, f: CallFacts): Decision {
   if (plan.error !== null) throw failure(f, plan.error.code, plan.error.message);
   const decision = plan.decision;
   const reason = plan.reason;
@@ -152,9 +147,9 @@ export function finishPlan(plan: Plan, f: CallFacts, jit = true): Decision {
   const slim = statusOnly && plan.statusEdits && plan.object === undefined;
   let object: KubeObject;
   try {
-    object = slim ? applyEdits(statusBase(f.source, namespaced ? targetNs : undefined), plan.edits, jit) : plan.object !== undefined
+    object = slim ? applyEdits(statusBase(f.source, namespaced ? targetNs : undefined), plan.edits) : plan.object !== undefined
       ? normalizeObject(plan.object, namespaced ? targetNs : undefined, origin)
-      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), plan.edits, jit);
+      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), plan.edits);
   } catch (err) {
     if (err instanceof EditShapeError) throw failure(f, "invalid-input", `the object's shape does not fit the answer: ${err.message}`);
     throw failure(f, "invalid-output", (err as Error).message);

@@ -3,7 +3,6 @@
 // are never mutated, and untouched subtrees are shared instead of deep-copied), and the
 // projection of the fields a plugin declared it reads.
 import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION, type Edit, type KubeObject, type ReflectionContext } from "./abi.ts";
-import { generate, type JitEdits, type JitHelpers } from "./edits-jit.ts";
 
 type Json = Record<string, unknown>;
 
@@ -32,16 +31,10 @@ export function baseLocal(remote: KubeObject, ctx: ReflectionContext, namespaced
   return baseCopy(remote, namespaced ? ctx.localNamespace : undefined, ctx.remoteClusterId, true);
 }
 
-const pointerCache = new Map<string, string[]>();
-
 /** Splits an RFC 6901 pointer ("/metadata/labels/liqo.io~1x") into unescaped segments. */
 export function parsePointer(pointer: string): string[] {
-  let segs = pointerCache.get(pointer);
-  if (segs) return segs;
   if (!pointer.startsWith("/")) throw new Error(`"${pointer}" is not a JSON pointer: it must start with "/"`);
-  segs = pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
-  if (pointerCache.size < 10_000) pointerCache.set(pointer, segs);
-  return segs;
+  return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
 }
 
 export function getPointer(obj: unknown, pointer: string): unknown {
@@ -51,23 +44,6 @@ export function getPointer(obj: unknown, pointer: string): unknown {
     cur = (cur as Json)[seg];
   }
   return cur;
-}
-
-/** Containers already copied for one answer: usually a handful, where an array beats a Set; a Set past 16. */
-class Fresh {
-  private set: Set<object> | null = null;
-  constructor(private list: object[]) {}
-  has(o: object): boolean {
-    if (this.set !== null) return this.set.has(o);
-    const l = this.list;
-    for (let i = 0; i < l.length; i++) if (l[i] === o) return true;
-    return false;
-  }
-  add(o: object): void {
-    if (this.set !== null) { this.set.add(o); return; }
-    this.list.push(o);
-    if (this.list.length > 16) this.set = new Set(this.list);
-  }
 }
 
 function copyOf(x: object): object {
@@ -93,20 +69,9 @@ export interface Step {
   keys: string[];
 }
 
-// Edit lists are compiled once per list: the host answers many calls with the same parsed
-// answer (equal answer texts are parsed once, and the decision memo hands out stored ones),
-// so pointers are split and removals grouped once, not per call. Lists must not change after
-// they are applied; parsed answers never do.
-const compiled = new WeakMap<readonly Edit[], Step[]>();
-
-let lastEdits: readonly Edit[] | null = null;
-let lastSteps: Step[] = [];
-
+/** An edit list as steps: pointers split, consecutive removals under one parent grouped. */
 export function compile(edits: readonly Edit[]): Step[] {
-  if (edits === lastEdits) return lastSteps; // runs of one kind share one parsed answer
-  let steps = compiled.get(edits);
-  if (steps !== undefined) { lastEdits = edits; lastSteps = steps; return steps; }
-  steps = [];
+  const steps: Step[] = [];
   let prev: Step | null = null;
   let prevParent = "";
   for (const edit of edits) {
@@ -127,9 +92,6 @@ export function compile(edits: readonly Edit[]): Step[] {
     prevParent = parentPath;
     steps.push(prev);
   }
-  compiled.set(edits, steps);
-  lastEdits = edits;
-  lastSteps = steps;
   return steps;
 }
 
@@ -154,18 +116,15 @@ function removalIndex(last: string): number {
 /**
  * Applies edits in order to `base`, a base copy: its root, metadata, labels and annotations are
  * its own, everything under them is shared with the cached object. Containers along each path
- * are copied once (tracked in `fresh`, or while generated code is written: edits-jit.ts), so the
- * caller's source objects stay untouched. Removing an absent path is a no-op;
- * setting under a missing parent creates it. Throws on a malformed edit. Returns the result,
- * which is `base` itself unless a top-level member was removed.
+ * are copied once (tracked in `fresh`), so the caller's source objects stay untouched. Removing
+ * an absent path is a no-op; setting under a missing parent creates it. Throws on a malformed
+ * edit. Returns the result, which is `base` itself unless a top-level member was removed.
  */
-export function applyEdits(base: KubeObject, edits: readonly Edit[], jit = true): KubeObject {
+export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject {
   if (edits.length === 0) return base;
   const steps = compile(edits);
-  const fast = jit ? jitFor(steps) : null;
-  if (fast !== null) return fast(base as Json) as KubeObject;
   const m = base.metadata ?? {};
-  const fresh = new Fresh([base, m, m.labels ?? m, m.annotations ?? m]);
+  const fresh = new Set<object>([base, m, m.labels ?? m, m.annotations ?? m]);
   let root = base as Json;
   for (let e = 0; e < steps.length; e++) {
     const step = steps[e]!;
@@ -220,23 +179,6 @@ function arrayTail(cur: unknown[], step: Step): void {
   if (step.more) for (const r of step.more) { const i = removalIndex(r.last); if (i >= 0 && i < cur.length) cur.splice(i, 1); }
 }
 
-/** Uses of a compiled list before it is generated as code (a one-off answer is not worth it). */
-const JIT_AFTER = 4;
-const jitted = new WeakMap<Step[], { uses: number; fn: JitEdits | null }>();
-/** What generated edit code calls (edits-jit.ts, finish-jit.ts). */
-export const editHelpers: JitHelpers = { arrayTail };
-
-let lastJit: { steps: Step[] | null; fn: JitEdits | null } = { steps: null, fn: null };
-
-function jitFor(steps: Step[]): JitEdits | null {
-  if (steps === lastJit.steps) return lastJit.fn;
-  let j = jitted.get(steps);
-  if (j === undefined) jitted.set(steps, (j = { uses: 0, fn: null }));
-  if (j.fn === null && ++j.uses >= JIT_AFTER) j.fn = generate(steps, editHelpers);
-  if (j.fn !== null) lastJit = { steps, fn: j.fn };
-  return j.fn;
-}
-
 /** Metadata every plugin always receives, so guards (ownership, skip annotation) need no declaration. */
 function baseProjection(obj: KubeObject): Json {
   const m = obj.metadata ?? {};
@@ -248,8 +190,8 @@ export function project(obj: KubeObject | null, fields: readonly string[] | unde
   if (obj === null || fields === undefined) return obj;
   const out = baseProjection(obj);
   if (fields.length === 0) return out;
-  // Containers this projection made (so writable): a handful, an array beats a Set.
-  const made: unknown[] = [out, out.metadata];
+  // Containers this projection made (so writable).
+  const made = new Set<unknown>([out, out.metadata]);
   for (let f = 0; f < fields.length; f++) {
     const segs = parsePointer(fields[f]!);
     let value: unknown = obj;
@@ -262,10 +204,10 @@ export function project(obj: KubeObject | null, fields: readonly string[] | unde
       const seg = segs[i]!;
       let next = cur[seg];
       // Never write into a subtree shared with the source object: copy it first.
-      if (!made.includes(next)) {
+      if (!made.has(next)) {
         next = next !== null && typeof next === "object" && !Array.isArray(next) ? { ...(next as Json) } : {};
         cur[seg] = next;
-        made.push(next);
+        made.add(next);
       }
       cur = next as Json;
     }

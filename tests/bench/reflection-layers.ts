@@ -1,22 +1,27 @@
-// What each optional layer of the plugin host's hot path (core/reflection/host.ts HotPathLayers)
-// buys a user, measured against the rig's real API servers: the engine reflects a namespace of
-// ConfigMaps and Services (with the EndpointSlices rome's controller makes) from rome to milan,
-// once per configuration: every layer on, every layer off (the plain path), and each layer off
-// alone. Per phase: objects reflected per second, CPU per reflected object (the whole process:
-// the engine and the watches counting arrivals), mean plugin call as the engine times it, and the
-// JS heap the phase left behind. The configurations run in a rotated order in every repetition,
-// so the machine's drifting load falls on all of them; ratios are to "all on" of the same
-// repetition, and the spread of "all on" against itself is the noise. Prints, asserts nothing.
+// What the plugin host's one optional layer, the decision memo (core/reflection/memo.ts), buys a
+// user, measured against the rig's real API servers: the engine reflects a namespace of ConfigMaps
+// and Services (with the EndpointSlices rome's controller makes) from rome to milan, once per
+// configuration: built-ins (main thread, live wire) and the same plugins loaded as drop-ins (a
+// worker, JSON wire), each with the memo on and off. Per phase: objects reflected per second, CPU
+// per reflected object (the whole process: the engine and the watches counting arrivals), mean
+// plugin call as the engine times it, and the JS heap the phase left behind. The configurations
+// run in a rotated order in every repetition, so the machine's drifting load falls on all of
+// them; ratios are to "builtin" of the same repetition, and the spread of "builtin" against
+// itself is the noise. Prints, asserts nothing.
+//
+// Until the hot path was cut down to this (issue 22), the same bench switched six more layers
+// (generated replays, view trees, generated finishers, generated edit lists, a last-answer
+// shortcut, answer caches): docs/reflection.md has that run's numbers.
 //
 // Usage: bun tests/bench/reflection-layers.ts   (BENCH_REPS, default 3; BENCH_SCALE, default 1:
-// 500 ConfigMaps and 100 Services per phase; BENCH_WORKERS, default 16; BENCH_ONLY=all-on,plain)
+// 500 ConfigMaps and 100 Services per phase; BENCH_WORKERS, default 16; BENCH_ONLY=builtin,dropin;
+// BENCH_CALL_RUNS, runs of 32 calls per configuration in the per-call table, default 600)
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { type KubeObject, type ResourceRef, Resources } from "../../core/kube/resources.ts";
-import { createReflectionEngine } from "../../core/reflection/engine/engine.ts";
-import type { HotPathLayers } from "../../core/reflection/host.ts";
 import type { KubeObject as PluginObject, ReflectionContext } from "../../core/reflection/abi.ts";
-import { type ReflectorPlugin, allLayers as layersOn } from "../../core/reflection/host.ts";
+import { createReflectionEngine } from "../../core/reflection/engine/engine.ts";
+import type { ReflectorPlugin, Trust } from "../../core/reflection/host.ts";
 import { type BuiltinName, builtinWasm, loadBuiltin } from "../../reflectors/index.ts";
 import * as fixtures from "../../reflectors/samples.ts";
 import { startTestRig } from "../rig/testing.ts";
@@ -29,13 +34,18 @@ const workers = Math.max(1, Number(process.env.BENCH_WORKERS ?? 16));
 const configMaps = Math.round(500 * scale);
 const services = Math.round(100 * scale);
 
-const on = layersOn(true);
-const off = layersOn(false);
-const configs: Array<{ name: string; layers: HotPathLayers }> = [
-  { name: "all-on", layers: on },
-  { name: "plain", layers: off },
-  ...(Object.keys(on) as Array<keyof HotPathLayers>).map((k) => ({ name: `no-${k}`, layers: { ...on, [k]: false } })),
+interface Config {
+  name: string;
+  trust: Trust;
+  memoEntries: number | undefined;
+}
+const configs: Config[] = [
+  { name: "builtin", trust: "builtin" as const, memoEntries: undefined },
+  { name: "builtin-no-memo", trust: "builtin" as const, memoEntries: 0 },
+  { name: "dropin", trust: "dropin" as const, memoEntries: undefined },
+  { name: "dropin-no-memo", trust: "dropin" as const, memoEntries: 0 },
 ].filter((c) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(",").includes(c.name));
+const BASE = "builtin";
 
 const rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });
 const local = rig.client("rome");
@@ -145,7 +155,7 @@ const wasm = {
   endpointslices: await builtinWasm("endpointslices"),
 };
 
-async function phase(rep: number, config: { name: string; layers: HotPathLayers }): Promise<void> {
+async function phase(rep: number, config: Config): Promise<void> {
   const ns = `layers-${rep < 0 ? "warmup" : rep}-${config.name.toLowerCase()}`;
   await local.create(Resources.namespaces, { metadata: { name: ns } });
   await remote.create(Resources.namespaces, { metadata: { name: `${ns}-rome` } });
@@ -167,9 +177,10 @@ async function phase(rep: number, config: { name: string; layers: HotPathLayers 
     localClusterId: "rome-id",
     remoteClusterId: "milan-id",
     workers,
-    hotPath: config.layers,
+    memoEntries: config.memoEntries,
   });
-  for (const [name, bytes] of Object.entries(wasm)) await engine.addPlugin(bytes, { trust: "builtin", source: name });
+  for (const [name, bytes] of Object.entries(wasm))
+    await engine.addPlugin(bytes, { trust: config.trust, source: name });
   await settled();
   Bun.gc(true);
   const heap0 = process.memoryUsage().heapUsed;
@@ -242,39 +253,43 @@ async function perCall(): Promise<void> {
   ];
   const RUN = 32;
   const runs = Math.max(50, Number(process.env.BENCH_CALL_RUNS ?? 600));
-  heading(`one plugin call, µs (p50 of runs of ${RUN} calls; new object versions; JSON body included)`);
-  console.log(`  ${"case".padEnd(24)} ${configs.map((c) => c.name.padStart(13)).join(" ")}`);
-  for (const c of cases) {
-    const loaded: ReflectorPlugin[] = [];
-    for (const cfg of configs) loaded.push(await loadBuiltin(c.plugin, { lookup, hotPath: cfg.layers }));
-    let n = 0;
-    const next = (): PluginObject => {
-      n++;
-      const m = c.source.metadata ?? {};
-      return {
-        ...c.source,
-        metadata: { ...m, resourceVersion: `b-${n}`, annotations: { ...m.annotations, "bench/rev": String(n) } },
+  heading(
+    `one plugin call, µs (p50 of runs of ${RUN} calls; JSON body included). changed: each call a new version with an annotation changed (what the engine mostly gets); same: only the resourceVersion changed`,
+  );
+  // Built-ins only: a drop-in's call is a worker round trip, measured by the phases above.
+  const called = configs.filter((cfg) => cfg.trust === "builtin");
+  console.log(`  ${"case".padEnd(34)} ${called.map((c) => c.name.padStart(16)).join(" ")}`);
+  for (const c of cases)
+    for (const changed of [true, false]) {
+      const loaded: ReflectorPlugin[] = [];
+      for (const cfg of called) loaded.push(await loadBuiltin(c.plugin, { lookup, memoEntries: cfg.memoEntries }));
+      let n = 0;
+      const next = (): PluginObject => {
+        n++;
+        const m = c.source.metadata ?? {};
+        const annotations = changed ? { ...m.annotations, "bench/rev": String(n) } : m.annotations;
+        return { ...c.source, metadata: { ...m, resourceVersion: `b-${n}`, annotations } };
       };
-    };
-    const times: number[][] = configs.map(() => []);
-    const objs: PluginObject[] = new Array(RUN);
-    for (let r = -runs; r < runs; r++) {
-      // The first half warms every configuration up (generated code appears after a few calls).
-      for (let k = 0; k < configs.length; k++) {
-        const i = (k + r + runs) % configs.length;
-        const p = loaded[i]!;
-        for (let j = 0; j < RUN; j++) objs[j] = next();
-        const t0 = performance.now();
-        for (let j = 0; j < RUN; j++) {
-          const d = c.backward ? p.backwardSync(objs[j]!, c.target, ctx) : p.forwardSync(objs[j]!, c.target, ctx);
-          if (d.decision === "apply") JSON.stringify(d.object);
+      const times: number[][] = called.map(() => []);
+      const objs: PluginObject[] = new Array(RUN);
+      for (let r = -runs; r < runs; r++) {
+        // The first half warms every configuration up (the engine's JIT tiers).
+        for (let k = 0; k < called.length; k++) {
+          const i = (k + r + runs) % called.length;
+          const p = loaded[i]!;
+          for (let j = 0; j < RUN; j++) objs[j] = next();
+          const t0 = performance.now();
+          for (let j = 0; j < RUN; j++) {
+            const d = c.backward ? p.backwardSync(objs[j]!, c.target, ctx) : p.forwardSync(objs[j]!, c.target, ctx);
+            if (d.decision === "apply") JSON.stringify(d.object);
+          }
+          if (r >= 0) times[i]!.push(((performance.now() - t0) * 1000) / RUN);
         }
-        if (r >= 0) times[i]!.push(((performance.now() - t0) * 1000) / RUN);
       }
+      const label = `${c.label} (${changed ? "changed" : "same"})`;
+      console.log(`  ${label.padEnd(34)} ${times.map((t) => median(t).toFixed(2).padStart(16)).join(" ")}`);
+      for (const p of loaded) await p.close();
     }
-    console.log(`  ${c.label.padEnd(24)} ${times.map((t) => median(t).toFixed(2).padStart(13)).join(" ")}`);
-    for (const p of loaded) await p.close();
-  }
 }
 
 try {
@@ -288,8 +303,8 @@ try {
     // Rotated order: each configuration runs early in one repetition and late in another.
     for (let i = 0; i < configs.length; i++) await phase(r, configs[(i + r) % configs.length]!);
   }
-  heading("medians over repetitions; ratio = configuration ÷ all-on of the same repetition (median, min–max)");
-  const base = samples.get("all-on");
+  heading(`medians over repetitions; ratio = configuration ÷ ${BASE} of the same repetition (median, min–max)`);
+  const base = samples.get(BASE);
   console.log(
     `  ${"config".padEnd(14)} ${"objects/s".padStart(9)} ${"ratio".padStart(6)} ${"spread".padStart(11)} | ${"CPU µs/obj".padStart(10)} ${"ratio".padStart(6)} ${"spread".padStart(11)} | ${"µs/call".padStart(7)} | ${"heap MiB".padStart(8)}`,
   );
@@ -314,11 +329,11 @@ try {
     );
   }
   if (base && base.length > 1) {
-    // The noise: all-on against its own median, repetition by repetition.
+    // The noise: the base configuration against its own median, repetition by repetition.
     const m = median(base.map((s) => s.rate));
     const mc = median(base.map((s) => s.cpuUs));
     console.log(
-      `  noise (all-on ÷ its median): objects/s ${spread(base.map((s) => s.rate / m))}, CPU/object ${spread(base.map((s) => s.cpuUs / mc))}`,
+      `  noise (${BASE} ÷ its median): objects/s ${spread(base.map((s) => s.rate / m))}, CPU/object ${spread(base.map((s) => s.cpuUs / mc))}`,
     );
   }
   await Promise.all(counters.map((c) => c.stop()));

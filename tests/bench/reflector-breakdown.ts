@@ -1,14 +1,13 @@
 // Where one live reflector call spends its time, stage by stage, with the same pieces the host
-// uses (core/reflection): the projection of the declared fields, the plugin run over the live
-// wire (reads by handle, the answer out), the live memo's replay of a recorded call (what
-// answers a call instead of the plugin), the answer's JSON.parse, the host's checks and edits,
-// and the JSON body the engine sends. Printed by reflector-calls.ts.
+// uses (core/reflection): the projection of the declared fields, its JSON (the decision memo's
+// key), the plugin run over the live wire (reads by handle, the answer out), the answer's
+// JSON.parse, the host's checks and edits, and the JSON body the engine sends. Printed by
+// reflector-calls.ts.
 import type { KubeObject, ReflectionContext } from "../../core/reflection/abi.ts";
 import { finishPlan, isOwnedBy, planOf, parseAnswer, type CallFacts } from "../../core/reflection/finish.ts";
 import { InstanceRunner } from "../../core/reflection/instance.ts";
 import { readManifest } from "../../core/reflection/manifest.ts";
 import { project } from "../../core/reflection/objects.ts";
-import { liveView } from "../../core/reflection/views.ts";
 import { builtinWasm, type BuiltinName } from "../../reflectors/index.ts";
 
 interface Case { label: string; plugin: BuiltinName; direction: "forward" | "backward"; source: KubeObject; target: KubeObject | null }
@@ -24,9 +23,9 @@ function p50(f: () => unknown, n: number): number {
 
 export async function breakdown(cases: Case[], ctx: ReflectionContext, lookup: Lookup, iterations: number): Promise<void> {
   console.log(`\nbreakdown of a live call, p50 µs per stage (stages timed separately; they do not add up exactly)`);
-  // run: the plugin over the live wire; replay: the memo's check that answers instead of it;
-  // parse: JSON.parse of the answer (equal answer texts are parsed once); finish: checks, base copy, edits.
-  console.log(`${"case".padEnd(28)} ${"project".padStart(8)} ${"run".padStart(8)} ${"replay".padStart(8)} ${"parse".padStart(8)} ${"finish".padStart(8)} ${"body".padStart(8)}   answer bytes`);
+  // json: the projection's JSON (the memo's key); run: the plugin over the live wire;
+  // parse: JSON.parse of the answer; finish: checks, base copy, edits.
+  console.log(`${"case".padEnd(28)} ${"project".padStart(8)} ${"json".padStart(8)} ${"run".padStart(8)} ${"parse".padStart(8)} ${"finish".padStart(8)} ${"body".padStart(8)}   answer bytes`);
   for (const c of cases) {
     const module = await WebAssembly.compile((await builtinWasm(c.plugin)) as Uint8Array<ArrayBuffer>);
     const { manifest, name } = await readManifest(module, c.plugin);
@@ -37,16 +36,13 @@ export async function breakdown(cases: Case[], ctx: ReflectionContext, lookup: L
       lookup: () => null,
       lookupObject: (req: string) => lookup(JSON.parse(req)),
     };
-    const runner = await InstanceRunner.create(module, bindings, { recycleAfterCalls: Number.MAX_SAFE_INTEGER, memo: false });
-    const memo = await InstanceRunner.create(module, bindings, { recycleAfterCalls: Number.MAX_SAFE_INTEGER, memo: true });
+    const runner = await InstanceRunner.create(module, bindings, { recycleAfterCalls: Number.MAX_SAFE_INTEGER });
     const backward = c.direction === "backward";
     const origin = backward ? ctx.remoteClusterId : ctx.localClusterId;
     const state = c.target === null ? 0 : isOwnedBy(c.target, origin) ? 1 : 2;
     const ctxJson = JSON.stringify(ctx);
-    const view = liveView(fields, resource.targetFields);
-    const out = runner.callLive(backward, ctxJson, view, c.source, null, state);
-    memo.callLive(backward, ctxJson, view, c.source, null, state); // recorded: the replays below answer from it
-    for (let i = 0; i < 10; i++) memo.memoAnswer(backward, ctxJson, view, c.source, null, state); // past the hits that generate the replay
+    const shown = project(c.source, fields);
+    const out = runner.callLive(backward, ctxJson, shown, null, state);
     const facts: CallFacts = { plugin: name, direction: c.direction, resource, source: c.source, target: c.target, ctx };
     const parsed = parseAnswer(out, facts);
     const plan = planOf(parsed);
@@ -54,14 +50,13 @@ export async function breakdown(cases: Case[], ctx: ReflectionContext, lookup: L
     const n = Math.max(1000, iterations);
     const row = [
       p50(() => project(c.source, fields), n),
-      p50(() => runner.callLive(backward, ctxJson, view, c.source, null, state), n),
-      p50(() => memo.memoAnswer(backward, ctxJson, view, c.source, null, state), n),
+      p50(() => JSON.stringify(shown), n),
+      p50(() => runner.callLive(backward, ctxJson, shown, null, state), n),
       p50(() => parseAnswer(out, facts), n),
       p50(() => finishPlan(plan, facts), n),
       p50(() => JSON.stringify(decision.decision === "apply" ? decision.object : null), n),
     ];
     console.log(`${c.label.padEnd(28)} ${row.map((x) => x.toFixed(2).padStart(8)).join(" ")}   ${out.length} B`);
     await runner.close();
-    await memo.close();
   }
 }

@@ -6,7 +6,7 @@ import { silentLogger, type Logger } from "../../log.ts";
 import { createRegistry, type Registry } from "../../metrics/index.ts";
 import type { CacheLookup, IpTranslator, ReflectionContext } from "../abi.ts";
 import { apiVersionOf } from "../abi.ts";
-import { loadPlugin, type HotPathLayers, type ReflectorPlugin, type Trust } from "../host.ts";
+import { loadPlugin, type ReflectorPlugin, type Trust } from "../host.ts";
 import { createEventRecorder } from "./events.ts";
 import { createEngineMetrics } from "./metrics.ts";
 import { Reflector, type NamespacePair } from "./reflector.ts";
@@ -29,8 +29,8 @@ export interface EngineOptions {
    */
   admits?: (kind: string, local: KubeObj) => boolean;
   fieldManager?: string;
-  /** The plugin host's optional hot-path layers (host.ts); all on by default. */
-  hotPath?: Partial<HotPathLayers>;
+  /** Entries of each plugin's decision memo (host.ts); 0 turns it off. */
+  memoEntries?: number;
 }
 
 export interface PluginInfo {
@@ -164,7 +164,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     registry,
     async addPlugin(wasm, { trust, source }) {
       if (stopped) throw new Error("the reflection engine is stopped");
-      const plugin = await loadPlugin(wasm, { trust, translateIp: options.translateIp, lookup, logger: log, hotPath: options.hotPath });
+      const plugin = await loadPlugin(wasm, { trust, translateIp: options.translateIp, lookup, logger: log, memoEntries: options.memoEntries });
       const name = plugin.manifest.name;
       const clash = [...loaded.values()].flatMap((l) => l.plugin.manifest.resources
         .filter((r) => l.plugin.manifest.name !== name && plugin.manifest.resources.some((n) => n.kind === r.kind && apiVersionOf(n) === apiVersionOf(r)))
