@@ -135,9 +135,11 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     .filter((o) => o.spec.clusterId === auth.remote.clusterID && !o.metadata.deletionTimestamp);
   const offer = theirs.find((o) => !o.spec.withdrawalTimestamp);
   if (!offer) {
-    // The provider withdrew its offer (or deleted it) while we peer: the virtual node goes, and the
-    // offer is released so the provider need not wait for its timeout.
-    if (rt.vk) {
+    // The provider withdrew its offer, or refuses us, while we peer: the virtual node goes, and
+    // the offer is released so the provider need not wait for its timeout. An offer merely not
+    // seen yet (the replicator relisting) stops nothing.
+    const refusal = sent.status?.refusal;
+    if (rt.vk && (theirs.length > 0 || refusal)) {
       const vk = rt.vk;
       rt.vk = undefined;
       rt.resources = undefined;
@@ -149,7 +151,6 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     for (const o of theirs) {
       if ((o.status?.virtualKubeletStatus ?? "None") !== "None") await cfg.client.mergePatch(ResourceOfferResource, o.metadata.name!, o.metadata.namespace, { status: { virtualKubeletStatus: "None" } }, "status");
     }
-    const refusal = sent.status?.refusal;
     if (refusal) {
       st.set({ type: "OutgoingPeering", status: "Denied", reason: "IncomingPeeringDisabled", message: `${remoteName} makes no ResourceOffer: ${refusal}` });
       await st.flush();
