@@ -10,6 +10,7 @@ import { createNamespaceOffloadingController } from "../offloading/index.ts";
 import { createShadowPodController } from "../shadowpod/controller.ts";
 import { foreignClusterArgs, foreignClusterController } from "./foreigncluster-flags.ts";
 import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag } from "./resourcerequest-flags.ts";
+import { storageArgs, storageConfig, storageController } from "./storage-flags.ts";
 import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-flags.ts";
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
@@ -48,6 +49,7 @@ export default defineCommand({
     },
     ...foreignClusterArgs,
     ...resourceRequestArgs,
+    ...storageArgs,
     ...leaderElectionArgs,
     ...adminArgs("127.0.0.1:8081"),
   },
@@ -56,6 +58,7 @@ export default defineCommand({
     adminSecurity(args); // bad admin flags fail before anything starts
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
     const election = leaderElectionConfig(args);
+    const storage = storageConfig(args);
     const log = createLogger({ role: "controller-manager" });
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const registry = createRegistry();
@@ -76,13 +79,14 @@ export default defineCommand({
     if (wanted.includes("resourcerequest"))
       running.push({
         name: "resourcerequest",
-        ...(await resourceRequestController(args, { client, registry, logger: log })),
+        ...(await resourceRequestController(args, { client, registry, logger: log, storage })),
       });
     if (wanted.includes("foreigncluster"))
       running.push({
         name: "foreigncluster",
-        ...(await foreignClusterController(args, { client, registry, logger: log })),
+        ...(await foreignClusterController(args, { client, registry, logger: log, virtualStorageClass: storage?.virtualStorageClass })),
       });
+    if (storage) running.push({ name: "storage", ...storageController(storage, { client, logger: log }) });
     const started = new Set<string>();
     const startAll = async () => {
       for (const c of running) {

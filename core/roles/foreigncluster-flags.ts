@@ -32,7 +32,7 @@ function pem(path: string | undefined, flag: string): string | undefined {
   return readFileSync(path, "utf8");
 }
 
-export async function foreignClusterController(args: Args, o: { client: KubeClient; registry: Registry; logger: Logger }) {
+export async function foreignClusterController(args: Args, o: { client: KubeClient; registry: Registry; logger: Logger; virtualStorageClass?: string }) {
   const files = [["kubelet-cert-file", args["kubelet-cert-file"]], ["kubelet-key-file", args["kubelet-key-file"]], ["kubelet-client-ca-file", args["kubelet-client-ca-file"]]] as const;
   const given = files.filter(([, v]) => v !== undefined);
   if (given.length && given.length !== files.length) {
@@ -50,7 +50,7 @@ export async function foreignClusterController(args: Args, o: { client: KubeClie
     client: o.client, liqoNamespace, registry: o.registry, logger: o.logger,
     localCluster: { clusterId: args["cluster-id"], clusterName: args["cluster-name"], clusterLabels: identity?.clusterLabels },
     authUrl: args["auth-url"],
-    kubelet: cert && key && clientCA ? { host: args["kubelet-address"] ?? "127.0.0.1", tls: { cert, key }, clientCA, apiServerUrl } : undefined,
+    kubelet: cert && key && clientCA ? { host: args["kubelet-address"] ?? "127.0.0.1", tls: { cert, key }, clientCA, apiServerUrl, virtualStorageClass: o.virtualStorageClass } : undefined,
     replicator: (r) => {
       const replicator = createCrdReplicator(r);
       // start() waits for both clusters' caches; the peering must not block on a slow remote.

@@ -5,6 +5,10 @@ import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { readClusterIdentity } from "../peering/identity.ts";
+import { createInformer } from "../kube/informer.ts";
+import { StorageClassResource } from "../storage/controller.ts";
+import { offeredStorageClasses, type StorageClassObject } from "../storage/offer.ts";
+import type { StorageConfig } from "./storage-flags.ts";
 import { createResourceRequestController, DEFAULT_SHARING_PERCENTAGE, parseSharingPercentage, SharingPercentageError } from "../peering/sharing/index.ts";
 
 export const resourceRequestArgs = {
@@ -23,12 +27,29 @@ export function sharingPercentageFlag(args: Args): number {
   }
 }
 
-export async function resourceRequestController(args: Args, o: { client: KubeClient; registry: Registry; logger: Logger }) {
+export async function resourceRequestController(args: Args, o: { client: KubeClient; registry: Registry; logger: Logger; storage?: StorageConfig }) {
   const sharingPercentage = sharingPercentageFlag(args);
   // The offer carries this cluster's labels, which live with its identity.
   const identity = await readClusterIdentity(o.client, args["liqo-namespace"] ?? "liqo").catch(() => undefined);
-  return createResourceRequestController({
+  // With storage on, offers name the class peers' claims get here (core/storage/offer.ts).
+  const classes = o.storage && createInformer<StorageClassObject>({ client: o.client, resource: StorageClassResource, logger: o.logger });
+  const realClass = o.storage?.realStorageClass ?? "";
+  const controller = createResourceRequestController({
     client: o.client, registry: o.registry, logger: o.logger, sharingPercentage,
     clusterIdentity: { clusterId: args["cluster-id"], clusterName: args["cluster-name"], clusterLabels: identity?.clusterLabels ?? {} },
+    storageClasses: classes ? () => offeredStorageClasses(classes.list(), realClass) : undefined,
   });
+  if (!classes) return controller;
+  return {
+    ...controller,
+    async start() {
+      classes.start();
+      await classes.waitForSync();
+      await controller.start();
+    },
+    async stop() {
+      await controller.stop();
+      await classes.stop();
+    },
+  };
 }

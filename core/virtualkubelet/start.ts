@@ -2,6 +2,7 @@
 // offloading through ShadowPods, the reflection engine for the twin namespaces, the NamespaceMap
 // controller that creates them, and the kubelet API (logs, exec). The `liqo virtual-kubelet` role
 // and the ForeignCluster controller (one in-process kubelet per outgoing peering) both start it here.
+import { STORAGE_AVAILABLE_LABEL } from "../apis/labels.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -49,6 +50,11 @@ export interface VirtualKubeletOptions {
   logger?: Logger;
   /** The local API server as the remote cluster's pods reach it (https URL): see pods/forge.ts. */
   apiServerUrl?: string;
+  /**
+   * The storage fabric (core/storage): claims of the virtual class placed on this node go to the
+   * provider with the class it offered; the node is labelled as offering storage.
+   */
+  storage?: { storageClass: string; virtualStorageClass: string };
   /** What is reflected, per kind (core/reflection/policy.ts); default: everything. */
   reflectionPolicy?: ReflectionPolicySource;
 }
@@ -77,7 +83,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
   const engine = createReflectionEngine({
     local: o.local, remote: o.remote, ...ids, registry: o.registry, logger: log,
     translateIp,
-    context: { virtualNodeName: nodeName, virtualKubeletIp: o.kubeletHost },
+    context: { virtualNodeName: nodeName, virtualKubeletIp: o.kubeletHost, ...o.storage },
     admits: o.reflectionPolicy && ((kind, obj) => o.reflectionPolicy!.admits(kind, obj)),
   });
   const stops: (() => Promise<void>)[] = [() => engine.stop()];
@@ -86,6 +92,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
   };
   try {
     for (const b of BUILTIN_REFLECTORS) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
+    if (o.storage) await engine.addPlugin(await builtinWasm("storage"), { trust: "builtin", source: "builtin:storage" });
     const twins = new Map<string, string>();
     const events = createEventReflector({
       local: o.local, remote: o.remote, remoteClusterId: o.remoteClusterId, remoteClusterName: o.remoteClusterName, nodeName,
@@ -111,7 +118,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     stops.push(() => api.close());
     const node = createVirtualNode({
       local: o.local, remote: o.remote, remoteClusterId: o.remoteClusterId, remoteClusterName: o.remoteClusterName,
-      remoteClusterLabels: o.remoteClusterLabels, resources: o.resources, nodeName, address: o.kubeletHost, kubeletPort: api.port,
+      remoteClusterLabels: o.storage ? { ...o.remoteClusterLabels, [STORAGE_AVAILABLE_LABEL]: "true" } : o.remoteClusterLabels, resources: o.resources, nodeName, address: o.kubeletHost, kubeletPort: api.port,
       healthIntervalMs: o.healthIntervalMs, failureThreshold: o.failureThreshold, logger: log,
     });
     await node.start();

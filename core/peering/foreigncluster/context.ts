@@ -19,6 +19,8 @@ export interface KubeletServing {
   clientCA: string;
   /** The local API server as peers' pods reach it: offloaded pods talk to it (virtualkubelet/pods/forge.ts). */
   apiServerUrl?: string;
+  /** With the storage fabric on: the virtual class, whose claims go to providers that offer storage. */
+  virtualStorageClass?: string;
 }
 
 export interface ControllerConfig {
