@@ -4,6 +4,7 @@ import { defineCommand } from "citty";
 import { DEFAULT_NAMESPACE_OFFLOADING_NAME, NamespaceOffloadingResource } from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { CliError, ExitCode } from "../errors.ts";
+import { dataLossWarning, listVolumes, remoteBackedClaims } from "../storage-guard.ts";
 import { info, parseDuration, spinner } from "../ui.ts";
 
 const unoffloadNamespace = defineCommand({
@@ -11,6 +12,7 @@ const unoffloadNamespace = defineCommand({
   args: {
     name: { type: "positional", required: true, description: "the namespace to unoffload" },
     timeout: { type: "string", default: "120s", description: "how long to wait for the remote namespaces to be removed" },
+    yes: { type: "boolean", default: false, description: "confirm deleting the data of the namespace's liqo-class volumes that live in peers" },
     kubeconfig: { type: "string", description: "path to the kubeconfig" },
     context: { type: "string", description: "kubeconfig context to use" },
   },
@@ -18,6 +20,8 @@ const unoffloadNamespace = defineCommand({
     let timeoutMs: number;
     try { timeoutMs = parseDuration(args.timeout, "timeout"); } catch (err) { throw new CliError((err as Error).message); }
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
+    const loss = dataLossWarning(remoteBackedClaims(await listVolumes(client), { namespace: args.name }), `unoffloading namespace ${args.name}`);
+    if (loss && !args.yes) throw new CliError(loss);
     const deleted = await client.delete(NamespaceOffloadingResource, DEFAULT_NAMESPACE_OFFLOADING_NAME, args.name);
     if (!deleted) {
       info(`namespace ${args.name} is not offloaded; nothing to do`);

@@ -7,9 +7,21 @@ import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import { FORCE_UNPEER_ANNOTATION, remoteTokenSecretName } from "../../core/peering/foreigncluster/index.ts";
 import { foreignClusterByName, kubeFlags, namedOr, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
+import { CliError } from "../errors.ts";
+import { dataLossWarning, listVolumes, remoteBackedClaims } from "../storage-guard.ts";
 import { info } from "../ui.ts";
 
-const forceFlag = { force: { type: "boolean", default: false, description: "tear down without waiting for the remote cluster (when it is unreachable for good)" } } as const;
+const forceFlag = {
+  force: { type: "boolean", default: false, description: "tear down without waiting for the remote cluster (when it is unreachable for good)" },
+  yes: { type: "boolean", default: false, description: "confirm deleting the data of liqo-class volumes that live in that cluster" },
+} as const;
+
+/** Unpeering deletes the peer's copies of our claims and their data: said, and confirmed with --yes. */
+async function confirmDataLoss(client: KubeClient, name: string, clusterId: string | undefined, yes: boolean) {
+  if (!clusterId || yes) return;
+  const loss = dataLossWarning(remoteBackedClaims(await listVolumes(client), { clusterId }), `unpeering from ${name}`);
+  if (loss) throw new CliError(loss);
+}
 
 async function markForce(client: KubeClient, name: string, force: boolean) {
   if (force) await client.mergePatch(ForeignClusterResource, name, undefined, { metadata: { annotations: { [FORCE_UNPEER_ANNOTATION]: "true" } } });
@@ -27,6 +39,7 @@ const outOfBand = defineCommand({
     const timeout = timeoutMs(args.timeout);
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const fc = await foreignClusterByName(client, args.name);
+    await confirmDataLoss(client, args.name, fc.spec.clusterIdentity?.clusterID, args.yes);
     await markForce(client, args.name, args.force);
     await client.delete(ForeignClusterResource, args.name, undefined, { uid: fc.metadata.uid });
     info(`ForeignCluster ${args.name} deleted; unpeering`);
@@ -43,7 +56,8 @@ const unpeerNamed = (name: string) => defineCommand({
   async run({ args }) {
     const timeout = timeoutMs(args.timeout);
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
-    await foreignClusterByName(client, name);
+    const fc = await foreignClusterByName(client, name);
+    await confirmDataLoss(client, name, fc.spec.clusterIdentity?.clusterID, args.yes);
     await markForce(client, name, args.force);
     await client.mergePatch(ForeignClusterResource, name, undefined, { spec: { outgoingPeeringEnabled: "No" } });
     info(`outgoing peering with ${name} disabled; unpeering`);
