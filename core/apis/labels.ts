@@ -56,7 +56,11 @@ export const TENANT_NAMESPACE_LABEL = "discovery.liqo.io/tenant-namespace";
 export const DISCOVERY_CLUSTER_ID_LABEL = "discovery.liqo.io/cluster-id";
 export const AUTH_TOKEN_LABEL = "discovery.liqo.io/auth-token";
 export const DISCOVERY_TYPE_LABEL = "discovery.liqo.io/discovery-type";
-export const DiscoveryType = { LAN: "LAN", Manual: "Manual", IncomingPeering: "IncomingPeering" } as const;
+export const DiscoveryType = { LAN: "LAN", WAN: "WAN", Manual: "Manual", IncomingPeering: "IncomingPeering" } as const;
+/** On ForeignClusters found on the LAN or through a SearchDomain: "true" when that discovery allows peering by itself (autojoin). */
+export const AUTOJOIN_LABEL = "discovery.liqo.io/autojoin";
+/** On ForeignClusters found through a SearchDomain: its name. */
+export const SEARCH_DOMAIN_LABEL = "discovery.liqo.io/searchdomain";
 export const TENANT_NAMESPACE_PREFIX = "liqo-tenant";
 
 // Storage (pkg/consts/storage.go).

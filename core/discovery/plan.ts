@@ -3,13 +3,15 @@
 // merge logic: a cluster ID some ForeignCluster already holds is never added twice; only
 // ForeignClusters this discovery made (its discovery-type label) are ever changed or removed; a
 // cluster not heard for `maxMisses` rounds goes, unless a peering with it exists in either direction.
-import { DISCOVERY_CLUSTER_ID_LABEL, DISCOVERY_TYPE_LABEL, type ForeignCluster } from "../apis/index.ts";
+import {
+  AUTOJOIN_LABEL,
+  DISCOVERY_CLUSTER_ID_LABEL,
+  DISCOVERY_TYPE_LABEL,
+  type ForeignCluster,
+} from "../apis/index.ts";
 import type { DiscoveredCluster } from "./service.ts";
 
-/** On discovered ForeignClusters: "true" when the discovery that made it allows peering by itself (autojoin). */
-export const AUTOJOIN_LABEL = "discovery.liqo.io/autojoin";
-/** On ForeignClusters found through a SearchDomain: its name. */
-export const SEARCH_DOMAIN_LABEL = "discovery.liqo.io/searchdomain";
+export { AUTOJOIN_LABEL };
 export const PEERING_FINALIZER = "foreigncluster.liqo.io/peering";
 
 export interface PlanInput {

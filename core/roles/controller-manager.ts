@@ -10,12 +10,15 @@ import { createNamespaceOffloadingController } from "../offloading/index.ts";
 import { createShadowPodController } from "../shadowpod/controller.ts";
 import { foreignClusterArgs, foreignClusterController } from "./foreigncluster-flags.ts";
 import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag } from "./resourcerequest-flags.ts";
+import { discoveryArgs, discoveryController, discoveryTtl } from "./discovery-flags.ts";
 import { storageArgs, storageConfig, storageController } from "./storage-flags.ts";
 import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-flags.ts";
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
 /** Every controller, in start order; the default, as Liqo's controller manager runs them all. */
 export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest", "foreigncluster"] as const;
+/** Run only when asked for: discovery needs the node's network (mDNS), so the chart runs it apart. */
+export const OPTIONAL_CONTROLLERS = ["discovery"] as const;
 
 /** The --controllers list, checked: a typo fails at start instead of leaving a controller out. */
 export function parseControllers(text: string): string[] {
@@ -23,10 +26,10 @@ export function parseControllers(text: string): string[] {
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  const known: readonly string[] = CONTROLLERS;
+  const known: readonly string[] = [...CONTROLLERS, ...OPTIONAL_CONTROLLERS];
   const unknown = wanted.filter((c) => !known.includes(c));
   if (unknown.length)
-    throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from ${CONTROLLERS.join(", ")}`);
+    throw new CliError(`unknown controller(s) ${unknown.join(", ")}; choose from ${known.join(", ")}`);
   if (!wanted.length) throw new CliError(`--controllers is empty; choose from ${CONTROLLERS.join(", ")}`);
   return wanted;
 }
@@ -50,6 +53,7 @@ export default defineCommand({
     ...foreignClusterArgs,
     ...resourceRequestArgs,
     ...storageArgs,
+    ...discoveryArgs,
     ...leaderElectionArgs,
     ...adminArgs("127.0.0.1:8081"),
   },
@@ -57,6 +61,7 @@ export default defineCommand({
     const wanted = parseControllers(args.controllers);
     adminSecurity(args); // bad admin flags fail before anything starts
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
+    if (wanted.includes("discovery")) discoveryTtl(args["discovery-ttl"]);
     const election = leaderElectionConfig(args);
     const storage = storageConfig(args);
     const log = createLogger({ role: "controller-manager" });
@@ -84,8 +89,15 @@ export default defineCommand({
     if (wanted.includes("foreigncluster"))
       running.push({
         name: "foreigncluster",
-        ...(await foreignClusterController(args, { client, registry, logger: log, virtualStorageClass: storage?.virtualStorageClass })),
+        ...(await foreignClusterController(args, {
+          client,
+          registry,
+          logger: log,
+          virtualStorageClass: storage?.virtualStorageClass,
+        })),
       });
+    if (wanted.includes("discovery"))
+      running.push({ name: "discovery", ...discoveryController(args, { client, registry, logger: log }) });
     if (storage) running.push({ name: "storage", ...storageController(storage, { client, logger: log }) });
     const started = new Set<string>();
     const startAll = async () => {

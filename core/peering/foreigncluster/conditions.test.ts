@@ -48,6 +48,15 @@ describe("outgoingWanted", () => {
   test("Auto without a discovery label peers", () => expect(outgoingWanted(fc("a"))).toBe(true));
   test("Auto on one made for an incoming peering does not", () => expect(outgoingWanted(fc("a", { discovery: "IncomingPeering" }))).toBe(false));
   test("Auto on a LAN-discovered one does not", () => expect(outgoingWanted(fc("a", { discovery: "LAN" }))).toBe(false));
+  test("Auto on a discovered one peers when its discovery allows it (autojoin label)", () => {
+    for (const discovery of ["LAN", "WAN"]) {
+      const f = fc("a", { discovery });
+      expect(outgoingWanted({ ...f, metadata: { ...f.metadata, labels: { ...f.metadata.labels, "discovery.liqo.io/autojoin": "true" } } })).toBe(true);
+      expect(outgoingWanted({ ...f, metadata: { ...f.metadata, labels: { ...f.metadata.labels, "discovery.liqo.io/autojoin": "false" } } })).toBe(false);
+    }
+  });
+  test("the autojoin label means nothing on a ForeignCluster made for an incoming peering", () =>
+    expect(outgoingWanted({ ...fc("a"), metadata: { name: "a", labels: { "discovery.liqo.io/discovery-type": "IncomingPeering", "discovery.liqo.io/autojoin": "true" } } })).toBe(false));
   test("Yes on an incoming one peers (liqoctl peer <name>)", () => expect(outgoingWanted(fc("a", { discovery: "IncomingPeering", outgoing: "Yes" }))).toBe(true));
   test("a deleted ForeignCluster never peers", () => expect(outgoingWanted(fc("a", { outgoing: "Yes", deleting: true }))).toBe(false));
 });

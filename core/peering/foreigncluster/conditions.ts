@@ -1,7 +1,7 @@
 // The pure part of the ForeignCluster controller: what the user asked for (spec, deletion, force)
 // and the peering conditions Liqo documents (types OutgoingPeering, IncomingPeering, NetworkStatus,
 // AuthenticationStatus; statuses None, Pending, Established, Disconnecting, Denied, Error).
-import { DISCOVERY_TYPE_LABEL, DiscoveryType, type ForeignCluster, type PeeringCondition, type PeeringConditionStatus, type PeeringConditionType } from "../../apis/index.ts";
+import { AUTOJOIN_LABEL, DISCOVERY_TYPE_LABEL, DiscoveryType, type ForeignCluster, type PeeringCondition, type PeeringConditionStatus, type PeeringConditionType } from "../../apis/index.ts";
 import type { KubeObject } from "../../kube/resources.ts";
 
 export type ForeignClusterObject = ForeignCluster & KubeObject;
@@ -66,6 +66,8 @@ export function outgoingWanted(fc: ForeignClusterObject): boolean {
   const enabled = fc.spec.outgoingPeeringEnabled ?? "Auto";
   if (enabled !== "Auto") return enabled === "Yes";
   const discovery = fc.metadata.labels?.[DISCOVERY_TYPE_LABEL];
+  // Found on the LAN or through a SearchDomain: peered by itself only when that discovery allows it (autojoin).
+  if (discovery === DiscoveryType.LAN || discovery === DiscoveryType.WAN) return fc.metadata.labels?.[AUTOJOIN_LABEL] === "true";
   return discovery === undefined || discovery === DiscoveryType.Manual;
 }
 

@@ -1,0 +1,251 @@
+// LAN discovery over mDNS (Liqo's discovery on LAN): the responder answers queries for
+// `_liqo_auth._tcp.local` with this cluster's ID, name and auth service; the browser asks every
+// ttl/3 seconds and turns what answered into ForeignClusters (discovery type LAN), following
+// address changes and removing a cluster after three rounds without an answer unless peered.
+// Everything heard is untrusted: malformed packets are counted and dropped, at most
+// MAX_CLUSTERS_PER_ROUND clusters are taken per round, an ID answered with two addresses in one
+// round is left alone, and a new address is written only once its auth service answers with the
+// claimed ID (apply.ts). Responses are rate-limited, so a flood of queries makes no flood.
+import { ForeignClusterResource, type ForeignCluster } from "../apis/index.ts";
+import type { KubeClient } from "../kube/client.ts";
+import type { KubeObject } from "../kube/resources.ts";
+import { silentLogger, type Logger } from "../log.ts";
+import type { Registry } from "../metrics/index.ts";
+import { readAuthUrl } from "../peering/auth-url.ts";
+import { createEventRecorder } from "../reflection/engine/events.ts";
+import { applyPlan, verifyByIds, type Verifier } from "./apply.ts";
+import { decodeMessage, DnsFormatError, encodeMessage, normalName, RecordType } from "./dns.ts";
+import { openMdnsSocket, type MdnsSocket, type MdnsSocketOptions } from "./mdns.ts";
+import { planRound, type Plan } from "./plan.ts";
+import { advertisementRecords, MDNS_DOMAIN, readClusters, serviceName, type DiscoveredCluster } from "./service.ts";
+
+export const MAX_CLUSTERS_PER_ROUND = 64;
+const MIN_RESPONSE_GAP_MS = 250;
+
+export interface LanDiscoveryOptions extends MdnsSocketOptions {
+  client: KubeClient;
+  local: { clusterId: string; clusterName: string };
+  liqoNamespace?: string;
+  /** Answer other clusters' queries (Liqo's enableAdvertisement). */
+  advertise: boolean;
+  /** Ask, and keep ForeignClusters for what answers (Liqo's enableDiscovery). */
+  discover: boolean;
+  /** Discovered clusters may be peered with by themselves (Liqo's autojoin). */
+  autojoin: boolean;
+  /** Seconds an answer is valid (Liqo's ttl, default 90); a round every ttl/3 s. */
+  ttlSeconds?: number;
+  /** The auth URL to advertise (default: the ConfigMap liqo-auth-url, as liqoctl generate peer-command reads it). */
+  authUrl?: string;
+  verify?: Verifier;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+export interface LanDiscovery {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Ends the current round (plans and applies what was heard) and starts the next one. */
+  round(): Promise<Plan | undefined>;
+  stats(): Record<string, number>;
+}
+
+export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
+  const log = (o.logger ?? silentLogger).child({ component: "discovery-lan" });
+  const ttl = o.ttlSeconds ?? 90;
+  const liqoNamespace = o.liqoNamespace ?? "liqo";
+  const service = serviceName(MDNS_DOMAIN);
+  const events = createEventRecorder(o.client, "liqo-discovery", log);
+  const verify = o.verify ?? verifyByIds;
+  const counts: Record<string, number> = {};
+  const packets = o.registry?.counter({
+    name: "liqo_discovery_packets_total",
+    help: "mDNS packets received, by what was done with them.",
+    labelNames: ["outcome"],
+  });
+  const count = (outcome: string) => {
+    counts[outcome] = (counts[outcome] ?? 0) + 1;
+    packets?.inc({ outcome });
+  };
+  const warned = new Set<string>();
+  const warnOnce = (key: string, message: string, fields: Record<string, unknown>) => {
+    if (warned.size > 1000) warned.clear();
+    if (warned.has(key)) return;
+    warned.add(key);
+    log.warn(message, fields);
+  };
+
+  let socket: MdnsSocket | undefined;
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let heard = new Map<string, DiscoveredCluster>();
+  let conflicts = new Set<string>();
+  let misses = new Map<string, number>();
+  let advertised: Uint8Array | undefined;
+  let lastResponse = 0;
+  let responding = false;
+  let running: Promise<unknown> = Promise.resolve();
+
+  async function refreshAdvertisement() {
+    const url = o.authUrl ?? (await readAuthUrl(o.client, liqoNamespace).catch(() => undefined));
+    if (!url) {
+      warnOnce("no-auth-url", "nothing to advertise yet: no auth URL (ConfigMap liqo-auth-url; liqo auth writes it)", {
+        liqoNamespace,
+      });
+      advertised = undefined;
+      return;
+    }
+    const [ptr, ...rest] = advertisementRecords({ ...o.local, authUrl: url }, MDNS_DOMAIN, ttl);
+    advertised = encodeMessage({ response: true, answers: [ptr!], additionals: rest });
+  }
+
+  function onQuery(questions: { name: string; type: number }[]) {
+    if (!o.advertise || !advertised) return;
+    const asked = questions.some(
+      (q) => normalName(q.name) === service && (q.type === RecordType.PTR || q.type === RecordType.ANY),
+    );
+    if (!asked) return;
+    // One answer serves every query in the gap: a flood of queries makes at most 4 answers a second.
+    const now = Date.now();
+    if (responding || now - lastResponse < MIN_RESPONSE_GAP_MS) {
+      count("query-throttled");
+      return;
+    }
+    responding = true;
+    lastResponse = now;
+    count("query-answered");
+    socket
+      ?.send(advertised)
+      .catch((err) => log.warn("mDNS answer not sent", { err: (err as Error).message }))
+      .finally(() => {
+        responding = false;
+      });
+  }
+
+  function onAnswer(records: Parameters<typeof readClusters>[0], from: string) {
+    if (!o.discover) return;
+    for (const reading of readClusters(records, MDNS_DOMAIN)) {
+      if (!reading.ok) {
+        count("invalid");
+        warnOnce(`${from}/${reading.instance}/${reading.problem}`, "mDNS answer ignored", {
+          from,
+          instance: reading.instance,
+          problem: reading.problem,
+        });
+        continue;
+      }
+      const c = reading.cluster;
+      if (c.clusterId === o.local.clusterId) continue;
+      const before = heard.get(c.clusterId);
+      if (before) {
+        if (before.authUrl !== c.authUrl && !conflicts.has(c.clusterId)) {
+          conflicts.add(c.clusterId);
+          count("conflicting");
+          log.warn("two answers for one cluster ID with different addresses: left as it is this round", {
+            clusterId: c.clusterId,
+            addresses: [before.authUrl, c.authUrl],
+            from,
+          });
+        }
+        continue;
+      }
+      if (heard.size >= MAX_CLUSTERS_PER_ROUND) {
+        count("dropped");
+        warnOnce(
+          "too-many",
+          `more than ${MAX_CLUSTERS_PER_ROUND} clusters answered in one round; the rest are dropped`,
+          { from },
+        );
+        continue;
+      }
+      heard.set(c.clusterId, c);
+      count("answer");
+    }
+  }
+
+  function onMessage(bytes: Uint8Array, from: string) {
+    let m;
+    try {
+      m = decodeMessage(bytes);
+    } catch (err) {
+      if (!(err instanceof DnsFormatError)) throw err;
+      count("malformed");
+      warnOnce(`malformed/${from}`, "malformed mDNS packet dropped", {
+        from,
+        problem: err.message,
+        bytes: bytes.length,
+      });
+      return;
+    }
+    if (m.response) onAnswer([...m.answers, ...m.additionals], from);
+    else onQuery(m.questions);
+  }
+
+  async function round(): Promise<Plan | undefined> {
+    const work = running.then(async () => {
+      await refreshAdvertisement();
+      if (!o.discover) return undefined;
+      const existing = (await o.client.list<ForeignCluster & KubeObject>(ForeignClusterResource)).items;
+      const plan = planRound({
+        existing,
+        heard,
+        conflicts,
+        misses,
+        localClusterId: o.local.clusterId,
+        discoveryType: "LAN",
+        autojoin: o.autojoin,
+        ttlSeconds: ttl,
+      });
+      heard = new Map();
+      conflicts = new Set();
+      misses = plan.misses;
+      await applyPlan(plan, {
+        client: o.client,
+        log,
+        verify,
+        note: (what, fc, message) => {
+          log.info(`LAN discovery: ${what}`, { foreignCluster: fc.name, message });
+          if (what === "refused") count("spoofed");
+          const ref = {
+            apiVersion: "discovery.liqo.io/v1alpha1",
+            kind: "ForeignCluster",
+            metadata: { name: fc.name },
+          } as KubeObject;
+          if (what === "updated" || what === "created")
+            events.normal(ref, what === "created" ? "Discovered" : "DiscoveryUpdated", message);
+          if (what === "refused" && existing.some((f) => f.metadata.name === fc.name))
+            events.warning(ref, "DiscoveryAnswerRefused", message);
+        },
+      });
+      await socket?.send(encodeMessage({ questions: [{ name: service, type: RecordType.PTR }] }));
+      return plan;
+    });
+    running = work.catch(() => undefined);
+    return work;
+  }
+
+  return {
+    async start() {
+      socket = await openMdnsSocket(o, onMessage, (err) => log.warn("mDNS socket error", { err: err.message }));
+      await refreshAdvertisement();
+      if (o.discover) await socket.send(encodeMessage({ questions: [{ name: service, type: RecordType.PTR }] }));
+      timer = setInterval(
+        () => round().catch((err) => log.warn("discovery round failed", { err: (err as Error).message })),
+        (ttl * 1000) / 3,
+      );
+      log.info("LAN discovery started", {
+        advertise: o.advertise,
+        discover: o.discover,
+        autojoin: o.autojoin,
+        ttl,
+        interface: o.interfaceAddress ?? "default",
+      });
+    },
+    async stop() {
+      clearInterval(timer);
+      await running;
+      await socket?.close();
+      socket = undefined;
+    },
+    round,
+    stats: () => ({ ...counts }),
+  };
+}
