@@ -1,0 +1,362 @@
+// The storage fabric on real nodes, as users run it: the in-cluster quick start (rome peered with
+// milan, both with the rig's local-path provisioner as their default class, liqo installed with
+// storage on), then a StatefulSet on the `liqo` class whose two replicas are kept in different
+// clusters; each writes data, is deleted, comes back in the same cluster and reads its data.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { NamespaceOffloadingResource, ResourceOfferResource } from "../../core/apis/index.ts";
+import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
+import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { liqoctl } from "../quickstart/install.ts";
+import { rigImageRefs } from "../rig/images.ts";
+import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
+import { testRigRoot } from "../rig/testing.ts";
+import { waitFor } from "../support/wait.ts";
+
+type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
+type Claim = KubeObject & { spec?: { volumeName?: string; storageClassName?: string }; status?: { phase?: string } };
+type Event = KubeObject & { type?: string; reason?: string; message?: string };
+
+const NS = "liqo-demo";
+const statefulSets: ResourceRef = {
+  group: "apps",
+  version: "v1",
+  kind: "StatefulSet",
+  plural: "statefulsets",
+  namespaced: true,
+};
+const storageClasses: ResourceRef = {
+  group: "storage.k8s.io",
+  version: "v1",
+  kind: "StorageClass",
+  plural: "storageclasses",
+  namespaced: false,
+};
+let q: InClusterQuickstart;
+let milanId = "";
+
+async function kubectl(cluster: string, ...args: string[]): Promise<{ out: string; err: string; code: number }> {
+  const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { out, err, code: await proc.exited };
+}
+
+/** What the pod's data file says, read in the container (through the virtual kubelet for the remote one). */
+async function readData(pod: string): Promise<string> {
+  let last = "";
+  return waitFor(
+    `data of ${pod}`,
+    async () => {
+      const r = await kubectl("rome", "exec", "-n", NS, pod, "--", "cat", "/data/id");
+      last = r.out + r.err;
+      return r.code === 0 && r.out.trim() ? r.out.trim() : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 1000, describe: () => last },
+  );
+}
+
+const running = (name: string, notUid?: string) =>
+  waitFor(
+    `pod ${name} Running${notUid ? " again" : ""}`,
+    async () => {
+      const p = await q.rome.find<Pod>(Resources.pods, name, NS);
+      return p?.status?.phase === "Running" && p.metadata.uid !== notUid && !p.metadata.deletionTimestamp
+        ? p
+        : undefined;
+    },
+    {
+      timeoutMs: 240_000,
+      intervalMs: 1000,
+      describe: async () => (await q.rome.find<Pod>(Resources.pods, name, NS))?.status,
+    },
+  );
+
+async function claimEvents(name: string): Promise<Event[]> {
+  const c = await q.rome.find<Claim>(Resources.persistentVolumeClaims, name, NS);
+  if (!c) return [];
+  return (
+    await q.rome.list<Event>(Resources.events, { namespace: NS, fieldSelector: `involvedObject.uid=${c.metadata.uid}` })
+  ).items;
+}
+
+/** A StatefulSet on the liqo class; its replicas may not share a region, and rome's nodes are region center. */
+function statefulSet(): KubeObject {
+  const labels = { app: "db" };
+  return {
+    apiVersion: "apps/v1",
+    kind: "StatefulSet",
+    metadata: { name: "db", namespace: NS },
+    spec: {
+      serviceName: "db",
+      replicas: 2,
+      selector: { matchLabels: labels },
+      podManagementPolicy: "Parallel",
+      template: {
+        metadata: { labels },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          affinity: {
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                { labelSelector: { matchLabels: labels }, topologyKey: "topology.liqo.io/region" },
+              ],
+            },
+          },
+          containers: [
+            {
+              name: "db",
+              image: rigImageRefs.hello,
+              imagePullPolicy: "IfNotPresent",
+              command: [
+                "sh",
+                "-c",
+                '[ -s /data/id ] || echo "$HOSTNAME $(cat /proc/sys/kernel/random/uuid)" > /data/id; exec sleep 100000',
+              ],
+              volumeMounts: [{ name: "data", mountPath: "/data" }],
+            },
+          ],
+        },
+      },
+      volumeClaimTemplates: [
+        {
+          metadata: { name: "data" },
+          spec: {
+            storageClassName: "liqo",
+            accessModes: ["ReadWriteOnce"],
+            resources: { requests: { storage: "64Mi" } },
+          },
+        },
+      ],
+    },
+  } as KubeObject;
+}
+
+beforeAll(async () => {
+  await reapOrphanRigs(testRigRoot);
+  const dir = mkdtempSync(join(testRigRoot, "storage-"));
+  process.on("exit", () => {
+    if (q) killRigNow(q.rig);
+  });
+  q = await runInClusterQuickstart({
+    dir,
+    owner: process.pid,
+    // One real node each: rome's is one region, the virtual node (milan) another.
+    realNodes: 1,
+    progress: process.env.RIG_VERBOSE ? (m) => console.error(`[storage] ${m}`) : undefined,
+  });
+  console.log(
+    `in-cluster quick start: ${Object.entries(q.timings)
+      .map(([k, v]) => `${k} ${v.toFixed(0)}s`)
+      .join(", ")}`,
+  );
+  const node = await q.rome.get(Resources.nodes, "liqo-milan");
+  milanId = node.metadata.labels!["liqo.io/remote-cluster-id"]!;
+  // Where the replicas may go: rome's nodes are one region, the virtual node (milan) another.
+  for (const n of ["rome-node-1"]) {
+    await q.rome.mergePatch(Resources.nodes, n, undefined, {
+      metadata: { labels: { "topology.liqo.io/region": "center" } },
+    });
+  }
+}, 1_200_000);
+
+afterAll(async () => {
+  if (q) await rigDown(q.rig.dir).catch(() => killRigNow(q.rig));
+}, 120_000);
+
+describe("the virtual storage class", () => {
+  test("installed by the chart: liqo.io/storage, WaitForFirstConsumer; milan offers its default class and the virtual node says so", async () => {
+    const sc = await q.rome.get<KubeObject & { provisioner?: string; volumeBindingMode?: string }>(
+      storageClasses,
+      "liqo",
+    );
+    expect(sc.provisioner).toBe("liqo.io/storage");
+    expect(sc.volumeBindingMode).toBe("WaitForFirstConsumer");
+    const offers = await q.rome.list<KubeObject & { spec: { storageClasses?: unknown } }>(ResourceOfferResource);
+    expect(offers.items.map((o) => o.spec.storageClasses)).toEqual([
+      [{ storageClassName: "local-path", default: true }],
+    ]);
+    expect((await q.rome.get(Resources.nodes, "liqo-milan")).metadata.labels?.["storage.liqo.io/available"]).toBe(
+      "true",
+    );
+  });
+});
+
+describe("a StatefulSet across the clusters", () => {
+  const before: Record<string, { node: string; data: string; uid: string }> = {};
+
+  test("one replica in rome, one in milan, each bound to a volume where it runs", async () => {
+    await q.rome.create(statefulSets, statefulSet());
+    for (const name of ["db-0", "db-1"]) {
+      const pod = await running(name);
+      before[name] = { node: pod.spec!.nodeName!, data: await readData(name), uid: pod.metadata.uid! };
+      expect(before[name].data).toStartWith(`${name} `);
+    }
+    const nodes = Object.values(before).map((b) => b.node);
+    expect(nodes.filter((n) => n === "liqo-milan")).toHaveLength(1);
+    const local = Object.entries(before).find(([, b]) => b.node !== "liqo-milan")![0];
+    const remote = Object.entries(before).find(([, b]) => b.node === "liqo-milan")![0];
+
+    // Physical node: a twin claim with the real class in liqo-storage; the virtual PV mirrors its volume and node.
+    const localClaim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, `data-${local}`, NS);
+    const twin = await q.rome.get<Claim>(Resources.persistentVolumeClaims, localClaim.metadata.uid!, "liqo-storage");
+    expect(twin.spec?.storageClassName).toBe("local-path");
+    expect(twin.status?.phase).toBe("Bound");
+    const localPv = await q.rome.get<KubeObject & { spec: any }>(
+      Resources.persistentVolumes,
+      localClaim.spec!.volumeName!,
+    );
+    const realPv = await q.rome.get<KubeObject & { spec: any }>(Resources.persistentVolumes, twin.spec!.volumeName!);
+    expect(localPv.spec.storageClassName).toBe("liqo");
+    expect(localPv.spec.hostPath.path).toBe(realPv.spec.hostPath.path);
+    expect(localPv.spec.nodeAffinity).toEqual(realPv.spec.nodeAffinity);
+
+    // Virtual node: the virtual PV is pinned to milan; milan's copy of the claim has milan's class and a volume there.
+    const remoteClaim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, `data-${remote}`, NS);
+    const remotePv = await q.rome.get<KubeObject & { spec: any }>(
+      Resources.persistentVolumes,
+      remoteClaim.spec!.volumeName!,
+    );
+    expect(remotePv.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0]).toEqual({
+      key: "liqo.io/remote-cluster-id",
+      operator: "In",
+      values: [milanId],
+    });
+    const inMilan = (await q.milan.list<Claim>(Resources.persistentVolumeClaims)).items.filter(
+      (c) => c.metadata.name === `data-${remote}`,
+    );
+    expect(inMilan).toHaveLength(1);
+    expect(inMilan[0]!.spec?.storageClassName).toBe("local-path");
+    expect(inMilan[0]!.status?.phase).toBe("Bound");
+  }, 360_000);
+
+  test("each replica deleted comes back in the same cluster and reads its own data (data gravity)", async () => {
+    expect(Object.keys(before)).toHaveLength(2);
+    for (const name of ["db-0", "db-1"]) await q.rome.delete(Resources.pods, name, NS, { uid: before[name]!.uid });
+    for (const name of ["db-0", "db-1"]) {
+      const pod = await running(name, before[name]!.uid);
+      expect(pod.spec?.nodeName).toBe(before[name]!.node);
+      expect(await readData(name)).toBe(before[name]!.data);
+    }
+  }, 360_000);
+});
+
+describe("wrong inputs", () => {
+  const claimAndPod = async (name: string, storageClassName: string, size: string, where: "local" | "remote") => {
+    await q.rome.create(Resources.persistentVolumeClaims, {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: { name, namespace: NS },
+      spec: { storageClassName, accessModes: ["ReadWriteOnce"], resources: { requests: { storage: size } } },
+    } as KubeObject);
+    const placement =
+      where === "local"
+        ? {
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [
+                    { matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] },
+                  ],
+                },
+              },
+            },
+          }
+        : { nodeSelector: { "liqo.io/type": "virtual-node" } };
+    await q.rome.create(Resources.pods, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: NS },
+      spec: {
+        ...placement,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: "c",
+            image: rigImageRefs.hello,
+            imagePullPolicy: "IfNotPresent",
+            volumeMounts: [{ name: "d", mountPath: "/data" }],
+          },
+        ],
+        volumes: [{ name: "d", persistentVolumeClaim: { claimName: name } }],
+      },
+    } as KubeObject);
+  };
+
+  test("an unknown storage class: the claim says so and its pod waits", async () => {
+    await claimAndPod("unknown-class", "no-such-class", "10Mi", "local");
+    const e = await waitFor(
+      "an Event naming the missing class",
+      async () =>
+        (await claimEvents("unknown-class")).find((x) => x.type === "Warning" && x.message?.includes("no-such-class")),
+      { timeoutMs: 120_000 },
+    );
+    expect(e.message).toContain("not found");
+    expect((await q.rome.get<Pod>(Resources.pods, "unknown-class", NS)).status?.phase).toBe("Pending");
+  }, 180_000);
+
+  test("a claim larger than the node can hold: the real claim's refusal is shown on the user's claim, nothing else touched", async () => {
+    await claimAndPod("too-large", "liqo", "100Ti", "local");
+    const e = await waitFor(
+      "the refusal relayed to the claim",
+      async () => (await claimEvents("too-large")).find((x) => x.type === "Warning" && x.message?.includes("100Ti")),
+      { timeoutMs: 120_000 },
+    );
+    expect(e.message).toContain("cannot be provisioned");
+    expect(e.message).toContain("ask for less");
+    expect((await q.rome.get<Claim>(Resources.persistentVolumeClaims, "too-large", NS)).status?.phase).toBe("Pending");
+    // The StatefulSet's data is untouched.
+    for (const name of ["db-0", "db-1"]) expect(await readData(name)).toStartWith(`${name} `);
+  }, 180_000);
+
+  test("deleting a claim of the liqo class removes its real claim and volume, never another's", async () => {
+    await q.rome.delete(Resources.pods, "too-large", NS, { gracePeriodSeconds: 0 });
+    const claim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, "too-large", NS);
+    await q.rome.delete(Resources.persistentVolumeClaims, "too-large", NS);
+    await waitFor(
+      "the twin claim gone",
+      async () => !(await q.rome.find(Resources.persistentVolumeClaims, claim.metadata.uid!, "liqo-storage")),
+      { timeoutMs: 120_000 },
+    );
+    const twins = await q.rome.list(Resources.persistentVolumeClaims, { namespace: "liqo-storage" });
+    expect(twins.items).toHaveLength(1);
+  }, 180_000);
+});
+
+describe("unoffloading with data in the peer", () => {
+  test("refused without --yes, naming the claims whose data would go; with --yes milan's copies go and the claims stay", async () => {
+    const unoffload = async (...extra: string[]) => {
+      const proc = Bun.spawn(
+        [...liqoctl, "unoffload", "namespace", NS, `--kubeconfig=${q.kubeconfig("rome")}`, ...extra],
+        { stdout: "pipe", stderr: "pipe" },
+      );
+      const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      return { out, err, code: await proc.exited };
+    };
+    const refused = await unoffload();
+    expect(refused.err).toMatch(
+      /unoffloading namespace liqo-demo deletes the volumes of 1 claim\(s\).*liqo-demo\/data-db-[01].*rerun with --yes/,
+    );
+    expect(refused.code).not.toBe(0);
+    expect(await q.rome.find(NamespaceOffloadingResource, "offloading", NS)).toBeDefined();
+    const remoteClaim = () =>
+      q.milan
+        .list<Claim>(Resources.persistentVolumeClaims)
+        .then((l) => l.items.filter((c) => c.metadata.name?.startsWith("data-db-")));
+    expect(await remoteClaim()).toHaveLength(1);
+
+    const done = await unoffload("--yes");
+    expect(done.code).toBe(0);
+    await waitFor("milan's copy of the claim gone", async () => (await remoteClaim()).length === 0, {
+      timeoutMs: 120_000,
+    });
+    const claims = await q.rome.list<Claim>(Resources.persistentVolumeClaims, { namespace: NS });
+    expect(claims.items.filter((c) => c.metadata.name?.startsWith("data-db-")).map((c) => c.status?.phase)).toEqual([
+      "Bound",
+      "Bound",
+    ]);
+  }, 240_000);
+});
