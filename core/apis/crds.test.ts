@@ -19,46 +19,94 @@ const local = "Local@.metadata.labels.liqo\\.io/replication";
 const age = "Age@.metadata.creationTimestamp";
 const liqo: Record<string, Facts> = {
   "foreignclusters.discovery.liqo.io": {
-    scope: "Cluster", liqoCategory: true, status: true,
+    scope: "Cluster",
+    liqoCategory: true,
+    status: true,
     columns: [
-      "ClusterID@.spec.clusterIdentity.clusterID@1", "ClusterName@.spec.clusterIdentity.clusterName@1",
+      "ClusterID@.spec.clusterIdentity.clusterID@1",
+      "ClusterName@.spec.clusterIdentity.clusterName@1",
       "Outgoing peering@.status.peeringConditions[?(@.type == 'OutgoingPeering')].status",
       "Incoming peering@.status.peeringConditions[?(@.type == 'IncomingPeering')].status",
       "Networking@.status.peeringConditions[?(@.type == 'NetworkStatus')].status",
-      "Authentication@.status.peeringConditions[?(@.type == 'AuthenticationStatus')].status", age,
+      "Authentication@.status.peeringConditions[?(@.type == 'AuthenticationStatus')].status",
+      age,
     ],
   },
-  "resourcerequests.discovery.liqo.io": { scope: "Namespaced", liqoCategory: true, status: true, columns: [local, age] },
+  "resourcerequests.discovery.liqo.io": {
+    scope: "Namespaced",
+    liqoCategory: true,
+    status: true,
+    columns: [local, age],
+  },
   "resourceoffers.sharing.liqo.io": {
-    scope: "Namespaced", shortNames: ["offer"], liqoCategory: true, status: true,
+    scope: "Namespaced",
+    shortNames: ["offer"],
+    liqoCategory: true,
+    status: true,
     columns: ["Status@.status.phase", "VirtualKubeletStatus@.status.virtualKubeletStatus", local, age],
   },
   "namespaceoffloadings.offloading.liqo.io": {
-    scope: "Namespaced", shortNames: ["nsof"], liqoCategory: true, status: true,
-    columns: ["NamespaceMappingStrategy@.spec.namespaceMappingStrategy", "PodOffloadingStrategy@.spec.podOffloadingStrategy",
-      "OffloadingPhase@.status.offloadingPhase", "RemoteNamespaceName@.status.remoteNamespaceName@10", age],
+    scope: "Namespaced",
+    shortNames: ["nsof"],
+    liqoCategory: true,
+    status: true,
+    columns: [
+      "NamespaceMappingStrategy@.spec.namespaceMappingStrategy",
+      "PodOffloadingStrategy@.spec.podOffloadingStrategy",
+      "OffloadingPhase@.status.offloadingPhase",
+      "RemoteNamespaceName@.status.remoteNamespaceName@10",
+      age,
+    ],
   },
-  "namespacemaps.virtualkubelet.liqo.io": { scope: "Namespaced", liqoCategory: true, status: true, columns: [local, age] },
+  "namespacemaps.virtualkubelet.liqo.io": {
+    scope: "Namespaced",
+    liqoCategory: true,
+    status: true,
+    columns: [local, age],
+  },
   "shadowpods.virtualkubelet.liqo.io": { scope: "Namespaced", liqoCategory: false, status: false, columns: [] },
   "networkconfigs.net.liqo.io": {
-    scope: "Namespaced", liqoCategory: true, status: true,
-    columns: ["Peering Cluster@.spec.cluster.clusterName", "Endpoint IP@.spec.endpointIP@1", "VPN Backend@.spec.backendType@1",
-      "Processed@.status.processed", local, age],
+    scope: "Namespaced",
+    liqoCategory: true,
+    status: true,
+    columns: [
+      "Peering Cluster@.spec.cluster.clusterName",
+      "Endpoint IP@.spec.endpointIP@1",
+      "VPN Backend@.spec.backendType@1",
+      "Processed@.status.processed",
+      local,
+      age,
+    ],
   },
   "tunnelendpoints.net.liqo.io": {
-    scope: "Namespaced", liqoCategory: true, status: true,
-    columns: ["Peering Cluster ID@.spec.clusterID", "Endpoint IP@.spec.endpointIP@1", "Backend type@.spec.backendType",
-      "Connection status@.status.connection.status", age],
+    scope: "Namespaced",
+    liqoCategory: true,
+    status: true,
+    columns: [
+      "Peering Cluster ID@.spec.clusterID",
+      "Endpoint IP@.spec.endpointIP@1",
+      "Backend type@.spec.backendType",
+      "Connection status@.status.connection.status",
+      age,
+    ],
   },
   "natmappings.net.liqo.io": { scope: "Cluster", liqoCategory: true, status: true, columns: [] },
   "ipamstorages.net.liqo.io": { scope: "Cluster", liqoCategory: true, status: false, columns: [] },
+  // WAN discovery (core/discovery/wan.ts).
+  "searchdomains.discovery.liqo.io": {
+    scope: "Cluster",
+    liqoCategory: true,
+    status: true,
+    columns: ["Domain@.spec.domain", "Autojoin@.spec.autojoin", age],
+  },
 };
 
 const crd = (name: string) => allCrds.find((c) => c.metadata.name === name)!;
 const schemaOf = (name: string) => crd(name).spec.versions[0]!.schema.openAPIV3Schema;
-const at = (s: OpenApiSchema, path: string) => path.split(".").reduce<OpenApiSchema | undefined>((n, p) => (p === "[]" ? n?.items : n?.properties?.[p]), s);
+const at = (s: OpenApiSchema, path: string) =>
+  path.split(".").reduce<OpenApiSchema | undefined>((n, p) => (p === "[]" ? n?.items : n?.properties?.[p]), s);
 
-test("exactly the ten CRDs of Liqo v0.5.4", () => {
+test("the ten CRDs of Liqo v0.5.4, and SearchDomain", () => {
   expect(allCrds.map((c) => c.metadata.name).sort()).toEqual(Object.keys(liqo).sort());
 });
 
@@ -71,12 +119,14 @@ describe.each(Object.entries(liqo))("%s", (name, facts) => {
     expect(c().spec.names.listKind).toBe(`${c().spec.names.kind}List`);
     expect(c().spec.scope).toBe(facts.scope);
     expect(c().spec.names.shortNames).toEqual(facts.shortNames as never);
-    expect(c().spec.names.categories).toEqual(facts.liqoCategory ? ["liqo"] : undefined as never);
+    expect(c().spec.names.categories).toEqual(facts.liqoCategory ? ["liqo"] : (undefined as never));
     expect(c().spec.versions.map((v) => [v.name, v.served, v.storage])).toEqual([["v1alpha1", true, true]]);
   });
 
   test("printer columns", () => {
-    const cols = (c().spec.versions[0]!.additionalPrinterColumns ?? []).map((p) => [p.name, p.jsonPath, p.priority].filter((x) => x !== undefined).join("@"));
+    const cols = (c().spec.versions[0]!.additionalPrinterColumns ?? []).map((p) =>
+      [p.name, p.jsonPath, p.priority].filter((x) => x !== undefined).join("@"),
+    );
     expect(cols).toEqual(facts.columns);
   });
 
@@ -86,7 +136,8 @@ describe.each(Object.entries(liqo))("%s", (name, facts) => {
 
   test("the schema is structural: every node has a type or is int-or-string", () => {
     const walk = (s: OpenApiSchema, path: string) => {
-      if (!s["x-kubernetes-int-or-string"]) expect({ path, type: s.type }).toMatchObject({ path, type: expect.any(String) });
+      if (!s["x-kubernetes-int-or-string"])
+        expect({ path, type: s.type }).toMatchObject({ path, type: expect.any(String) });
       for (const [k, p] of Object.entries(s.properties ?? {})) walk(p, `${path}.${k}`);
       if (s.items) walk(s.items, `${path}[]`);
       if (s.additionalProperties) walk(s.additionalProperties, `${path}{}`);
@@ -112,23 +163,44 @@ describe("enums, defaults and required fields as Liqo declares them", () => {
   test("ForeignCluster peering conditions", () => {
     const cond = at(fc, "status.peeringConditions.[]")!;
     expect(cond.required).toEqual(["status", "type"]);
-    expect(at(cond, "type")!.enum).toEqual(["OutgoingPeering", "IncomingPeering", "NetworkStatus", "AuthenticationStatus", "ProcessForeignClusterStatus"]);
-    expect(at(cond, "status")).toMatchObject({ default: "None", enum: ["None", "Pending", "Established", "Disconnecting", "Denied", "EmptyDenied", "Error", "Success"] });
+    expect(at(cond, "type")!.enum).toEqual([
+      "OutgoingPeering",
+      "IncomingPeering",
+      "NetworkStatus",
+      "AuthenticationStatus",
+      "ProcessForeignClusterStatus",
+    ]);
+    expect(at(cond, "status")).toMatchObject({
+      default: "None",
+      enum: ["None", "Pending", "Established", "Disconnecting", "Denied", "EmptyDenied", "Error", "Success"],
+    });
     expect(at(cond, "lastTransitionTime")!.format).toBe("date-time");
   });
 
   test("NamespaceOffloading", () => {
     const no = schemaOf("namespaceoffloadings.offloading.liqo.io");
     expect(no.required).toEqual(["spec"]);
-    expect(at(no, "spec.namespaceMappingStrategy")).toMatchObject({ enum: ["EnforceSameName", "DefaultName"], default: "DefaultName" });
-    expect(at(no, "spec.podOffloadingStrategy")).toMatchObject({ enum: ["Local", "Remote", "LocalAndRemote"], default: "LocalAndRemote" });
+    expect(at(no, "spec.namespaceMappingStrategy")).toMatchObject({
+      enum: ["EnforceSameName", "DefaultName"],
+      default: "DefaultName",
+    });
+    expect(at(no, "spec.podOffloadingStrategy")).toMatchObject({
+      enum: ["Local", "Remote", "LocalAndRemote"],
+      default: "LocalAndRemote",
+    });
     expect(at(no, "spec.clusterSelector")!.required).toEqual(["nodeSelectorTerms"]);
-    expect(at(no, "status.remoteNamespacesConditions")!.additionalProperties!.items!.required).toEqual(["status", "type"]);
+    expect(at(no, "status.remoteNamespacesConditions")!.additionalProperties!.items!.required).toEqual([
+      "status",
+      "type",
+    ]);
   });
 
   test("ResourceOffer and ResourceRequest", () => {
     const ro = schemaOf("resourceoffers.sharing.liqo.io");
-    expect(at(ro, "status.phase")).toMatchObject({ enum: ["Pending", "ManualActionRequired", "Accepted", "Refused"], default: "Pending" });
+    expect(at(ro, "status.phase")).toMatchObject({
+      enum: ["Pending", "ManualActionRequired", "Accepted", "Refused"],
+      default: "Pending",
+    });
     expect(at(ro, "status")!.required).toEqual(["phase"]);
     expect(at(ro, "spec.resourceQuota.hard")!.additionalProperties!["x-kubernetes-int-or-string"]).toBe(true);
     const rr = schemaOf("resourcerequests.discovery.liqo.io");
@@ -137,10 +209,22 @@ describe("enums, defaults and required fields as Liqo declares them", () => {
   });
 
   test("net.liqo.io kinds keep Liqo's field names, backend_config included", () => {
-    expect(at(schemaOf("networkconfigs.net.liqo.io"), "spec")!.required).toEqual(["backendType", "backend_config", "cluster", "endpointIP", "externalCIDR", "podCIDR"]);
+    expect(at(schemaOf("networkconfigs.net.liqo.io"), "spec")!.required).toEqual([
+      "backendType",
+      "backend_config",
+      "cluster",
+      "endpointIP",
+      "externalCIDR",
+      "podCIDR",
+    ]);
     expect(at(schemaOf("tunnelendpoints.net.liqo.io"), "spec.remoteNATPodCIDR")!.default).toBe("None");
     expect(at(schemaOf("ipamstorages.net.liqo.io"), "spec.prefixes")!.additionalProperties!.format).toBe("byte");
-    expect(at(schemaOf("natmappings.net.liqo.io"), "spec")!.required).toEqual(["clusterID", "clusterMappings", "externalCIDR", "podCIDR"]);
+    expect(at(schemaOf("natmappings.net.liqo.io"), "spec")!.required).toEqual([
+      "clusterID",
+      "clusterMappings",
+      "externalCIDR",
+      "podCIDR",
+    ]);
   });
 });
 

@@ -2,6 +2,7 @@
 export * from "./discovery/identity.ts";
 export * from "./discovery/foreigncluster.ts";
 export * from "./discovery/resourcerequest.ts";
+export * from "./discovery/searchdomain.ts";
 export * from "./sharing/resourceoffer.ts";
 export * from "./offloading/namespaceoffloading.ts";
 export * from "./virtualkubelet/group.ts";

@@ -1,6 +1,7 @@
 // Every Liqo v0.5.4 kind this project serves, in one list (the order CRDs are printed in).
 import { ForeignClusterKind } from "./discovery/foreigncluster.ts";
 import { ResourceRequestKind } from "./discovery/resourcerequest.ts";
+import { SearchDomainKind } from "./discovery/searchdomain.ts";
 import { IpamStorageKind } from "./net/ipamstorage.ts";
 import { NatMappingKind } from "./net/natmapping.ts";
 import { NetworkConfigKind } from "./net/networkconfig.ts";
@@ -21,6 +22,7 @@ export const allKinds = [
   TunnelEndpointKind,
   NatMappingKind,
   IpamStorageKind,
+  SearchDomainKind,
 ] as const;
 
 /** The ResourceRef of a Liqo kind by apiVersion and kind, without a discovery request. */

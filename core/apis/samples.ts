@@ -12,7 +12,10 @@ const TENANT = "liqo-tenant-milan-3f1c2a";
 export const sampleForeignCluster = () => ({
   apiVersion: "discovery.liqo.io/v1alpha1",
   kind: "ForeignCluster",
-  metadata: { name: "milan", labels: { "discovery.liqo.io/discovery-type": "Manual", "discovery.liqo.io/cluster-id": MILAN.clusterID } },
+  metadata: {
+    name: "milan",
+    labels: { "discovery.liqo.io/discovery-type": "Manual", "discovery.liqo.io/cluster-id": MILAN.clusterID },
+  },
   spec: {
     clusterIdentity: { ...MILAN },
     foreignAuthUrl: "https://172.18.0.2:31845",
@@ -25,7 +28,13 @@ export const sampleForeignCluster = () => ({
 export const sampleForeignClusterStatus = () => ({
   tenantNamespace: { local: TENANT, remote: "liqo-tenant-rome-8a1b2c" },
   peeringConditions: [
-    { type: "OutgoingPeering", status: "Established", lastTransitionTime: "2022-05-05T15:08:33Z", reason: "Established", message: "The ResourceOffer has been accepted" },
+    {
+      type: "OutgoingPeering",
+      status: "Established",
+      lastTransitionTime: "2022-05-05T15:08:33Z",
+      reason: "Established",
+      message: "The ResourceOffer has been accepted",
+    },
     { type: "IncomingPeering", status: "None", lastTransitionTime: "2022-05-05T15:08:33Z" },
     { type: "NetworkStatus", status: "Established", lastTransitionTime: "2022-05-05T15:08:30Z" },
     { type: "AuthenticationStatus", status: "Established", lastTransitionTime: "2022-05-05T15:08:20Z" },
@@ -59,7 +68,11 @@ export const sampleNamespaceOffloading = () => ({
   spec: {
     namespaceMappingStrategy: "EnforceSameName",
     podOffloadingStrategy: "Remote",
-    clusterSelector: { nodeSelectorTerms: [{ matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["south"] }] }] },
+    clusterSelector: {
+      nodeSelectorTerms: [
+        { matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["south"] }] },
+      ],
+    },
   },
 });
 
@@ -69,11 +82,29 @@ export const sampleNamespaceOffloadingStatus = () => ({
   remoteNamespaceName: "liqo-demo",
   remoteNamespacesConditions: {
     "florence-539f8b": [
-      { lastTransitionTime: "2022-05-05T15:08:33Z", message: "You have not selected this cluster through ClusterSelector fields", reason: "ClusterNotSelected", status: "False", type: "OffloadingRequired" },
+      {
+        lastTransitionTime: "2022-05-05T15:08:33Z",
+        message: "You have not selected this cluster through ClusterSelector fields",
+        reason: "ClusterNotSelected",
+        status: "False",
+        type: "OffloadingRequired",
+      },
     ],
     "naples-7881be": [
-      { lastTransitionTime: "2022-05-05T15:08:43Z", message: "The remote cluster has been selected through the ClusterSelector field", reason: "ClusterSelected", status: "True", type: "OffloadingRequired" },
-      { lastTransitionTime: "2022-05-05T15:08:43Z", message: "Namespace correctly offloaded on this cluster", reason: "RemoteNamespaceCreated", status: "True", type: "Ready" },
+      {
+        lastTransitionTime: "2022-05-05T15:08:43Z",
+        message: "The remote cluster has been selected through the ClusterSelector field",
+        reason: "ClusterSelected",
+        status: "True",
+        type: "OffloadingRequired",
+      },
+      {
+        lastTransitionTime: "2022-05-05T15:08:43Z",
+        message: "Namespace correctly offloaded on this cluster",
+        reason: "RemoteNamespaceCreated",
+        status: "True",
+        type: "Ready",
+      },
     ],
   },
 });
@@ -91,7 +122,14 @@ export const sampleShadowPod = () => ({
   metadata: { name: "hello-7d4b9c-x2x9z", namespace: "liqo-demo", labels: { "liqo.io/managed-by": "shadowpod" } },
   spec: {
     pod: {
-      containers: [{ name: "nginx", image: "nginx:1.23", ports: [{ containerPort: 80, protocol: "TCP" }], resources: { requests: { cpu: "100m" } } }],
+      containers: [
+        {
+          name: "nginx",
+          image: "nginx:1.23",
+          ports: [{ containerPort: 80, protocol: "TCP" }],
+          resources: { requests: { cpu: "100m" } },
+        },
+      ],
       restartPolicy: "Always",
       tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }],
     },
@@ -151,7 +189,12 @@ export const sampleIpamStorage = () => ({
     pools: ["10.0.0.0/8", "192.168.0.0/16", "172.16.0.0/12"],
     reservedSubnets: [],
     clusterSubnets: {
-      [MILAN.clusterID]: { localNATPodCIDR: "10.50.0.0/16", remotePodCIDR: "10.60.0.0/16", localNATExternalCIDR: "None", remoteExternalCIDR: "10.201.0.0/16" },
+      [MILAN.clusterID]: {
+        localNATPodCIDR: "10.50.0.0/16",
+        remotePodCIDR: "10.60.0.0/16",
+        localNATExternalCIDR: "None",
+        remoteExternalCIDR: "10.201.0.0/16",
+      },
     },
     externalCIDR: "10.201.0.0/16",
     endpointMappings: { "10.200.1.7": { ip: "10.201.0.5", clusterMappings: { [MILAN.clusterID]: {} } } },
@@ -173,4 +216,10 @@ export const samples: Record<string, () => KubeObject> = {
   TunnelEndpoint: sampleTunnelEndpoint,
   NatMapping: sampleNatMapping,
   IpamStorage: sampleIpamStorage,
+  SearchDomain: () => ({
+    apiVersion: "discovery.liqo.io/v1alpha1",
+    kind: "SearchDomain",
+    metadata: { name: "example" },
+    spec: { domain: "clusters.example.com", autojoin: true },
+  }),
 };

@@ -196,6 +196,11 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
       });
       heard = new Map();
       conflicts = new Set();
+      for (const name of plan.kept) {
+        const id = existing.find((f) => f.metadata.name === name)?.spec.clusterIdentity?.clusterID ?? "";
+        if (plan.misses.get(id) === 3)
+          log.info("LAN discovery: not answering for three rounds, kept: peered", { foreignCluster: name });
+      }
       misses = plan.misses;
       await applyPlan(plan, {
         client: o.client,

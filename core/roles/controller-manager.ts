@@ -10,7 +10,7 @@ import { createNamespaceOffloadingController } from "../offloading/index.ts";
 import { createShadowPodController } from "../shadowpod/controller.ts";
 import { foreignClusterArgs, foreignClusterController } from "./foreigncluster-flags.ts";
 import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag } from "./resourcerequest-flags.ts";
-import { discoveryArgs, discoveryController, discoveryTtl } from "./discovery-flags.ts";
+import { discoveryArgs, discoveryController, discoveryTtl, searchDomainController } from "./discovery-flags.ts";
 import { storageArgs, storageConfig, storageController } from "./storage-flags.ts";
 import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-flags.ts";
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
@@ -18,7 +18,7 @@ import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 /** Every controller, in start order; the default, as Liqo's controller manager runs them all. */
 export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest", "foreigncluster"] as const;
 /** Run only when asked for: discovery needs the node's network (mDNS), so the chart runs it apart. */
-export const OPTIONAL_CONTROLLERS = ["discovery"] as const;
+export const OPTIONAL_CONTROLLERS = ["discovery", "searchdomain"] as const;
 
 /** The --controllers list, checked: a typo fails at start instead of leaving a controller out. */
 export function parseControllers(text: string): string[] {
@@ -98,6 +98,8 @@ export default defineCommand({
       });
     if (wanted.includes("discovery"))
       running.push({ name: "discovery", ...discoveryController(args, { client, registry, logger: log }) });
+    if (wanted.includes("searchdomain"))
+      running.push({ name: "searchdomain", ...searchDomainController(args, { client, logger: log }) });
     if (storage) running.push({ name: "storage", ...storageController(storage, { client, logger: log }) });
     const started = new Set<string>();
     const startAll = async () => {

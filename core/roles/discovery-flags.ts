@@ -3,6 +3,7 @@
 // node's network (the chart runs it in its own Deployment with hostNetwork, as Liqo's liqo-discovery).
 import { CliError } from "../cli-errors.ts";
 import { createLanDiscovery } from "../discovery/lan.ts";
+import { createSearchDomainController } from "../discovery/wan.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
@@ -29,6 +30,11 @@ export const discoveryArgs = {
     description:
       "seconds an mDNS answer is valid; a round every ttl/3, a cluster removed after three missed rounds (discovery)",
   },
+  "dns-server": {
+    type: "string",
+    description:
+      "host:port of the DNS server SearchDomains are read from (default: the first nameserver of /etc/resolv.conf) (searchdomain)",
+  },
   "discovery-interface-address": {
     type: "string",
     description:
@@ -37,6 +43,7 @@ export const discoveryArgs = {
 } as const;
 
 type Args = {
+  "dns-server"?: string;
   "discovery-advertise"?: boolean;
   "discovery-discover"?: boolean;
   "discovery-autojoin"?: boolean;
@@ -52,6 +59,19 @@ export function discoveryTtl(text: string | undefined): number {
   if (!Number.isInteger(ttl) || ttl < 3 || ttl > 86_400)
     throw new CliError(`--discovery-ttl "${text}" is not a number of seconds from 3 to 86400 (Liqo's default is 90)`);
   return ttl;
+}
+
+export function searchDomainController(args: Args, o: { client: KubeClient; logger: Logger }) {
+  const server = args["dns-server"];
+  const m = server === undefined ? undefined : /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(server);
+  if (server !== undefined && (!m || Number(m[2]) < 1 || Number(m[2]) > 65535))
+    throw new CliError(`--dns-server must be an IPv4 address and port such as 10.96.0.10:53, got ${server}`);
+  return createSearchDomainController({
+    client: o.client,
+    logger: o.logger,
+    localClusterId: args["cluster-id"],
+    ...(m ? { dnsServer: { host: m[1]!, port: Number(m[2]) } } : {}),
+  });
 }
 
 export function discoveryController(args: Args, o: { client: KubeClient; registry: Registry; logger: Logger }) {
