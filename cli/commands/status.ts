@@ -3,8 +3,16 @@
 // peering's provider granted or refused for the drop-in reflector plugins; the reflection policy.
 import { defineCommand } from "citty";
 import {
-  ForeignClusterResource, REMOTE_CLUSTER_ID_LABEL, REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL, ResourceRequestResource,
-  type PeeringConditionType, type ResourceRequest,
+  DISCOVERY_TYPE_LABEL,
+  ForeignClusterResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  SearchDomainResource,
+  type SearchDomain,
+  REPLICATION_REQUESTED_LABEL,
+  REPLICATION_STATUS_LABEL,
+  ResourceRequestResource,
+  type PeeringConditionType,
+  type ResourceRequest,
 } from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
@@ -17,27 +25,44 @@ import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
 
 const COLUMNS: [string, PeeringConditionType][] = [
-  ["OUTGOING", "OutgoingPeering"], ["INCOMING", "IncomingPeering"], ["NETWORKING", "NetworkStatus"], ["AUTHENTICATION", "AuthenticationStatus"],
+  ["OUTGOING", "OutgoingPeering"],
+  ["INCOMING", "IncomingPeering"],
+  ["NETWORKING", "NetworkStatus"],
+  ["AUTHENTICATION", "AuthenticationStatus"],
 ];
 
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]! + 3)).join("").trimEnd()).join("\n");
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]! + 3))
+        .join("")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, boolean>): string {
-  if (!fcs.length) return "Peerings: none (liqoctl generate peer-command on a provider prints the command to peer with it)";
-  const rows = [["NAME", "CLUSTER ID", ...COLUMNS.map(([h]) => h), "VIRTUAL NODE"]];
+  if (!fcs.length)
+    return "Peerings: none (liqoctl generate peer-command on a provider prints the command to peer with it)";
+  const rows = [["NAME", "CLUSTER ID", ...COLUMNS.map(([h]) => h), "DISCOVERY", "VIRTUAL NODE"]];
   const notes: string[] = [];
   for (const fc of fcs) {
     const cond = (t: PeeringConditionType) => fc.status?.peeringConditions?.find((c) => c.type === t);
     const name = fc.metadata.name!;
     const node = `liqo-${fc.spec.clusterIdentity?.clusterName ?? name}`;
-    rows.push([name, fc.spec.clusterIdentity?.clusterID ?? "-", ...COLUMNS.map(([, t]) => cond(t)?.status ?? "None"),
-      nodes.has(node) ? `${node} (${nodes.get(node) ? "Ready" : "NotReady"})` : "-"]);
+    rows.push([
+      name,
+      fc.spec.clusterIdentity?.clusterID ?? "-",
+      ...COLUMNS.map(([, t]) => cond(t)?.status ?? "None"),
+      fc.metadata.labels?.[DISCOVERY_TYPE_LABEL] ?? "Manual",
+      nodes.has(node) ? `${node} (${nodes.get(node) ? "Ready" : "NotReady"})` : "-",
+    ]);
     for (const [, t] of COLUMNS) {
       const c = cond(t);
-      if (c && !["None", "Established"].includes(c.status)) notes.push(`  ${name} ${t} ${c.status} (${c.reason}): ${c.message}`);
+      if (c && !["None", "Established"].includes(c.status))
+        notes.push(`  ${name} ${t} ${c.status} (${c.reason}): ${c.message}`);
     }
   }
   return `Peerings:\n${table(rows)}${notes.length ? `\n\nNot settled:\n${notes.join("\n")}` : ""}`;
@@ -48,24 +73,75 @@ export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, b
  * requests, their status replicated back) and what we answered for our consumers' (incoming).
  */
 export function pluginsReport(rrs: (ResourceRequest & KubeObject)[], fcs: ForeignClusterObject[]): string {
-  const nameOf = (id: string | undefined) => fcs.find((f) => f.spec.clusterIdentity?.clusterID === id)?.metadata.name ?? id ?? "?";
+  const nameOf = (id: string | undefined) =>
+    fcs.find((f) => f.spec.clusterIdentity?.clusterID === id)?.metadata.name ?? id ?? "?";
   const lines: string[] = [];
   for (const rr of rrs) {
     const outgoing = rr.metadata.labels?.[REPLICATION_REQUESTED_LABEL] === "true";
     const incoming = rr.metadata.labels?.[REPLICATION_STATUS_LABEL] === "true";
     if (!outgoing && !incoming) continue;
-    const peer = outgoing ? `${nameOf(rr.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL])} (outgoing)` : `${rr.spec?.clusterIdentity?.clusterName ?? nameOf(rr.spec?.clusterIdentity?.clusterID)} (incoming)`;
+    const peer = outgoing
+      ? `${nameOf(rr.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL])} (outgoing)`
+      : `${rr.spec?.clusterIdentity?.clusterName ?? nameOf(rr.spec?.clusterIdentity?.clusterID)} (incoming)`;
     const answers = new Map((rr.status?.reflectorPlugins ?? []).map((g) => [g.name, g]));
     for (const p of rr.spec?.reflectorPlugins ?? []) {
       const g = answers.get(p.name);
       lines.push(`  ${peer}: ${p.name} ${g ? `${g.state}: ${g.message ?? ""}` : "waiting for the provider's answer"}`);
     }
   }
-  return lines.length ? `Reflector plugins:\n${lines.join("\n")}` : "Reflector plugins: none requested or granted (liqoctl plugin install <file.wasm>)";
+  return lines.length
+    ? `Reflector plugins:\n${lines.join("\n")}`
+    : "Reflector plugins: none requested or granted (liqoctl plugin install <file.wasm>)";
+}
+
+type Deployment = KubeObject & {
+  spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
+  status?: { readyReplicas?: number };
+};
+
+/**
+ * How this cluster finds others: LAN discovery as the liqo-discovery Deployment runs it (its
+ * flags: advertisement, discovery, autojoin, ttl) and each SearchDomain (WAN) with what it found.
+ */
+export function discoveryReport(deployment: Deployment | undefined, domains: (SearchDomain & KubeObject)[]): string {
+  const lines: string[] = [];
+  const args = deployment?.spec?.template?.spec?.containers?.[0]?.args ?? [];
+  const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
+  const after = (name: string) => args[args.indexOf(`--${name}`) + 1];
+  const controllers = (after("controllers") ?? "").split(",");
+  if (!deployment || !controllers.includes("discovery")) {
+    lines.push(
+      "  LAN (mDNS): off (liqoctl install --set discovery.config.enableDiscovery=true,discovery.config.enableAdvertisement=true)",
+    );
+  } else {
+    const on = (v: string | undefined) => (v === "false" ? "off" : "on");
+    const running =
+      (deployment.spec?.replicas ?? 1) === 0
+        ? "scaled to 0"
+        : `${deployment.status?.readyReplicas ?? 0}/${deployment.spec?.replicas ?? 1} ready`;
+    lines.push(
+      `  LAN (mDNS): advertisement ${on(flag("discovery-advertise"))}, discovery ${on(flag("discovery-discover"))}, autojoin ${flag("discovery-autojoin") === "true" ? "on" : "off"}, ttl ${after("discovery-ttl") ?? "90"}s (deployment liqo-discovery: ${running})`,
+    );
+  }
+  if (!domains.length)
+    lines.push(
+      `  WAN (SearchDomains): ${controllers.includes("searchdomain") ? "none" : "off (discovery.config.enableWanDiscovery)"}`,
+    );
+  for (const d of domains) {
+    const found = (d.status?.foreignClusters ?? []).map((f) => f.name).join(", ") || "no cluster";
+    lines.push(
+      `  WAN ${d.metadata.name}: ${d.spec.domain}, autojoin ${d.spec.autojoin ? "on" : "off"}: ${found}${d.status?.problem ? ` (problem: ${d.status.problem})` : ""}`,
+    );
+  }
+  return `Discovery:
+${lines.join("\n")}`;
 }
 
 /** The reflection policy per kind, from the ConfigMap the controller manager follows; a refused one says why. */
-export function policyReport(cm: (KubeObject & { data?: Record<string, string> }) | undefined, namespace: string): string {
+export function policyReport(
+  cm: (KubeObject & { data?: Record<string, string> }) | undefined,
+  namespace: string,
+): string {
   try {
     const policy = policyFromConfigMap(cm, namespace);
     const rows = Object.keys(POLICY_KINDS).map((k) => `  ${k.padEnd(16)}${policy[k as PolicyKind]}`);
@@ -83,26 +159,60 @@ export default defineCommand({
     const ns = args["liqo-namespace"];
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const me = await readClusterIdentity(client, ns);
-    if (!me) throw new CliError(`liqo is not installed here: no ConfigMap ${ns}/liqo-clusterid-configmap (start liqo auth, or liqoctl install)`, ExitCode.Failure);
+    if (!me)
+      throw new CliError(
+        `liqo is not installed here: no ConfigMap ${ns}/liqo-clusterid-configmap (start liqo auth, or liqoctl install)`,
+        ExitCode.Failure,
+      );
     const authUrl = await readAuthUrl(client, ns);
-    const labels = Object.entries(me.clusterLabels).map(([k, v]) => `${k}=${v}`).join(", ") || "none";
+    const labels =
+      Object.entries(me.clusterLabels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ") || "none";
     const fcs = (await client.list<ForeignClusterObject>(ForeignClusterResource)).items;
     const nodes = new Map<string, boolean>();
     for (const n of (await client.list<any>(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items) {
-      nodes.set(n.metadata.name, n.status?.conditions?.some((c: { type: string; status: string }) => c.type === "Ready" && c.status === "True") ?? false);
+      nodes.set(
+        n.metadata.name,
+        n.status?.conditions?.some(
+          (c: { type: string; status: string }) => c.type === "Ready" && c.status === "True",
+        ) ?? false,
+      );
     }
-    console.log([
-      `Cluster identity:`,
-      `  name:      ${me.clusterName}`,
-      `  ID:        ${me.clusterId}`,
-      `  labels:    ${labels}`,
-      `  auth URL:  ${authUrl ?? "unknown (liqo auth has not recorded one)"}`,
-      "",
-      peeringsReport(fcs, nodes),
-      "",
-      pluginsReport(await client.list<ResourceRequest & KubeObject>(ResourceRequestResource).then((l) => l.items, () => []), fcs),
-      "",
-      policyReport(await client.find(Resources.configMaps, POLICY_CONFIGMAP, ns), ns),
-    ].join("\n"));
+    console.log(
+      [
+        `Cluster identity:`,
+        `  name:      ${me.clusterName}`,
+        `  ID:        ${me.clusterId}`,
+        `  labels:    ${labels}`,
+        `  auth URL:  ${authUrl ?? "unknown (liqo auth has not recorded one)"}`,
+        "",
+        peeringsReport(fcs, nodes),
+        "",
+        discoveryReport(
+          await client
+            .find<Deployment>(
+              { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
+              "liqo-discovery",
+              ns,
+            )
+            .catch(() => undefined),
+          await client.list<SearchDomain & KubeObject>(SearchDomainResource).then(
+            (l) => l.items,
+            () => [],
+          ),
+        ),
+        "",
+        pluginsReport(
+          await client.list<ResourceRequest & KubeObject>(ResourceRequestResource).then(
+            (l) => l.items,
+            () => [],
+          ),
+          fcs,
+        ),
+        "",
+        policyReport(await client.find(Resources.configMaps, POLICY_CONFIGMAP, ns), ns),
+      ].join("\n"),
+    );
   },
 });

@@ -29,6 +29,7 @@ const liqo: Record<string, Facts> = {
       "Incoming peering@.status.peeringConditions[?(@.type == 'IncomingPeering')].status",
       "Networking@.status.peeringConditions[?(@.type == 'NetworkStatus')].status",
       "Authentication@.status.peeringConditions[?(@.type == 'AuthenticationStatus')].status",
+      "Discovery@.metadata.labels.discovery\\.liqo\\.io/discovery-type",
       age,
     ],
   },

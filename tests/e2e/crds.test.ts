@@ -185,7 +185,7 @@ describe("what kubectl shows", () => {
     await client.replace(ForeignClusterResource, { ...milan0, status: sampleForeignClusterStatus() }, "status");
     const table = await getTable("/apis/discovery.liqo.io/v1alpha1/foreignclusters");
     const shown = table.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name.toUpperCase());
-    expect(shown).toEqual(["NAME", "OUTGOING PEERING", "INCOMING PEERING", "NETWORKING", "AUTHENTICATION", "AGE"]);
+    expect(shown).toEqual(["NAME", "OUTGOING PEERING", "INCOMING PEERING", "NETWORKING", "AUTHENTICATION", "DISCOVERY", "AGE"]);
     const wide = table.columnDefinitions.filter((c) => c.priority > 0).map((c) => c.name);
     expect(wide).toEqual(["ClusterID", "ClusterName"]);
     // Rows hold a cell for every column, wide ones included; keep those kubectl shows by default.
@@ -198,7 +198,7 @@ describe("what kubectl shows", () => {
     const cluster = rig.clusters[0]!;
     const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", cluster.kubeconfig, "get", "foreignclusters"], { stdout: "pipe", stderr: "pipe" });
     const [out, errOut] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-    expect(out.split("\n")[0]!.split(/\s{2,}/)).toEqual(["NAME", "OUTGOING PEERING", "INCOMING PEERING", "NETWORKING", "AUTHENTICATION", "AGE"]);
+    expect(out.split("\n")[0]!.split(/\s{2,}/)).toEqual(["NAME", "OUTGOING PEERING", "INCOMING PEERING", "NETWORKING", "AUTHENTICATION", "DISCOVERY", "AGE"]);
     expect({ code: await proc.exited, errOut }).toEqual({ code: 0, errOut: "" });
   });
 

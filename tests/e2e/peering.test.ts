@@ -109,8 +109,8 @@ describe("out-of-band peering", () => {
   test("kubectl get foreignclusters prints Liqo's columns", async () => {
     const r = await kubectl(rome, "get", "foreignclusters");
     expect(r.code).toBe(0);
-    expect(r.out.split("\n")[0]).toMatch(/^NAME\s+OUTGOING PEERING\s+INCOMING PEERING\s+NETWORKING\s+AUTHENTICATION\s+AGE$/);
-    expect(r.out).toMatch(/\nmilan\s+Established\s+None\s+None\s+Established\s+\S+/);
+    expect(r.out.split("\n")[0]).toMatch(/^NAME\s+OUTGOING PEERING\s+INCOMING PEERING\s+NETWORKING\s+AUTHENTICATION\s+DISCOVERY\s+AGE$/);
+    expect(r.out).toMatch(/\nmilan\s+Established\s+None\s+None\s+Established\s+Manual\s+\S+/);
   });
 
   test("the virtual node has the offer's capacity and the provider's labels; the offer is Accepted with the kubelet Created", async () => {
@@ -130,7 +130,8 @@ describe("out-of-band peering", () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain(`ID:        ${rome.identity.clusterId}`);
     expect(r.out).toContain("topology.liqo.io/region=center");
-    expect(r.out).toMatch(/milan\s+\S+\s+Established\s+None\s+None\s+Established\s+liqo-milan \(Ready\)/);
+    expect(r.out).toMatch(/milan\s+\S+\s+Established\s+None\s+None\s+Established\s+Manual\s+liqo-milan \(Ready\)/);
+    expect(r.out).toContain("Discovery:\n  LAN (mDNS): off");
   });
 
   test("over the peer identity alone, an offloaded namespace gets its twin and a pod on liqo-milan runs in milan", async () => {

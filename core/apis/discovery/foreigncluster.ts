@@ -44,36 +44,77 @@ const AUTH_URL = /https:\/\/(www\.)?[-a-zA-Z0-9@:%._\+~#=]{1,256}\.[a-zA-Z0-9()]
 
 export const ForeignClusterSpecSchema = v.object({
   clusterIdentity: v.optional(v.pipe(ClusterIdentitySchema, v.description("The identity of the remote cluster."))),
-  outgoingPeeringEnabled: oneOfWithDefault(peeringEnabledValues, "Auto", "Whether to peer towards the remote cluster (use its resources)."),
-  incomingPeeringEnabled: oneOfWithDefault(peeringEnabledValues, "Auto", "Whether the remote cluster may peer with this one (use our resources)."),
-  networkingEnabled: oneOfWithDefault(["No", "Yes"] as const, "Yes", "Whether Liqo handles the network interconnection with the remote cluster."),
+  outgoingPeeringEnabled: oneOfWithDefault(
+    peeringEnabledValues,
+    "Auto",
+    "Whether to peer towards the remote cluster (use its resources).",
+  ),
+  incomingPeeringEnabled: oneOfWithDefault(
+    peeringEnabledValues,
+    "Auto",
+    "Whether the remote cluster may peer with this one (use our resources).",
+  ),
+  networkingEnabled: oneOfWithDefault(
+    ["No", "Yes"] as const,
+    "Yes",
+    "Whether Liqo handles the network interconnection with the remote cluster.",
+  ),
   foreignAuthUrl: v.pipe(
     v.string(),
-    v.regex(AUTH_URL, "must be the https URL of the remote authentication service, such as https://auth.milan.example.com:443"),
+    v.regex(
+      AUTH_URL,
+      "must be the https URL of the remote authentication service, such as https://auth.milan.example.com:443",
+    ),
     v.description("The URL of the remote cluster's authentication service."),
   ),
   foreignProxyUrl: optionalText("The URL of a proxy towards the remote API server, used by the clients towards it."),
-  insecureSkipTLSVerify: v.optional(v.pipe(v.boolean(), v.description("Whether to skip TLS verification of the remote authentication service.")), true),
-  ttl: v.optional(v.pipe(v.number(), v.integer("must be a whole number of seconds"), v.minValue(0, "must be 0 or more seconds"),
-    v.description("For LAN discovery: seconds without updates after which this ForeignCluster is removed."))),
+  insecureSkipTLSVerify: v.optional(
+    v.pipe(v.boolean(), v.description("Whether to skip TLS verification of the remote authentication service.")),
+    true,
+  ),
+  ttl: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer("must be a whole number of seconds"),
+      v.minValue(0, "must be 0 or more seconds"),
+      v.description("For LAN discovery: seconds without updates after which this ForeignCluster is removed."),
+    ),
+  ),
 });
 
 export const PeeringConditionSchema = v.object({
   type: oneOf(
-    ["OutgoingPeering", "IncomingPeering", "NetworkStatus", "AuthenticationStatus", "ProcessForeignClusterStatus"] as const,
-    "The aspect of the peering this condition describes."),
+    [
+      "OutgoingPeering",
+      "IncomingPeering",
+      "NetworkStatus",
+      "AuthenticationStatus",
+      "ProcessForeignClusterStatus",
+    ] as const,
+    "The aspect of the peering this condition describes.",
+  ),
   status: oneOfWithDefault(
-    ["None", "Pending", "Established", "Disconnecting", "Denied", "EmptyDenied", "Error", "Success"] as const, "None",
-    "The state of that aspect.", true),
+    ["None", "Pending", "Established", "Disconnecting", "Denied", "EmptyDenied", "Error", "Success"] as const,
+    "None",
+    "The state of that aspect.",
+    true,
+  ),
   ...conditionFields,
 });
 
 export const ForeignClusterStatusSchema = v.object({
-  tenantNamespace: v.optional(v.pipe(v.object({
-    local: optionalText("The tenant namespace for this peering in the local cluster."),
-    remote: optionalText("The tenant namespace for this peering in the remote cluster."),
-  }), v.description("The namespaces assigned to this pair of clusters."))),
-  peeringConditions: v.optional(v.pipe(v.array(PeeringConditionSchema), v.description("The state of each aspect of the peering."))),
+  tenantNamespace: v.optional(
+    v.pipe(
+      v.object({
+        local: optionalText("The tenant namespace for this peering in the local cluster."),
+        remote: optionalText("The tenant namespace for this peering in the remote cluster."),
+      }),
+      v.description("The namespaces assigned to this pair of clusters."),
+    ),
+  ),
+  peeringConditions: v.optional(
+    v.pipe(v.array(PeeringConditionSchema), v.description("The state of each aspect of the peering.")),
+  ),
 });
 
 const peeringColumn = (name: string, type: PeeringConditionType) =>
@@ -93,6 +134,8 @@ export const ForeignClusterKind = defineKind({
     peeringColumn("Incoming peering", "IncomingPeering"),
     peeringColumn("Networking", "NetworkStatus"),
     peeringColumn("Authentication", "AuthenticationStatus"),
+    // Not in Liqo v0.5's columns: how the cluster became known (Manual, IncomingPeering, LAN, WAN).
+    { name: "Discovery", type: "string", jsonPath: ".metadata.labels.discovery\\.liqo\\.io/discovery-type" },
     ageColumn,
   ],
   spec: ForeignClusterSpecSchema,
