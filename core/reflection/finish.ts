@@ -2,8 +2,16 @@
 // the namespace pair, for another cluster, for an undeclared kind, or over an object the
 // project does not own. The plugin is never trusted to have done the checks itself.
 import {
-  LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION, apiVersionOf,
-  type Decision, type Direction, type Edit, type KubeObject, type ReflectionContext, type Resource,
+  LABEL_MANAGED_BY,
+  LABEL_ORIGIN,
+  MANAGED_BY_REFLECTION,
+  apiVersionOf,
+  type Decision,
+  type Direction,
+  type Edit,
+  type KubeObject,
+  type ReflectionContext,
+  type Resource,
 } from "./abi.ts";
 import { PluginError, objectKey } from "./errors.ts";
 import { EditShapeError, applyEdits, baseCopy } from "./objects.ts";
@@ -50,7 +58,8 @@ export function parseAnswer(text: string, f: CallFacts): unknown {
   }
 }
 
-const invalidJson = (text: string, err: unknown) => `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`;
+const invalidJson = (text: string, err: unknown) =>
+  `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`;
 
 export function finishOutput(text: string, f: CallFacts): Decision {
   return finishAnswer(parseAnswer(text, f), f);
@@ -77,13 +86,22 @@ export interface Plan {
   statusEdits: boolean;
 }
 
-const errorPlan = (code: "invalid-output" | "invalid-input", message: string): Plan =>
-  ({ error: { code, message }, decision: "skip", reason: "", object: undefined, edits: noEdits, applyError: null, identity: false, statusEdits: false });
+const errorPlan = (code: "invalid-output" | "invalid-input", message: string): Plan => ({
+  error: { code, message },
+  decision: "skip",
+  reason: "",
+  object: undefined,
+  edits: noEdits,
+  applyError: null,
+  identity: false,
+  statusEdits: false,
+});
 
 /** The plan of a parsed answer. */
 export function planOf(parsed: unknown): Plan {
   const raw = parsed as Record<string, unknown>;
-  if (raw === null || typeof raw !== "object") return errorPlan("invalid-output", "answered a JSON value that is not an object");
+  if (raw === null || typeof raw !== "object")
+    return errorPlan("invalid-output", "answered a JSON value that is not an object");
   return makePlan(raw);
 }
 
@@ -101,12 +119,23 @@ export function planOfText(text: string): Plan {
 function makePlan(raw: Record<string, unknown>): Plan {
   if (typeof raw.error === "string") return errorPlan("invalid-input", `rejected the object: ${raw.error}`);
   const decision = raw.decision;
-  if (typeof decision !== "string" || !DECISIONS.has(decision)) return errorPlan("invalid-output", `answered decision ${JSON.stringify(decision)}; expected apply, delete or skip`);
-  const plan: Plan = { error: null, decision: decision as Plan["decision"], reason: typeof raw.reason === "string" ? raw.reason : "", object: raw.object, edits: noEdits, applyError: null, identity: false, statusEdits: false };
+  if (typeof decision !== "string" || !DECISIONS.has(decision))
+    return errorPlan("invalid-output", `answered decision ${JSON.stringify(decision)}; expected apply, delete or skip`);
+  const plan: Plan = {
+    error: null,
+    decision: decision as Plan["decision"],
+    reason: typeof raw.reason === "string" ? raw.reason : "",
+    object: raw.object,
+    edits: noEdits,
+    applyError: null,
+    identity: false,
+    statusEdits: false,
+  };
   if (decision !== "apply") return plan;
   try {
     if (raw.object !== undefined) {
-      if (!raw.object || typeof raw.object !== "object" || Array.isArray(raw.object)) throw new Error("answered an object that is not a JSON object");
+      if (!raw.object || typeof raw.object !== "object" || Array.isArray(raw.object))
+        throw new Error("answered an object that is not a JSON object");
     } else {
       plan.edits = checkEdits(raw.edits);
       plan.identity = plan.edits.some((e) => touchesIdentity(e[0]));
@@ -134,7 +163,11 @@ export function finishPlan(plan: Plan, f: CallFacts): Decision {
   const origin = f.direction === "forward" ? f.ctx.localClusterId : f.ctx.remoteClusterId;
   const statusOnly = writesStatusOnly(f);
   if (decision !== "skip" && f.target && !statusOnly && !isOwnedBy(f.target, origin)) {
-    throw failure(f, "violation", `decided ${decision} over an object it does not own (no ${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION}, ${LABEL_ORIGIN}=${origin}); the answer must be skip with reason "conflict"`);
+    throw failure(
+      f,
+      "violation",
+      `decided ${decision} over an object it does not own (no ${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION}, ${LABEL_ORIGIN}=${origin}); the answer must be skip with reason "conflict"`,
+    );
   }
   if (decision !== "apply") return { decision, reason };
   if (!f.source) throw failure(f, "invalid-output", "decided apply without a source object");
@@ -147,11 +180,17 @@ export function finishPlan(plan: Plan, f: CallFacts): Decision {
   const slim = statusOnly && plan.statusEdits && plan.object === undefined;
   let object: KubeObject;
   try {
-    object = slim ? applyEdits(statusBase(f.source, namespaced ? targetNs : undefined), plan.edits) : plan.object !== undefined
-      ? normalizeObject(plan.object, namespaced ? targetNs : undefined, origin)
-      : applyEdits(baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"), plan.edits);
+    object = slim
+      ? applyEdits(statusBase(f.source, namespaced ? targetNs : undefined), plan.edits)
+      : plan.object !== undefined
+        ? normalizeObject(plan.object, namespaced ? targetNs : undefined, origin)
+        : applyEdits(
+            baseCopy(f.source, namespaced ? targetNs : undefined, origin, f.direction === "backward"),
+            plan.edits,
+          );
   } catch (err) {
-    if (err instanceof EditShapeError) throw failure(f, "invalid-input", `the object's shape does not fit the answer: ${err.message}`);
+    if (err instanceof EditShapeError)
+      throw failure(f, "invalid-input", `the object's shape does not fit the answer: ${err.message}`);
     throw failure(f, "invalid-output", (err as Error).message);
   }
   const m = object.metadata ?? {};
@@ -159,16 +198,30 @@ export function finishPlan(plan: Plan, f: CallFacts): Decision {
   // was built: the source's kind (the host matched it to the resource), its name, the target
   // namespace and the ownership labels. Only other answers need the checks below.
   if (slim) return { decision: "apply", reason, object };
-  if (plan.object === undefined && !plan.identity) return statusOnly ? statusOf(object, reason) : { decision: "apply", reason, object };
+  if (plan.object === undefined && !plan.identity)
+    return statusOnly ? statusOf(object, reason) : { decision: "apply", reason, object };
   if (object.apiVersion !== apiVersionOf(f.resource) || object.kind !== f.resource.kind) {
-    throw failure(f, "violation", `answered a ${object.apiVersion}/${object.kind}, but the call was for ${apiVersionOf(f.resource)}/${f.resource.kind}`);
+    throw failure(
+      f,
+      "violation",
+      `answered a ${object.apiVersion}/${object.kind}, but the call was for ${apiVersionOf(f.resource)}/${f.resource.kind}`,
+    );
   }
-  if (typeof m.name !== "string" || m.name === "") throw failure(f, "invalid-output", "answered an object without metadata.name");
+  if (typeof m.name !== "string" || m.name === "")
+    throw failure(f, "invalid-output", "answered an object without metadata.name");
   if (namespaced ? m.namespace !== targetNs : m.namespace !== undefined) {
-    throw failure(f, "violation", `answered an object in namespace ${JSON.stringify(m.namespace)}; only ${JSON.stringify(namespaced ? targetNs : undefined)} is allowed`);
+    throw failure(
+      f,
+      "violation",
+      `answered an object in namespace ${JSON.stringify(m.namespace)}; only ${JSON.stringify(namespaced ? targetNs : undefined)} is allowed`,
+    );
   }
   if (!isOwnedBy(object, origin)) {
-    throw failure(f, "violation", `answered an object labelled for cluster ${JSON.stringify(m.labels?.[LABEL_ORIGIN])}; it must carry ${LABEL_ORIGIN}=${origin}`);
+    throw failure(
+      f,
+      "violation",
+      `answered an object labelled for cluster ${JSON.stringify(m.labels?.[LABEL_ORIGIN])}; it must carry ${LABEL_ORIGIN}=${origin}`,
+    );
   }
   if (statusOnly) return statusOf(object, reason);
   return { decision: "apply", reason, object };
@@ -183,7 +236,16 @@ function statusBase(source: KubeObject, namespace: string | undefined): KubeObje
 
 function statusOf(object: KubeObject, reason: string): Decision {
   const m = object.metadata!;
-  return { decision: "apply", reason, object: { apiVersion: object.apiVersion, kind: object.kind, metadata: { name: m.name, namespace: m.namespace }, status: object.status } };
+  return {
+    decision: "apply",
+    reason,
+    object: {
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      metadata: { name: m.name, namespace: m.namespace },
+      status: object.status,
+    },
+  };
 }
 
 /**
@@ -191,9 +253,18 @@ function statusOf(object: KubeObject, reason: string): Decision {
  * of them, inside one, or an ancestor of one (replacing /metadata/labels wholesale, say); an
  * edit elsewhere (annotations, other labels, the spec) cannot change them.
  */
-const IDENTITY = ["/apiVersion", "/kind", "/metadata/name", "/metadata/namespace", "/metadata/labels/liqo.io~1managed-by", "/metadata/labels/liqo.io~1origin-cluster-id"];
-const touchesIdentity = (path: string) =>
-  path === "" || IDENTITY.some((id) => id === path || id.startsWith(`${path}/`) || path.startsWith(`${id}/`));
+const IDENTITY = [
+  "/apiVersion",
+  "/kind",
+  "/metadata/name",
+  "/metadata/namespace",
+  "/metadata/labels/liqo.io~1managed-by",
+  "/metadata/labels/liqo.io~1origin-cluster-id",
+];
+/** `inner` is `outer` or a pointer under it. */
+const within = (inner: string, outer: string) =>
+  inner.startsWith(outer) && (inner.length === outer.length || inner[outer.length] === "/");
+const touchesIdentity = (path: string) => path === "" || IDENTITY.some((id) => within(id, path) || within(path, id));
 const noEdits: Edit[] = [];
 
 function checkEdits(edits: unknown): Edit[] {
@@ -201,10 +272,13 @@ function checkEdits(edits: unknown): Edit[] {
   if (!Array.isArray(edits)) throw new Error("answered edits that are not an array");
   for (const e of edits) {
     if (!Array.isArray(e) || typeof e[0] !== "string" || e.length < 1 || e.length > 2) {
-      throw new Error(`answered a malformed edit ${JSON.stringify(e)}; expected ["/json/pointer"] (remove) or ["/json/pointer", value] (set)`);
+      throw new Error(
+        `answered a malformed edit ${JSON.stringify(e)}; expected ["/json/pointer"] (remove) or ["/json/pointer", value] (set)`,
+      );
     }
     // A __proto__ member would set a container's prototype instead of a member: never valid in an API object.
-    if (/(^|\/)__proto__(\/|$)/.test(e[0])) throw new Error(`answered an edit at ${JSON.stringify(e[0])}: __proto__ is not a member an API object can have`);
+    if (/(^|\/)__proto__(\/|$)/.test(e[0]))
+      throw new Error(`answered an edit at ${JSON.stringify(e[0])}: __proto__ is not a member an API object can have`);
   }
   return edits as Edit[];
 }

@@ -216,12 +216,13 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   log = logger.child({ plugin: name });
 
   let runner: Runner;
+  // Main-thread plugins built with the live exports read the projections by handle (set below).
+  let live = false;
   let overruns = 0;
   let timing = 0;
   if (trust === "builtin") {
     const inst = await InstanceRunner.create(module, bindings, options);
-    // Main-thread plugins built with the live exports read the projections by handle.
-    const live = inst.hasExport("liqo_forward_live") && inst.hasExport("liqo_backward_live") && options.live !== false;
+    live = inst.hasExport("liqo_forward_live") && inst.hasExport("liqo_backward_live") && options.live !== false;
     // A clock read costs ~45 ns, a tenth of a small plugin's run: one run in TIME_EVERY is
     // timed, and every run after a slow one, so a plugin that stays slow is still caught.
     const timed = (budget: number, run: () => string): Out => {
@@ -345,10 +346,12 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       source: project(source, fields),
       target: target === null || !resource.targetFields ? null : project(target, resource.targetFields),
     };
+    // The JSON is what the JSON wire sends and what the memo compares; a live call without a memo needs none.
+    const json = memo !== null || !live;
     const payload: Payload = {
       context: JSON.stringify(ctx),
-      source: source === null ? null : JSON.stringify(shown.source),
-      target: shown.target === null ? null : JSON.stringify(shown.target),
+      source: source === null || !json ? null : JSON.stringify(shown.source),
+      target: shown.target === null || !json ? null : JSON.stringify(shown.target),
       state: targetState(target, origin),
     };
     return { facts: { plugin: name, direction, resource, source, target, ctx }, shown, payload };

@@ -70,6 +70,9 @@ export class InstanceRunner {
   #policy: { recycleAfterCalls: number; maxMemoryBytes: number };
   #plugin: Plugin | null = null;
   #exports: Exports | null = null;
+  /** Views of the plugin's memory, made once per buffer: in Bun, reading memory.buffer or making a
+   *  view of it costs far more than a host call, so doing it per host call made calls many times slower. */
+  #mem = { u8: new Uint8Array(0), u16: new Uint16Array(0), dv: new DataView(new ArrayBuffer(0)) };
   /** The live call's values by handle (index); handle 0 is "none". */
   #vals: unknown[] = [undefined];
   /** The plugin's string literals by address: the data segment never changes, so each is decoded once. */
@@ -101,13 +104,18 @@ export class InstanceRunner {
     return runner;
   }
 
-  /** The plugin's memory, as bytes; taken anew each time (a grown memory detaches the old buffer). */
-  #u8(): Uint8Array {
-    return new Uint8Array(this.#exports!.memory.buffer);
+  /** The views of the plugin's memory; a grown memory detaches the old buffer (its views read
+   *  length 0), which is the cue to make new ones. */
+  #views() {
+    if (this.#mem.u8.length === 0) {
+      const buffer = this.#exports!.memory.buffer;
+      this.#mem = { u8: new Uint8Array(buffer), u16: new Uint16Array(buffer), dv: new DataView(buffer) };
+    }
+    return this.#mem;
   }
 
   #readString(ptr: number, len: number): string {
-    return decoder.decode(this.#u8().subarray(ptr, ptr + len));
+    return decoder.decode(this.#views().u8.subarray(ptr, ptr + len));
   }
 
   /** Writes a length-prefixed UTF-8 answer into plugin memory for a host function to return (0 for null). */
@@ -115,9 +123,9 @@ export class InstanceRunner {
     if (text === null) return 0;
     const bytes = typeof text === "string" ? encoder.encode(text) : text;
     const ptr = this.#exports!.liqo_alloc(bytes.length + 4);
-    const view = this.#u8();
-    new DataView(view.buffer).setUint32(ptr, bytes.length, true);
-    view.set(bytes, ptr + 4);
+    const { u8, dv } = this.#views();
+    dv.setUint32(ptr, bytes.length, true);
+    u8.set(bytes, ptr + 4);
     return ptr;
   }
 
@@ -152,17 +160,16 @@ export class InstanceRunner {
       const hit = this.#literals[ptr];
       if (hit !== undefined) return hit;
     }
-    const u8 = this.#u8();
-    const bytes = new DataView(u8.buffer).getUint32(ptr - 4, true);
+    const { u8, u16, dv } = this.#views();
+    const bytes = ptr >= 4 && ptr <= u8.length ? dv.getUint32(ptr - 4, true) : Number.NaN;
     // Keys and literals are short; a length past this is a plugin that passed no string.
-    if (!(bytes <= 65536) || ptr + bytes > u8.length) {
+    if (!(bytes <= 65536) || ptr + bytes > u8.length || ptr % 2 !== 0) {
       throw new RangeError(
         `the plugin passed a string of ${bytes} bytes at ${ptr}: not an AssemblyScript string of its memory`,
       );
     }
-    const units = new Uint16Array(u8.buffer, ptr, bytes >>> 1);
     let s = "";
-    for (let i = 0; i < units.length; i++) s += String.fromCharCode(units[i]!);
+    for (let i = ptr >>> 1, end = (ptr + bytes) >>> 1; i < end; i++) s += String.fromCharCode(u16[i]!);
     if (fixed) this.#literals[ptr] = s;
     return s;
   }
@@ -240,7 +247,9 @@ export class InstanceRunner {
   }
 
   needsRecycle(): boolean {
-    return this.#callsOnInstance >= this.#policy.recycleAfterCalls || this.memoryBytes() > this.#policy.maxMemoryBytes;
+    // The view's length is the memory's (memory.buffer is slow to read); a grown memory detaches
+    // it (length 0) until a call makes new views, a call later.
+    return this.#callsOnInstance >= this.#policy.recycleAfterCalls || this.#mem.u8.length > this.#policy.maxMemoryBytes;
   }
 
   #recycling: Promise<void> | null = null;
@@ -259,6 +268,7 @@ export class InstanceRunner {
     const old = this.#plugin;
     this.#plugin = next;
     this.#exports = instance.exports as unknown as Exports;
+    this.#mem.u8 = new Uint8Array(0);
     this.#literals = [];
     this.#callsOnInstance = 0;
     this.#context = null;
@@ -292,9 +302,9 @@ export class InstanceRunner {
     const tgt = target === null ? null : encoder.encode(target);
     const a = src?.length ?? 0;
     const ptr = ex.liqo_begin(a + (tgt?.length ?? 0));
-    const view = this.#u8();
-    if (src) view.set(src, ptr);
-    if (tgt) view.set(tgt, ptr + a);
+    const { u8 } = this.#views();
+    if (src) u8.set(src, ptr);
+    if (tgt) u8.set(tgt, ptr + a);
     const out = (ex[fn] as (p: number, a: number, b: number, s: number) => number)(ptr, a, tgt?.length ?? 0, state);
     return this.#readString(out, ex.liqo_output_len());
   }
@@ -330,7 +340,7 @@ export class InstanceRunner {
           `the reflection context is ${bytes.length} bytes, more than the plugin's context buffer holds; pass fewer extra fields`,
         );
       }
-      this.#u8().set(bytes, ptr);
+      this.#views().u8.set(bytes, ptr);
       this.#context = context;
     }
     return ex;

@@ -2,7 +2,14 @@
 // reflected object starts from, JSON-pointer edits applied copy-on-write (cached objects
 // are never mutated, and untouched subtrees are shared instead of deep-copied), and the
 // projection of the fields a plugin declared it reads.
-import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION, type Edit, type KubeObject, type ReflectionContext } from "./abi.ts";
+import {
+  LABEL_MANAGED_BY,
+  LABEL_ORIGIN,
+  MANAGED_BY_REFLECTION,
+  type Edit,
+  type KubeObject,
+  type ReflectionContext,
+} from "./abi.ts";
 
 type Json = Record<string, unknown>;
 
@@ -12,7 +19,12 @@ type Json = Record<string, unknown>;
  * resourceVersion, creationTimestamp, managedFields, ownerReferences, generation,
  * finalizers...) is dropped by construction, since only these four fields are kept.
  */
-export function baseCopy(source: KubeObject, targetNamespace: string | undefined, originClusterId: string, keepStatus: boolean): KubeObject {
+export function baseCopy(
+  source: KubeObject,
+  targetNamespace: string | undefined,
+  originClusterId: string,
+  keepStatus: boolean,
+): KubeObject {
   const m = source.metadata ?? {};
   const metadata: NonNullable<KubeObject["metadata"]> = { name: m.name };
   if (targetNamespace !== undefined) metadata.namespace = targetNamespace;
@@ -34,7 +46,8 @@ export function baseLocal(remote: KubeObject, ctx: ReflectionContext, namespaced
 /** Splits an RFC 6901 pointer ("/metadata/labels/liqo.io~1x") into unescaped segments. */
 export function parsePointer(pointer: string): string[] {
   if (!pointer.startsWith("/")) throw new Error(`"${pointer}" is not a JSON pointer: it must start with "/"`);
-  return pointer.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+  const segs = pointer.slice(1).split("/");
+  return pointer.includes("~") ? segs.map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~")) : segs;
 }
 
 export function getPointer(obj: unknown, pointer: string): unknown {
@@ -63,7 +76,11 @@ function copyWithout(obj: Json, keys: string[]): Json {
  * loses them all in one copy).
  */
 export interface Step {
-  parent: ReadonlyArray<string | number>; last: string; path: string; value: unknown; remove: boolean;
+  parent: ReadonlyArray<string | number>;
+  last: string;
+  path: string;
+  value: unknown;
+  remove: boolean;
   more: Array<{ last: string; path: string }> | null;
   /** A removal's member names: `last` and those of `more`. */
   keys: string[];
@@ -103,7 +120,8 @@ export class EditShapeError extends Error {}
 
 function arrayIndex(cur: unknown[], last: string, path: string): number {
   const idx = last === "-" ? cur.length : Number(last);
-  if (!Number.isInteger(idx) || idx < 0) throw new EditShapeError(`edit path ${path}: "${last}" is not an index, and the object has an array there`);
+  if (!Number.isInteger(idx) || idx < 0)
+    throw new EditShapeError(`edit path ${path}: "${last}" is not an index, and the object has an array there`);
   return idx;
 }
 
@@ -124,7 +142,8 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
   if (edits.length === 0) return base;
   const steps = compile(edits);
   const m = base.metadata ?? {};
-  const fresh = new Set<object>([base, m, m.labels ?? m, m.annotations ?? m]);
+  // Containers already copied for this answer: a handful, so an array.
+  const fresh: object[] = [base, m, m.labels ?? m, m.annotations ?? m];
   let root = base as Json;
   for (let e = 0; e < steps.length; e++) {
     const step = steps[e]!;
@@ -140,15 +159,18 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
       const seg = segs[i]!;
       let child = cur[seg];
       if (child === null || typeof child !== "object") {
-        if (remove) { ok = false; break; }
+        if (remove) {
+          ok = false;
+          break;
+        }
         child = {};
         cur[seg] = child;
-        fresh.add(child as object);
+        fresh.push(child as object);
       } else if (i < n - 1 || !remove || Array.isArray(child)) {
-        if (!fresh.has(child as object)) {
+        if (!fresh.includes(child as object)) {
           child = copyOf(child as object);
           cur[seg] = child;
-          fresh.add(child as object);
+          fresh.push(child as object);
         }
       }
       holder = cur;
@@ -163,7 +185,7 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
       for (let k = 0; k < keys.length && !present; k++) present = cur[keys[k]!] !== undefined;
       if (!present) continue; // nothing to remove: the container stays shared
       const without = copyWithout(cur, keys);
-      fresh.add(without);
+      fresh.push(without);
       if (holder === null) root = without;
       else holder[segs[n - 1]!] = without;
     } else cur[step.last] = step.value;
@@ -173,16 +195,27 @@ export function applyEdits(base: KubeObject, edits: readonly Edit[]): KubeObject
 
 /** A step's set or removal at an array index. */
 function arrayTail(cur: unknown[], step: Step): void {
-  if (!step.remove) { cur[arrayIndex(cur, step.last, step.path)] = step.value; return; }
+  if (!step.remove) {
+    cur[arrayIndex(cur, step.last, step.path)] = step.value;
+    return;
+  }
   const idx = removalIndex(step.last);
   if (idx >= 0 && idx < cur.length) cur.splice(idx, 1);
-  if (step.more) for (const r of step.more) { const i = removalIndex(r.last); if (i >= 0 && i < cur.length) cur.splice(i, 1); }
+  if (step.more)
+    for (const r of step.more) {
+      const i = removalIndex(r.last);
+      if (i >= 0 && i < cur.length) cur.splice(i, 1);
+    }
 }
 
 /** Metadata every plugin always receives, so guards (ownership, skip annotation) need no declaration. */
 function baseProjection(obj: KubeObject): Json {
   const m = obj.metadata ?? {};
-  return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: m.name, namespace: m.namespace, labels: m.labels, annotations: m.annotations } };
+  return {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    metadata: { name: m.name, namespace: m.namespace, labels: m.labels, annotations: m.annotations },
+  };
 }
 
 /** The part of `obj` a plugin declared it reads; undefined fields mean the whole object. */
@@ -190,8 +223,8 @@ export function project(obj: KubeObject | null, fields: readonly string[] | unde
   if (obj === null || fields === undefined) return obj;
   const out = baseProjection(obj);
   if (fields.length === 0) return out;
-  // Containers this projection made (so writable).
-  const made = new Set<unknown>([out, out.metadata]);
+  // Containers this projection made (so writable): a handful, so an array.
+  const made: unknown[] = [out, out.metadata];
   for (let f = 0; f < fields.length; f++) {
     const segs = parsePointer(fields[f]!);
     let value: unknown = obj;
@@ -204,10 +237,10 @@ export function project(obj: KubeObject | null, fields: readonly string[] | unde
       const seg = segs[i]!;
       let next = cur[seg];
       // Never write into a subtree shared with the source object: copy it first.
-      if (!made.has(next)) {
+      if (!made.includes(next)) {
         next = next !== null && typeof next === "object" && !Array.isArray(next) ? { ...(next as Json) } : {};
         cur[seg] = next;
-        made.add(next);
+        made.push(next);
       }
       cur = next as Json;
     }
