@@ -3,7 +3,8 @@
 // --reflection-policy secrets=opt-in):
 // - API server support: a pod offloaded from rome to milan that calls the Kubernetes API with its
 //   ServiceAccount token reaches rome's API server (what operators and sidecars expect), as in Liqo
-//   v0.5: a real container in milan runs curl with the mounted token;
+//   v0.5: a real container in milan runs curl with the mounted token; a projected token with an
+//   audience of its own is minted by rome for that audience;
 // - Events come home (Liqo 1.x): an image pull error and a crash loop in milan show on the local
 //   pods in rome, an Event storm in milan stays bounded, nothing echoes;
 // - reflection policies (Liqo 1.x): set at install, shown by liqoctl status, changed at run time
@@ -144,6 +145,37 @@ describe("an offloaded pod calls its origin cluster's API server with its Servic
     expect(log).toContain("No such file or directory");
     expect(log).not.toContain(`host=${q.rig.network!.gateway}`);
   }, 240_000);
+
+  test("a projected token of its own (audience vault, 15 minutes): minted by rome for that audience, bound to the local pod, read in milan at its path", async () => {
+    await q.rome.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "vault-client", namespace: NS },
+      spec: { ...onVirtualNode, serviceAccountName: "reader", automountServiceAccountToken: false,
+        volumes: [{ name: "vault", projected: { sources: [
+          { serviceAccountToken: { audience: "vault", expirationSeconds: 900, path: "vault-token" } },
+          { configMap: { name: "greeting", items: [{ key: "message", path: "message" }] } },
+        ] } }],
+        containers: [{ name: "client", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent", command: ["sleep", "3600"], volumeMounts: [{ name: "vault", mountPath: "/var/run/vault" }] }] } } as KubeObject);
+    const remote = await remotePod("vault-client");
+    // The provider's kubelet mints nothing: no token source of its own in the copy.
+    expect(JSON.stringify(remote.spec!.volumes)).not.toContain("serviceAccountToken");
+    const read = async (file: string) => (await kubectl("milan", "exec", "-n", remote.metadata.namespace!, "vault-client", "--", "cat", `/var/run/vault/${file}`)).out;
+    expect(await read("message")).toBe("hello from rome");
+    const token = (await read("vault-token")).trim();
+    const local = await q.rome.get(Resources.pods, "vault-client", NS);
+    type Review = { status: { authenticated?: boolean; audiences?: string[]; user?: { username?: string; extra?: Record<string, string[]> } } };
+    const review = (audiences?: string[]) => q.rome.request<Review>("POST", "/apis/authentication.k8s.io/v1/tokenreviews", {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, ...(audiences ? { audiences } : {}) } },
+    });
+    const forVault = await review(["vault"]);
+    expect(forVault.status.authenticated).toBe(true);
+    expect(forVault.status.audiences).toEqual(["vault"]);
+    expect(forVault.status.user?.username).toBe(`system:serviceaccount:${NS}:reader`);
+    expect(forVault.status.user?.extra?.["authentication.kubernetes.io/pod-uid"]).toEqual([local.metadata.uid!]);
+    // Audience-bound: rome's API server itself does not take it.
+    expect((await review()).status.authenticated).toBeFalsy();
+    const claims = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString());
+    expect(claims.exp - claims.iat).toBe(900);
+    await q.rome.delete(Resources.pods, "vault-client", NS, { gracePeriodSeconds: 0 });
+  }, 300_000);
 
   test("the token Secret goes with the pod", async () => {
     const remote = await remotePod("api-client");

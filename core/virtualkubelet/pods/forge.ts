@@ -73,13 +73,87 @@ export function remoteTokenSecretName(podName: string): string {
 }
 
 /**
- * The local pod as the pods reflector sees it: without the token volume, which remotePodSpec
- * rewires (the reflector would otherwise look for a legacy token Secret of the ServiceAccount).
+ * A serviceAccountToken source the pod declares in a projected volume of its own (an audience
+ * of its own, e.g. Vault's or a service mesh's, and its own lifetime): the origin cluster mints
+ * it too, bound to the local pod, and the remote pod reads it from the token Secret at its path.
+ */
+export interface ProjectedToken {
+  /** Its key in the token Secret. */
+  key: string;
+  volume: string;
+  audience?: string;
+  expirationSeconds: number;
+  path: string;
+}
+
+/** What a kubelet gives a projected token that does not say (and the API server's minimum). */
+export const PROJECTED_TOKEN_SECONDS = 3600;
+export const MIN_TOKEN_SECONDS = 600;
+
+type TokenSource = { serviceAccountToken?: { audience?: string; expirationSeconds?: number; path?: string } };
+
+/** The pod's own projected tokens, every volume but the one admission added (tokenVolumeIndex). */
+export function projectedTokens(local: Pod): ProjectedToken[] {
+  const skip = tokenVolumeIndex(local.spec);
+  const out: ProjectedToken[] = [];
+  (local.spec?.volumes ?? []).forEach((v, i) => {
+    if (i === skip) return;
+    (v.projected?.sources ?? []).forEach((src, j) => {
+      const t = (src as TokenSource).serviceAccountToken;
+      if (!t) return;
+      const seconds = Number(t.expirationSeconds) || PROJECTED_TOKEN_SECONDS;
+      out.push({
+        key: `${v.name}.${j}.token`, volume: v.name, audience: t.audience || undefined,
+        expirationSeconds: Math.max(MIN_TOKEN_SECONDS, Math.floor(seconds)), path: t.path ?? "token",
+      });
+    });
+  });
+  return out;
+}
+
+/** The tokens the origin cluster mints for the remote pod: the API one (key "token") and the pod's projected ones. */
+export function tokenRequests(local: Pod, address: ApiServerAddress | undefined): { serviceAccount: string; tokens: { key: string; audience?: string; expirationSeconds: number }[] } | undefined {
+  const main = originServiceAccount(local, address);
+  const projected = local.metadata.annotations?.[API_SERVER_SUPPORT_ANNOTATION] === "disabled" ? [] : projectedTokens(local);
+  const tokens = [...(main ? [{ key: "token", expirationSeconds: 3600 }] : []), ...projected.map(({ key, audience, expirationSeconds }) => ({ key, audience, expirationSeconds }))];
+  return tokens.length ? { serviceAccount: local.spec?.serviceAccountName || "default", tokens } : undefined;
+}
+
+/**
+ * The local pod as the pods reflector sees it: without the token volume and without the token
+ * sources of its own projected volumes, which remotePodSpec rewires (the reflector would otherwise
+ * look for a legacy token Secret of the ServiceAccount).
  */
 export function withoutTokenVolume(local: Pod): Pod {
   const idx = tokenVolumeIndex(local.spec);
-  if (idx < 0) return local;
-  return { ...local, spec: { ...local.spec, volumes: local.spec!.volumes!.filter((_, i) => i !== idx) } };
+  const own = projectedTokens(local).length > 0;
+  if (idx < 0 && !own) return local;
+  const volumes = local.spec!.volumes!.filter((_, i) => i !== idx).map((v) => !own || !v.projected?.sources?.some((s) => "serviceAccountToken" in s) ? v
+    : { ...v, projected: { ...v.projected, sources: v.projected.sources.filter((s) => !("serviceAccountToken" in s)) } });
+  return { ...local, spec: { ...local.spec, volumes } };
+}
+
+/**
+ * The pod's own projected volumes with their token sources back, each now read from the token
+ * Secret (a secret projection of its key, at its path); with API server support disabled, none.
+ */
+function withProjectedTokens(spec: PodSpec, local: Pod): void {
+  const tokens = projectedTokens(local);
+  if (!tokens.length || !spec.volumes) return;
+  const disabled = local.metadata.annotations?.[API_SERVER_SUPPORT_ANNOTATION] === "disabled";
+  const secretName = remoteTokenSecretName(local.metadata.name!);
+  const localVolumes = new Map((local.spec?.volumes ?? []).map((v) => [v.name, v]));
+  spec.volumes = spec.volumes.map((v) => {
+    const mine = tokens.filter((t) => t.volume === v.name);
+    if (!mine.length || !v.projected) return v;
+    const reflected = [...(v.projected.sources ?? [])];
+    const sources = (localVolumes.get(v.name)!.projected!.sources ?? []).flatMap((src, j) => {
+      if (!("serviceAccountToken" in src)) return reflected.length ? [reflected.shift()!] : [];
+      const t = mine.find((x) => x.key === `${v.name}.${j}.token`)!;
+      return disabled ? [] : [{ secret: { name: secretName, items: [{ key: t.key, path: t.path }] } }];
+    });
+    return { ...v, projected: { ...v.projected, sources } };
+  });
 }
 
 /** The variables client libraries read to find the API server in a pod (the kubelet sets the provider's). */
@@ -117,6 +191,7 @@ function withoutMountsOf(c: Container, volume: string): Container {
  */
 export function remotePodSpec(local: Pod, reflected: PodSpec, address: ApiServerAddress | undefined): PodSpec {
   const spec: PodSpec = { ...reflected, automountServiceAccountToken: false };
+  withProjectedTokens(spec, local);
   const idx = tokenVolumeIndex(local.spec);
   if (idx < 0) return spec;
   const tokenVolume = local.spec!.volumes![idx]!;
@@ -141,9 +216,12 @@ export function remotePodSpec(local: Pod, reflected: PodSpec, address: ApiServer
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
 export interface OriginToken {
-  token: string;
+  /** The API token (the kube-api-access volume's); absent when the pod mounts only projected tokens of its own. */
+  token?: string;
   /** PEM of the origin cluster's CA (its kube-root-ca.crt). */
   ca: string;
+  /** The pod's own projected tokens, by their key (ProjectedToken.key). */
+  projected?: Record<string, string>;
 }
 
 /**
@@ -169,6 +247,9 @@ export function remoteTokenSecret(
       ownerReferences: [{ apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", name: shadowPod.name, uid: shadowPod.uid }],
     },
     // The keys of a ServiceAccount token volume; the namespace is the origin one, the token's.
-    data: { token: b64(t.token), "ca.crt": b64(t.ca), namespace: b64(local.metadata.namespace!) },
+    data: {
+      ...(t.token === undefined ? {} : { token: b64(t.token) }), "ca.crt": b64(t.ca), namespace: b64(local.metadata.namespace!),
+      ...Object.fromEntries(Object.entries(t.projected ?? {}).map(([k, v]) => [k, b64(v)])),
+    },
   } as KubeObject;
 }

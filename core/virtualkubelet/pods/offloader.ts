@@ -17,8 +17,8 @@ import { isOwnedBy } from "../../reflection/finish.ts";
 import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { RECREATIONS_ANNOTATION } from "../../shadowpod/controller.ts";
 import { hostNamespacesAsked } from "../../webhook/pods.ts";
-import { apiServerAddress, originServiceAccount, remotePodSpec, remoteTokenSecret, withoutTokenVolume } from "./forge.ts";
-import { issueToken } from "./tokens.ts";
+import { apiServerAddress, remotePodSpec, remoteTokenSecret, tokenRequests, withoutTokenVolume } from "./forge.ts";
+import { issueTokens, type TokenWanted } from "./tokens.ts";
 import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
 
 export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
@@ -210,7 +210,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       return backOff(local, `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`);
     }
     const ctx = ctxFor(ns, remoteNs);
-    const serviceAccount = originServiceAccount(local, address);
+    const tokens = tokenRequests(local, address);
     if (!shadow) {
       const decision = await plugin.forward(withoutTokenVolume(local) as never, null, ctx);
       if (decision.decision !== "apply") {
@@ -242,11 +242,11 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       });
       // After the ShadowPod, whose UID owns the Secret: the provider's kubelet waits for a missing
       // Secret volume, and it usually exists before the pod is even scheduled.
-      if (created && serviceAccount) await renewToken(key, local, serviceAccount, remoteNs, { name, uid: created.metadata.uid! });
+      if (created && tokens) await renewToken(key, local, tokens, remoteNs, { name, uid: created.metadata.uid! });
       return;
     }
-    if (serviceAccount && ours && (tokenRefresh.get(key) ?? 0) <= Date.now()) {
-      await renewToken(key, local, serviceAccount, remoteNs, { name, uid: shadow.metadata.uid! });
+    if (tokens && ours && (tokenRefresh.get(key) ?? 0) <= Date.now()) {
+      await renewToken(key, local, tokens, remoteNs, { name, uid: shadow.metadata.uid! });
     }
     if (!remote) return; // the provider is (re)creating it
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
@@ -273,10 +273,11 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
    * A fresh origin token in the pod's Secret; the key comes back when it is due again. A failure
    * is the pod's Event and a retry of its own, so that it never holds the pod's status back.
    */
-  async function renewToken(key: string, local: Pod, serviceAccount: string, remoteNs: string, shadowPod: { name: string; uid: string }) {
+  async function renewToken(key: string, local: Pod, wanted: { serviceAccount: string; tokens: TokenWanted[] }, remoteNs: string, shadowPod: { name: string; uid: string }) {
+    const { serviceAccount } = wanted;
     let due: number;
     try {
-      const t = await issueToken(o.local, local, serviceAccount);
+      const t = await issueTokens(o.local, local, serviceAccount, wanted.tokens);
       await o.remote.apply(Resources.secrets, remoteTokenSecret(local, remoteNs, o.localClusterId, shadowPod, t), { fieldManager: FIELD_MANAGER, force: true });
       due = t.refreshAt;
     } catch (err) {
