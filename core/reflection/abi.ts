@@ -1,5 +1,5 @@
 // The reflector plugin ABI, version 1: the manifest, the call context, the decisions.
-// docs/plugins.md is the user-facing description of the same contract; change both together.
+// docs/plugin-abi.md is the user-facing description of the same contract; change both together.
 import * as v from "valibot";
 
 export const ABI_VERSION = 1;

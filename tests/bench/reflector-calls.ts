@@ -9,7 +9,7 @@
 // their JSON, the bulk copy in, the call, the answer's JSON.parse, the checks (namespace,
 // ownership, kind) and the edits. The transform-only numbers are printed too.
 //
-// Built-ins run live (docs/plugins.md "Live calls"): the plugin reads the projection of the
+// Built-ins run live (docs/plugin-abi.md "Live calls"): the plugin reads the projection of the
 // cached object by handle, and the decision memo answers a call equal in everything the plugin
 // is shown to an earlier one of the same object. Columns, each side getting the same object:
 //   new    — a new version whose content changed (an annotation and the resourceVersion): what

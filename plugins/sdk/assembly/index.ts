@@ -1,5 +1,5 @@
 // The reflector plugin SDK (ABI v1): values, results, guards and registration. A plugin
-// calls reflector(manifest, forward, backward?) and re-exports "./exports"; docs/plugins.md.
+// calls reflector(manifest, forward, backward?) and re-exports "./exports"; docs/plugin-abi.md.
 import { Value, Writer } from "./json";
 import "./abort/abort"; // linked as abort through `use` in the SDK's asconfig.json
 export { Value, Kind, Writer, parse, parseString, validate } from "./json";
@@ -11,7 +11,7 @@ export const MANAGED_BY_REFLECTION = "reflection";
 export const LABEL_ORIGIN = "liqo.io/origin-cluster-id";
 export const ANNOTATION_SKIP = "liqo.io/skip-reflection";
 
-/** The call context (see docs/plugins.md for the fields); sent by the host once per change. */
+/** The call context (see docs/plugin-abi.md for the fields); sent by the host once per change. */
 export class Context {
   constructor(public raw: Value) {}
   get localClusterId(): string { return this.raw.get("localClusterId").str(); }
@@ -137,7 +137,7 @@ export let forwardTransform: Transform = unsupported;
 export let backwardTransform: Transform = unsupported;
 
 /**
- * Declares the plugin: its manifest (JSON, see docs/plugins.md) and its transforms.
+ * Declares the plugin: its manifest (JSON, see docs/plugin-abi.md) and its transforms.
  * Call it once at the top level of the plugin's entry file, and re-export "./exports".
  */
 export function reflector(manifest: string, forward: Transform, backward: Transform = unsupported): void {
