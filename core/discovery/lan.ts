@@ -85,11 +85,19 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
   let running: Promise<unknown> = Promise.resolve();
 
   async function refreshAdvertisement() {
-    const url = o.authUrl ?? (await readAuthUrl(o.client, liqoNamespace).catch(() => undefined));
+    let url = o.authUrl;
+    let why = "";
+    try {
+      url ??= await readAuthUrl(o.client, liqoNamespace);
+    } catch (err) {
+      why = `: ${(err as Error).message}`;
+    }
     if (!url) {
-      warnOnce("no-auth-url", "nothing to advertise yet: no auth URL (ConfigMap liqo-auth-url; liqo auth writes it)", {
-        liqoNamespace,
-      });
+      warnOnce(
+        `no-auth-url${why}`,
+        `nothing to advertise yet: no auth URL (the liqo-auth Service's address, or ConfigMap liqo-auth-url)${why}`,
+        { liqoNamespace },
+      );
       advertised = undefined;
       return;
     }
