@@ -312,6 +312,28 @@ describe("wrong inputs", () => {
     for (const name of ["db-0", "db-1"]) expect(await readData(name)).toStartWith(`${name} `);
   }, 180_000);
 
+  test("a claim larger than the provider can hold: milan's refusal comes home to the user's claim", async () => {
+    await claimAndPod("too-large-remote", "liqo", "100Ti", "remote");
+    const e = await waitFor(
+      "milan's refusal on rome's claim",
+      async () =>
+        (await claimEvents("too-large-remote")).find((x) => x.type === "Warning" && x.message?.includes("100Ti")),
+      { timeoutMs: 180_000 },
+    );
+    expect(e.message).toContain("ask for less");
+    expect((await q.rome.get<Pod>(Resources.pods, "too-large-remote", NS)).status?.phase).toBe("Pending");
+    // Its virtual PV, pinned to milan, was made when the pod was placed; it goes with the claim.
+    const claim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, "too-large-remote", NS);
+    expect(claim.spec?.volumeName).toBe(`pvc-${claim.metadata.uid}`);
+    await q.rome.delete(Resources.pods, "too-large-remote", NS, { gracePeriodSeconds: 0 });
+    await q.rome.delete(Resources.persistentVolumeClaims, "too-large-remote", NS);
+    await waitFor(
+      "its virtual PV gone",
+      async () => !(await q.rome.find(Resources.persistentVolumes, claim.spec!.volumeName!)),
+      { timeoutMs: 120_000 },
+    );
+  }, 240_000);
+
   test("deleting a claim of the liqo class removes its real claim and volume, never another's", async () => {
     await q.rome.delete(Resources.pods, "too-large", NS, { gracePeriodSeconds: 0 });
     const claim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, "too-large", NS);
