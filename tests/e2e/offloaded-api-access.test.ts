@@ -261,6 +261,22 @@ describe("Events of offloaded pods come home", () => {
     expect(backOff.message).toContain("restarting failed container");
   }, 360_000);
 
+  test("an Event on a reflected copy (the ConfigMap greeting in milan) shows on rome's ConfigMap", async () => {
+    const local = await q.rome.get(Resources.configMaps, "greeting", NS);
+    const twin = (await remoteCopy("crasher")).metadata.namespace!;
+    const copy = await waitFor("greeting reflected to milan", () => q.milan.find(Resources.configMaps, "greeting", twin), { timeoutMs: 120_000 });
+    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    await q.milan.create(Resources.events, {
+      apiVersion: "v1", kind: "Event", metadata: { name: "greeting.checked", namespace: twin },
+      involvedObject: { apiVersion: "v1", kind: "ConfigMap", name: "greeting", namespace: twin, uid: copy.metadata.uid },
+      reason: "Audited", message: "configuration checked by milan's auditor", type: "Normal", count: 1, firstTimestamp: now, lastTimestamp: now, source: { component: "auditor" },
+    } as KubeObject);
+    const home = await waitFor("the Event on rome's ConfigMap", async () =>
+      (await eventsOf(q.rome, NS, local.metadata.uid!, true)).find((e) => e.reason === "Audited"), { timeoutMs: 120_000 });
+    expect(home.involvedObject).toMatchObject({ kind: "ConfigMap", name: "greeting", namespace: NS, uid: local.metadata.uid });
+    expect(home.message).toBe("configuration checked by milan's auditor");
+  }, 180_000);
+
   test("an Event storm in milan is bounded in rome; liqo's own Events are not reflected; nothing is written back to milan", async () => {
     const crasher = await remoteCopy("crasher");
     const badImage = await remoteCopy("bad-image");
