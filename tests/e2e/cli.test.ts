@@ -269,7 +269,9 @@ describe("chart", () => {
   });
 
   test("the values schema refuses unknown keys, bad enums and out-of-range numbers", async () => {
-    for (const [set, key] of [["sharingPercentage=200", "/sharingPercentage"], ["auth.service.type=Ingress", "/auth/service/type"], ["gatewy.replicas=2", "gatewy"], ["networking.podCIDR=10.0.0.0", "/networking/podCIDR"]]) {
+    for (const [set, key] of [["sharingPercentage=200", "/sharingPercentage"], ["auth.service.type=Ingress", "/auth/service/type"], ["gatewy.replicas=2", "gatewy"], ["networking.podCIDR=10.0.0.0", "/networking/podCIDR"],
+      // A reflection policy for a kind that has none, or a mode that does not exist.
+      ["reflection.policy.pods=none", "/reflection/policy"], ["reflection.policy.secrets=some", "/reflection/policy/secrets"]]) {
       const r = await run([helm, "template", join(repoRoot, "chart"), ...chartSets, "--set", set!]);
       expect({ set, code: r.code, named: r.stderr.includes(key!) }).toEqual({ set, code: 1, named: true });
     }
