@@ -4,10 +4,12 @@
 // The built-in reflectors' .wasm files are embedded: reflectors/build.ts (which compiles them from
 // AssemblyScript at run time in a checkout) is swapped at bundle time for a module that returns
 // the embedded files, so `liqoctl plugin test pods` works from the binary alone. The Helm chart is
-// embedded the same way (cli/install/chart-source.ts), so `liqoctl install` needs no checkout.
+// embedded the same way (cli/install/chart-source.ts), so `liqoctl install` needs no checkout, and
+// so is the plugin SDK `liqoctl plugin init` writes into a project (cli/plugin-project/sdk-source.ts).
 import { copyFileSync, existsSync, linkSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
+import { sdkFiles } from "../cli/plugin-project/sdk-source.ts";
 import { builtinNames, ensureBuilt, wasmPath } from "../reflectors/build.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -64,6 +66,26 @@ export async function bundledChart() {
   },
 };
 
+/**
+ * The plugin SDK `liqoctl plugin init` vendors into a project (cli/plugin-project/sdk-source.ts),
+ * packed from plugins/sdk before the build (packing bundles its testing module: a Bun.build inside
+ * this build's onLoad would never finish) and embedded as text.
+ */
+function embedPluginSdk(files: [string, string][]): BunPlugin {
+  return {
+    name: "embed-plugin-sdk",
+    setup(build) {
+      build.onLoad({ filter: /[\\/]cli[\\/]plugin-project[\\/]sdk-source\.ts$/ }, () => {
+        const contents = `const files = ${JSON.stringify(files)};
+export async function sdkFiles() { return new Map(files); }
+export function sdkVersion(f) { return JSON.parse(f.get("package.json") ?? "{}").version ?? "unknown"; }
+`;
+        return { loader: "js", contents };
+      });
+    },
+  };
+}
+
 export async function buildLiqoctl(target: Target, outDir = join(root, "dist")): Promise<string> {
   const outfile = join(outDir, `liqoctl-${target}`);
   const result = await Bun.build({
@@ -80,7 +102,7 @@ export async function buildLiqoctl(target: Target, outDir = join(root, "dist")):
     compile: { target: `bun-${target}` as never, outfile },
     minify: true,
     sourcemap: "none",
-    plugins: [embedBuiltins, embedChart],
+    plugins: [embedBuiltins, embedChart, embedPluginSdk([...(await sdkFiles()).entries()])],
   });
   if (!result.success) throw new Error(`building liqoctl for ${target} failed:\n${result.logs.map(String).join("\n")}`);
   return outfile;
