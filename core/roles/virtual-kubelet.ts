@@ -9,6 +9,8 @@ import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { watchPluginDir } from "../reflection/engine/dropins.ts";
+import { parseReflectionPolicy, ReflectionPolicyError } from "../reflection/policy.ts";
+import { fixedReflectionPolicy, type ReflectionPolicySource } from "../reflection/policy-watch.ts";
 import { startVirtualKubelet } from "../virtualkubelet/start.ts";
 import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../../netfabric/ipam/index.ts";
 import { adminArgs, adminSecurity, hostPort, keyValues, serveAdmin, untilSignal } from "./shared.ts";
@@ -40,11 +42,13 @@ export default defineCommand({
     "health-failures": { type: "string", default: "3", description: "consecutive failed probes before the node turns NotReady" },
     "remote-watch-idle": { type: "string", default: "30", description: "seconds a watch on the remote API server may be silent before the server is pinged; unanswered, the watch is re-established (0: never)" },
     "api-server-url": { type: "string", description: "https URL the remote cluster's pods reach the local API server at: offloaded pods that mount a ServiceAccount token talk to it (default: none, they mount no token)" },
+    "reflection-policy": { type: "string", description: "what is reflected, per kind: kind=all|opt-in|none,... (configmaps, secrets, services, endpointslices, ingresses, events; default all)" },
     "translate-pod-cidr": { type: "string", description: "REMOTE=SEEN (e.g. 10.200.0.0/16=10.201.0.0/16) until the network fabric provides translation" },
     ...adminArgs("127.0.0.1:8082"),
   },
   async run({ args }) {
     adminSecurity(args); // bad admin flags fail before anything starts
+    const reflectionPolicy = reflectionPolicyFlag(args["reflection-policy"]);
     const log = createLogger({ role: "virtual-kubelet", remoteClusterId: args["remote-cluster-id"] });
     const resources = keyValues(args.resources, "resources");
     const labels = keyValues(args["remote-cluster-labels"], "remote-cluster-labels");
@@ -67,7 +71,7 @@ export default defineCommand({
     const vk = await startVirtualKubelet({
       local, remote, ...ids, remoteClusterName: args["remote-cluster-name"], remoteClusterLabels: labels, resources, nodeName,
       kubeletHost: kubelet.host, kubeletPort: kubelet.port, tls, clientCA, healthIntervalMs: interval * 1000, failureThreshold: failures,
-      translateIp, registry, logger: log, apiServerUrl: args["api-server-url"],
+      translateIp, registry, logger: log, apiServerUrl: args["api-server-url"], reflectionPolicy,
     });
     const { node, engine, offloader, api } = vk;
     const dropins = args["plugin-dir"] ? watchPluginDir(engine, args["plugin-dir"], { logger: log }) : undefined;
@@ -87,6 +91,16 @@ export default defineCommand({
     await vk.stop();
   },
 });
+
+/** --reflection-policy: fixed for the process (the controller manager follows the chart's ConfigMap instead). */
+export function reflectionPolicyFlag(text: string | undefined): ReflectionPolicySource {
+  try {
+    return fixedReflectionPolicy(parseReflectionPolicy(text ?? "", `--reflection-policy ${text ?? ""}`));
+  } catch (err) {
+    if (err instanceof ReflectionPolicyError) throw new CliError(err.message);
+    throw err;
+  }
+}
 
 /** A fixed remap of the remote pod CIDR (same size), until the network manager provides one. */
 function translator(spec: string | undefined): ((ip: string) => string) | undefined {
