@@ -29,7 +29,7 @@ export interface EventReflectorOptions {
   /** New local Events per local object: a burst, then one per refill period (default 25, 30 s). */
   perObjectBurst?: number;
   perObjectRefillMs?: number;
-  /** Writes per peering (creates and updates): a burst, then one per refill period (default 50, 100 ms). */
+  /** Writes per peering (creates and updates): a burst, then one per refill period (default 100, 20 ms: a kubelet's 50/s). */
   burst?: number;
   refillMs?: number;
 }
@@ -51,7 +51,8 @@ export function createEventReflector(o: EventReflectorOptions): EventReflector {
     labelNames: ["outcome"] as const,
   });
   const perObject = createTokenBuckets({ burst: o.perObjectBurst ?? 25, refillMs: o.perObjectRefillMs ?? 30_000 });
-  const overall = createTokenBuckets({ burst: o.burst ?? 50, refillMs: o.refillMs ?? 100 });
+  // A virtual node stands for a whole cluster: its limit is one kubelet's (eventRecordQPS 50, burst 100).
+  const overall = createTokenBuckets({ burst: o.burst ?? 100, refillMs: o.refillMs ?? 20 });
   const events = createNamespacedInformers<RemoteEvent>({
     client: o.remote,
     resource: Resources.events,
