@@ -19,7 +19,7 @@ export async function sdkFiles(): Promise<SdkFiles> {
     if (!f.endsWith("tsconfig.json")) copied.push(f);
   for (const f of copied.sort()) files.set(f, await Bun.file(join(sdkDir, f)).text());
   const pkg = await Bun.file(join(sdkDir, "package.json")).json();
-  pkg.files = [...pkg.files.filter((f: string) => f !== "testing"), "testing.js", "worker.ts"];
+  pkg.files = [...pkg.files.filter((f: string) => f !== "testing.ts"), "testing.js", "worker.ts"];
   files.set("package.json", `${JSON.stringify(pkg, null, 2)}\n`);
   files.set("testing.js", await bundle(join(sdkDir, "testing.ts"), ["bun:test"]));
   files.set("worker.ts", await bundle(join(root, "core/reflection/worker.ts"), []));

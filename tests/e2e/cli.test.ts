@@ -38,7 +38,7 @@ const line = (n: CommandNode) => n.path.join(" ") || "(root)";
 describe("help and flag validation of every command", () => {
   test("the tree holds every command the brief lists", () => {
     const paths = allCommands(tree).map((n) => n.path.join(" "));
-    for (const p of ["version", "offload namespace", "unoffload namespace", "install kind", "install k3s", "install kubeadm", "install eks", "install gke", "install aks", "install openshift", "install generic", "uninstall", "completion", "docs", "plugin test", "plugin validate"]) {
+    for (const p of ["version", "offload namespace", "unoffload namespace", "install kind", "install k3s", "install kubeadm", "install eks", "install gke", "install aks", "install openshift", "install generic", "uninstall", "completion", "docs", "plugin init", "plugin build", "plugin test", "plugin validate"]) {
       expect(paths).toContain(p);
     }
   });
@@ -376,6 +376,17 @@ describe("against a rig cluster", () => {
     expect(v.stdout).toBe("pods: pods 1.0.0, ABI v1, reflects Pod (both)\n");
     const help = await liqoctl(["--help"], { program: [join(tmp, "dist/kubectl-liqo")] });
     expect(help.stdout).toContain("kubectl liqo version|");
+  });
+
+  test("the compiled binary's plugin init writes a project with its embedded SDK (no checkout needed)", async () => {
+    const dir = join(tmp, "pdbs");
+    const r = await liqoctl(["plugin", "init", "pdbs", "--dir", dir], { program: [binary] });
+    expect(r.stdout).toContain("plugin pdbs for policy/v1 PodDisruptionBudget, SDK 0.1.0 in vendor/plugin-sdk.");
+    expect(r.code).toBe(0);
+    const sdk = join(dir, "vendor/plugin-sdk");
+    expect((await Bun.file(join(sdk, "package.json")).json()).name).toBe("@liqo-bun/plugin-sdk");
+    for (const f of ["asconfig.json", "index.ts", "exports.ts", "assembly/runtime/arena.ts", "worker.ts"]) expect(await Bun.file(join(sdk, f)).exists()).toBe(true);
+    expect(await Bun.file(join(sdk, "testing.js")).text()).toContain("function testReflectorPlugin(");
   });
 
   test("offload namespace --output yaml from the binary passes a server-side dry run", async () => {
