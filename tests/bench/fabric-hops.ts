@@ -11,7 +11,7 @@
 // wireguard-go did not read them in time). The gateways run twice: first with Debian bookworm's
 // wireguard-go (the image's /usr/bin/wireguard-go, put first on the gateways' PATH), then with the
 // module build the image ships in /usr/local/bin (its default): before and after.
-import { mkdirSync, mkdtempSync, readlinkSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
@@ -43,14 +43,11 @@ async function kubectl(q: InClusterQuickstart, cluster: string, ...args: string[
 
 /** A process of the pod (not its pause container), to enter its network namespace. */
 function podPid(uid: string, comm?: string): number {
-  const host = readlinkSync("/proc/1/ns/net");
-  for (const entry of new Bun.Glob("[0-9]*").scanSync({ cwd: "/proc", onlyFiles: false })) {
+  const host = readlinkSync("/proc/self/ns/net");
+  for (const entry of readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
     try {
-      const cg = Bun.spawnSync(["cat", `/proc/${entry}/cgroup`]).stdout.toString();
-      if (!cg.includes(`pod${uid}`)) continue;
-      const name = Bun.spawnSync(["cat", `/proc/${entry}/comm`])
-        .stdout.toString()
-        .trim();
+      if (!readFileSync(`/proc/${entry}/cgroup`, "utf8").includes(`pod${uid}`)) continue;
+      const name = readFileSync(`/proc/${entry}/comm`, "utf8").trim();
       if (name === "pause" || (comm && name !== comm) || readlinkSync(`/proc/${entry}/ns/net`) === host) continue;
       return Number(entry);
     } catch {}

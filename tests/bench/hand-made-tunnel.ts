@@ -44,7 +44,8 @@ export async function iperf(
   dropsAt = server,
   seconds = 10,
 ): Promise<Throughput> {
-  const srv = Bun.spawn([...server, "iperf3", "-s", "-1", "-p", "5299"], { stdout: "ignore", stderr: "ignore" });
+  // A server that outlives a failed attempt (a run that loses its control connection is retried).
+  const srv = Bun.spawn([...server, "iperf3", "-s", "-p", "5299"], { stdout: "ignore", stderr: "ignore" });
   try {
     await waitFor(
       `iperf3 reachable at ${target}`,
@@ -52,13 +53,22 @@ export async function iperf(
       { timeoutMs: 30_000 },
     );
     const drops = udpRcvbufErrors(dropsAt);
-    let run = { out: "", code: 1 };
-    await waitFor(
+    let last = "";
+    const j = await waitFor(
       `iperf3 to ${target}`,
-      () => (run = sh([...client, "iperf3", "-c", target, "-p", "5299", "-t", String(seconds), "-J"])).code === 0,
-      { timeoutMs: 20_000, intervalMs: 500 },
+      () => {
+        const run = sh([...client, "iperf3", "-c", target, "-p", "5299", "-t", String(seconds), "-J"]);
+        try {
+          const parsed = JSON.parse(run.out);
+          if (parsed.end?.sum_received) return parsed;
+          last = parsed.error ?? run.out.slice(0, 300);
+        } catch {
+          last = run.out.slice(0, 300);
+        }
+        return undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 1000, describe: () => last },
     );
-    const j = JSON.parse(run.out);
     const ping = sh([...client, "ping", "-c", "20", "-i", "0.2", "-q", target]).out;
     return {
       gbps: j.end.sum_received.bits_per_second / 1e9,
