@@ -1,8 +1,8 @@
-// The decision memos: a call equal in everything the plugin sees to an earlier one is answered
+// The decision memo: a call equal in everything the plugin sees to an earlier one is answered
 // without running the plugin; anything the plugin reads that changed (a read field, the target
-// state, the context, a looked-up object, an IP translation) runs it again. Built-ins run live
-// (instance.ts replays what the plugin read); `live: false` tests the JSON wire's memo (memo.ts),
-// which drop-ins in workers use.
+// state, the context, a looked-up object, an IP translation) runs it again. One memo (memo.ts)
+// for both wires: built-ins run live by default; `live: false` takes the JSON wire, which drop-ins
+// in workers use.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ensureBuilt } from "../../reflectors/build.ts";
 import { loadBuiltin } from "../../reflectors/index.ts";

@@ -15,7 +15,8 @@
 //
 // Usage: bun tests/bench/reflection-layers.ts   (BENCH_REPS, default 3; BENCH_SCALE, default 1:
 // 500 ConfigMaps and 100 Services per phase; BENCH_WORKERS, default 16; BENCH_ONLY=builtin,dropin;
-// BENCH_CALL_RUNS, runs of 32 calls per configuration in the per-call table, default 600)
+// BENCH_CALL_RUNS, runs of 32 calls per configuration in the per-call table, default 600;
+// BENCH_BEFORE=<checkout>: that checkout's engine as one more configuration, "before")
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { type KubeObject, type ResourceRef, Resources } from "../../core/kube/resources.ts";
@@ -38,6 +39,9 @@ interface Config {
   name: string;
   trust: Trust;
   memoEntries: number | undefined;
+  /** Another checkout's engine (BENCH_BEFORE): the code before a change, in the same run. */
+  engine?: typeof createReflectionEngine;
+  load?: typeof loadBuiltin;
 }
 const configs: Config[] = [
   { name: "builtin", trust: "builtin" as const, memoEntries: undefined },
@@ -45,6 +49,18 @@ const configs: Config[] = [
   { name: "dropin", trust: "dropin" as const, memoEntries: undefined },
   { name: "dropin-no-memo", trust: "dropin" as const, memoEntries: 0 },
 ].filter((c) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(",").includes(c.name));
+// BENCH_BEFORE=<a checkout of older code, e.g. from git archive>: its engine with built-ins, as one more configuration.
+if (process.env.BENCH_BEFORE) {
+  const mod = await import(`${process.env.BENCH_BEFORE}/core/reflection/engine/engine.ts`);
+  const reflectors = await import(`${process.env.BENCH_BEFORE}/reflectors/index.ts`);
+  configs.push({
+    name: "before",
+    trust: "builtin",
+    memoEntries: undefined,
+    engine: mod.createReflectionEngine,
+    load: reflectors.loadBuiltin,
+  });
+}
 const BASE = "builtin";
 
 const rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });
@@ -97,7 +113,7 @@ const counters = [Resources.configMaps, Resources.services, Resources.endpointSl
   return inf;
 });
 
-async function arrival(keys: string[], deadlineMs = 10 * 60_000): Promise<number> {
+async function arrival(keys: string[], deadlineMs = 3 * 60_000): Promise<number> {
   const pending = new Set(keys.filter((k) => !seen.has(k)));
   if (pending.size > 0) {
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -171,7 +187,7 @@ async function phase(rep: number, config: Config): Promise<void> {
     ...(await slices()).map((x) => `${ns}-rome/EndpointSlice/${x.metadata.name}`),
   ];
   // A fresh engine with its own clients and registry per phase: nothing carries over between configurations.
-  const engine = createReflectionEngine({
+  const engine = (config.engine ?? createReflectionEngine)({
     local: createKubeClient({ kubeconfig: rig.clusters[0]!.kubeconfig }),
     remote: createKubeClient({ kubeconfig: rig.clusters[1]!.kubeconfig }),
     localClusterId: "rome-id",
@@ -262,7 +278,8 @@ async function perCall(): Promise<void> {
   for (const c of cases)
     for (const changed of [true, false]) {
       const loaded: ReflectorPlugin[] = [];
-      for (const cfg of called) loaded.push(await loadBuiltin(c.plugin, { lookup, memoEntries: cfg.memoEntries }));
+      for (const cfg of called)
+        loaded.push(await (cfg.load ?? loadBuiltin)(c.plugin, { lookup, memoEntries: cfg.memoEntries }));
       let n = 0;
       const next = (): PluginObject => {
         n++;
