@@ -2,7 +2,7 @@
 // validated here exactly as the engine will (validate.ts, in a worker under a deadline) and judged
 // as a provider will judge it (auth/plugin-rbac.ts, on this cluster's discovery) before anything is
 // stored; a refused plugin leaves the store as it was. The controller manager hot-loads what is
-// stored into every peering (docs/plugins.md, "Installing a plugin in a cluster").
+// stored into every peering (docs/plugins.md, "Install into a peering"; docs/reflection.md, "The plugin store in a cluster").
 import { defineCommand } from "citty";
 import { ResourceRequestResource, type ResourceRequest } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
