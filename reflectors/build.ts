@@ -6,7 +6,8 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync, symlin
 import { dirname, join, resolve } from "node:path";
 
 const root = resolve(import.meta.dir, "..");
-const sdkDir = join(root, "plugins/sdk/assembly");
+// What every plugin is built from besides its own sources: the SDK and its build settings.
+const sdkSources = ["assembly", "asconfig.json", "index.ts", "exports.ts"].map((f) => join(root, "plugins/sdk", f));
 
 export interface Target {
   name: string;
@@ -20,7 +21,7 @@ function dirTarget(name: string, dir: string): Target {
     name,
     entry: join(dir, "assembly/index.ts"),
     out: join(dir, `${name}.wasm`),
-    sources: [join(dir, "assembly"), sdkDir],
+    sources: [join(dir, "assembly"), ...sdkSources],
   };
 }
 
@@ -47,7 +48,7 @@ export function targets(): Target[] {
       name: `fixture-${name}`,
       entry: join(fixtures, f),
       out: join(fixtures, `${name}.wasm`),
-      sources: [join(fixtures, f), sdkDir],
+      sources: [join(fixtures, f), ...sdkSources],
     });
   }
   return list;
