@@ -293,6 +293,25 @@ describe("chart", () => {
     }
   });
 
+  test("discovery.config on: liqo-discovery runs the discovery controllers with hostNetwork, with flags its role accepts; off by default", async () => {
+    const sets = ["discovery.config.enableAdvertisement=true", "discovery.config.enableDiscovery=true", "discovery.config.enableWanDiscovery=true",
+      "discovery.config.autojoin=false", "discovery.config.ttl=30", "discovery.config.dnsServer=10.96.0.10:53"].flatMap((x) => ["--set", x]);
+    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, ...sets]);
+    const docs = rendered.stdout.split(/^---$/m).map((d) => Bun.YAML.parse(d) as any).filter(Boolean);
+    const d = docs.find((x) => x.kind === "Deployment" && x.metadata.name === "liqo-discovery");
+    expect(d.spec.template.spec.hostNetwork).toBe(true);
+    expect(d.spec.template.spec.serviceAccountName).toBe("liqo-discovery");
+    const args: string[] = d.spec.template.spec.containers[0].args;
+    expect(args.slice(0, 3)).toEqual(["controller-manager", "--controllers", "discovery,searchdomain"]);
+    expect(args).toContain("--discovery-autojoin=false");
+    expect(args.slice(args.indexOf("--dns-server"), args.indexOf("--dns-server") + 2)).toEqual(["--dns-server", "10.96.0.10:53"]);
+    const roleDef = await (liqo.subCommands as Record<string, () => Promise<any>>)["controller-manager"]!();
+    expect(await unknownFlags(roleDef, args.slice(1))).toEqual([]);
+    expect(docs.some((x) => x.kind === "ClusterRole" && x.metadata.name === "liqo-discovery")).toBe(true);
+    const off = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets]);
+    expect(off.stdout).not.toContain("liqo-discovery");
+  });
+
   test("roles.runInCluster=false: Deployments at zero, no route DaemonSet, the webhook called at roles.external.webhookUrl with 127.0.0.1 in the certificates", async () => {
     const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, "--set", "roles.runInCluster=false",
       "--set", "roles.external.webhookUrl=https://127.0.0.1:9443", "--set", "roles.external.ips={127.0.0.1}"]);
