@@ -104,7 +104,7 @@ const test = defineCommand({
   meta: {
     name: "test",
     description:
-      "Run the conformance kit on a plugin project (built first) or a .wasm, or show what it does with one object (--input); no cluster needed",
+      "Run the conformance kit on a plugin project (rebuilt if its sources changed) or a .wasm, or show what it does with one object (--input); no cluster needed",
   },
   args: {
     plugin: {
