@@ -258,6 +258,9 @@ export function createStorageController(o: StorageOptions): StorageController {
       const onClaim = (c: Claim) => {
         if (c.spec?.storageClassName === o.virtualStorageClass || c.metadata.namespace === o.storageNamespace)
           queue!.add(`${c.metadata.namespace}/${c.metadata.name}`);
+        // A twin bound (or failing): its user's claim is looked at now, not at its next retry.
+        const owner = c.metadata.namespace === o.storageNamespace && c.metadata.labels?.[VIRTUAL_PVC_NAME_LABEL];
+        if (owner) queue!.add(`${c.metadata.labels![VIRTUAL_PVC_NAMESPACE_LABEL]}/${owner}`);
       };
       const onClaimGone = (c: Claim) => {
         if (c.spec?.storageClassName === o.virtualStorageClass) queue!.add(`${o.storageNamespace}/${c.metadata.uid}`);
