@@ -57,7 +57,11 @@ export interface LoadOptions extends RecyclePolicy {
   live?: boolean;
   /** Drop-ins: how long the worker may take to start the plugin and read its manifest (default max(5 s, 10 × budgetMs)). */
   startTimeoutMs?: number;
-  /** Entries of the decision memo (memo.ts); 0 turns it off, so that every call runs the plugin. Default 8192. */
+  /**
+   * Entries of the decision memo (memo.ts); 0 turns it off, so that every call runs the plugin.
+   * Default: 8192 for drop-ins (a hit saves a worker round trip), 0 for built-ins (their run costs
+   * a few µs; on the rig the memo kept memory and CPU and answered no new object: docs/reflection.md).
+   */
   memoEntries?: number;
 }
 
@@ -142,7 +146,8 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   type CallRecord = { deps: Dependency[]; logged: boolean };
   let rec: CallRecord | null = null;
   const memoizable = (r: CallRecord | undefined): Dependency[] | null => (r && !r.logged ? r.deps : null);
-  const memo = options.memoEntries === 0 ? null : new DecisionMemo(options.memoEntries);
+  const memoEntries = options.memoEntries ?? (trust === "builtin" ? 0 : 8192);
+  const memo = memoEntries === 0 ? null : new DecisionMemo(memoEntries);
   let memoHits = 0;
   // Named once the manifest is read (below); a drop-in's start function may log before that.
   let log = logger;

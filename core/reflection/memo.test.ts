@@ -5,10 +5,10 @@
 // in workers use.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ensureBuilt } from "../../reflectors/build.ts";
-import { loadBuiltin } from "../../reflectors/index.ts";
+import { builtinWasm, loadBuiltin } from "../../reflectors/index.ts";
 import { configMap, ctx, pod, remotePod, service, serviceAccount } from "../../reflectors/samples.ts";
 import type { CacheLookup, KubeObject } from "./abi.ts";
-import type { ReflectorPlugin } from "./host.ts";
+import { type ReflectorPlugin, loadPlugin } from "./host.ts";
 import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION } from "./abi.ts";
 
 await ensureBuilt(["configmaps", "services", "pods"]);
@@ -17,7 +17,7 @@ const version = (obj: KubeObject, rv: string, extra: Partial<KubeObject> = {}): 
 
 describe("decision memo", () => {
   let services: ReflectorPlugin;
-  beforeAll(async () => { services = await loadBuiltin("services"); });
+  beforeAll(async () => { services = await loadBuiltin("services", { memoEntries: 8192 }); });
   afterAll(() => services.close());
 
   test("an update outside the declared fields is answered from the memo, with this version's content", () => {
@@ -75,8 +75,21 @@ describe("decision memo", () => {
     }
   });
 
+  test("by default a built-in runs every call (no memo), a drop-in remembers", async () => {
+    const builtin = await loadBuiltin("configmaps");
+    const dropin = await loadPlugin(await builtinWasm("configmaps"), { trust: "dropin" });
+    try {
+      for (const p of [builtin, dropin]) for (let i = 0; i < 3; i++) await p.forward(configMap, null, ctx);
+      expect([builtin.stats().calls, builtin.stats().memoHits]).toEqual([3, 0]);
+      expect([dropin.stats().calls, dropin.stats().memoHits]).toEqual([1, 2]);
+    } finally {
+      await builtin.close();
+      await dropin.close();
+    }
+  });
+
   test("a closed plugin answers nothing from the memo", async () => {
-    const p = await loadBuiltin("configmaps");
+    const p = await loadBuiltin("configmaps", { memoEntries: 8192 });
     p.forwardSync(configMap, null, ctx);
     await p.close();
     expect(() => p.forwardSync(configMap, null, ctx)).toThrow(/closed/);
@@ -87,7 +100,7 @@ describe("decision memo: host-function answers are inputs too", () => {
   test("a look-up that finds something else (or a newer version) runs the plugin again", async () => {
     let sa: KubeObject | null = null;
     const lookup: CacheLookup = (req) => (req.kind === "ServiceAccount" && req.name === "builder" ? sa : null);
-    const p = await loadBuiltin("pods", { lookup });
+    const p = await loadBuiltin("pods", { lookup, memoEntries: 8192 });
     try {
       const local = version(pod, "10");
       expect(p.forwardSync(local, null, ctx).decision).toBe("skip"); // no token secret yet
@@ -107,7 +120,7 @@ describe("decision memo: host-function answers are inputs too", () => {
 
   test("a remapped IP translation runs the plugin again", async () => {
     let prefix = "10.123.";
-    const p = await loadBuiltin("pods", { translateIp: (ip) => ip.replace(/^10\.250\./, prefix) });
+    const p = await loadBuiltin("pods", { translateIp: (ip) => ip.replace(/^10\.250\./, prefix), memoEntries: 8192 });
     try {
       const remote = version(remotePod, "20");
       const a = p.backwardSync(remote, pod, { ...ctx, remoteRestarts: 0 });
@@ -124,7 +137,7 @@ describe("decision memo: host-function answers are inputs too", () => {
     }
   });
   test("objects of one name in two namespaces, and a version going back, are told apart (JSON wire)", async () => {
-    const services = await loadBuiltin("services", { live: false });
+    const services = await loadBuiltin("services", { live: false, memoEntries: 8192 });
     // The memo is keyed by name (memo.ts) and compares the whole payload: a same-named object
     // elsewhere must run the plugin, and a version whose read content returns to an earlier
     // one's is not confused with the version it replaced.

@@ -19,7 +19,7 @@ afterAll(async () => { for (const p of open) await p.close(); });
 const remap = (ip: string) => ip.replace(/^10\.250\./, "10.99.");
 const load = async (name: BuiltinName, memo: boolean, identity = false) => {
   // The identity translation (no network fabric) is the host's own: the plugin's address reads answer "unchanged".
-  const p = await loadBuiltin(name, { lookup, ...(identity ? {} : { translateIp: remap }), ...(memo ? {} : { memoEntries: 0 }) });
+  const p = await loadBuiltin(name, { lookup, ...(identity ? {} : { translateIp: remap }), memoEntries: memo ? 8192 : 0 });
   open.push(p);
   return p;
 };

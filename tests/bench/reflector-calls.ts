@@ -144,7 +144,7 @@ const batchRatios: Array<[string, number, number, number, number, number]> = [];
 const running = new Map<string, ReflectorPlugin>();
 for (const c of cases) {
   let p = plugins.get(c.plugin);
-  if (!p) plugins.set(c.plugin, (p = await loadBuiltin(c.plugin, { lookup })));
+  if (!p) plugins.set(c.plugin, (p = await loadBuiltin(c.plugin, { lookup, memoEntries: 8192 })));
   const plugin = p;
   const call = (src: KubeObject) => (c.direction === "forward" ? plugin.forwardSync(src, c.target, ctx) : plugin.backwardSync(src, c.target, ctx));
   // The same plugin with the memo off (every call runs it), over the live wire and over JSON.
