@@ -20,6 +20,7 @@ export const main: CommandDef<any> = {
     plugin: lazy(() => import("./commands/plugin.ts")),
     offload: lazy(() => import("./commands/offload.ts")),
     unoffload: lazy(() => import("./commands/unoffload.ts")),
+    move: lazy(() => import("./commands/move.ts")),
     generate: lazy(() => import("./commands/generate.ts")),
     peer: lazy(() => import("./commands/peer.ts")),
     unpeer: lazy(() => import("./commands/unpeer.ts")),

@@ -230,6 +230,14 @@ export class KubeClient {
     }
   }
 
+  /** A GET answered in plain text (a pod's log, `/api/v1/namespaces/<ns>/pods/<name>/log`). */
+  async text(path: string, options: RequestOptions = {}): Promise<string> {
+    const res = await this.fetch("GET", path, options);
+    const body = await res.text();
+    if (!res.ok) throw apiErrorFromStatus(res.status, { message: body.slice(0, 300) }, options.key ?? path, "GET");
+    return body;
+  }
+
   async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     return (await this.requestWithStatus<T>(method, path, options)).body;
   }

@@ -44,6 +44,18 @@ describe("storage: what stays home", () => {
     const d = await plugin.forward(other({}, { "volume.kubernetes.io/selected-node": "rome-node-1" }), null, ctx);
     expect(d).toMatchObject({ decision: "skip", reason: "not bound to this virtual node" });
   });
+  test("a claim placed elsewhere whose name had a copy here (made again): the stale copy goes", async () => {
+    const stale = ((await plugin.forward(pvc, null, ctx)) as { object: KubeObject }).object;
+    const d = await plugin.forward(other({}, { "volume.kubernetes.io/selected-node": "rome-node-1" }), stale, ctx);
+    expect(d).toMatchObject({ decision: "delete", reason: "the claim is placed on another node" });
+    expect(remotePvc(other({}, { "volume.kubernetes.io/selected-node": "rome-node-1" }), stale, ctx).decision).toBe(
+      "delete",
+    );
+  });
+  test("a claim not yet placed, with a copy here: kept (never deleted on a missing annotation)", async () => {
+    const copy = ((await plugin.forward(pvc, null, ctx)) as { object: KubeObject }).object;
+    expect((await plugin.forward(other({}, {}), copy, ctx)).decision).toBe("skip");
+  });
   test("a claim not yet placed", async () => {
     expect((await plugin.forward(other({}, {}), null, ctx)).decision).toBe("skip");
   });

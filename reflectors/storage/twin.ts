@@ -16,8 +16,11 @@ export const remotePvc: Twin = (local, remote, ctx) => {
   const spec = local!.spec as Record<string, unknown>;
   if (spec.storageClassName !== ((ctx.virtualStorageClass as string | undefined) || "liqo"))
     return { decision: "skip", reason: "not a claim of the virtual storage class" };
-  if (local!.metadata?.annotations?.[SELECTED_NODE] !== ctx.virtualNodeName)
+  const node = local!.metadata?.annotations?.[SELECTED_NODE];
+  if (node !== ctx.virtualNodeName) {
+    if (node !== undefined && remote) return { decision: "delete", reason: "the claim is placed on another node" };
     return { decision: "skip", reason: "not bound to this virtual node" };
+  }
   if (!ctx.storageClass) throw new Error("the context has no storageClass: the peering has not negotiated one");
   const out = baseRemote(local!, ctx);
   if (out.metadata!.annotations)

@@ -348,6 +348,103 @@ describe("wrong inputs", () => {
   }, 180_000);
 });
 
+describe("liqoctl move volume", () => {
+  const move = async (...args: string[]) => {
+    const proc = Bun.spawn([...liqoctl, "move", "volume", ...args, "-n", NS, `--kubeconfig=${q.kubeconfig("rome")}`], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    return { out, err, code: await proc.exited };
+  };
+  /** A pod that runs once on the claim, placed by the scheduler (by the volume's affinity, unless told). */
+  const once = async (name: string, script: string, placement: Record<string, unknown> = {}) => {
+    await q.rome.create(Resources.pods, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: NS },
+      spec: {
+        ...placement,
+        restartPolicy: "Never",
+        terminationGracePeriodSeconds: 0,
+        containers: [
+          {
+            name: "c",
+            image: rigImageRefs.hello,
+            imagePullPolicy: "IfNotPresent",
+            command: ["sh", "-c", script],
+            volumeMounts: [{ name: "d", mountPath: "/data" }],
+          },
+        ],
+        volumes: [{ name: "d", persistentVolumeClaim: { claimName: "moved" } }],
+      },
+    } as KubeObject);
+    const pod = await waitFor(
+      `pod ${name} done`,
+      async () => {
+        const p = await q.rome.find<Pod>(Resources.pods, name, NS);
+        return p?.status?.phase === "Succeeded" || p?.status?.phase === "Failed" ? p : undefined;
+      },
+      { timeoutMs: 240_000, intervalMs: 1000 },
+    );
+    await q.rome.delete(Resources.pods, name, NS, { gracePeriodSeconds: 0 });
+    await waitFor(`pod ${name} gone`, async () => !(await q.rome.find(Resources.pods, name, NS)), {
+      timeoutMs: 120_000,
+    });
+    return { node: pod.spec!.nodeName!, ok: pod.status!.phase === "Succeeded" };
+  };
+  const check = "cd /data && sha256sum -c blob.sum";
+
+  test("refused while a pod uses the claim, and for a node that does not exist", async () => {
+    const mounted = await move("data-db-0", "--node", "rome-node-1");
+    expect(mounted.code).not.toBe(0);
+    expect(mounted.err).toContain("is used by pod(s) db-0");
+    const nowhere = await move("data-db-0", "--node", "nowhere");
+    expect(nowhere.code).not.toBe(0);
+    expect(nowhere.err).toContain("node nowhere does not exist");
+  });
+
+  test("rome → milan → rome: the data identical (checksums), the next pod where the data is; a failure half-way leaves the original", async () => {
+    await q.rome.create(Resources.persistentVolumeClaims, {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: { name: "moved", namespace: NS },
+      spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "16Mi" } } },
+    } as KubeObject);
+    const written = await once(
+      "writer",
+      "mkdir -p /data/sub && head -c 3000000 /dev/urandom > /data/blob && echo hi > /data/sub/f && cd /data && sha256sum blob sub/f > blob.sum",
+      { nodeSelector: { "kubernetes.io/hostname": "rome-node-1" } },
+    );
+    expect(written).toEqual({ node: "rome-node-1", ok: true });
+    const original = await q.rome.get<Claim>(Resources.persistentVolumeClaims, "moved", NS);
+
+    // Interrupted by its deadline: the original claim and volume stay, the temporary claim goes.
+    const cut = await move("moved", "--node", "liqo-milan", "--timeout", "2s");
+    expect(cut.code).not.toBe(0);
+    expect(cut.err).toContain("is untouched");
+    expect((await q.rome.get<Claim>(Resources.persistentVolumeClaims, "moved", NS)).metadata.uid).toBe(
+      original.metadata.uid,
+    );
+    await waitFor(
+      "the temporary claim gone",
+      async () => !(await q.rome.find(Resources.persistentVolumeClaims, "moved-liqo-move", NS)),
+      { timeoutMs: 120_000 },
+    );
+
+    const there = await move("moved", "--node", "liqo-milan");
+    expect(there.err).toMatch(/verified 3 files/);
+    expect(there.code).toBe(0);
+    expect(await once("reader-milan", check)).toEqual({ node: "liqo-milan", ok: true });
+
+    const back = await move("moved", "--node", "rome-node-1");
+    expect(back.err).toMatch(/verified 3 files/);
+    expect(back.code).toBe(0);
+    expect(await once("reader-rome", check)).toEqual({ node: "rome-node-1", ok: true });
+    await q.rome.delete(Resources.persistentVolumeClaims, "moved", NS);
+  }, 600_000);
+});
+
 describe("unoffloading with data in the peer", () => {
   test("refused without --yes, naming the claims whose data would go; with --yes milan's copies go and the claims stay", async () => {
     const unoffload = async (...extra: string[]) => {

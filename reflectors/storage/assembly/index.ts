@@ -4,7 +4,7 @@
 // claims of the class bound elsewhere, are skipped. The local PersistentVolume that binds the
 // claim is the consumer's storage provisioner's (core/storage), pinned to this cluster; the
 // provider's volume never comes back, so the peer identity needs no access to PersistentVolumes.
-import { reflector, Input, Result, Value, forwardGuards, annotation, ptr } from "@liqo-bun/plugin-sdk";
+import { reflector, Input, Result, Target, Value, forwardGuards, annotation, ptr } from "@liqo-bun/plugin-sdk";
 export * from "@liqo-bun/plugin-sdk/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"storage","version":"2.0.0",
@@ -27,7 +27,13 @@ function remotePvc(input: Input): Result {
   const virtualClass = input.ctx.get("virtualStorageClass").str();
   const cls = input.local.get("spec").get("storageClassName");
   if (!cls.is(virtualClass.length > 0 ? virtualClass : "liqo")) return Result.skip("not a claim of the virtual storage class");
-  if (!annotation(input.local, SELECTED_NODE).is(input.ctx.virtualNodeName)) return Result.skip("not bound to this virtual node");
+  const node = annotation(input.local, SELECTED_NODE);
+  if (!node.is(input.ctx.virtualNodeName)) {
+    // Placed elsewhere: a copy of ours here belongs to an earlier claim of that name (deleted and
+    // made again, as liqoctl move volume does); the scheduler never moves a placed claim.
+    if (node.isString() && input.target == Target.Owned) return Result.delete("the claim is placed on another node");
+    return Result.skip("not bound to this virtual node");
+  }
   const sc = input.ctx.storageClass;
   if (sc.length == 0) return Result.fail("the context has no storageClass: the peering has not negotiated one");
   const r = Result.apply().set("/spec/storageClassName", Value.str(sc)).remove("/spec/volumeName");
