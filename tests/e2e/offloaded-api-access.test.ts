@@ -8,17 +8,30 @@
 // - Events come home (Liqo 1.x): an image pull error and a crash loop in milan show on the local
 //   pods in rome, an Event storm in milan stays bounded, nothing echoes;
 // - reflection policies (Liqo 1.x): set at install, shown by liqoctl status, changed at run time
-//   (applied to what is already reflected), an unknown kind refused.
+//   (applied to what is already reflected), an unknown kind refused;
+// - a reflector plugin written outside the repository (liqoctl plugin init, bun install, liqoctl
+//   plugin build: PodDisruptionBudgets) installed on rome with liqoctl: rome's in-cluster virtual
+//   kubelet hot-loads it once milan (installed with reflection.grantPeerPlugins) granted it; an update
+//   reaches milan; removed, milan revokes the rights and deletes the copy.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { ResourceRequestResource, type ResourceRequest } from "../../core/apis/index.ts";
+import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
+import { PLUGIN_BINDING, pluginClusterRoleName } from "../../core/peering/auth/plugin-grants.ts";
+import { FORWARD_VERBS } from "../../core/peering/auth/plugin-rbac.ts";
+import { ClusterRoles, RoleBindings } from "../../core/peering/auth/rbac.ts";
+import { findTenantNamespace, remoteServiceAccountName } from "../../core/peering/auth/tenant.ts";
+import { PLUGIN_LABEL } from "../../core/reflection/store/configmap.ts";
+import { clusterViews } from "../../core/roles/admin-views-cluster.ts";
 import { API_SERVER_SUPPORT_ANNOTATION, remoteTokenSecretName, SERVICE_ACCOUNT_MOUNT } from "../../core/virtualkubelet/pods/forge.ts";
 import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { liqoctl } from "../quickstart/install.ts";
+import { pluginCli, scaffoldPluginProject } from "../support/plugin-project.ts";
 import { waitFor } from "../support/wait.ts";
 
 type Pod = KubeObject & { spec?: Record<string, any>; status?: { phase?: string } };
@@ -57,6 +70,20 @@ function lastRound(log: string): { address: string; configMap: any; whoami: any 
 
 let q: InClusterQuickstart;
 
+// The controller managers' rights on PodDisruptionBudgets (chart value reflection.pluginRules): rome
+// reads what it reflects; milan lists and deletes the copies of a revoked plugin.
+const PDB_RULES = ["apiGroups={policy}", "resources={poddisruptionbudgets}", "verbs={get,list,watch,delete}"].map((r) => `--set=reflection.pluginRules[0].${r}`);
+const PDBs: ResourceRef = { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true };
+
+/** The PodDisruptionBudget plugin as an author makes it, outside the repository: its .wasm and the folder to remove. */
+async function buildPdbPlugin(): Promise<{ parent: string; wasm: string; built: string }> {
+  const parent = mkdtempSync(join(tmpdir(), "liqo-pdb-plugin-"));
+  const dir = await scaffoldPluginProject(parent, "pdbs", "policy/v1/PodDisruptionBudget");
+  const built = await pluginCli(dir, "build");
+  return { parent, wasm: join(dir, "build/pdbs.wasm"), built: `${built.code} ${built.out}${built.err}` };
+}
+let pdbPlugin: ReturnType<typeof buildPdbPlugin>;
+
 async function kubectl(cluster: string, ...args: string[]): Promise<{ out: string; err: string; code: number }> {
   const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
@@ -76,7 +103,11 @@ beforeAll(async () => {
   await reapOrphanRigs(testRigRoot);
   const dir = mkdtempSync(join(testRigRoot, "api-access-"));
   process.on("exit", () => { if (q) killRigNow(q.rig); });
-  q = await runInClusterQuickstart({ dir, owner: process.pid, romeInstallArgs: ["--reflection-policy=secrets=opt-in"], progress: process.env.RIG_VERBOSE ? (m) => console.error(`[api-access] ${m}`) : undefined });
+  // Built while the clusters start (the plugin test awaits it); a failure is reported there.
+  pdbPlugin = buildPdbPlugin();
+  pdbPlugin.catch(() => {});
+  q = await runInClusterQuickstart({ dir, owner: process.pid, romeInstallArgs: ["--reflection-policy=secrets=opt-in", ...PDB_RULES],
+    milanInstallArgs: ["--set=reflection.grantPeerPlugins=true", ...PDB_RULES], progress: process.env.RIG_VERBOSE ? (m) => console.error(`[api-access] ${m}`) : undefined });
   console.log(`in-cluster quick start: ${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(0)}s`).join(", ")}`);
   // In rome: a ServiceAccount that may read ConfigMaps of liqo-demo, and one to read.
   await q.rome.create(Resources.serviceAccounts, { metadata: { name: "reader", namespace: NS } } as KubeObject);
@@ -88,6 +119,7 @@ beforeAll(async () => {
 }, 1_200_000);
 
 afterAll(async () => {
+  await pdbPlugin?.then((p) => rmSync(p.parent, { recursive: true, force: true }), () => {});
   if (q) await rigDown(q.rig.dir).catch(() => killRigNow(q.rig));
 }, 120_000);
 
@@ -359,3 +391,74 @@ describe("reflection policies", () => {
     await waitFor("fresh in milan once the ConfigMap is fixed", () => inMilan(Resources.configMaps, "fresh"), { timeoutMs: 120_000 });
   }, 300_000);
 });
+
+describe("a reflector plugin written outside the repository, in the in-cluster peering", () => {
+  const cli = async (cluster: string, ...args: string[]) => {
+    const proc = Bun.spawn([...liqoctl, ...args, `--kubeconfig=${q.kubeconfig(cluster)}`], { stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    return { out, err, code: await proc.exited };
+  };
+  const romeRequest = async () => (await q.rome.list<ResourceRequest & KubeObject>(ResourceRequestResource, { labelSelector: "liqo.io/replication=true" })).items[0];
+
+  test("liqoctl plugin init/build, installed on rome, granted by milan: a PodDisruptionBudget and its update reach milan; removed, nothing is left", async () => {
+    const { wasm, built } = await pdbPlugin;
+    expect(built).toContain("built build/pdbs.wasm");
+    const twin = (await remoteCopy("nginx-remote")).metadata.namespace!;
+    await q.rome.create(PDBs, { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "web", namespace: NS },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: "web" } }, unhealthyPodEvictionPolicy: "AlwaysAllow" } } as KubeObject);
+    const installed = await cli("rome", "plugin", "install", wasm);
+    expect(installed.out + installed.err).toContain("plugin pdbs installed: pdbs 0.1.0, reflects PodDisruptionBudget.policy/v1 (forward)");
+    expect(installed.code).toBe(0);
+
+    // Hot-loaded by the controller manager's virtual kubelet in rome once milan's controller manager granted it.
+    const copy = (await waitFor("the PodDisruptionBudget reflected into milan", () => q.milan.find(PDBs, "web", twin), { timeoutMs: 120_000 })) as any;
+    const romeId = copy.metadata.labels["liqo.io/origin-cluster-id"];
+    expect(copy.metadata.labels).toEqual({ "liqo.io/managed-by": "reflection", "liqo.io/origin-cluster-id": romeId, "pdbs.liqo.io/reflected": "true" });
+    expect(copy.spec).toMatchObject({ minAvailable: 1, selector: { matchLabels: { app: "web" } }, unhealthyPodEvictionPolicy: "AlwaysAllow" });
+    // A field removed in rome is removed in milan.
+    await q.rome.mergePatch(PDBs, "web", NS, { spec: { minAvailable: 2, unhealthyPodEvictionPolicy: null } });
+    await waitFor("the update reflected (minAvailable 2, no unhealthyPodEvictionPolicy)", async () => {
+      const spec = ((await q.milan.find(PDBs, "web", twin)) as any)?.spec;
+      return spec?.minAvailable === 2 && !("unhealthyPodEvictionPolicy" in spec);
+    }, { timeoutMs: 60_000 });
+
+    // The grant, exactly: milan's ClusterRole for rome, bound in the twin namespace only; shown on both sides.
+    const role = (await milan(ClusterRoles, pluginClusterRoleName(romeId))) as any;
+    expect(role.rules).toEqual([{ apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: FORWARD_VERBS }]);
+    expect(((await milan(RoleBindings, PLUGIN_BINDING, twin)) as any).roleRef.name).toBe(pluginClusterRoleName(romeId));
+    const tenant = (await findTenantNamespace(q.milan, romeId))!.metadata.name!;
+    expect(await peerMay(romeId, tenant, "create", twin)).toBe(true);
+    expect(await peerMay(romeId, tenant, "create", "default")).toBe(false);
+    expect((await romeRequest())!.status?.reflectorPlugins?.map((g) => [g.name, g.state])).toEqual([["pdbs", "Granted"]]);
+    const milanStatus = await cli("milan", "status");
+    expect(milanStatus.out).toContain("rome (incoming): pdbs Granted: granted get,list,watch,create,patch,delete on poddisruptionbudgets.policy in the peer's twin namespaces");
+    expect((await cli("rome", "status")).out).toMatch(/milan \(outgoing\): pdbs Granted/);
+    const rows = (await clusterViews(q.milan).views!["reflector-plugins"]!({ query: {} } as never)) as any[];
+    expect(rows.map((r) => [r.side, r.clusterId, r.plugin, r.state])).toEqual([["incoming", romeId, "pdbs", "Granted"]]);
+
+    const removed = await cli("rome", "plugin", "remove", "pdbs");
+    expect(removed.out).toContain("plugin pdbs removed");
+    expect(removed.code).toBe(0);
+    await waitFor("the copy gone from milan", async () => !(await q.milan.find(PDBs, "web", twin)), { timeoutMs: 60_000 });
+    await waitFor("milan's ClusterRole for rome's plugins gone", async () => !(await q.milan.find(ClusterRoles, pluginClusterRoleName(romeId))), { timeoutMs: 60_000 });
+    await waitFor("its RoleBinding gone", async () => !(await q.milan.find(RoleBindings, PLUGIN_BINDING, twin)), { timeoutMs: 60_000 });
+    expect(await peerMay(romeId, tenant, "create", twin)).toBe(false);
+    expect((await q.milan.list(PDBs, { namespace: twin })).items).toEqual([]);
+    expect((await q.rome.list(Resources.configMaps, { namespace: "liqo", labelSelector: `${PLUGIN_LABEL}=true` })).items).toEqual([]);
+    await waitFor("the plugin gone from rome's ResourceRequest", async () => !(await romeRequest())?.spec.reflectorPlugins?.length, { timeoutMs: 60_000 });
+    // rome's own object stays.
+    expect(((await q.rome.get(PDBs, "web", NS)) as any).spec.minAvailable).toBe(2);
+  }, 300_000);
+});
+
+const milan = (res: ResourceRef, name: string, ns?: string) => waitFor(`${name} in milan`, () => q.milan.find(res, name, ns), { timeoutMs: 60_000 });
+
+/** What milan's API server says rome's peer identity may do with PodDisruptionBudgets in a namespace. */
+async function peerMay(romeId: string, tenant: string, verb: string, namespace: string): Promise<boolean> {
+  const review = await q.milan.create<KubeObject & { status?: { allowed?: boolean } }>(
+    { group: "authorization.k8s.io", version: "v1", kind: "SubjectAccessReview", plural: "subjectaccessreviews", namespaced: false },
+    { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", metadata: {},
+      spec: { user: `system:serviceaccount:${tenant}:${remoteServiceAccountName(romeId)}`, groups: ["system:serviceaccounts", `system:serviceaccounts:${tenant}`],
+        resourceAttributes: { verb, group: "policy", resource: "poddisruptionbudgets", namespace } } } as KubeObject);
+  return review.status?.allowed === true;
+}

@@ -26,6 +26,8 @@ export interface InClusterOptions {
   sharingPercentage?: number;
   /** More liqoctl install flags for rome (e.g. --reflection-policy=...). */
   romeInstallArgs?: string[];
+  /** More liqoctl install flags for milan (e.g. --set reflection.grantPeerPlugins=true). */
+  milanInstallArgs?: string[];
   progress?: (message: string) => void;
 }
 
@@ -65,7 +67,7 @@ export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<
   const kubeconfig = (c: string) => join(rig.kubeconfigDir, `${c}.kubeconfig`);
 
   say("installing liqo in-cluster on both with liqoctl install generic (Helm: every role a pod of ghcr.io/liqo-bun/liqo)");
-  await Promise.all([installInCluster(rig, romeC, "topology.liqo.io/region=center", { ...o, extraArgs: o.romeInstallArgs }), installInCluster(rig, milanC, "topology.liqo.io/region=north", o)]);
+  await Promise.all([installInCluster(rig, romeC, "topology.liqo.io/region=center", { ...o, extraArgs: o.romeInstallArgs }), installInCluster(rig, milanC, "topology.liqo.io/region=north", { ...o, extraArgs: o.milanInstallArgs })]);
   lap("install");
 
   say("peering: liqoctl generate peer-command on milan, the printed command run on rome (networking on, as in Liqo)");
