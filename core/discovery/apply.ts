@@ -2,7 +2,7 @@
 // (a new ForeignCluster, or an address change), its authentication service must answer GET /ids
 // with the cluster ID the records claim: an answer that spoofs another cluster's ID with an
 // address of its own is dropped, never written, so no token is ever sent there.
-import { ForeignClusterResource, type ForeignCluster } from "../apis/index.ts";
+import { ForeignClusterResource } from "../apis/index.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import type { KubeObject } from "../kube/resources.ts";
@@ -14,7 +14,7 @@ import type { Plan } from "./plan.ts";
 export type Verifier = (url: string, clusterId: string) => Promise<string | undefined>;
 
 export const verifyByIds: Verifier = async (url, clusterId) => {
-  const ids = await fetchRemoteIds(url, { insecureSkipTLSVerify: true, timeoutMs: 5_000 });
+  const ids = await fetchRemoteIds(url, { insecureSkipTLSVerify: true, timeoutMs: 3_000 });
   if (!ids.ok) return `its auth service does not answer: ${ids.message}`;
   if (ids.value.clusterId !== clusterId)
     return `its auth service answers as cluster ${ids.value.clusterName} (${ids.value.clusterId})`;
@@ -33,15 +33,35 @@ export interface ApplyOptions {
   ) => void;
 }
 
+/** How many addresses are checked at once: a flood of answers pointing at dark addresses costs seconds, not minutes. */
+const VERIFY_CONCURRENCY = 16;
+
 export async function applyPlan(plan: Plan, o: ApplyOptions): Promise<void> {
+  // Every address to be written is checked first, several at a time.
+  const toCheck = [
+    ...plan.create.map((fc) => ({ url: fc.spec.foreignAuthUrl, clusterId: fc.spec.clusterIdentity!.clusterID })),
+    ...plan.update.flatMap((u) =>
+      u.patch.spec?.foreignAuthUrl ? [{ url: u.patch.spec.foreignAuthUrl, clusterId: u.clusterId }] : [],
+    ),
+  ];
+  const verdicts = new Map<string, string | undefined>();
+  for (let i = 0; i < toCheck.length; i += VERIFY_CONCURRENCY) {
+    await Promise.all(
+      toCheck
+        .slice(i, i + VERIFY_CONCURRENCY)
+        .map(async (c) => verdicts.set(`${c.clusterId} ${c.url}`, await o.verify(c.url, c.clusterId))),
+    );
+  }
+  const why = (url: string, clusterId: string) => verdicts.get(`${clusterId} ${url}`);
+
   for (const fc of plan.create) {
     const id = fc.spec.clusterIdentity!.clusterID;
-    const why = await o.verify(fc.spec.foreignAuthUrl, id);
-    if (why) {
+    const refused = why(fc.spec.foreignAuthUrl, id);
+    if (refused) {
       o.note?.(
         "refused",
         { name: fc.metadata.name!, clusterId: id },
-        `answer for cluster ${id} points at ${fc.spec.foreignAuthUrl}, but ${why}; ignored`,
+        `answer for cluster ${id} points at ${fc.spec.foreignAuthUrl}, but ${refused}; ignored`,
       );
       continue;
     }
@@ -57,19 +77,15 @@ export async function applyPlan(plan: Plan, o: ApplyOptions): Promise<void> {
     }
   }
   for (const u of plan.update) {
-    if (u.patch.spec?.foreignAuthUrl) {
-      const current = await o.client.find<ForeignCluster & KubeObject>(ForeignClusterResource, u.name);
-      const id = current?.spec.clusterIdentity?.clusterID;
-      if (!id) continue;
-      const why = await o.verify(u.patch.spec.foreignAuthUrl, id);
-      if (why) {
-        o.note?.(
-          "refused",
-          { name: u.name, clusterId: id },
-          `answer for cluster ${id} points at ${u.patch.spec.foreignAuthUrl}, but ${why}; the address stays ${current.spec.foreignAuthUrl}`,
-        );
-        continue;
-      }
+    const url = u.patch.spec?.foreignAuthUrl;
+    const refused = url && why(url, u.clusterId);
+    if (refused) {
+      o.note?.(
+        "refused",
+        { name: u.name, clusterId: u.clusterId },
+        `answer for cluster ${u.clusterId} points at ${url}, but ${refused}; the address stays as it is`,
+      );
+      continue;
     }
     try {
       await o.client.mergePatch(ForeignClusterResource, u.name, undefined, {
@@ -78,8 +94,8 @@ export async function applyPlan(plan: Plan, o: ApplyOptions): Promise<void> {
       });
       o.note?.(
         "updated",
-        { name: u.name, clusterId: "" },
-        u.patch.spec?.foreignAuthUrl ? `address changed to ${u.patch.spec.foreignAuthUrl}` : "autojoin changed",
+        { name: u.name, clusterId: u.clusterId },
+        url ? `address changed to ${url}` : "autojoin changed",
       );
     } catch (err) {
       // Someone wrote in between, or it is gone: the next round sees the new state.

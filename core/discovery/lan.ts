@@ -3,9 +3,11 @@
 // ttl/3 seconds and turns what answered into ForeignClusters (discovery type LAN), following
 // address changes and removing a cluster after three rounds without an answer unless peered.
 // Everything heard is untrusted: malformed packets are counted and dropped, at most
-// MAX_CLUSTERS_PER_ROUND clusters are taken per round, an ID answered with two addresses in one
-// round is left alone, and a new address is written only once its auth service answers with the
-// claimed ID (apply.ts). Responses are rate-limited, so a flood of queries makes no flood.
+// MAX_CLUSTERS_PER_ROUND clusters are taken per round, a new address is written only once its auth
+// service answers with the claimed ID (apply.ts), an address that failed that is not asked again
+// for three ttls (so a spoofed claim neither hides the real answer nor costs a check every round),
+// and an ID still answered at two addresses is left alone that round. Responses are rate-limited,
+// so a flood of queries makes no flood.
 import { ForeignClusterResource, type ForeignCluster } from "../apis/index.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { KubeObject } from "../kube/resources.ts";
@@ -20,6 +22,7 @@ import { planRound, type Plan } from "./plan.ts";
 import { advertisementRecords, MDNS_DOMAIN, readClusters, serviceName, type DiscoveredCluster } from "./service.ts";
 
 export const MAX_CLUSTERS_PER_ROUND = 64;
+const MAX_ADDRESSES = 4;
 const MIN_RESPONSE_GAP_MS = 250;
 
 export interface LanDiscoveryOptions extends MdnsSocketOptions {
@@ -76,8 +79,19 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
 
   let socket: MdnsSocket | undefined;
   let timer: ReturnType<typeof setInterval> | undefined;
-  let heard = new Map<string, DiscoveredCluster>();
-  let conflicts = new Set<string>();
+  /** This round's answers: per cluster ID, each address it was claimed at (at most MAX_ADDRESSES). */
+  let heard = new Map<string, Map<string, DiscoveredCluster>>();
+  /** Addresses whose auth service did not prove the ID claimed for them, not checked again until then. */
+  const refusedUntil = new Map<string, number>();
+  const refusalKey = (clusterId: string, url: string) => `${clusterId} ${url}`;
+  const remembered: Verifier = async (url, clusterId) => {
+    const why = await verify(url, clusterId);
+    if (why) {
+      if (refusedUntil.size > 10_000) refusedUntil.clear();
+      refusedUntil.set(refusalKey(clusterId, url), Date.now() + ttl * 3_000);
+    }
+    return why;
+  };
   let misses = new Map<string, number>();
   let advertised: Uint8Array | undefined;
   let lastResponse = 0;
@@ -142,17 +156,9 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
       }
       const c = reading.cluster;
       if (c.clusterId === o.local.clusterId) continue;
-      const before = heard.get(c.clusterId);
-      if (before) {
-        if (before.authUrl !== c.authUrl && !conflicts.has(c.clusterId)) {
-          conflicts.add(c.clusterId);
-          count("conflicting");
-          log.warn("two answers for one cluster ID with different addresses: left as it is this round", {
-            clusterId: c.clusterId,
-            addresses: [before.authUrl, c.authUrl],
-            from,
-          });
-        }
+      const claims = heard.get(c.clusterId);
+      if (claims) {
+        if (!claims.has(c.authUrl) && claims.size < MAX_ADDRESSES) claims.set(c.authUrl, c);
         continue;
       }
       if (heard.size >= MAX_CLUSTERS_PER_ROUND) {
@@ -164,7 +170,7 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
         );
         continue;
       }
-      heard.set(c.clusterId, c);
+      heard.set(c.clusterId, new Map([[c.authUrl, c]]));
       count("answer");
     }
   }
@@ -187,14 +193,41 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
     else onQuery(m.questions);
   }
 
+  /**
+   * One address per cluster heard: addresses refused lately are dropped (a spoofer's claim does not
+   * hide the real answer); if several remain, the ForeignCluster's current one is kept and the
+   * cluster is left alone this round (a conflict).
+   */
+  function choose(existing: ForeignCluster[]) {
+    const now = Date.now();
+    const chosen = new Map<string, DiscoveredCluster>();
+    const conflicts = new Set<string>();
+    for (const [id, claims] of heard) {
+      const open = [...claims.values()].filter((c) => (refusedUntil.get(refusalKey(id, c.authUrl)) ?? 0) <= now);
+      if (!open.length) continue; // only refused addresses answered: as good as silence
+      const current = existing.find((f) => f.spec.clusterIdentity?.clusterID === id)?.spec.foreignAuthUrl;
+      chosen.set(id, open.find((c) => c.authUrl === current) ?? open[0]!);
+      if (open.length > 1) {
+        conflicts.add(id);
+        count("conflicting");
+        log.warn("answers for one cluster ID with different addresses: left as it is this round", {
+          clusterId: id,
+          addresses: open.map((c) => c.authUrl),
+        });
+      }
+    }
+    return { chosen, conflicts };
+  }
+
   async function round(): Promise<Plan | undefined> {
     const work = running.then(async () => {
       await refreshAdvertisement();
       if (!o.discover) return undefined;
       const existing = (await o.client.list<ForeignCluster & KubeObject>(ForeignClusterResource)).items;
+      const { chosen, conflicts } = choose(existing);
       const plan = planRound({
         existing,
-        heard,
+        heard: chosen,
         conflicts,
         misses,
         localClusterId: o.local.clusterId,
@@ -203,7 +236,6 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
         ttlSeconds: ttl,
       });
       heard = new Map();
-      conflicts = new Set();
       for (const name of plan.kept) {
         const id = existing.find((f) => f.metadata.name === name)?.spec.clusterIdentity?.clusterID ?? "";
         if (plan.misses.get(id) === 3)
@@ -213,7 +245,7 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
       await applyPlan(plan, {
         client: o.client,
         log,
-        verify,
+        verify: remembered,
         note: (what, fc, message) => {
           log.info(`LAN discovery: ${what}`, { foreignCluster: fc.name, message });
           if (what === "refused") count("spoofed");

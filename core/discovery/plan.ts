@@ -35,6 +35,7 @@ export interface Plan {
   create: ForeignCluster[];
   update: {
     name: string;
+    clusterId: string;
     resourceVersion?: string;
     patch: { metadata?: { labels: Record<string, string> }; spec?: Partial<ForeignCluster["spec"]> };
   }[];
@@ -109,7 +110,7 @@ export function planRound(i: PlanInput): Plan {
     if (fc.spec.foreignAuthUrl !== c.authUrl) patch.spec = { foreignAuthUrl: c.authUrl };
     if (fc.metadata.labels?.[AUTOJOIN_LABEL] !== autojoin) patch.metadata = { labels: { [AUTOJOIN_LABEL]: autojoin } };
     if (patch.spec || patch.metadata)
-      plan.update.push({ name: fc.metadata.name!, resourceVersion: fc.metadata.resourceVersion, patch });
+      plan.update.push({ name: fc.metadata.name!, clusterId: id, resourceVersion: fc.metadata.resourceVersion, patch });
   }
 
   for (const fc of live) {
