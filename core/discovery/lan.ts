@@ -115,8 +115,18 @@ export function createLanDiscovery(o: LanDiscoveryOptions): LanDiscovery {
       advertised = undefined;
       return;
     }
-    const [ptr, ...rest] = advertisementRecords({ ...o.local, authUrl: url }, MDNS_DOMAIN, ttl);
-    advertised = encodeMessage({ response: true, answers: [ptr!], additionals: rest });
+    try {
+      const [ptr, ...rest] = advertisementRecords({ ...o.local, authUrl: url }, MDNS_DOMAIN, ttl);
+      advertised = encodeMessage({ response: true, answers: [ptr!], additionals: rest });
+    } catch (err) {
+      // A hand-edited liqo-auth-url that is no URL, or a host DNS cannot carry: say so, advertise nothing.
+      warnOnce(
+        `bad-auth-url/${url}`,
+        `cannot advertise auth URL ${url}: ${(err as Error).message}; fix ConfigMap liqo-auth-url or the liqo-auth Service`,
+        { liqoNamespace },
+      );
+      advertised = undefined;
+    }
   }
 
   function onQuery(questions: { name: string; type: number }[]) {
