@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import { crossClusterAnswers, curlFromRome, runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { liqoctl } from "../quickstart/install.ts";
 import { stopRealNodeNow } from "../rig/nodes.ts";
 import { rigDown, killRigNow } from "../rig/rig.ts";
 import { reapOrphanRigs } from "../rig/rig.ts";
@@ -95,6 +96,93 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       expect(logs.out).toContain("crashing");
       for (const name of ["ghost", "crasher"]) await q.rome.delete(Resources.pods, name, "liqo-demo");
     }, 400_000);
+  }
+
+  /** liqoctl test network from rome; stdout and stderr apart. */
+  async function testNetwork(...args: string[]): Promise<Exec> {
+    const proc = Bun.spawn([...liqoctl, "test", "network", `--kubeconfig=${q.kubeconfig("rome")}`, ...args], { stdout: "pipe", stderr: "pipe" });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    return { out, err, code: await proc.exited };
+  }
+
+  /** No namespace of the self-test in either cluster (rome's carries the label, milan's twin the name). */
+  async function noTestNamespaces(): Promise<void> {
+    await waitFor("no liqoctl test network namespace in rome or milan", async () => {
+      const here = (await q.rome.list(Resources.namespaces, { labelSelector: "liqo.io/network-test=true" })).items;
+      const there = (await q.milan.list(Resources.namespaces)).items.filter((n) => n.metadata.name!.startsWith("liqo-netcheck-"));
+      return here.length === 0 && there.length === 0;
+    }, { timeoutMs: 120_000, describe: async () => [...(await q.rome.list(Resources.namespaces)).items, ...(await q.milan.list(Resources.namespaces)).items].map((n) => n.metadata.name).filter((n) => n!.startsWith("liqo-netcheck-")) });
+  }
+
+  function networkSelfTest() {
+    test("liqoctl test network: every check passes (pods both ways, Services both ways, node → pod, DF path MTU, 1 MiB TCP) and nothing stays behind", async () => {
+      const r = await testNetwork("milan");
+      expect(r.out).toContain("Network test of milan: all 14 checks passed");
+      for (const row of ["local pod → remote pod", "remote pod → local pod", "local pod → Service (remote endpoint)", "remote pod → reflected Service (local endpoint)", "local node → remote pod"]) {
+        expect(r.out).toMatch(new RegExp(`^${row.replace(/[()]/g, "\\$&")}\\s+passed\\s+answered by server-`, "m"));
+      }
+      // The tunnel's MTU (1500 on the gateway pod's eth0, minus 60) is what a DF ping finds, and one
+      // byte more brings back "fragmentation needed" both ways.
+      expect(r.out).toMatch(/^large packets local → remote \(DF\)\s+passed\s+path MTU 1440; 1441 bytes with DF: fragmentation needed came back/m);
+      expect(r.out).toMatch(/^large packets remote → local \(DF\)\s+passed\s+path MTU 1440;/m);
+      expect(r.out).toMatch(/^TCP 1 MiB local → remote pod\s+passed\s+1048576 bytes received/m);
+      if (overlapping) expect(r.err).toMatch(/remote at 10\.\d+\.\d+\.\d+ as seen here/);
+      expect(r.code).toBe(0);
+      await noTestNamespaces();
+    }, 400_000);
+  }
+
+  /** Bad input, and Ctrl-C in the middle of a run. */
+  function networkSelfTestInterrupted() {
+    test("liqoctl test network: bad input is named; Ctrl-C in the middle removes the test namespace in both clusters (exit 130)", async () => {
+      const unknown = await testNetwork("venice");
+      expect(unknown.err).toContain("no peering named venice (liqoctl status lists them: milan)");
+      expect(unknown.code).toBe(1);
+      const inverted = await testNetwork("--timeout", "30s", "--check-timeout", "1m");
+      expect(inverted.err).toContain("--check-timeout 1m must be shorter than --timeout 30s");
+      expect(inverted.code).toBe(2);
+      const proc = Bun.spawn([...liqoctl, "test", "network", `--kubeconfig=${q.kubeconfig("rome")}`], { stdout: "pipe", stderr: "pipe" });
+      const ns = await waitFor("the self-test's server pods in rome", async () => {
+        const pods = (await q.rome.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/network-test=true" })).items;
+        return pods.length ? pods[0]!.metadata.namespace : undefined;
+      }, { timeoutMs: 120_000 });
+      await waitFor("its twin namespace in milan", async () => (await q.milan.list(Resources.namespaces)).items.some((n) => n.metadata.name!.startsWith(ns!)), { timeoutMs: 120_000 });
+      proc.kill("SIGINT");
+      const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      expect(err).toContain(`interrupted: removing the test namespace`);
+      expect(err).toContain(`removing namespace ${ns} (and its copy in milan)`);
+      expect(out).not.toContain("Network test of milan");
+      expect(await proc.exited).toBe(130);
+      await noTestNamespaces();
+    }, 400_000);
+  }
+
+  /** The fabric down: the peer's gateway (only traffic can tell), then ours (the preflight tells). */
+  function networkSelfTestFabricDown() {
+    test("liqoctl test network with the fabric down: milan's gateway gone → the checks fail by their deadline naming the tunnel; rome's gone too → said at once, no pod started; both back → traffic again", async () => {
+      const scale = async (cluster: string, n: number) => expect((await kubectl(cluster, "scale", "-n", "liqo", "deploy/liqo-gateway", `--replicas=${n}`)).code).toBe(0);
+      const replicas = ha ? 2 : 1;
+      await scale("milan", 0);
+      await waitFor("milan's gateway pods gone", async () => (await q.milan.list(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items.length === 0, { timeoutMs: 120_000 });
+      const dark = await testNetwork("--basic", "--check-timeout", "8s", "--timeout", "3m");
+      expect(dark.out).toMatch(/^local pod → remote pod\s+FAILED\s+.*likely cause: nothing crosses the tunnel \(the peer's pods are remapped to /m);
+      expect(dark.out).toMatch(/^remote pod → local pod\s+FAILED\s+.*likely cause: nothing crosses the tunnel from the peer/m);
+      expect(dark.out).toContain("Network test of milan: 2 of 7 checks failed");
+      expect(dark.code).toBe(1);
+      await noTestNamespaces();
+      await scale("rome", 0);
+      await waitFor("rome's gateway pods gone", async () => (await q.rome.list(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items.length === 0, { timeoutMs: 120_000 });
+      const down = await testNetwork();
+      expect(down.out).toContain("Network test of milan: the fabric is down, no pod was started");
+      expect(down.out).toMatch(/^active gateway here\s+FAILED\s+no Ready gateway pod labelled net\.liqo\.io\/gateway-role=active in liqo \(0 gateway pods/m);
+      expect(down.out).toMatch(/^local pod → remote pod\s+skipped/m);
+      expect(down.code).toBe(1);
+      expect((await q.rome.list(Resources.namespaces, { labelSelector: "liqo.io/network-test=true" })).items).toEqual([]);
+      await scale("rome", replicas);
+      await scale("milan", replicas);
+      const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
+      expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-fabric-down`, /Server name: nginx-remote/, 240_000)).toContain("URI: /after-fabric-down");
+    }, 600_000);
   }
 
   /** Last: a milan node dies with an offloaded pod on it. */
@@ -211,6 +299,10 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c", "[ $(stat -c %s /tmp/got) = 10485760 ] && sha256sum /tmp/got | cut -d' ' -f1"), /^[0-9a-f]{64}/, 60_000);
       expect(arrived.out.trim()).toBe(local.out.trim());
     }, 300_000);
+
+    networkSelfTest();
+    if (overlapping) networkSelfTestFabricDown();
+    else networkSelfTestInterrupted();
 
     if (!overlapping) virtualKubeletOnRealContainers();
 
