@@ -9,7 +9,7 @@
 // after three silent rounds; a peered cluster that falls silent is kept.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import dgram from "node:dgram";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ForeignClusterResource } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
@@ -141,7 +141,13 @@ async function fakeAuthService(clusterId: string, clusterName: string): Promise<
     tls: { cert: Bun.file(join(dir, "cert.pem")), key: Bun.file(join(dir, "key.pem")) },
     fetch: () => Response.json({ clusterId, clusterName }),
   });
-  return { url: `https://${rig.network!.gateway}:${server.port}`, stop: () => server.stop(true) };
+  return {
+    url: `https://${rig.network!.gateway}:${server.port}`,
+    stop: () => {
+      server.stop(true);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 describe("LAN discovery between two clusters on real nodes", () => {

@@ -5,7 +5,7 @@
 // records that are wrong are named in the SearchDomain's status; a DNS server that stops
 // answering removes nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ForeignClusterResource, SearchDomainResource, installCrds, type SearchDomain } from "../../core/apis/index.ts";
 import { createSearchDomainController, type SearchDomainController } from "../../core/discovery/wan.ts";
@@ -107,6 +107,7 @@ afterAll(async () => {
   await controller?.stop();
   coredns?.kill();
   for (const s of servers) s.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
   await rig?.down();
 }, 120_000);
 
