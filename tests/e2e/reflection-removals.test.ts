@@ -22,6 +22,8 @@ const ids = { localClusterId: "rome-rm-id", remoteClusterId: "milan-rm-id" };
 const LNS = "rm";
 const RNS = "rm-rome";
 const FIELD_MANAGER = "liqo-reflection";
+// The storage reflector sends only claims of the virtual class placed on its virtual node.
+const VIRTUAL_NODE = "liqo-milan-rm";
 const builtins: BuiltinName[] = ["configmaps", "secrets", "services", "endpointslices", "ingresses", "storage"];
 // Long enough for a loaded 2-core machine, short enough that the code before the fix fails in minutes.
 const CONVERGE_MS = 30_000;
@@ -31,7 +33,9 @@ async function namespace(client: KubeClient, name: string) {
 }
 
 async function startEngine(): Promise<ReflectionEngine> {
-  const engine = createReflectionEngine({ local, remote, ...ids, context: { storageClass: "standard" }, workers: 2 });
+  const engine = createReflectionEngine({
+    local, remote, ...ids, context: { storageClass: "standard", virtualNodeName: VIRTUAL_NODE }, workers: 2,
+  });
   for (const b of builtins) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
   await engine.addPlugin(await Bun.file(wasmPath("networkpolicy")).bytes(), { trust: "dropin", source: "test:networkpolicy" });
   await engine.addNamespacePair({ localNamespace: LNS, remoteNamespace: RNS });
@@ -118,7 +122,10 @@ const cases: Record<string, Case> = {
   PersistentVolumeClaim: {
     // A claim's spec is immutable: labels and annotations are what can be removed.
     res: Resources.persistentVolumeClaims,
-    object: { metadata: meta, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } },
+    object: {
+      metadata: { ...meta, annotations: { ...meta.annotations, "volume.kubernetes.io/selected-node": VIRTUAL_NODE } },
+      spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+    },
     remove: metaRemoved,
     removed: metaRemoved,
     kept: { "/spec/storageClassName": "standard", ...metaKept },
