@@ -1,7 +1,8 @@
 // liqoctl plugin install|list|remove: the cluster's drop-in reflector plugins. A plugin is
 // validated here exactly as the engine will (validate.ts, in a worker under a deadline) and judged
 // as a provider will judge it (auth/plugin-rbac.ts, on this cluster's discovery) before anything is
-// stored; a refused plugin leaves the store as it was. The controller manager hot-loads what is
+// stored; a refused plugin leaves the store as it was. Stored, it warns when liqo's controller
+// manager may not read a kind (chart value reflection.pluginRules). The controller manager hot-loads what is
 // stored into every peering (docs/plugins.md, "Install into a peering"; docs/reflection.md, "The plugin store in a cluster").
 import { defineCommand } from "citty";
 import { ResourceRequestResource, type ResourceRequest } from "../../core/apis/index.ts";
@@ -21,6 +22,7 @@ import {
 import { validatePlugin } from "../../core/reflection/validate.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
+import { warn } from "../ui.ts";
 import { table } from "./status.ts";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -114,8 +116,61 @@ const install = defineCommand({
       `plugin ${name} installed: ${m.name} ${m.version}, reflects ${kindsOf(m).join(", ")}; stored in ConfigMap ${ns}/${cm.metadata.name} (${bytes.length} bytes).`,
     );
     console.log(`Every peering loads it once its provider grants these kinds: see liqoctl plugin list.`);
+    for (const line of await controllerManagerCannotRead(kube, ns, m.resources)) warn(line);
   },
 });
+
+// The chart's controller manager reads a plugin's kinds with its own rights (reflection.pluginRules):
+// without them the peerings load the plugin and reflect nothing, with only a log line in its pod.
+const CONTROLLER_MANAGER_SA = "liqo-controller-manager";
+const READ_VERBS = ["get", "list", "watch"];
+const SARs = {
+  group: "authorization.k8s.io",
+  version: "v1",
+  kind: "SubjectAccessReview",
+  plural: "subjectaccessreviews",
+  namespaced: false,
+};
+
+/** One warning per kind liqo's controller manager may not read here; none when liqo is not installed by the chart. */
+async function controllerManagerCannotRead(
+  kube: KubeClient,
+  ns: string,
+  kinds: { group: string; version: string; kind: string }[],
+): Promise<string[]> {
+  const user = `system:serviceaccount:${ns}:${CONTROLLER_MANAGER_SA}`;
+  const out: string[] = [];
+  try {
+    if (!(await kube.find(Resources.serviceAccounts, CONTROLLER_MANAGER_SA, ns))) return [];
+    for (const k of kinds) {
+      const ref = await kube.resourceFor(k.group ? `${k.group}/${k.version}` : k.version, k.kind);
+      const denied: string[] = [];
+      for (const verb of READ_VERBS) {
+        const review = await kube.create<KubeObject & { status?: { allowed?: boolean } }>(SARs, {
+          apiVersion: "authorization.k8s.io/v1",
+          kind: "SubjectAccessReview",
+          metadata: {},
+          spec: {
+            user,
+            groups: ["system:serviceaccounts", `system:serviceaccounts:${ns}`],
+            resourceAttributes: { verb, group: k.group, resource: ref.plural },
+          },
+        } as KubeObject);
+        if (review.status?.allowed !== true) denied.push(verb);
+      }
+      if (!denied.length) continue;
+      const resource = k.group ? `${ref.plural}.${k.group}` : ref.plural;
+      out.push(
+        `liqo's controller manager (ServiceAccount ${ns}/${CONTROLLER_MANAGER_SA}) may not ${denied.join(", ")} ${resource}: peerings load the plugin but reflect no ${k.kind} until it may. ` +
+          `Add the kind to the chart value reflection.pluginRules (e.g. liqoctl install ... --set 'reflection.pluginRules[0].apiGroups={${k.group}}' ` +
+          `--set 'reflection.pluginRules[0].resources={${ref.plural}}' --set 'reflection.pluginRules[0].verbs={get,list,watch,delete}'); no restart is needed`,
+      );
+    }
+  } catch {
+    return out; // the check is advice: a user who may not create SubjectAccessReviews gets none
+  }
+  return out;
+}
 
 /** Per plugin name: "cluster: Granted|Refused (message)" from our ResourceRequests' status (the providers' answers). */
 async function peerAnswers(kube: KubeClient): Promise<Map<string, string[]>> {

@@ -25,6 +25,7 @@ import { ClusterRoles, RoleBindings } from "../../core/peering/auth/rbac.ts";
 import { findTenantNamespace, remoteServiceAccountName } from "../../core/peering/auth/tenant.ts";
 import { PLUGIN_LABEL } from "../../core/reflection/store/configmap.ts";
 import { clusterViews } from "../../core/roles/admin-views-cluster.ts";
+import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { API_SERVER_SUPPORT_ANNOTATION, remoteTokenSecretName, SERVICE_ACCOUNT_MOUNT } from "../../core/virtualkubelet/pods/forge.ts";
 import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
@@ -73,6 +74,7 @@ let q: InClusterQuickstart;
 // The controller managers' rights on PodDisruptionBudgets (chart value reflection.pluginRules): rome
 // reads what it reflects; milan lists and deletes the copies of a revoked plugin.
 const PDB_RULES = ["apiGroups={policy}", "resources={poddisruptionbudgets}", "verbs={get,list,watch,delete}"].map((r) => `--set=reflection.pluginRules[0].${r}`);
+await ensureBuilt(["networkpolicy"]);
 const PDBs: ResourceRef = { group: "policy", version: "v1", kind: "PodDisruptionBudget", plural: "poddisruptionbudgets", namespaced: true };
 
 /** The PodDisruptionBudget plugin as an author makes it, outside the repository: its .wasm and the folder to remove. */
@@ -409,6 +411,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     const installed = await cli("rome", "plugin", "install", wasm);
     expect(installed.out + installed.err).toContain("plugin pdbs installed: pdbs 0.1.0, reflects PodDisruptionBudget.policy/v1 (forward)");
     expect(installed.code).toBe(0);
+    expect(installed.err).not.toContain("WARN"); // rome's controller manager may read PDBs (reflection.pluginRules)
 
     // Hot-loaded by the controller manager's virtual kubelet in rome once milan's controller manager granted it.
     const copy = (await waitFor("the PodDisruptionBudget reflected into milan", () => q.milan.find(PDBs, "web", twin), { timeoutMs: 120_000 })) as any;
@@ -448,6 +451,14 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     await waitFor("the plugin gone from rome's ResourceRequest", async () => !(await romeRequest())?.spec.reflectorPlugins?.length, { timeoutMs: 60_000 });
     // rome's own object stays.
     expect(((await q.rome.get(PDBs, "web", NS)) as any).spec.minAvailable).toBe(2);
+
+    // A user's mistake in-cluster: a plugin of a kind liqo's controller manager may not read (no
+    // reflection.pluginRules for NetworkPolicies). Stored, with the fix on stderr.
+    const netpol = await cli("rome", "plugin", "install", wasmPath("networkpolicy"));
+    expect(netpol.code).toBe(0);
+    expect(netpol.err).toContain("liqo's controller manager (ServiceAccount liqo/liqo-controller-manager) may not get, list, watch networkpolicies.networking.k8s.io: " +
+      "peerings load the plugin but reflect no NetworkPolicy until it may. Add the kind to the chart value reflection.pluginRules");
+    expect((await cli("rome", "plugin", "remove", "networkpolicies")).code).toBe(0);
   }, 300_000);
 });
 
