@@ -3,7 +3,7 @@
 // created → reflected with its documented changes, updated locally → remote updated, remote
 // edited by hand → repaired, annotated liqo.io/skip-reflection → remote copy removed,
 // annotation removed → reflected again, deleted locally → remote copy removed.
-// PersistentVolumes travel backward (the peer provisions them) and get the mirror image of it.
+// Claims of the liqo class placed on the virtual node travel forward; their volumes stay there (core/storage binds the local claim).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
@@ -257,7 +257,7 @@ describe("every built-in kind, created to deleted", () => {
 
   test("PersistentVolumeClaim: the negotiated storage class, local binding annotations dropped", async () => {
     await local.create(Resources.persistentVolumeClaims, {
-      metadata: { name: "data", namespace: LNS, labels: { tier: "db" }, annotations: { "volume.kubernetes.io/selected-node": "rome-worker", note: "kept" } },
+      metadata: { name: "data", namespace: LNS, labels: { tier: "db" }, annotations: { "volume.kubernetes.io/selected-node": VIRTUAL_NODE, note: "kept" } },
       spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
     });
     const copy = await waitFor("the remote PersistentVolumeClaim", () => remoteOf(Resources.persistentVolumeClaims, "data"));
@@ -273,35 +273,21 @@ describe("every built-in kind, created to deleted", () => {
     });
   });
 
-  test("PersistentVolume provisioned by the peer comes back pinned to the virtual node; updated, repaired, deleted", async () => {
-    // What the peer's provisioner would make for the reflected claim "data".
-    await remote.create(Resources.persistentVolumes, {
-      metadata: { name: "pv-life", labels: { disk: "ssd" } },
-      spec: {
-        capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], persistentVolumeReclaimPolicy: "Retain", storageClassName: "manual",
-        hostPath: { path: "/tmp/pv-life" }, claimRef: { apiVersion: "v1", kind: "PersistentVolumeClaim", namespace: RNS, name: "data" },
-      },
+  test("PersistentVolumeClaims of another class, or placed on another node, stay home", async () => {
+    const claim = (name: string, cls: string, node: string) => local.create(Resources.persistentVolumeClaims, {
+      metadata: { name, namespace: LNS, annotations: { "volume.kubernetes.io/selected-node": node } },
+      spec: { storageClassName: cls, accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
     });
-    const localPv = () => local.find<any>(Resources.persistentVolumes, "pv-life");
-    const pv = await waitFor("the local PersistentVolume", localPv, { timeoutMs: 120_000 });
-    const term = pv.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0];
-    expect(term.key).toBe("liqo.io/remote-cluster-id");
-    expect(term.operator).toBe("In");
-    expect(term.values).toEqual([ids.remoteClusterId]);
-    expect(pv.spec.storageClassName).toBe("liqo");
-    expect(pv.spec.claimRef.namespace).toBe(LNS);
-    expect(pv.spec.claimRef.name).toBe("data");
-    expect(pv.spec.capacity.storage).toBe("1Gi");
-    expect(pv.metadata.labels["liqo.io/origin-cluster-id"]).toBe(ids.remoteClusterId);
-
-    await remote.mergePatch(Resources.persistentVolumes, "pv-life", undefined, { metadata: { labels: { disk: "nvme" } } });
-    await waitFor("the peer's update to reach the local PV", async () => (await localPv())?.metadata.labels.disk === "nvme", { timeoutMs: 120_000 });
-
-    await local.mergePatch(Resources.persistentVolumes, "pv-life", undefined, { metadata: { labels: { disk: "floppy" } } });
-    await waitFor("the hand-edited local PV to be repaired", async () => (await localPv())?.metadata.labels.disk === "nvme", { timeoutMs: 120_000 });
-
-    await remote.delete(Resources.persistentVolumes, "pv-life");
-    await waitFor("the local PV to be removed with the peer's", async () => !(await localPv()), { timeoutMs: 120_000 });
+    const claims = () => engine.reflectors().find((r) => r.kind === "PersistentVolumeClaim")!;
+    const before = claims().handled;
+    await claim("other-class", "local-path", VIRTUAL_NODE);
+    await claim("other-node", "liqo", "rome-worker");
+    await claim("marker", "liqo", VIRTUAL_NODE);
+    await waitFor("the marker claim reflected", () => remoteOf(Resources.persistentVolumeClaims, "marker"));
+    // All three handled (the reflector's count, its queue empty), so the two others were looked at and left home.
+    await waitFor("the three claims handled", () => claims().handled >= before + 3 && claims().queueDepth === 0);
+    expect(await remoteOf(Resources.persistentVolumeClaims, "other-class")).toBeUndefined();
+    expect(await remoteOf(Resources.persistentVolumeClaims, "other-node")).toBeUndefined();
   });
 });
 
@@ -312,8 +298,8 @@ describe("wrong inputs", () => {
     const engine = await startEngine({ localNamespace: "nosc", remoteNamespace: "nosc-rome" }, { virtualNodeName: VIRTUAL_NODE }, ["storage"]);
     try {
       const claim = await local.create(Resources.persistentVolumeClaims, {
-        metadata: { name: "orphan", namespace: "nosc" },
-        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+        metadata: { name: "orphan", namespace: "nosc", annotations: { "volume.kubernetes.io/selected-node": VIRTUAL_NODE } },
+        spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
       });
       const event = await waitFor("a ReflectionFailed Event on the claim", async () => {
         const evs = await local.list<any>(Resources.events, { namespace: "nosc", fieldSelector: `involvedObject.uid=${claim.metadata.uid}` });
