@@ -2,6 +2,7 @@
 // storage class, and their data with them (as in Liqo). liqoctl says which claims lose their data
 // and asks for --yes before doing it; nothing happens silently.
 import type { KubeClient } from "../core/kube/client.ts";
+import { KubeApiError } from "../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../core/kube/resources.ts";
 import { backingOf, PROVISIONED_BY, type Volume } from "../core/storage/forge.ts";
 import { STORAGE_PROVISIONER } from "../core/apis/labels.ts";
@@ -30,6 +31,15 @@ export function dataLossWarning(claims: string[], what: string): string | undefi
   );
 }
 
-export async function listVolumes(client: KubeClient): Promise<Volume[]> {
-  return (await client.list<KubeObject>(Resources.persistentVolumes)).items as Volume[];
+/** The cluster's PVs; none, with a warning, when this user may not list them (the check is then not made). */
+export async function listVolumes(client: KubeClient, warn: (m: string) => void): Promise<Volume[]> {
+  try {
+    return (await client.list<KubeObject>(Resources.persistentVolumes)).items as Volume[];
+  } catch (err) {
+    if (!(err instanceof KubeApiError && err.status === 403)) throw err;
+    warn(
+      "cannot list PersistentVolumes, so cannot tell whether liqo-class volumes with data in the peer would be deleted; check with a user who can (kubectl get pv)",
+    );
+    return [];
+  }
 }

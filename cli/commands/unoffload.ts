@@ -5,7 +5,7 @@ import { DEFAULT_NAMESPACE_OFFLOADING_NAME, NamespaceOffloadingResource } from "
 import { createKubeClient } from "../../core/kube/client.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { dataLossWarning, listVolumes, remoteBackedClaims } from "../storage-guard.ts";
-import { info, parseDuration, spinner } from "../ui.ts";
+import { info, parseDuration, spinner, warn } from "../ui.ts";
 
 const unoffloadNamespace = defineCommand({
   meta: { name: "namespace", description: "Stop offloading a namespace: remote twin namespaces and reflected resources are deleted" },
@@ -20,7 +20,7 @@ const unoffloadNamespace = defineCommand({
     let timeoutMs: number;
     try { timeoutMs = parseDuration(args.timeout, "timeout"); } catch (err) { throw new CliError((err as Error).message); }
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
-    const loss = dataLossWarning(remoteBackedClaims(await listVolumes(client), { namespace: args.name }), `unoffloading namespace ${args.name}`);
+    const loss = dataLossWarning(remoteBackedClaims(await listVolumes(client, warn), { namespace: args.name }), `unoffloading namespace ${args.name}`);
     if (loss && !args.yes) throw new CliError(loss);
     const deleted = await client.delete(NamespaceOffloadingResource, DEFAULT_NAMESPACE_OFFLOADING_NAME, args.name);
     if (!deleted) {

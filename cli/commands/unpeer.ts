@@ -9,7 +9,7 @@ import { FORCE_UNPEER_ANNOTATION, remoteTokenSecretName } from "../../core/peeri
 import { foreignClusterByName, kubeFlags, namedOr, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { CliError } from "../errors.ts";
 import { dataLossWarning, listVolumes, remoteBackedClaims } from "../storage-guard.ts";
-import { info } from "../ui.ts";
+import { info, warn } from "../ui.ts";
 
 const forceFlag = {
   force: { type: "boolean", default: false, description: "tear down without waiting for the remote cluster (when it is unreachable for good)" },
@@ -19,7 +19,7 @@ const forceFlag = {
 /** Unpeering deletes the peer's copies of our claims and their data: said, and confirmed with --yes. */
 async function confirmDataLoss(client: KubeClient, name: string, clusterId: string | undefined, yes: boolean) {
   if (!clusterId || yes) return;
-  const loss = dataLossWarning(remoteBackedClaims(await listVolumes(client), { clusterId }), `unpeering from ${name}`);
+  const loss = dataLossWarning(remoteBackedClaims(await listVolumes(client, warn), { clusterId }), `unpeering from ${name}`);
   if (loss) throw new CliError(loss);
 }
 
