@@ -5,6 +5,7 @@
 // may no longer touch them, and nothing a removed plugin wrote may stay behind.
 import { DISCOVERY_CLUSTER_ID_LABEL } from "../../apis/labels.ts";
 import type { KubeClient } from "../../kube/client.ts";
+import { KubeApiError } from "../../kube/errors.ts";
 import type { KubeObject, ResourceRef } from "../../kube/resources.ts";
 import type { Logger } from "../../log.ts";
 import type { GrantedResource, PluginDecision } from "./plugin-rbac.ts";
@@ -50,39 +51,61 @@ export interface PluginGrantTarget {
   twinNamespaces: string[];
 }
 
+export interface AppliedGrants {
+  /** Kinds no longer granted whose copies are gone. */
+  revoked: string[];
+  /** Kinds no longer granted whose copies could not be deleted (kept on the role's annotation, retried next pass). */
+  stuck: { kind: string; error: string }[];
+}
+
 /**
  * Makes the peer's plugin ClusterRole and its bindings say what `decisions` granted, and deletes
- * the reflected copies of every kind no longer granted. Idempotent; returns the revoked kinds.
+ * the reflected copies of every kind no longer granted. Idempotent. A revoked kind stays on the
+ * role's annotation (not in its rules) until its copies are gone, so a deletion that failed (this
+ * controller may not list or delete the kind: chart value reflection.pluginRules) is retried.
  */
-export async function applyPluginGrants(client: KubeClient, t: PluginGrantTarget, decisions: PluginDecision[], log: Logger): Promise<string[]> {
+export async function applyPluginGrants(client: KubeClient, t: PluginGrantTarget, decisions: PluginDecision[], log: Logger): Promise<AppliedGrants> {
   const name = pluginClusterRoleName(t.clusterId);
   const existing = await client.find(ClusterRoles, name);
   const before = grantedOf(existing);
   const granted = decisions.flatMap((d) => d.resources);
   // The common case, a peer without plugins: one read, no writes (bindings follow the role, twin-binder.ts).
-  if (!granted.length && !existing) return [];
-  if (granted.length) {
-    await client.apply(ClusterRoles, {
-      apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole",
-      metadata: {
-        name, labels: idLabels(t.clusterId),
-        annotations: { [GRANTED_ANNOTATION]: JSON.stringify(granted), "liqo.io/reflector-plugins": decisions.filter((d) => d.resources.length).map((d) => d.grant.name).join(",") },
-      },
-      rules: granted.map((g) => ({ apiGroups: [g.group], resources: [g.plural], verbs: g.verbs })),
-    }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
-  } else {
-    await client.delete(ClusterRoles, name); // first, so that the bindings below are removed
-  }
-  // Rules are narrowed (or the role gone) before any copy is deleted: the peer cannot write them back.
-  for (const ns of t.twinNamespaces) await bindPluginRole(client, t.clusterId, ns, t.tenantNamespace);
+  if (!granted.length && !existing) return { revoked: [], stuck: [] };
   const revoked = before.filter((b) => !granted.some((g) => g.group === b.group && g.plural === b.plural));
+  const writeRole = (remembered: GrantedResource[]) => client.apply(ClusterRoles, {
+    apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole",
+    metadata: {
+      name, labels: idLabels(t.clusterId),
+      annotations: { [GRANTED_ANNOTATION]: JSON.stringify(remembered), "liqo.io/reflector-plugins": decisions.filter((d) => d.resources.length).map((d) => d.grant.name).join(",") },
+    },
+    rules: granted.map((g) => ({ apiGroups: [g.group], resources: [g.plural], verbs: g.verbs })),
+  }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
+  // Rules are narrowed before any copy is deleted: the peer cannot write them back.
+  if (granted.length || revoked.length) await writeRole([...granted, ...revoked]);
+  else await client.delete(ClusterRoles, name); // a role left with nothing to remember: its bindings go below
+  for (const ns of t.twinNamespaces) await bindPluginRole(client, t.clusterId, ns, t.tenantNamespace);
+  if (!revoked.length) return { revoked: [], stuck: [] };
+  const stuck: AppliedGrants["stuck"] = [];
+  const kept: GrantedResource[] = [];
   for (const r of revoked) {
     const ref: ResourceRef = { group: r.group, version: r.version, kind: r.kind, plural: r.plural, namespaced: true };
-    for (const ns of t.twinNamespaces) {
-      const copies = await client.list(ref, { namespace: ns, labelSelector: `${REFLECTION_LABELS},liqo.io/origin-cluster-id=${t.clusterId}` });
-      for (const c of copies.items) await client.delete(ref, c.metadata.name!, ns, { uid: c.metadata.uid });
-      if (copies.items.length) log.info("reflected copies of a revoked plugin kind deleted", { remoteClusterId: t.clusterId, key: ns, kind: r.kind, count: copies.items.length });
+    try {
+      for (const ns of t.twinNamespaces) {
+        const copies = await client.list(ref, { namespace: ns, labelSelector: `${REFLECTION_LABELS},liqo.io/origin-cluster-id=${t.clusterId}` });
+        for (const c of copies.items) await client.delete(ref, c.metadata.name!, ns, { uid: c.metadata.uid });
+        if (copies.items.length) log.info("reflected copies of a revoked plugin kind deleted", { remoteClusterId: t.clusterId, key: ns, kind: r.kind, count: copies.items.length });
+      }
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 404) continue; // the kind is no longer served here: no copy left
+      stuck.push({ kind: r.kind, error: (err as Error).message });
+      kept.push(r);
     }
   }
-  return revoked.map((r) => r.kind);
+  const remembered = [...granted, ...kept];
+  if (remembered.length) await writeRole(remembered);
+  else {
+    await client.delete(ClusterRoles, name);
+    for (const ns of t.twinNamespaces) await bindPluginRole(client, t.clusterId, ns, t.tenantNamespace);
+  }
+  return { revoked: revoked.filter((r) => !kept.includes(r)).map((r) => r.kind), stuck };
 }

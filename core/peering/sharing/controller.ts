@@ -207,10 +207,10 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
   /** What the consumer's reflector plugins may do here (auth/plugin-rbac.ts), applied; the answer for its status. */
   async function pluginGrants(rr: ResourceRequest, consumerId: string) {
     const twinNamespaces = twins.list().filter((n) => n.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] === consumerId && !n.metadata.deletionTimestamp).map((n) => n.metadata.name!);
-    let decisions, revoked;
+    let decisions, applied;
     try {
       decisions = await decidePluginGrants(client, rr.spec.reflectorPlugins);
-      revoked = await applyPluginGrants(client, { clusterId: consumerId, tenantNamespace: rr.metadata.namespace!, twinNamespaces }, decisions, log);
+      applied = await applyPluginGrants(client, { clusterId: consumerId, tenantNamespace: rr.metadata.namespace!, twinNamespaces }, decisions, log);
     } catch (err) {
       // The offer does not depend on it: keep the last answer, say why, and let the resync retry.
       events.warning(rr, "ReflectorPluginGrantFailed", `granting the reflector plugins of cluster ${rr.spec.clusterIdentity.clusterName} failed: ${(err as Error).message} ` +
@@ -224,7 +224,12 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       if (d.grant.state === "Refused") events.warning(rr, "ReflectorPluginRefused", d.grant.message ?? "");
       else events.normal(rr, "ReflectorPluginGranted", `plugin ${d.grant.name}: ${d.grant.message}`);
     }
-    if (revoked.length) events.normal(rr, "ReflectorPluginRevoked", `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${revoked.join(", ")} any more: its rights removed, its reflected copies deleted`);
+    if (applied.revoked.length) events.normal(rr, "ReflectorPluginRevoked", `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${applied.revoked.join(", ")} any more: its rights removed, its reflected copies deleted`);
+    for (const s of applied.stuck) {
+      // Its rights are gone; its copies stay until this controller may delete them (retried every pass).
+      events.warning(rr, "ReflectorPluginCopiesLeft", `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${s.kind} any more, its rights are removed, but its reflected copies ` +
+        `could not be deleted: ${s.error} (the controller manager needs list and delete on that kind: chart value reflection.pluginRules); retried`);
+    }
     return decisions.length ? decisions.map((d) => d.grant) : null;
   }
 
