@@ -27,18 +27,13 @@ import {
 import { PluginError, objectKey } from "./errors.ts";
 import { type CallFacts, type Plan, finishPlan, planOfText, targetState } from "./finish.ts";
 import { type HostBindings, InstanceRunner, type Payload, type RecyclePolicy } from "./instance.ts";
+import { BUILTIN_OVERRUNS_TO_QUARANTINE, type Out, type Prepared, createMainThreadRunner } from "./main-runner.ts";
 import { checkExports, checkManifest, readManifest } from "./manifest.ts";
 import { DecisionMemo, type Dependency, foundStamp } from "./memo.ts";
 import { project } from "./objects.ts";
 import { WorkerRunner } from "./worker-runner.ts";
 
 export type Trust = "builtin" | "dropin";
-
-/** Built-in runs are timed one in this many (and every run after a slow one). */
-const TIME_EVERY = 8;
-
-/** Consecutive calls past the budget that quarantine a built-in (drop-ins are cut at the first). */
-export const BUILTIN_OVERRUNS_TO_QUARANTINE = 5;
 
 export interface LoadOptions extends RecyclePolicy {
   /** How to call the plugin in errors before its manifest is read (its file name, say). */
@@ -95,17 +90,6 @@ export interface PluginStats {
   recycles: number;
   memoryBytes: number;
   memoHits: number;
-}
-
-/** A plugin run's outcome: its answer text, or why it trapped. */
-type Out = { ok: string } | { trap: string };
-
-/** One call as the host prepared it: the facts the checks read, what the plugin is shown, and its JSON (the memo's key). */
-interface Prepared {
-  facts: CallFacts;
-  /** The projections of the declared fields (target null when absent or not declared). */
-  shown: { source: unknown; target: unknown };
-  payload: Payload;
 }
 
 interface Runner {
@@ -223,58 +207,15 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   let runner: Runner;
   // Main-thread plugins built with the live exports read the projections by handle (set below).
   let live = false;
-  let overruns = 0;
-  let timing = 0;
   if (trust === "builtin") {
     const inst = await InstanceRunner.create(module, bindings, options);
     live = inst.hasExport("liqo_forward_live") && inst.hasExport("liqo_backward_live") && options.live !== false;
-    // A clock read costs ~45 ns, a tenth of a small plugin's run: one run in TIME_EVERY is
-    // timed, and every run after a slow one, so a plugin that stays slow is still caught.
-    const timed = (budget: number, run: () => string): Out => {
-      const timedRun = overruns > 0 || timing++ % TIME_EVERY === 0;
-      const started = timedRun ? clock.now() : 0;
-      let text: string;
-      try {
-        text = run();
-      } catch (err) {
-        const trap = lastAbort ?? (err as Error).message;
-        lastAbort = null;
-        void inst.recycle(); // a trapped instance's memory cannot be trusted; the handle is quarantined anyway
-        return { trap };
-      }
-      if (!timedRun) return { ok: text };
-      const took = clock.now() - started;
-      // A main-thread call cannot be interrupted; a slow one is caught after the fact. One slow call
-      // is as likely a GC pause or a loaded machine as the plugin's fault: only a run of
-      // BUILTIN_OVERRUNS_TO_QUARANTINE slow calls in a row quarantines a built-in.
-      if (took <= budget) {
-        overruns = 0;
-        return { ok: text };
-      }
-      overruns++;
-      logger.warn("built-in reflector call ran past its budget", {
-        plugin: name,
-        tookMs: Math.round(took),
-        budgetMs: budget,
-        inARow: overruns,
-      });
-      return overruns >= BUILTIN_OVERRUNS_TO_QUARANTINE
-        ? {
-            trap: `timeout: ${overruns} calls in a row past the budget (last took ${took.toFixed(1)} ms, budget ${budget} ms)`,
-          }
-        : { ok: text };
+    const takeAbort = () => {
+      const message = lastAbort;
+      lastAbort = null;
+      return message;
     };
-    // A due recycle is started in the background and swapped in between calls; calls never
-    // wait for it (the arena keeps memory flat meanwhile), so the hot path stays synchronous.
-    const runOne = (fn: string, c: Prepared, budget: number): Out => {
-      if (inst.needsRecycle()) void inst.recycle();
-      const p = c.payload;
-      return timed(budget, () =>
-        live
-          ? inst.callLive(c.facts.direction === "backward", p.context, c.shown.source, c.shown.target, p.state)
-          : inst.call(fn, p.context, p.source, p.target, p.state),
-      );
-    };
+    const runOne = createMainThreadRunner(inst, live, { name, logger, clock, takeAbort });
     runner = {
       async run(fn, calls, budget, setCurrent) {
         return calls.map((c, i) => {
@@ -520,4 +461,4 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   };
 }
 
-export { HOST_FUNCTIONS };
+export { BUILTIN_OVERRUNS_TO_QUARANTINE, HOST_FUNCTIONS };
