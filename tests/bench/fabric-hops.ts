@@ -10,7 +10,8 @@
 // each with UdpRcvbufErrors at the receiving namespace (the datagrams its kernel dropped because
 // wireguard-go did not read them in time). The gateways run twice: first with Debian bookworm's
 // wireguard-go (the image's /usr/bin/wireguard-go, put first on the gateways' PATH), then with the
-// module build the image ships in /usr/local/bin (its default): before and after.
+// module build the image ships in /usr/local/bin (its default): before and after; then once more
+// with a CPU request on the gateways (Burstable instead of BestEffort).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -82,15 +83,22 @@ async function activeGateway(client: KubeClient): Promise<Pod> {
   );
 }
 
-/** Restarts both gateways with a PATH (undefined: the image's), and waits for a Connected tunnel and traffic. */
+/**
+ * Restarts both gateways with a PATH (undefined: the image's) and a CPU request (undefined: none, the
+ * chart's BestEffort), and waits for a Connected tunnel and traffic.
+ */
 async function gatewaysWith(
   q: InClusterQuickstart,
   path: string | undefined,
   remoteIp: string,
   client: number,
+  cpuRequest?: string,
 ): Promise<void> {
-  for (const c of ["rome", "milan"])
+  for (const c of ["rome", "milan"]) {
     await kubectl(q, c, "set", "env", "-n", "liqo", "deploy/liqo-gateway", path ? `PATH=${path}` : "PATH-");
+    if (cpuRequest)
+      await kubectl(q, c, "set", "resources", "-n", "liqo", "deploy/liqo-gateway", `--requests=cpu=${cpuRequest}`);
+  }
   for (const c of ["rome", "milan"])
     await kubectl(q, c, "rollout", "status", "-n", "liqo", "deploy/liqo-gateway", "--timeout=300s");
   for (const client of [q.rome, q.milan]) {
@@ -202,6 +210,9 @@ try {
   const before = await fabricHops();
   await gatewaysWith(q, undefined, remoteIp, client);
   const after = await fabricHops();
+  // The gateways are BestEffort pods (cpu.shares 2 in the kubepods hierarchy): the same with a request.
+  await gatewaysWith(q, undefined, remoteIp, client, "500m");
+  const requested = await fabricHops();
 
   console.log("TCP throughput (iperf3 10 s, host's iperf3 inside each namespace) and RTT (ping, 20 probes):");
   console.log(row("rome pod → rome pod, other node", sameCluster));
@@ -210,6 +221,7 @@ try {
   for (const [label, h] of [
     ["before", before],
     ["after", after],
+    ["after, 500m CPU requested", requested],
   ] as const) {
     console.log(`  gateways running ${h.binary} (${label}):`);
     console.log(row("  rome node → rome gateway pod over liqo.vxlan", h.vxlan));
@@ -220,6 +232,7 @@ try {
   for (const [label, h] of [
     ["before", before],
     ["after", after],
+    ["after, 500m CPU requested", requested],
   ] as const) {
     console.log(
       `  ${label}: fabric ÷ hand-made (same wireguard-go) ${(h.fabric.gbps / floor(h).gbps).toFixed(2)}, gateway tunnel ÷ hand-made ${(h.tunnel.gbps / floor(h).gbps).toFixed(2)}, fabric ÷ gateway tunnel ${(h.fabric.gbps / h.tunnel.gbps).toFixed(2)}`,
