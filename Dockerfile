@@ -19,7 +19,7 @@ RUN node_modules/.bin/bun reflectors/build.ts && npm prune --omit=dev --no-audit
 
 # wireguard-go from its Go module at a pinned version: Debian bookworm's package (0.0.20220316)
 # predates the UDP/TUN segmentation offloads and the larger socket buffers, and overflows its
-# receive buffer under load (5-8x slower on the rig; docs/network-fabric.md, "Throughput").
+# receive buffer under load (the fabric 3-7x slower on the rig; docs/network-fabric.md, "Throughput").
 FROM golang:1.24-bookworm AS wireguard-go
 RUN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" golang.zx2c4.com/wireguard@v0.0.0-20260522210424-ecfc5a8d5446
 
