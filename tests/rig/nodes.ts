@@ -76,7 +76,20 @@ export function allocateRigNetwork(): RigNetwork {
   throw new RigError("all 64 rig bridges (lrig0..lrig63) exist; stop other rigs with `bun run rig down`");
 }
 
+/**
+ * Every kubelet, containerd and many containers take inotify instances: at the kernel's default of
+ * 128 per user a second real-node rig failed to start (about 98 were in use by one). Raised, never
+ * lowered, to what kind asks of its hosts.
+ */
+function raiseInotifyLimits(): void {
+  for (const [key, min] of [["max_user_instances", 1024], ["max_user_watches", 524_288]] as const) {
+    const path = `/proc/sys/fs/inotify/${key}`;
+    if (existsSync(path) && Number(readFileSync(path, "utf8")) < min) writeFileSync(path, String(min));
+  }
+}
+
 export function createRigNetwork(net: RigNetwork): void {
+  raiseInotifyLimits();
   run(["ip", "link", "add", net.bridge, "type", "bridge"], `creating the rig bridge ${net.bridge}`);
   run(["ip", "addr", "add", `${net.gateway}/24`, "dev", net.bridge], `addressing ${net.bridge}`);
   run(["ip", "link", "set", net.bridge, "up"], `bringing ${net.bridge} up`);
