@@ -4,7 +4,8 @@
 //   - the real class (local-path) on rome's node: the floor;
 //   - the `liqo` class on rome's node (twin claim, real volume, virtual PV);
 //   - the `liqo` class on the virtual node (virtual PV at once; the provider provisions later);
-// and, for the remote case, to the pod Running in milan with its volume provisioned there.
+// and, for the remote case, to the pod Running in milan with its volume provisioned there; then
+// liqoctl move volume of MOVE_MIB MiB rome → milan against a plain copy between the same nodes.
 // BENCH_CLAIMS (default 10) claims per case, created together; bound seen by polling every 100 ms.
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +15,8 @@ import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/
 import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
+import { receiverPod, sourcePod, sourceScript, sourceService } from "../../cli/storage-move.ts";
+import { liqoctl } from "../quickstart/install.ts";
 import { heading, row, summarize } from "./stats.ts";
 
 const n = Number(process.env.BENCH_CLAIMS ?? 10);
@@ -102,6 +105,102 @@ async function batch(
   return { bound: summarize(since(bound)), running: summarize(since(running)) };
 }
 
+/** Seconds until the pod ends (Succeeded), from now. */
+async function untilDone(q: InClusterQuickstart, name: string): Promise<number> {
+  const start = performance.now();
+  await waitFor(
+    `${name} done`,
+    async () => {
+      const p = await q.rome.find<Pod>(Resources.pods, name, NS);
+      if (p?.status?.phase === "Failed") throw new Error(`${name} failed`);
+      return p?.status?.phase === "Succeeded";
+    },
+    { timeoutMs: 900_000, intervalMs: 250 },
+  );
+  return (performance.now() - start) / 1000;
+}
+
+/**
+ * liqoctl move volume of MOVE_MIB (default 64) MiB rome → milan, against a plain copy of the same
+ * amount between the same two nodes with the same pods (one tar over HTTP through the fabric, sums
+ * compared), from emptyDir to emptyDir: what the move adds is the temporary claim, the second
+ * copy inside milan and the claims' provisioning.
+ */
+async function moveThroughput(q: InClusterQuickstart) {
+  const mib = Number(process.env.MOVE_MIB ?? 64);
+  const bytes = mib * 1048576;
+  const image = (await q.rome.get<KubeObject & { spec: any }>(Resources.deployments, "liqo-controller-manager", "liqo"))
+    .spec.template.spec.containers[0].image;
+  // The plain copy: a source on rome's node, the receiver offloaded to milan.
+  const src = sourcePod("plain-src", NS, image, "unused");
+  const srcSpec = src.spec as any;
+  srcSpec.volumes = [{ name: "data", emptyDir: {} }];
+  srcSpec.nodeSelector = { "kubernetes.io/hostname": "rome-node-1" };
+  srcSpec.containers[0].command = [
+    "sh",
+    "-c",
+    `head -c ${bytes} /dev/urandom > /data/blob && exec bun -e "$0"`,
+    sourceScript,
+  ];
+  const dst = receiverPod("plain-dst", NS, image, "unused", "liqo-milan", "plain-src");
+  (dst.spec as any).volumes = [{ name: "data", emptyDir: {} }];
+  await q.rome.create(Resources.services, sourceService("plain-src", NS, "plain-src"));
+  await q.rome.create(Resources.pods, src);
+  await q.rome.create(Resources.pods, dst);
+  const plain = await untilDone(q, "plain-dst");
+  for (const n of ["plain-src", "plain-dst"]) await q.rome.delete(Resources.pods, n, NS, { gracePeriodSeconds: 0 });
+  await q.rome.delete(Resources.services, "plain-src", NS);
+
+  // The move: the same amount in a liqo claim on rome's node, moved to milan.
+  await q.rome.create(Resources.persistentVolumeClaims, {
+    apiVersion: "v1",
+    kind: "PersistentVolumeClaim",
+    metadata: { name: "big", namespace: NS },
+    spec: {
+      storageClassName: "liqo",
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: `${mib * 2}Mi` } },
+    },
+  } as KubeObject);
+  await q.rome.create(Resources.pods, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "fill", namespace: NS },
+    spec: {
+      restartPolicy: "Never",
+      nodeSelector: { "kubernetes.io/hostname": "rome-node-1" },
+      containers: [
+        {
+          name: "c",
+          image: rigImageRefs.hello,
+          imagePullPolicy: "IfNotPresent",
+          command: ["sh", "-c", `head -c ${bytes} /dev/urandom > /data/blob`],
+          volumeMounts: [{ name: "d", mountPath: "/data" }],
+        },
+      ],
+      volumes: [{ name: "d", persistentVolumeClaim: { claimName: "big" } }],
+    },
+  } as KubeObject);
+  await untilDone(q, "fill");
+  await q.rome.delete(Resources.pods, "fill", NS, { gracePeriodSeconds: 0 });
+  await waitFor("fill gone", async () => !(await q.rome.find(Resources.pods, "fill", NS)), { timeoutMs: 120_000 });
+  const start = performance.now();
+  const proc = Bun.spawn(
+    [...liqoctl, "move", "volume", "big", "-n", NS, "--node", "liqo-milan", `--kubeconfig=${q.kubeconfig("rome")}`],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  const err = await new Response(proc.stderr).text();
+  if ((await proc.exited) !== 0) throw new Error(`move failed: ${err}`);
+  const moved = (performance.now() - start) / 1000;
+
+  heading(`${mib} MiB rome → milan (s, whole operation: pods started, copied, sums compared)`);
+  row("plain copy (one tar over HTTP through the fabric)", plain, "s");
+  row("liqoctl move volume (two copies, two claims)", moved, "s");
+  row("plain copy throughput", mib / plain, "MiB/s");
+  row("move volume throughput", mib / moved, "MiB/s");
+  row("ratio move ÷ plain (time)", moved / plain, "x");
+}
+
 const root = join(tmpdir(), "liqo-rig-tests");
 mkdirSync(root, { recursive: true });
 const q = await runInClusterQuickstart({
@@ -137,6 +236,7 @@ try {
   }
   row("ratio liqo local ÷ local-path (p50)", liqoLocal.running.p50 / real.running.p50, "x");
   row("ratio liqo remote ÷ local-path (p50)", liqoRemote.running.p50 / real.running.p50, "x");
+  await moveThroughput(q);
 } finally {
   await rigDown(q.rig.dir).catch(() => killRigNow(q.rig));
 }
