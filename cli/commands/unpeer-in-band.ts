@@ -12,7 +12,8 @@ import { deleteExchangedCopies } from "../../core/peering/inband/exchange.ts";
 import { foreignClusterFor, tenantOf, type InBandSide } from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
-import { info, spinner } from "../ui.ts";
+import { dataLossWarning, listVolumes, remoteBackedClaims } from "../storage-guard.ts";
+import { info, spinner, warn } from "../ui.ts";
 import { openSides, remoteFlags } from "./peer-in-band.ts";
 
 async function tunnelGone(a: InBandSide, b: InBandSide, timeout: number) {
@@ -35,7 +36,10 @@ async function tunnelGone(a: InBandSide, b: InBandSide, timeout: number) {
 
 export default defineCommand({
   meta: { name: "in-band", description: "Tear down an in-band peering on both clusters (needs access to both)" },
-  args: { ...remoteFlags, ...timeoutFlag, ...kubeFlags },
+  args: {
+    ...remoteFlags, ...timeoutFlag, ...kubeFlags,
+    yes: { type: "boolean", default: false, description: "confirm deleting the data of liqo-class volumes that live in the other cluster" },
+  },
   async run({ args }) {
     const timeout = timeoutMs(args.timeout);
     const [a, b] = await openSides(args);
@@ -44,6 +48,12 @@ export default defineCommand({
     if (found.every(([, , fc]) => !fc)) {
       info(`No peering between ${a.identity.clusterName} and ${b.identity.clusterName}: nothing to tear down`);
       return;
+    }
+    // Either side's liqo-class volumes with data in the other go with the peering: said, and confirmed.
+    for (const [s, other, fc] of args.yes ? [] : found) {
+      if (!fc) continue;
+      const loss = dataLossWarning(remoteBackedClaims(await listVolumes(s.client, warn), { clusterId: other.identity.clusterId }), `unpeering ${s.identity.clusterName} from ${other.identity.clusterName}`);
+      if (loss) throw new CliError(loss);
     }
     for (const [s, other, fc] of found) {
       if (!fc || fc.spec.outgoingPeeringEnabled === "No") continue;
