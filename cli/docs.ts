@@ -8,7 +8,13 @@ export function docFileName(root: CommandNode, n: CommandNode): string {
 
 function usageLine(root: CommandNode, n: CommandNode): string {
   const args = n.args.map((a) => (a.required ? `<${a.name}>` : `[${a.name}]`));
-  return [root.name, ...n.path, ...(n.subCommands.length ? ["<command>"] : []), ...args, ...(n.flags.length ? ["[flags]"] : [])].join(" ");
+  return [
+    root.name,
+    ...n.path,
+    ...(n.subCommands.length ? ["<command>"] : []),
+    ...args,
+    ...(n.flags.length ? ["[flags]"] : []),
+  ].join(" ");
 }
 
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
@@ -24,7 +30,9 @@ export function commandMarkdown(root: CommandNode, n: CommandNode): string {
   if (n.flags.length) {
     out.push("## Flags", "", "| flag | type | default | description |", "|---|---|---|---|");
     for (const f of n.flags) {
-      const names = [`--${f.name}`, ...f.alias.map((a) => (a.length === 1 ? `-${a}` : `--${a}`))].map((x) => `\`${x}\``).join(", ");
+      const names = [`--${f.name}`, ...f.alias.map((a) => (a.length === 1 ? `-${a}` : `--${a}`))]
+        .map((x) => `\`${x}\``)
+        .join(", ");
       const def = f.default === undefined ? "" : `\`${String(f.default)}\``;
       const desc = `${f.required ? "(required) " : ""}${f.description}${f.options?.length ? ` (one of ${f.options.join(", ")})` : ""}`;
       out.push(`| ${names} | ${f.type} | ${def} | ${cell(desc)} |`);
@@ -33,7 +41,8 @@ export function commandMarkdown(root: CommandNode, n: CommandNode): string {
   }
   if (n.subCommands.length) {
     out.push("## Commands", "");
-    for (const s of n.subCommands) out.push(`- [${[root.name, ...s.path].join(" ")}](${docFileName(root, s)}): ${s.description}`);
+    for (const s of n.subCommands)
+      out.push(`- [${[root.name, ...s.path].join(" ")}](${docFileName(root, s)}): ${s.description}`);
     out.push("");
   }
   return out.join("\n");

@@ -9,12 +9,18 @@ import { clientVersionFastPath, clientVersionOutput, liqoVersion } from "./versi
 const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load().then((m) => m.default);
 
 /** kubectl runs plugins found on PATH as kubectl-liqo: help then speaks of `kubectl liqo`. */
-const asKubectlPlugin = [process.argv0, process.execPath, process.argv[1] ?? ""].some((p) => basename(p).startsWith("kubectl-liqo"));
+const asKubectlPlugin = [process.argv0, process.execPath, process.argv[1] ?? ""].some((p) =>
+  basename(p).startsWith("kubectl-liqo"),
+);
 
 // A plain object rather than citty's defineCommand (an identity function), so that importing
 // this module does not load citty.
 export const main: CommandDef<any> = {
-  meta: { name: asKubectlPlugin ? "kubectl liqo" : "liqoctl", version: liqoVersion, description: "Manage liqo (on Bun): peer clusters, offload namespaces, inspect reflection" },
+  meta: {
+    name: asKubectlPlugin ? "kubectl liqo" : "liqoctl",
+    version: liqoVersion,
+    description: "Manage liqo (on Bun): peer clusters, offload namespaces, inspect reflection",
+  },
   subCommands: {
     version: lazy(() => import("./commands/version.ts")),
     plugin: lazy(() => import("./commands/plugin.ts")),

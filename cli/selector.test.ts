@@ -11,7 +11,13 @@ describe("parseSelector", () => {
     ["region notin (a, b)", [{ key: "region", operator: "NotIn", values: ["a", "b"] }]],
     ["staging", [{ key: "staging", operator: "Exists" }]],
     ["!staging", [{ key: "staging", operator: "DoesNotExist" }]],
-    ["region in (europe,us-west), !staging", [{ key: "region", operator: "In", values: ["europe", "us-west"] }, { key: "staging", operator: "DoesNotExist" }]],
+    [
+      "region in (europe,us-west), !staging",
+      [
+        { key: "region", operator: "In", values: ["europe", "us-west"] },
+        { key: "staging", operator: "DoesNotExist" },
+      ],
+    ],
   ] as const)("%s", (input, expected) => {
     expect(parseSelector(input)).toEqual(expected as never);
   });

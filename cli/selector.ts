@@ -2,7 +2,11 @@
 // becomes one node-selector term (its requirements ANDed); repeated --selector flags are ORed.
 import { CliError } from "./errors.ts";
 
-export interface Requirement { key: string; operator: "In" | "NotIn" | "Exists" | "DoesNotExist"; values?: string[] }
+export interface Requirement {
+  key: string;
+  operator: "In" | "NotIn" | "Exists" | "DoesNotExist";
+  values?: string[];
+}
 
 const KEY = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?\/)?[a-z0-9A-Z]([-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?$/;
 const VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
@@ -30,26 +34,41 @@ function checkKey(key: string, selector: string): string {
 }
 
 function checkValues(values: string[], selector: string): string[] {
-  for (const v of values) if (!VALUE.test(v)) throw new CliError(`--selector '${selector}': "${v}" is not a valid label value`);
+  for (const v of values)
+    if (!VALUE.test(v)) throw new CliError(`--selector '${selector}': "${v}" is not a valid label value`);
   return values;
 }
 
 export function parseSelector(selector: string): Requirement[] {
-  if (!selector.trim()) throw new CliError("--selector '': an empty selector matches every cluster; omit --selector instead");
+  if (!selector.trim())
+    throw new CliError("--selector '': an empty selector matches every cluster; omit --selector instead");
   return splitTop(selector).map((part) => {
     if (!part) throw new CliError(`--selector '${selector}': empty requirement (a stray comma?)`);
     let m: RegExpExecArray | null;
     if ((m = /^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(part))) {
-      const values = m[3]!.split(",").map((s) => s.trim()).filter(Boolean);
+      const values = m[3]!
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
       if (!values.length) throw new CliError(`--selector '${selector}': "${part}" lists no values`);
-      return { key: checkKey(m[1]!, selector), operator: m[2] === "in" ? "In" : "NotIn", values: checkValues(values, selector) };
+      return {
+        key: checkKey(m[1]!, selector),
+        operator: m[2] === "in" ? "In" : "NotIn",
+        values: checkValues(values, selector),
+      };
     }
     if ((m = /^(\S+?)\s*(!=|==|=)\s*(\S*)$/.exec(part))) {
-      return { key: checkKey(m[1]!, selector), operator: m[2] === "!=" ? "NotIn" : "In", values: checkValues([m[3]!], selector) };
+      return {
+        key: checkKey(m[1]!, selector),
+        operator: m[2] === "!=" ? "NotIn" : "In",
+        values: checkValues([m[3]!], selector),
+      };
     }
     if ((m = /^!\s*(\S+)$/.exec(part))) return { key: checkKey(m[1]!, selector), operator: "DoesNotExist" };
     if (/^\S+$/.test(part)) return { key: checkKey(part, selector), operator: "Exists" };
-    throw new CliError(`--selector '${selector}': cannot parse "${part}"; use key=value, key!=value, key in (a,b), key notin (a,b), key or !key`);
+    throw new CliError(
+      `--selector '${selector}': cannot parse "${part}"; use key=value, key!=value, key in (a,b), key notin (a,b), key or !key`,
+    );
   });
 }
 

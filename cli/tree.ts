@@ -2,9 +2,28 @@
 // the markdown docs: both are generated from the same citty definitions the parser uses.
 import type { ArgDef, CommandDef } from "citty";
 
-export interface FlagNode { name: string; alias: string[]; type: "string" | "boolean" | "enum" | "number"; description: string; required: boolean; default?: unknown; options?: string[] }
-export interface ArgNode { name: string; description: string; required: boolean }
-export interface CommandNode { path: string[]; name: string; description: string; flags: FlagNode[]; args: ArgNode[]; subCommands: CommandNode[] }
+export interface FlagNode {
+  name: string;
+  alias: string[];
+  type: "string" | "boolean" | "enum" | "number";
+  description: string;
+  required: boolean;
+  default?: unknown;
+  options?: string[];
+}
+export interface ArgNode {
+  name: string;
+  description: string;
+  required: boolean;
+}
+export interface CommandNode {
+  path: string[];
+  name: string;
+  description: string;
+  flags: FlagNode[];
+  args: ArgNode[];
+  subCommands: CommandNode[];
+}
 
 async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T> {
   return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
@@ -16,16 +35,27 @@ export async function commandTree(cmd: CommandDef<any>, path: string[] = []): Pr
   const flags: FlagNode[] = [];
   const args: ArgNode[] = [];
   for (const [name, def] of Object.entries(defs)) {
-    if (def.type === "positional") { args.push({ name, description: def.description ?? "", required: def.required !== false }); continue; }
+    if (def.type === "positional") {
+      args.push({ name, description: def.description ?? "", required: def.required !== false });
+      continue;
+    }
     flags.push({
-      name, alias: [(def as { alias?: string | string[] }).alias ?? []].flat(), type: (def.type ?? "string") as FlagNode["type"],
-      description: def.description ?? "", required: !!def.required, default: (def as { default?: unknown }).default,
+      name,
+      alias: [(def as { alias?: string | string[] }).alias ?? []].flat(),
+      type: (def.type ?? "string") as FlagNode["type"],
+      description: def.description ?? "",
+      required: !!def.required,
+      default: (def as { default?: unknown }).default,
       options: (def as { options?: string[] }).options,
     });
   }
-  const subs = ((await resolve(cmd.subCommands)) ?? {}) as Record<string, CommandDef<any> | (() => Promise<CommandDef<any>>)>;
+  const subs = ((await resolve(cmd.subCommands)) ?? {}) as Record<
+    string,
+    CommandDef<any> | (() => Promise<CommandDef<any>>)
+  >;
   const subCommands: CommandNode[] = [];
-  for (const [name, sub] of Object.entries(subs)) subCommands.push(await commandTree(await resolve(sub as CommandDef<any>), [...path, name]));
+  for (const [name, sub] of Object.entries(subs))
+    subCommands.push(await commandTree(await resolve(sub as CommandDef<any>), [...path, name]));
   return { path, name: meta.name ?? path.at(-1) ?? "", description: meta.description ?? "", flags, args, subCommands };
 }
 

@@ -3,7 +3,11 @@ import pkg from "../package.json" with { type: "json" };
 
 export const liqoVersion: string = pkg.version;
 
-export interface ClientVersion { version: string; runtime: string; platform: string }
+export interface ClientVersion {
+  version: string;
+  runtime: string;
+  platform: string;
+}
 
 export function clientVersion(): ClientVersion {
   return { version: liqoVersion, runtime: `bun ${Bun.version}`, platform: `${process.platform}/${process.arch}` };
@@ -12,7 +16,9 @@ export function clientVersion(): ClientVersion {
 /** `liqoctl version --client` output: one line of text, or the JSON document (output "json"). */
 export function clientVersionOutput(output: "text" | "json"): string {
   const client = clientVersion();
-  return output === "json" ? JSON.stringify({ client }, null, 2) : `Client version: ${client.version} (${client.runtime}, ${client.platform})`;
+  return output === "json"
+    ? JSON.stringify({ client }, null, 2)
+    : `Client version: ${client.version} (${client.runtime}, ${client.platform})`;
 }
 
 /**

@@ -3,11 +3,24 @@
 import { isOwnedBy } from "../core/reflection/finish.ts";
 import { ANNOTATION_SKIP, type Decision, type KubeObject, type ReflectionContext } from "../core/reflection/abi.ts";
 
-export type Twin = (source: KubeObject | null, target: KubeObject | null, ctx: ReflectionContext, translateIp?: (ip: string) => string) => Decision;
+export type Twin = (
+  source: KubeObject | null,
+  target: KubeObject | null,
+  ctx: ReflectionContext,
+  translateIp?: (ip: string) => string,
+) => Decision;
 
 /** The forward guards, as the SDK's forwardGuards does them. */
-export function forwardGuards(local: KubeObject | null, remote: KubeObject | null, ctx: ReflectionContext): Decision | null {
-  if (remote && !isOwnedBy(remote, ctx.localClusterId)) return { decision: "skip", reason: "conflict: remote object exists and is not managed by liqo reflection for this cluster" };
+export function forwardGuards(
+  local: KubeObject | null,
+  remote: KubeObject | null,
+  ctx: ReflectionContext,
+): Decision | null {
+  if (remote && !isOwnedBy(remote, ctx.localClusterId))
+    return {
+      decision: "skip",
+      reason: "conflict: remote object exists and is not managed by liqo reflection for this cluster",
+    };
   if (!local) return { decision: "delete", reason: "local object deleted" };
   const skip = local.metadata?.annotations?.[ANNOTATION_SKIP];
   if (skip !== undefined && skip !== "false") return { decision: "delete", reason: `annotated ${ANNOTATION_SKIP}` };

@@ -24,7 +24,9 @@ const embedBuiltins: BunPlugin = {
   name: "embed-builtin-reflectors",
   setup(build) {
     build.onLoad({ filter: /[\\/]reflectors[\\/]build\.ts$/ }, () => {
-      const imports = builtinNames.map((n, i) => `import w${i} from ${JSON.stringify(wasmPath(n))} with { type: "file" };`);
+      const imports = builtinNames.map(
+        (n, i) => `import w${i} from ${JSON.stringify(wasmPath(n))} with { type: "file" };`,
+      );
       const contents = `${imports.join("\n")}
 export const builtinNames = ${JSON.stringify(builtinNames)};
 const embedded = { ${builtinNames.map((n, i) => `${JSON.stringify(n)}: w${i}`).join(", ")} };
@@ -45,8 +47,12 @@ const embedChart: BunPlugin = {
   name: "embed-chart",
   setup(build) {
     build.onLoad({ filter: /[\\/]cli[\\/]install[\\/]chart-source\.ts$/ }, () => {
-      const files = [...new Bun.Glob("**/*").scanSync({ cwd: join(root, "chart"), dot: true })].filter((f) => !f.endsWith(".test.ts")).sort();
-      const imports = files.map((f, i) => `import f${i} from ${JSON.stringify(join(root, "chart", f))} with { type: "file" };`);
+      const files = [...new Bun.Glob("**/*").scanSync({ cwd: join(root, "chart"), dot: true })]
+        .filter((f) => !f.endsWith(".test.ts"))
+        .sort();
+      const imports = files.map(
+        (f, i) => `import f${i} from ${JSON.stringify(join(root, "chart", f))} with { type: "file" };`,
+      );
       const contents = `${imports.join("\n")}
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -112,7 +118,11 @@ export async function buildLiqoctl(target: Target, outDir = join(root, "dist")):
 export function linkKubectlPlugin(binary: string, outDir = join(root, "dist")): string {
   const plugin = join(outDir, "kubectl-liqo");
   rmSync(plugin, { force: true });
-  try { linkSync(binary, plugin); } catch { copyFileSync(binary, plugin); }
+  try {
+    linkSync(binary, plugin);
+  } catch {
+    copyFileSync(binary, plugin);
+  }
   return plugin;
 }
 

@@ -12,8 +12,21 @@ export const MEDIA = {
   layer: "application/vnd.oci.image.layer.v1.tar+gzip",
 } as const;
 
-export interface Layer { digest: string; diffId: string; size: number; path: string; comment: string }
-export interface ImageConfig { user: string; workingDir: string; entrypoint: string[]; cmd?: string[]; env: string[]; labels: Record<string, string> }
+export interface Layer {
+  digest: string;
+  diffId: string;
+  size: number;
+  path: string;
+  comment: string;
+}
+export interface ImageConfig {
+  user: string;
+  workingDir: string;
+  entrypoint: string[];
+  cmd?: string[];
+  env: string[];
+  labels: Record<string, string>;
+}
 
 /** The fixed time every file and the config carry, for reproducible digests (SOURCE_DATE_EPOCH wins). */
 export const epoch = () => Number(process.env.SOURCE_DATE_EPOCH ?? 0);
@@ -27,7 +40,8 @@ async function sha256File(path: string): Promise<string> {
 async function sh(cmd: string[], what: string): Promise<void> {
   const p = Bun.spawn(cmd, { stdout: "ignore", stderr: "pipe" });
   const err = await new Response(p.stderr).text();
-  if ((await p.exited) !== 0) throw new Error(`${what} failed (${cmd[0]} exit ${p.exitCode}): ${err.trim().slice(-2000)}`);
+  if ((await p.exited) !== 0)
+    throw new Error(`${what} failed (${cmd[0]} exit ${p.exitCode}): ${err.trim().slice(-2000)}`);
 }
 
 /**
@@ -38,9 +52,27 @@ export async function makeLayer(dir: string, out: string, o: { comment: string; 
   const meta = `${out}.json`;
   if (existsSync(out) && existsSync(meta)) return { ...(await Bun.file(meta).json()), path: out } as Layer;
   const tar = `${out}.tar.partial`;
-  await sh(["tar", "-C", dir, "--sort=name", `--mtime=@${epoch()}`, "--owner=0", "--group=0", "--numeric-owner", "--format=posix",
-    "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime", "--xattrs", "--xattrs-include=security.capability",
-    ...(o.exclude ?? []).map((e) => `--exclude=${e}`), "-cf", tar, "."], `tar ${dir}`);
+  await sh(
+    [
+      "tar",
+      "-C",
+      dir,
+      "--sort=name",
+      `--mtime=@${epoch()}`,
+      "--owner=0",
+      "--group=0",
+      "--numeric-owner",
+      "--format=posix",
+      "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime",
+      "--xattrs",
+      "--xattrs-include=security.capability",
+      ...(o.exclude ?? []).map((e) => `--exclude=${e}`),
+      "-cf",
+      tar,
+      ".",
+    ],
+    `tar ${dir}`,
+  );
   const diffId = await sha256File(tar);
   // gzip -n: no name or time in the header, so the compressed digest is reproducible too.
   await sh(["sh", "-c", `gzip -n -6 -c '${tar}' > '${out}.partial'`], `gzip ${tar}`);
@@ -54,7 +86,13 @@ export async function makeLayer(dir: string, out: string, o: { comment: string; 
 export const ociArch = (arch = process.arch) => ({ x64: "amd64", arm64: "arm64" })[arch as "x64" | "arm64"] ?? arch;
 
 /** Writes the OCI archive (a tar at `out`) of an image of `layers` (base first) named `ref`. */
-export async function writeOciArchive(o: { out: string; layers: Layer[]; config: ImageConfig; ref: string; work: string }): Promise<{ manifest: string; config: string; size: number }> {
+export async function writeOciArchive(o: {
+  out: string;
+  layers: Layer[];
+  config: ImageConfig;
+  ref: string;
+  work: string;
+}): Promise<{ manifest: string; config: string; size: number }> {
   const root = join(o.work, "oci");
   rmSync(root, { recursive: true, force: true });
   const blobs = join(root, "blobs/sha256");
@@ -65,31 +103,86 @@ export async function writeOciArchive(o: { out: string; layers: Layer[]; config:
     return { digest, size: Buffer.byteLength(text) };
   };
   const created = new Date(epoch() * 1000).toISOString();
-  const config = await blob(JSON.stringify({
-    created, architecture: ociArch(), os: "linux",
-    config: { User: o.config.user, WorkingDir: o.config.workingDir, Entrypoint: o.config.entrypoint, ...(o.config.cmd ? { Cmd: o.config.cmd } : {}), Env: o.config.env, Labels: o.config.labels },
-    rootfs: { type: "layers", diff_ids: o.layers.map((l) => l.diffId) },
-    history: o.layers.map((l) => ({ created, created_by: l.comment })),
-  }));
-  for (const l of o.layers) await sh(["ln", "-f", l.path, join(blobs, l.digest.slice(7))], `link ${l.path}`).catch(() => sh(["cp", l.path, join(blobs, l.digest.slice(7))], `copy ${l.path}`));
-  const manifest = await blob(JSON.stringify({
-    schemaVersion: 2, mediaType: MEDIA.manifest,
-    config: { mediaType: MEDIA.config, digest: config.digest, size: config.size },
-    layers: o.layers.map((l) => ({ mediaType: MEDIA.layer, digest: l.digest, size: l.size })),
-    annotations: { "org.opencontainers.image.created": created },
-  }));
+  const config = await blob(
+    JSON.stringify({
+      created,
+      architecture: ociArch(),
+      os: "linux",
+      config: {
+        User: o.config.user,
+        WorkingDir: o.config.workingDir,
+        Entrypoint: o.config.entrypoint,
+        ...(o.config.cmd ? { Cmd: o.config.cmd } : {}),
+        Env: o.config.env,
+        Labels: o.config.labels,
+      },
+      rootfs: { type: "layers", diff_ids: o.layers.map((l) => l.diffId) },
+      history: o.layers.map((l) => ({ created, created_by: l.comment })),
+    }),
+  );
+  for (const l of o.layers)
+    await sh(["ln", "-f", l.path, join(blobs, l.digest.slice(7))], `link ${l.path}`).catch(() =>
+      sh(["cp", l.path, join(blobs, l.digest.slice(7))], `copy ${l.path}`),
+    );
+  const manifest = await blob(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MEDIA.manifest,
+      config: { mediaType: MEDIA.config, digest: config.digest, size: config.size },
+      layers: o.layers.map((l) => ({ mediaType: MEDIA.layer, digest: l.digest, size: l.size })),
+      annotations: { "org.opencontainers.image.created": created },
+    }),
+  );
   const tag = o.ref.slice(o.ref.lastIndexOf(":") + 1);
   await Bun.write(join(root, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
-  await Bun.write(join(root, "index.json"), JSON.stringify({
-    schemaVersion: 2, mediaType: MEDIA.index,
-    manifests: [{ mediaType: MEDIA.manifest, digest: manifest.digest, size: manifest.size, platform: { architecture: ociArch(), os: "linux" },
-      // docker load names the image from io.containerd.image.name; skopeo/crane use ref.name (the tag).
-      annotations: { "io.containerd.image.name": o.ref, "org.opencontainers.image.ref.name": tag } }],
-  }));
+  await Bun.write(
+    join(root, "index.json"),
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: MEDIA.index,
+      manifests: [
+        {
+          mediaType: MEDIA.manifest,
+          digest: manifest.digest,
+          size: manifest.size,
+          platform: { architecture: ociArch(), os: "linux" },
+          // docker load names the image from io.containerd.image.name; skopeo/crane use ref.name (the tag).
+          annotations: { "io.containerd.image.name": o.ref, "org.opencontainers.image.ref.name": tag },
+        },
+      ],
+    }),
+  );
   // docker's own archive index, as `docker save` (>= 25) writes next to the OCI layout.
-  await Bun.write(join(root, "manifest.json"), JSON.stringify([{ Config: `blobs/sha256/${config.digest.slice(7)}`, RepoTags: [o.ref], Layers: o.layers.map((l) => `blobs/sha256/${l.digest.slice(7)}`) }]));
+  await Bun.write(
+    join(root, "manifest.json"),
+    JSON.stringify([
+      {
+        Config: `blobs/sha256/${config.digest.slice(7)}`,
+        RepoTags: [o.ref],
+        Layers: o.layers.map((l) => `blobs/sha256/${l.digest.slice(7)}`),
+      },
+    ]),
+  );
   mkdirSync(join(o.out, ".."), { recursive: true });
-  await sh(["tar", "-C", root, "--sort=name", `--mtime=@${epoch()}`, "--owner=0", "--group=0", "--numeric-owner", "-cf", `${o.out}.partial`, "oci-layout", "index.json", "manifest.json", "blobs"], "tar the OCI layout");
+  await sh(
+    [
+      "tar",
+      "-C",
+      root,
+      "--sort=name",
+      `--mtime=@${epoch()}`,
+      "--owner=0",
+      "--group=0",
+      "--numeric-owner",
+      "-cf",
+      `${o.out}.partial`,
+      "oci-layout",
+      "index.json",
+      "manifest.json",
+      "blobs",
+    ],
+    "tar the OCI layout",
+  );
   renameSync(`${o.out}.partial`, o.out);
   rmSync(root, { recursive: true, force: true });
   return { manifest: manifest.digest, config: config.digest, size: statSync(o.out).size };

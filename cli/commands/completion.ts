@@ -15,7 +15,10 @@ export default defineCommand({
     shell: { type: "positional", required: true, description: `the shell: ${shells.join(", ")}` },
   },
   async run({ args }) {
-    if (!(shells as readonly string[]).includes(args.shell)) throw new CliError(`shell ${args.shell} is not supported: use one of ${shells.join(", ")}`);
-    process.stdout.write(completionScript(args.shell as Shell, await commandTree(rootCommand()), ["liqoctl", "kubectl-liqo"]));
+    if (!(shells as readonly string[]).includes(args.shell))
+      throw new CliError(`shell ${args.shell} is not supported: use one of ${shells.join(", ")}`);
+    process.stdout.write(
+      completionScript(args.shell as Shell, await commandTree(rootCommand()), ["liqoctl", "kubectl-liqo"]),
+    );
   },
 });

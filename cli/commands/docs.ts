@@ -11,7 +11,10 @@ import { info } from "../ui.ts";
 export default defineCommand({
   meta: { name: "docs", description: "Write the markdown reference of every liqoctl command" },
   args: {
-    dir: { type: "string", description: "directory to write one <command>.md per command into (default: print all to stdout)" },
+    dir: {
+      type: "string",
+      description: "directory to write one <command>.md per command into (default: print all to stdout)",
+    },
   },
   async run({ args }) {
     const pages = markdownDocs(await commandTree(rootCommand()));
@@ -23,7 +26,10 @@ export default defineCommand({
       mkdirSync(args.dir, { recursive: true });
       for (const [file, text] of pages) writeFileSync(join(args.dir, file), text);
     } catch (err) {
-      throw new CliError(`--dir ${args.dir}: cannot write there (${(err as Error).message}); pass a writable directory`, ExitCode.Failure);
+      throw new CliError(
+        `--dir ${args.dir}: cannot write there (${(err as Error).message}); pass a writable directory`,
+        ExitCode.Failure,
+      );
     }
     info(`wrote ${pages.size} pages to ${args.dir}`);
   },

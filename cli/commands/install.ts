@@ -18,22 +18,62 @@ import { liqoVersion } from "../version.ts";
 export const RELEASE = "liqo";
 
 export const commonInstallArgs = {
-  "cluster-name": { type: "string", description: "name of this cluster in liqo (default: the provider's name for it, else generated from the cluster ID)" },
-  "cluster-labels": { type: "string", description: "labels identifying the cluster, propagated to peers' virtual nodes: k=v,k2=v2" },
-  "sharing-percentage": { type: "string", description: "maximum percentage (0-100) of the cluster's resources shared with each peer (default 30)" },
-  "reserved-subnets": { type: "string", description: "private CIDRs liqo must not use to remap peers (comma-separated); pod and service CIDRs are added automatically" },
-  "enable-ha": { type: "boolean", description: "two replicas (active/standby) of the gateway and the controller manager" },
-  "api-server-url": { type: "string", description: "https URL peers reach this cluster's API server at (default: detected, else the kubeconfig's)" },
+  "cluster-name": {
+    type: "string",
+    description:
+      "name of this cluster in liqo (default: the provider's name for it, else generated from the cluster ID)",
+  },
+  "cluster-labels": {
+    type: "string",
+    description: "labels identifying the cluster, propagated to peers' virtual nodes: k=v,k2=v2",
+  },
+  "sharing-percentage": {
+    type: "string",
+    description: "maximum percentage (0-100) of the cluster's resources shared with each peer (default 30)",
+  },
+  "reserved-subnets": {
+    type: "string",
+    description:
+      "private CIDRs liqo must not use to remap peers (comma-separated); pod and service CIDRs are added automatically",
+  },
+  "enable-ha": {
+    type: "boolean",
+    description: "two replicas (active/standby) of the gateway and the controller manager",
+  },
+  "api-server-url": {
+    type: "string",
+    description: "https URL peers reach this cluster's API server at (default: detected, else the kubeconfig's)",
+  },
   "pod-cidr": { type: "string", description: "the cluster's pod CIDR (default: detected where the provider allows)" },
   "service-cidr": { type: "string", description: "the cluster's service CIDR (default: detected)" },
-  "reflection-policy": { type: "string", description: "what is reflected to providers, per kind: kind=all|opt-in|none,... (configmaps, secrets, services, endpointslices, ingresses, events; default all)" },
-  timeout: { type: "string", default: "10m", description: "how long to wait for the installation; once expired Helm rolls back to the previous state" },
+  "reflection-policy": {
+    type: "string",
+    description:
+      "what is reflected to providers, per kind: kind=all|opt-in|none,... (configmaps, secrets, services, endpointslices, ingresses, events; default all)",
+  },
+  timeout: {
+    type: "string",
+    default: "10m",
+    description: "how long to wait for the installation; once expired Helm rolls back to the previous state",
+  },
   verbose: { type: "boolean", description: "print what was detected, the values and Helm's output" },
-  version: { type: "string", description: `liqo version (image tag) to install (default: ${liqoVersion}, the chart's)` },
-  "local-chart-path": { type: "string", description: "install the chart from this directory instead of the one built into liqoctl" },
+  version: {
+    type: "string",
+    description: `liqo version (image tag) to install (default: ${liqoVersion}, the chart's)`,
+  },
+  "local-chart-path": {
+    type: "string",
+    description: "install the chart from this directory instead of the one built into liqoctl",
+  },
   set: { type: "string", description: "set a chart value, Helm syntax (key=value); repeatable" },
-  "only-output-values": { type: "boolean", description: "write the values file and stop, to install with helm yourself" },
-  "dump-values-path": { type: "string", description: "where to write the values file (default ./values.yaml with --only-output-values)" },
+  "only-output-values": {
+    type: "boolean",
+    description: "write the values file and stop, to install with helm yourself",
+  },
+  "dump-values-path": {
+    type: "string",
+    description: "where to write the values file (default ./values.yaml with --only-output-values)",
+  },
   namespace: { type: "string", alias: "n", default: "liqo", description: "namespace to install liqo into" },
   kubeconfig: { type: "string", description: "path to the kubeconfig (default: KUBECONFIG, ~/.kube/config)" },
   context: { type: "string", description: "kubeconfig context to use" },
@@ -44,9 +84,15 @@ type Args = Record<string, string | boolean | undefined> & { _: string[] };
 function installFlags(args: Args): InstallFlags {
   const s = (k: string) => (typeof args[k] === "string" ? (args[k] as string) : undefined);
   return {
-    clusterName: s("cluster-name"), clusterLabels: s("cluster-labels"), sharingPercentage: s("sharing-percentage"),
-    reservedSubnets: s("reserved-subnets"), enableHa: args["enable-ha"] === true, version: s("version"),
-    apiServerUrl: s("api-server-url"), podCidr: s("pod-cidr"), serviceCidr: s("service-cidr"),
+    clusterName: s("cluster-name"),
+    clusterLabels: s("cluster-labels"),
+    sharingPercentage: s("sharing-percentage"),
+    reservedSubnets: s("reserved-subnets"),
+    enableHa: args["enable-ha"] === true,
+    version: s("version"),
+    apiServerUrl: s("api-server-url"),
+    podCidr: s("pod-cidr"),
+    serviceCidr: s("service-cidr"),
     reflectionPolicy: s("reflection-policy"),
   };
 }
@@ -54,15 +100,34 @@ function installFlags(args: Args): InstallFlags {
 async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   const flags = installFlags(args);
   let timeoutMs: number;
-  try { timeoutMs = parseDuration(args.timeout as string, "timeout"); } catch (err) { throw new CliError((err as Error).message); }
+  try {
+    timeoutMs = parseDuration(args.timeout as string, "timeout");
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
   // Flag mistakes are reported before any cluster access: check them against placeholder networks.
-  chartValues(provider, flags, { podCIDR: "192.0.2.0/30", serviceCIDR: "198.51.100.0/30", clusterLabels: {}, serviceType: "NodePort", notes: [] }, undefined);
+  chartValues(
+    provider,
+    flags,
+    { podCIDR: "192.0.2.0/30", serviceCIDR: "198.51.100.0/30", clusterLabels: {}, serviceType: "NodePort", notes: [] },
+    undefined,
+  );
   const sets = repeatedFlag(rawArgs, "set");
-  for (const s of sets) { const p = setFlagProblem(s); if (p) throw new CliError(p); }
+  for (const s of sets) {
+    const p = setFlagProblem(s);
+    if (p) throw new CliError(p);
+  }
   const chartPath = args["local-chart-path"] as string | undefined;
-  if (chartPath && !existsSync(join(chartPath, "Chart.yaml"))) throw new CliError(`--local-chart-path ${chartPath}: no Chart.yaml there; point it at the chart directory (the repository's chart/)`);
+  if (chartPath && !existsSync(join(chartPath, "Chart.yaml")))
+    throw new CliError(
+      `--local-chart-path ${chartPath}: no Chart.yaml there; point it at the chart directory (the repository's chart/)`,
+    );
   const namespace = args.namespace as string;
-  const target = { kubeconfig: args.kubeconfig as string | undefined, context: args.context as string | undefined, namespace };
+  const target = {
+    kubeconfig: args.kubeconfig as string | undefined,
+    context: args.context as string | undefined,
+    namespace,
+  };
   const verbose = args.verbose === true;
 
   const client = createKubeClient({ kubeconfig: target.kubeconfig, context: target.context });
@@ -79,13 +144,20 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   const yaml = `# liqo chart values generated by liqoctl install ${provider.name}\n${Bun.YAML.stringify(values, null, 2)}\n`;
   if (verbose) process.stderr.write(yaml);
 
-  const dumpPath = (args["dump-values-path"] as string | undefined) ?? (args["only-output-values"] ? "values.yaml" : undefined);
+  const dumpPath =
+    (args["dump-values-path"] as string | undefined) ?? (args["only-output-values"] ? "values.yaml" : undefined);
   if (dumpPath) {
-    try { await Bun.write(dumpPath, yaml); } catch (err) { throw new CliError(`--dump-values-path ${dumpPath}: cannot write (${(err as Error).message})`, ExitCode.Failure); }
+    try {
+      await Bun.write(dumpPath, yaml);
+    } catch (err) {
+      throw new CliError(`--dump-values-path ${dumpPath}: cannot write (${(err as Error).message})`, ExitCode.Failure);
+    }
     info(`values written to ${resolve(dumpPath)}`);
   }
   if (args["only-output-values"]) {
-    info(`install with: helm upgrade --install ${RELEASE} <chart> --namespace ${namespace} --create-namespace --values ${dumpPath}`);
+    info(
+      `install with: helm upgrade --install ${RELEASE} <chart> --namespace ${namespace} --create-namespace --values ${dumpPath}`,
+    );
     return;
   }
 
@@ -95,17 +167,39 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   try {
     await Bun.write(join(work, "values.yaml"), yaml);
     const previous = await releaseStatus(helm, RELEASE, target);
-    const spin = spinner(`${previous ? "Upgrading" : "Installing"} liqo in namespace ${namespace} (Helm, timeout ${args.timeout})`);
-    const helmArgs = ["upgrade", "--install", RELEASE, chart.dir, "--create-namespace", "--values", join(work, "values.yaml"),
-      ...sets.flatMap((s) => ["--set", s]), "--wait", "--atomic", "--timeout", `${Math.ceil(timeoutMs / 1000)}s`, ...(verbose ? ["--debug"] : [])];
+    const spin = spinner(
+      `${previous ? "Upgrading" : "Installing"} liqo in namespace ${namespace} (Helm, timeout ${args.timeout})`,
+    );
+    const helmArgs = [
+      "upgrade",
+      "--install",
+      RELEASE,
+      chart.dir,
+      "--create-namespace",
+      "--values",
+      join(work, "values.yaml"),
+      ...sets.flatMap((s) => ["--set", s]),
+      "--wait",
+      "--atomic",
+      "--timeout",
+      `${Math.ceil(timeoutMs / 1000)}s`,
+      ...(verbose ? ["--debug"] : []),
+    ];
     const r = await runHelm(helm, helmArgs, target, { verbose });
     if (r.code !== 0) {
       const msg = helmError(r);
       const timedOut = /context deadline exceeded|timed out waiting/i.test(msg);
-      spin.fail(`liqo ${previous ? "upgrade" : "installation"} failed${timedOut ? ` (not ready within --timeout ${args.timeout}; Helm rolled it back)` : ""}`);
-      throw new CliError(`helm: ${msg}\n  check the pods: kubectl get pods -n ${namespace}; retry with --verbose`, ExitCode.Failure);
+      spin.fail(
+        `liqo ${previous ? "upgrade" : "installation"} failed${timedOut ? ` (not ready within --timeout ${args.timeout}; Helm rolled it back)` : ""}`,
+      );
+      throw new CliError(
+        `helm: ${msg}\n  check the pods: kubectl get pods -n ${namespace}; retry with --verbose`,
+        ExitCode.Failure,
+      );
     }
-    spin.succeed(`liqo ${previous ? "upgraded" : "installed"} in namespace ${namespace} (cluster ${values.clusterName || "name generated"})`);
+    spin.succeed(
+      `liqo ${previous ? "upgraded" : "installed"} in namespace ${namespace} (cluster ${values.clusterName || "name generated"})`,
+    );
     info(`next: liqoctl generate peer-command, then run its output on the cluster that will offload here`);
   } finally {
     rmSync(work, { recursive: true, force: true });

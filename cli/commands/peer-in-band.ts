@@ -6,14 +6,25 @@
 // Idempotent: a second run finds everything in place (and --bidirectional adds the reverse).
 import { defineCommand } from "citty";
 import { createKubeClient } from "../../core/kube/client.ts";
-import { checkSides, enableOutgoing, exchangeOnce, InBandError, openSide, prepareSide, type InBandSide } from "../../core/peering/inband/session.ts";
+import {
+  checkSides,
+  enableOutgoing,
+  exchangeOnce,
+  InBandError,
+  openSide,
+  prepareSide,
+  type InBandSide,
+} from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { info, spinner } from "../ui.ts";
 import { outgoingPhases } from "./peer.ts";
 
 export const remoteFlags = {
-  "remote-kubeconfig": { type: "string", description: "kubeconfig of the remote cluster (default: the same as --kubeconfig)" },
+  "remote-kubeconfig": {
+    type: "string",
+    description: "kubeconfig of the remote cluster (default: the same as --kubeconfig)",
+  },
   "remote-context": { type: "string", description: "kubeconfig context of the remote cluster" },
 } as const;
 
@@ -27,13 +38,23 @@ export interface SidesArgs {
 
 /** Both clusters, checked: reachable, liqo installed, two different clusters. */
 export async function openSides(args: SidesArgs): Promise<[InBandSide, InBandSide]> {
-  if (!args["remote-context"] && !args["remote-kubeconfig"]) throw new CliError("in-band peering needs the remote cluster too: pass --remote-context (and --remote-kubeconfig if it is in another file)");
+  if (!args["remote-context"] && !args["remote-kubeconfig"])
+    throw new CliError(
+      "in-band peering needs the remote cluster too: pass --remote-context (and --remote-kubeconfig if it is in another file)",
+    );
   const local = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
-  const remote = createKubeClient({ kubeconfig: args["remote-kubeconfig"] ?? args.kubeconfig, context: args["remote-context"] });
+  const remote = createKubeClient({
+    kubeconfig: args["remote-kubeconfig"] ?? args.kubeconfig,
+    context: args["remote-context"],
+  });
   const ns = args["liqo-namespace"];
   try {
     const a = await openSide(args.context ? `--context ${args.context}` : "the local kubeconfig", local, ns);
-    const b = await openSide(args["remote-context"] ? `--remote-context ${args["remote-context"]}` : "--remote-kubeconfig", remote, ns);
+    const b = await openSide(
+      args["remote-context"] ? `--remote-context ${args["remote-context"]}` : "--remote-kubeconfig",
+      remote,
+      ns,
+    );
     return [a, b];
   } catch (err) {
     throw err instanceof InBandError ? new CliError(err.message, ExitCode.Failure) : err;
@@ -46,10 +67,16 @@ export async function waitTunnel(a: InBandSide, b: InBandSide, timeout: number):
   const deadline = Date.now() + timeout;
   for (;;) {
     const state = await exchangeOnce(a, b);
-    if (state.connected) { spin.succeed(`Network established with cluster ${name}: the tunnel is connected on both sides`); return; }
+    if (state.connected) {
+      spin.succeed(`Network established with cluster ${name}: the tunnel is connected on both sides`);
+      return;
+    }
     if (Date.now() > deadline) {
       spin.fail(`Establishing the network with cluster ${name}: timed out`);
-      throw new CliError(`the tunnel with ${name} did not connect within ${Math.round(timeout / 1000)}s: ${state.waiting}`, ExitCode.Failure);
+      throw new CliError(
+        `the tunnel with ${name} did not connect within ${Math.round(timeout / 1000)}s: ${state.waiting}`,
+        ExitCode.Failure,
+      );
     }
     spin.update(`Establishing the network with cluster ${name} (${state.waiting})`);
     await Bun.sleep(500);
@@ -58,12 +85,18 @@ export async function waitTunnel(a: InBandSide, b: InBandSide, timeout: number):
 
 async function outgoing(from: InBandSide, to: InBandSide, timeout: number) {
   const urls = await enableOutgoing(from, to);
-  info(`ForeignCluster ${to.identity.clusterName} in cluster ${from.identity.clusterName}: outgoing peering enabled through the tunnel (auth ${urls.authUrl}, API proxy ${urls.proxyUrl})`);
+  info(
+    `ForeignCluster ${to.identity.clusterName} in cluster ${from.identity.clusterName}: outgoing peering enabled through the tunnel (auth ${urls.authUrl}, API proxy ${urls.proxyUrl})`,
+  );
   await waitPhases(from.client, to.identity.clusterName, outgoingPhases(to.identity.clusterName, true), timeout);
 }
 
 export default defineCommand({
-  meta: { name: "in-band", description: "Peer with a remote cluster carrying the control plane inside the network tunnel (needs access to both clusters)" },
+  meta: {
+    name: "in-band",
+    description:
+      "Peer with a remote cluster carrying the control plane inside the network tunnel (needs access to both clusters)",
+  },
   args: {
     ...remoteFlags,
     bidirectional: { type: "boolean", default: false, description: "also peer the remote cluster with this one" },
@@ -75,7 +108,9 @@ export default defineCommand({
     const [a, b] = await openSides(args);
     try {
       await checkSides(a, b);
-      info(`In-band peering: cluster ${a.identity.clusterName} (${a.identity.clusterId}) → cluster ${b.identity.clusterName} (${b.identity.clusterId})${args.bidirectional ? " and back" : ""}`);
+      info(
+        `In-band peering: cluster ${a.identity.clusterName} (${a.identity.clusterId}) → cluster ${b.identity.clusterName} (${b.identity.clusterId})${args.bidirectional ? " and back" : ""}`,
+      );
       for (const line of [...(await prepareSide(a, b)), ...(await prepareSide(b, a))]) info(line);
       await waitTunnel(a, b, timeout);
       await outgoing(a, b, timeout);

@@ -12,7 +12,10 @@ import { RELEASE } from "./install.ts";
 export default defineCommand({
   meta: { name: "uninstall", description: "Uninstall liqo (refused while peerings or offloaded namespaces exist)" },
   args: {
-    purge: { type: "boolean", description: "also remove the CRDs (and every liqo object), liqo's namespaces and the cluster identity" },
+    purge: {
+      type: "boolean",
+      description: "also remove the CRDs (and every liqo object), liqo's namespaces and the cluster identity",
+    },
     timeout: { type: "string", default: "10m", description: "how long to wait for the removal" },
     verbose: { type: "boolean", description: "print Helm's output" },
     namespace: { type: "string", alias: "n", default: "liqo", description: "namespace liqo is installed in" },
@@ -21,27 +24,43 @@ export default defineCommand({
   },
   async run({ args }) {
     let timeoutMs: number;
-    try { timeoutMs = parseDuration(args.timeout, "timeout"); } catch (err) { throw new CliError((err as Error).message); }
+    try {
+      timeoutMs = parseDuration(args.timeout, "timeout");
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
     const target = { kubeconfig: args.kubeconfig, context: args.context, namespace: args.namespace };
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const blockers = await uninstallBlockers(client);
     if (blockers.length) {
-      throw new CliError(`liqo cannot be uninstalled while it is in use:\n  ${blockers.join("\n  ")}\nthen run liqoctl uninstall again`, ExitCode.Failure);
+      throw new CliError(
+        `liqo cannot be uninstalled while it is in use:\n  ${blockers.join("\n  ")}\nthen run liqoctl uninstall again`,
+        ExitCode.Failure,
+      );
     }
     const helm = findHelm();
     if (await releaseStatus(helm, RELEASE, target)) {
       const spin = spinner(`Uninstalling liqo from namespace ${args.namespace}`);
-      const r = await runHelm(helm, ["uninstall", RELEASE, "--wait", "--timeout", `${Math.ceil(timeoutMs / 1000)}s`], target, { verbose: args.verbose });
+      const r = await runHelm(
+        helm,
+        ["uninstall", RELEASE, "--wait", "--timeout", `${Math.ceil(timeoutMs / 1000)}s`],
+        target,
+        { verbose: args.verbose },
+      );
       if (r.code !== 0) {
         spin.fail("liqo could not be uninstalled");
         throw new CliError(`helm: ${helmError(r)}`, ExitCode.Failure);
       }
       spin.succeed(`liqo uninstalled from namespace ${args.namespace}`);
     } else {
-      info(`no liqo release in namespace ${args.namespace}${args.purge ? "; purging what is left" : "; nothing to do"}`);
+      info(
+        `no liqo release in namespace ${args.namespace}${args.purge ? "; purging what is left" : "; nothing to do"}`,
+      );
     }
     if (!args.purge) {
-      info(`the cluster identity and CA are kept in namespace ${args.namespace} for a reinstall; liqoctl uninstall --purge removes them and the CRDs`);
+      info(
+        `the cluster identity and CA are kept in namespace ${args.namespace} for a reinstall; liqoctl uninstall --purge removes them and the CRDs`,
+      );
       return;
     }
     const spin = spinner("Purging liqo's CRDs, namespaces and cluster-wide objects");

@@ -21,14 +21,27 @@ async function tunnelGone(a: InBandSide, b: InBandSide, timeout: number) {
   const deadline = Date.now() + timeout;
   for (;;) {
     const left: string[] = [];
-    for (const [s, other] of [[a, b], [b, a]] as const) {
-      const teps = (await s.client.list(TunnelEndpointResource, { labelSelector: `${CLUSTER_ID_LABEL}=${other.identity.clusterId}` })).items;
+    for (const [s, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      const teps = (
+        await s.client.list(TunnelEndpointResource, {
+          labelSelector: `${CLUSTER_ID_LABEL}=${other.identity.clusterId}`,
+        })
+      ).items;
       if (teps.length) left.push(`TunnelEndpoint in ${s.identity.clusterName}`);
     }
-    if (!left.length) { spin.succeed(`Tunnel between ${a.identity.clusterName} and ${b.identity.clusterName} torn down`); return; }
+    if (!left.length) {
+      spin.succeed(`Tunnel between ${a.identity.clusterName} and ${b.identity.clusterName} torn down`);
+      return;
+    }
     if (Date.now() > deadline) {
       spin.fail("timed out");
-      throw new CliError(`still there after ${Math.round(timeout / 1000)}s: ${left.join(", ")} (is liqo network-manager running?)`, ExitCode.Failure);
+      throw new CliError(
+        `still there after ${Math.round(timeout / 1000)}s: ${left.join(", ")} (is liqo network-manager running?)`,
+        ExitCode.Failure,
+      );
     }
     await Bun.sleep(500);
   }
@@ -37,14 +50,26 @@ async function tunnelGone(a: InBandSide, b: InBandSide, timeout: number) {
 export default defineCommand({
   meta: { name: "in-band", description: "Tear down an in-band peering on both clusters (needs access to both)" },
   args: {
-    ...remoteFlags, ...timeoutFlag, ...kubeFlags,
-    yes: { type: "boolean", default: false, description: "confirm deleting the data of liqo-class volumes that live in the other cluster" },
+    ...remoteFlags,
+    ...timeoutFlag,
+    ...kubeFlags,
+    yes: {
+      type: "boolean",
+      default: false,
+      description: "confirm deleting the data of liqo-class volumes that live in the other cluster",
+    },
   },
   async run({ args }) {
     const timeout = timeoutMs(args.timeout);
     const [a, b] = await openSides(args);
-    if (a.identity.clusterId === b.identity.clusterId) throw new CliError(`--context and --remote-context are the same cluster (${a.identity.clusterName}); pass the peer's context to --remote-context`);
-    const found = [[a, b, await foreignClusterFor(a, b)], [b, a, await foreignClusterFor(b, a)]] as const;
+    if (a.identity.clusterId === b.identity.clusterId)
+      throw new CliError(
+        `--context and --remote-context are the same cluster (${a.identity.clusterName}); pass the peer's context to --remote-context`,
+      );
+    const found = [
+      [a, b, await foreignClusterFor(a, b)],
+      [b, a, await foreignClusterFor(b, a)],
+    ] as const;
     if (found.every(([, , fc]) => !fc)) {
       info(`No peering between ${a.identity.clusterName} and ${b.identity.clusterName}: nothing to tear down`);
       return;
@@ -52,22 +77,57 @@ export default defineCommand({
     // Either side's liqo-class volumes with data in the other go with the peering: said, and confirmed.
     for (const [s, other, fc] of args.yes ? [] : found) {
       if (!fc) continue;
-      const loss = dataLossWarning(remoteBackedClaims(await listVolumes(s.client, warn), { clusterId: other.identity.clusterId }), `unpeering ${s.identity.clusterName} from ${other.identity.clusterName}`);
+      const loss = dataLossWarning(
+        remoteBackedClaims(await listVolumes(s.client, warn), { clusterId: other.identity.clusterId }),
+        `unpeering ${s.identity.clusterName} from ${other.identity.clusterName}`,
+      );
       if (loss) throw new CliError(loss);
     }
     for (const [s, other, fc] of found) {
       if (!fc || fc.spec.outgoingPeeringEnabled === "No") continue;
-      await s.client.mergePatch(ForeignClusterResource, fc.metadata.name!, undefined, { spec: { outgoingPeeringEnabled: "No" } });
+      await s.client.mergePatch(ForeignClusterResource, fc.metadata.name!, undefined, {
+        spec: { outgoingPeeringEnabled: "No" },
+      });
       info(`outgoing peering ${s.identity.clusterName} → ${other.identity.clusterName} disabled; unpeering`);
-      await waitPhases(s.client, fc.metadata.name!, [{ type: "OutgoingPeering", waiting: `Unpeering ${s.identity.clusterName} from cluster ${other.identity.clusterName}`, done: `Unpeered ${s.identity.clusterName} from cluster ${other.identity.clusterName}`, until: ["None"] }], timeout);
+      await waitPhases(
+        s.client,
+        fc.metadata.name!,
+        [
+          {
+            type: "OutgoingPeering",
+            waiting: `Unpeering ${s.identity.clusterName} from cluster ${other.identity.clusterName}`,
+            done: `Unpeered ${s.identity.clusterName} from cluster ${other.identity.clusterName}`,
+            until: ["None"],
+          },
+        ],
+        timeout,
+      );
     }
     for (const [s, other, fc] of found) {
       if (!fc) continue;
       await s.client.delete(ForeignClusterResource, fc.metadata.name!, undefined, { uid: fc.metadata.uid });
-      await waitPhases(s.client, fc.metadata.name!, [{ type: "OutgoingPeering", waiting: `Deleting ForeignCluster ${fc.metadata.name} in ${s.identity.clusterName}`, done: `ForeignCluster ${fc.metadata.name} deleted in ${s.identity.clusterName}`, until: [] }], timeout, fc.metadata.uid!);
-      await s.client.delete(Resources.secrets, remoteTokenSecretName(other.identity.clusterId), s.namespace).catch(() => undefined);
+      await waitPhases(
+        s.client,
+        fc.metadata.name!,
+        [
+          {
+            type: "OutgoingPeering",
+            waiting: `Deleting ForeignCluster ${fc.metadata.name} in ${s.identity.clusterName}`,
+            done: `ForeignCluster ${fc.metadata.name} deleted in ${s.identity.clusterName}`,
+            until: [],
+          },
+        ],
+        timeout,
+        fc.metadata.uid!,
+      );
+      await s.client
+        .delete(Resources.secrets, remoteTokenSecretName(other.identity.clusterId), s.namespace)
+        .catch(() => undefined);
     }
-    await deleteExchangedCopies({ client: a.client, id: a.identity.clusterId, tenant: tenantOf(a, b) }, { client: b.client, id: b.identity.clusterId, tenant: tenantOf(b, a) });
+    await deleteExchangedCopies(
+      { client: a.client, id: a.identity.clusterId, tenant: tenantOf(a, b) },
+      { client: b.client, id: b.identity.clusterId, tenant: tenantOf(b, a) },
+    );
     await tunnelGone(a, b, timeout);
     info(`Successfully unpeered ${a.identity.clusterName} and ${b.identity.clusterName} (in-band)`);
   },

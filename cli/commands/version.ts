@@ -5,24 +5,45 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { CliError } from "../errors.ts";
 import { clientVersion, clientVersionOutput } from "../version.ts";
 
-export interface ServerVersion { installed: boolean; version?: string; clusterId?: string; clusterName?: string; components?: string[] }
+export interface ServerVersion {
+  installed: boolean;
+  version?: string;
+  clusterId?: string;
+  clusterName?: string;
+  components?: string[];
+}
 
-export async function serverVersion(o: { kubeconfig?: string; context?: string; namespace: string }): Promise<ServerVersion> {
+export async function serverVersion(o: {
+  kubeconfig?: string;
+  context?: string;
+  namespace: string;
+}): Promise<ServerVersion> {
   // Loaded here, not at the top: `version --client` must start as fast as an empty program, and
   // the Kubernetes client (with @kubernetes/client-node) is most of liqoctl's code to parse.
   const { createKubeClient } = await import("../../core/kube/client.ts");
   const { CLUSTER_ID_CONFIGMAP, CLUSTER_ID_KEY, CLUSTER_NAME_KEY } = await import("../../core/peering/identity.ts");
   const client = createKubeClient({ kubeconfig: o.kubeconfig, context: o.context });
-  const deployments = await client.list(Resources.deployments, { namespace: o.namespace, labelSelector: "app.kubernetes.io/part-of=liqo" });
-  const identity = await client.find<KubeObject & { data?: Record<string, string> }>(Resources.configMaps, CLUSTER_ID_CONFIGMAP, o.namespace);
+  const deployments = await client.list(Resources.deployments, {
+    namespace: o.namespace,
+    labelSelector: "app.kubernetes.io/part-of=liqo",
+  });
+  const identity = await client.find<KubeObject & { data?: Record<string, string> }>(
+    Resources.configMaps,
+    CLUSTER_ID_CONFIGMAP,
+    o.namespace,
+  );
   if (!deployments.items.length && !identity) return { installed: false };
-  const versions = [...new Set(deployments.items.map((d) => d.metadata.labels?.["app.kubernetes.io/version"]).filter(Boolean))] as string[];
+  const versions = [
+    ...new Set(deployments.items.map((d) => d.metadata.labels?.["app.kubernetes.io/version"]).filter(Boolean)),
+  ] as string[];
   return {
     installed: true,
     version: versions.join(", ") || "unknown (no liqo Deployment carries app.kubernetes.io/version)",
     clusterId: identity?.data?.[CLUSTER_ID_KEY],
     clusterName: identity?.data?.[CLUSTER_NAME_KEY],
-    components: deployments.items.map((d) => d.metadata.labels?.["app.kubernetes.io/component"] ?? d.metadata.name ?? "").sort(),
+    components: deployments.items
+      .map((d) => d.metadata.labels?.["app.kubernetes.io/component"] ?? d.metadata.name ?? "")
+      .sort(),
   };
 }
 
@@ -39,14 +60,20 @@ export default defineCommand({
     const output = args.output ?? "text";
     if (output !== "text" && output !== "json") throw new CliError(`--output ${output}: use text or json`);
     // The same output as cli/version.ts's fast path for `version --client` (cli/main.ts).
-    const server = args.client ? undefined : await serverVersion({ kubeconfig: args.kubeconfig, context: args.context, namespace: args.namespace });
+    const server = args.client
+      ? undefined
+      : await serverVersion({ kubeconfig: args.kubeconfig, context: args.context, namespace: args.namespace });
     if (output === "json") {
       console.log(JSON.stringify({ client: clientVersion(), ...(server ? { server } : {}) }, null, 2));
       return;
     }
     console.log(clientVersionOutput("text"));
     if (!server) return;
-    if (!server.installed) console.log(`Server version: not installed (no liqo in namespace ${args.namespace}; liqoctl install --help)`);
-    else console.log(`Server version: ${server.version} (cluster ${server.clusterName ?? "?"}, id ${server.clusterId ?? "?"})`);
+    if (!server.installed)
+      console.log(`Server version: not installed (no liqo in namespace ${args.namespace}; liqoctl install --help)`);
+    else
+      console.log(
+        `Server version: ${server.version} (cluster ${server.clusterName ?? "?"}, id ${server.clusterId ?? "?"})`,
+      );
   },
 });

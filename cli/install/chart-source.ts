@@ -3,7 +3,11 @@
 // that writes the embedded files to a temporary directory), so the binary installs on its own.
 import { resolve } from "node:path";
 
-export interface ChartSource { dir: string; embedded: boolean; cleanup(): void }
+export interface ChartSource {
+  dir: string;
+  embedded: boolean;
+  cleanup(): void;
+}
 
 export async function bundledChart(): Promise<ChartSource> {
   return { dir: resolve(import.meta.dir, "../../chart"), embedded: false, cleanup() {} };

@@ -4,9 +4,19 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 
-export interface Networks { podCIDR?: string; serviceCIDR?: string; source: string }
+export interface Networks {
+  podCIDR?: string;
+  serviceCIDR?: string;
+  source: string;
+}
 
-const ServiceCIDRs: ResourceRef = { group: "networking.k8s.io", version: "v1", kind: "ServiceCIDR", plural: "servicecidrs", namespaced: false };
+const ServiceCIDRs: ResourceRef = {
+  group: "networking.k8s.io",
+  version: "v1",
+  kind: "ServiceCIDR",
+  plural: "servicecidrs",
+  namespaced: false,
+};
 
 /** Value of --flag=value or --flag value in a command line. */
 export function flagValue(command: string[], flag: string): string | undefined {
@@ -30,8 +40,12 @@ async function orUndefined<T>(probe: () => Promise<T>): Promise<T | undefined> {
 
 /** kubeadm (and kind, which runs kubeadm): the kube-controller-manager static pod's flags. */
 export async function fromControllerManagerPod(client: KubeClient): Promise<Networks | undefined> {
-  const pods = await orUndefined(() => client.list(Resources.pods, { namespace: "kube-system", labelSelector: "component=kube-controller-manager" }));
-  const pod = pods?.items[0] as (KubeObject & { spec?: { containers?: { command?: string[]; args?: string[] }[] } }) | undefined;
+  const pods = await orUndefined(() =>
+    client.list(Resources.pods, { namespace: "kube-system", labelSelector: "component=kube-controller-manager" }),
+  );
+  const pod = pods?.items[0] as
+    | (KubeObject & { spec?: { containers?: { command?: string[]; args?: string[] }[] } })
+    | undefined;
   if (!pod) return undefined;
   const c = pod.spec?.containers?.[0];
   const cmd = [...(c?.command ?? []), ...(c?.args ?? [])];
@@ -41,12 +55,24 @@ export async function fromControllerManagerPod(client: KubeClient): Promise<Netw
 }
 
 /** kubeadm's ClusterConfiguration, kept in kube-system/kubeadm-config. */
-export async function fromKubeadmConfig(client: KubeClient): Promise<(Networks & { controlPlaneEndpoint?: string }) | undefined> {
-  const cm = await orUndefined(() => client.find<KubeObject & { data?: Record<string, string> }>(Resources.configMaps, "kubeadm-config", "kube-system"));
+export async function fromKubeadmConfig(
+  client: KubeClient,
+): Promise<(Networks & { controlPlaneEndpoint?: string }) | undefined> {
+  const cm = await orUndefined(() =>
+    client.find<KubeObject & { data?: Record<string, string> }>(Resources.configMaps, "kubeadm-config", "kube-system"),
+  );
   const text = cm?.data?.ClusterConfiguration;
   if (!text) return undefined;
-  const cfg = Bun.YAML.parse(text) as { networking?: { podSubnet?: string; serviceSubnet?: string }; controlPlaneEndpoint?: string };
-  return { podCIDR: cfg.networking?.podSubnet, serviceCIDR: cfg.networking?.serviceSubnet, controlPlaneEndpoint: cfg.controlPlaneEndpoint, source: "configmap kube-system/kubeadm-config" };
+  const cfg = Bun.YAML.parse(text) as {
+    networking?: { podSubnet?: string; serviceSubnet?: string };
+    controlPlaneEndpoint?: string;
+  };
+  return {
+    podCIDR: cfg.networking?.podSubnet,
+    serviceCIDR: cfg.networking?.serviceSubnet,
+    controlPlaneEndpoint: cfg.controlPlaneEndpoint,
+    source: "configmap kube-system/kubeadm-config",
+  };
 }
 
 /** k3s records each server's arguments in the node annotation k3s.io/node-args; k3s defaults otherwise. */
@@ -56,7 +82,11 @@ export async function fromK3sNodes(client: KubeClient): Promise<Networks | undef
     const raw = n.metadata.annotations?.["k3s.io/node-args"];
     if (!raw) continue;
     let args: string[] = [];
-    try { args = JSON.parse(raw); } catch { continue; }
+    try {
+      args = JSON.parse(raw);
+    } catch {
+      continue;
+    }
     if (!args.includes("server")) continue;
     return {
       podCIDR: flagValue(args, "cluster-cidr") ?? "10.42.0.0/16",
@@ -69,14 +99,25 @@ export async function fromK3sNodes(client: KubeClient): Promise<Networks | undef
 
 /** OpenShift's cluster network configuration (config.openshift.io/v1 Network "cluster"). */
 export async function fromOpenShiftNetwork(client: KubeClient): Promise<Networks | undefined> {
-  const net = await orUndefined(() => client.request<{ status?: { clusterNetwork?: { cidr: string }[]; serviceNetwork?: string[] } }>("GET", "/apis/config.openshift.io/v1/networks/cluster"));
+  const net = await orUndefined(() =>
+    client.request<{ status?: { clusterNetwork?: { cidr: string }[]; serviceNetwork?: string[] } }>(
+      "GET",
+      "/apis/config.openshift.io/v1/networks/cluster",
+    ),
+  );
   if (!net?.status) return undefined;
-  return { podCIDR: net.status.clusterNetwork?.[0]?.cidr, serviceCIDR: net.status.serviceNetwork?.[0], source: "networks.config.openshift.io/cluster" };
+  return {
+    podCIDR: net.status.clusterNetwork?.[0]?.cidr,
+    serviceCIDR: net.status.serviceNetwork?.[0],
+    source: "networks.config.openshift.io/cluster",
+  };
 }
 
 /** Any Kubernetes ≥ 1.33: the default ServiceCIDR object holds the service range. */
 export async function fromServiceCidrApi(client: KubeClient): Promise<Networks | undefined> {
-  const cidr = await orUndefined(() => client.find<KubeObject & { spec?: { cidrs?: string[] } }>(ServiceCIDRs, "kubernetes"));
+  const cidr = await orUndefined(() =>
+    client.find<KubeObject & { spec?: { cidrs?: string[] } }>(ServiceCIDRs, "kubernetes"),
+  );
   const v4 = cidr?.spec?.cidrs?.find((c) => c.includes("."));
   return v4 ? { serviceCIDR: v4, source: "servicecidr/kubernetes" } : undefined;
 }
@@ -86,7 +127,12 @@ export async function fromServiceCidrApi(client: KubeClient): Promise<Networks |
  * with "The range of valid IPs is <cidr>". Nothing is created.
  */
 export async function fromServiceDryRun(client: KubeClient): Promise<Networks | undefined> {
-  const svc = { apiVersion: "v1", kind: "Service", metadata: { name: "liqoctl-service-cidr-probe", namespace: "default" }, spec: { clusterIP: "1.1.1.1", ports: [{ port: 443 }] } };
+  const svc = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: "liqoctl-service-cidr-probe", namespace: "default" },
+    spec: { clusterIP: "1.1.1.1", ports: [{ port: 443 }] },
+  };
   try {
     await client.request("POST", "/api/v1/namespaces/default/services", { body: svc, query: { dryRun: "All" } });
   } catch (err) {
@@ -104,7 +150,11 @@ export async function nodePodCidrs(client: KubeClient): Promise<string[]> {
 
 /** InternalIP of a control-plane node: what peers reach for kind, whose kubeconfig points at localhost. */
 export async function controlPlaneAddress(client: KubeClient): Promise<string | undefined> {
-  const nodes = await orUndefined(() => client.list<KubeObject & { status?: { addresses?: { type: string; address: string }[] } }>(Resources.nodes, { labelSelector: "node-role.kubernetes.io/control-plane" }));
+  const nodes = await orUndefined(() =>
+    client.list<KubeObject & { status?: { addresses?: { type: string; address: string }[] } }>(Resources.nodes, {
+      labelSelector: "node-role.kubernetes.io/control-plane",
+    }),
+  );
   return nodes?.items[0]?.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
 }
 

@@ -15,18 +15,25 @@ export interface LoadBalancerProbe {
   note: string;
 }
 
-export async function probeLoadBalancer(client: KubeClient, o: { namespace?: string; timeoutMs?: number; intervalMs?: number } = {}): Promise<LoadBalancerProbe> {
+export async function probeLoadBalancer(
+  client: KubeClient,
+  o: { namespace?: string; timeoutMs?: number; intervalMs?: number } = {},
+): Promise<LoadBalancerProbe> {
   const namespace = o.namespace ?? "default";
   const timeoutMs = o.timeoutMs ?? 20_000;
   let created: Service;
   try {
     created = await client.create<Service>(Resources.services, {
-      apiVersion: "v1", kind: "Service",
+      apiVersion: "v1",
+      kind: "Service",
       metadata: { generateName: "liqoctl-lb-probe-", namespace, labels: { "app.kubernetes.io/managed-by": "liqoctl" } },
       spec: { type: "LoadBalancer", ports: [{ name: "probe", port: 443, protocol: "TCP" }] },
     } as KubeObject);
   } catch (err) {
-    return { available: false, note: `could not create a LoadBalancer Service in namespace ${namespace} to check for a load balancer (${(err as Error).message}): using NodePort` };
+    return {
+      available: false,
+      note: `could not create a LoadBalancer Service in namespace ${namespace} to check for a load balancer (${(err as Error).message}): using NodePort`,
+    };
   }
   const name = created.metadata.name!;
   try {
@@ -34,7 +41,11 @@ export async function probeLoadBalancer(client: KubeClient, o: { namespace?: str
     while (Date.now() < deadline) {
       const svc = await client.find<Service>(Resources.services, name, namespace);
       const first = svc?.status?.loadBalancer?.ingress?.[0];
-      if (first?.ip || first?.hostname) return { available: true, note: `a load balancer is available (a probe Service got ${first.ip ?? first.hostname}): auth and gateway Services are LoadBalancer` };
+      if (first?.ip || first?.hostname)
+        return {
+          available: true,
+          note: `a load balancer is available (a probe Service got ${first.ip ?? first.hostname}): auth and gateway Services are LoadBalancer`,
+        };
       await Bun.sleep(o.intervalMs ?? 500);
     }
     return {

@@ -5,7 +5,12 @@ import { spinner } from "../ui.ts";
 import { kubeSystemUid, nodePodCidrs } from "./detect.ts";
 import type { Detection, Provider } from "./providers.ts";
 
-export async function detectAndDescribe(client: KubeClient, provider: Provider, flags: Record<string, unknown>, verbose: boolean): Promise<{ detected: Detection; clusterId?: string }> {
+export async function detectAndDescribe(
+  client: KubeClient,
+  provider: Provider,
+  flags: Record<string, unknown>,
+  verbose: boolean,
+): Promise<{ detected: Detection; clusterId?: string }> {
   const spin = spinner(`Detecting the ${provider.name} cluster's parameters`);
   let detected: Detection;
   let clusterId: string | undefined;
@@ -16,20 +21,28 @@ export async function detectAndDescribe(client: KubeClient, provider: Provider, 
     spin.fail(`cannot read the cluster at ${client.server}`);
     throw err;
   }
-  const missing = [!detected.podCIDR && !flags["pod-cidr"] && "pod CIDR", !detected.serviceCIDR && !flags["service-cidr"] && "service CIDR"].filter(Boolean);
+  const missing = [
+    !detected.podCIDR && !flags["pod-cidr"] && "pod CIDR",
+    !detected.serviceCIDR && !flags["service-cidr"] && "service CIDR",
+  ].filter(Boolean);
   if (missing.length) {
     spin.fail(`could not detect the ${missing.join(" and ")}`);
     const nodes = await nodePodCidrs(client).catch(() => [] as string[]);
-    if (nodes.length && !detected.podCIDR) detected.notes.push(`the nodes' pod ranges are ${nodes.join(", ")}: the cluster's pod CIDR contains them all`);
+    if (nodes.length && !detected.podCIDR)
+      detected.notes.push(`the nodes' pod ranges are ${nodes.join(", ")}: the cluster's pod CIDR contains them all`);
     const needed = [
       !detected.podCIDR && !flags["pod-cidr"] && `--pod-cidr (${provider.podCidrHint ?? "the pod network range"})`,
       !detected.serviceCIDR && !flags["service-cidr"] && "--service-cidr (the API server's --service-cluster-ip-range)",
     ].filter(Boolean);
-    throw new CliError(`liqoctl install ${provider.name} could not detect the ${missing.join(" and ")} of this cluster; pass ${needed.join(" and ")}${detected.notes.length ? `\n  ${detected.notes.join("\n  ")}` : ""}`, ExitCode.Usage);
+    throw new CliError(
+      `liqoctl install ${provider.name} could not detect the ${missing.join(" and ")} of this cluster; pass ${needed.join(" and ")}${detected.notes.length ? `\n  ${detected.notes.join("\n  ")}` : ""}`,
+      ExitCode.Usage,
+    );
   } else {
     spin.succeed(`${provider.name} cluster parameters detected`);
   }
   if (verbose) for (const n of detected.notes) process.stderr.write(` INFO  ${n}\n`);
-  if (!clusterId) detected.notes.push("the kube-system namespace is not readable: the cluster ID will be generated at install");
+  if (!clusterId)
+    detected.notes.push("the kube-system namespace is not readable: the cluster ID will be generated at install");
   return { detected, clusterId };
 }

@@ -4,10 +4,24 @@ import { generatedClusterName } from "../../core/peering/identity.ts";
 import { providers } from "./providers.ts";
 import { chartValues, cidrProblem, setFlagProblem } from "./values.ts";
 
-const detected = { podCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/12", clusterLabels: { "liqo.io/provider": "kind" }, serviceType: "NodePort" as const, notes: [] };
+const detected = {
+  podCIDR: "10.244.0.0/16",
+  serviceCIDR: "10.96.0.0/12",
+  clusterLabels: { "liqo.io/provider": "kind" },
+  serviceType: "NodePort" as const,
+  notes: [],
+};
 const id = "3f1c2a00-0000-4000-8000-000000000000";
-const values = (flags: Parameters<typeof chartValues>[1], d = detected) => chartValues(providers.kind!, flags, d, id) as Record<string, any>;
-const error = (fn: () => unknown) => { try { fn(); } catch (err) { return (err as Error).message; } return "no error"; };
+const values = (flags: Parameters<typeof chartValues>[1], d = detected) =>
+  chartValues(providers.kind!, flags, d, id) as Record<string, any>;
+const error = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return "no error";
+};
 
 describe("cidrProblem", () => {
   test.each([
@@ -45,7 +59,14 @@ describe("chartValues", () => {
   });
 
   test("flags win over detection", () => {
-    const v = values({ podCidr: "10.1.0.0/16", serviceCidr: "10.2.0.0/16", clusterName: "rome", clusterLabels: "liqo.io/provider=mine,region=south", apiServerUrl: "https://1.2.3.4:6443/", version: "0.2.0" });
+    const v = values({
+      podCidr: "10.1.0.0/16",
+      serviceCidr: "10.2.0.0/16",
+      clusterName: "rome",
+      clusterLabels: "liqo.io/provider=mine,region=south",
+      apiServerUrl: "https://1.2.3.4:6443/",
+      version: "0.2.0",
+    });
     expect(v.networking.podCIDR).toBe("10.1.0.0/16");
     expect(v.networking.serviceCIDR).toBe("10.2.0.0/16");
     expect(v.clusterName).toBe("rome");
@@ -62,7 +83,14 @@ describe("chartValues", () => {
 
   test("--reflection-policy: the whole policy in reflection.policy, defaults for the kinds it leaves out; without it, the chart's", () => {
     const v = values({ reflectionPolicy: "secrets=opt-in,ingresses=none" });
-    expect(v.reflection.policy).toEqual({ configmaps: "all", secrets: "opt-in", services: "all", endpointslices: "all", ingresses: "none", events: "all" });
+    expect(v.reflection.policy).toEqual({
+      configmaps: "all",
+      secrets: "opt-in",
+      services: "all",
+      endpointslices: "all",
+      ingresses: "none",
+      events: "all",
+    });
     expect(values({}).reflection).toBeUndefined();
   });
 
@@ -75,11 +103,20 @@ describe("chartValues", () => {
   test.each([
     [{ sharingPercentage: "50.5" }, "--sharing-percentage 50.5: use a whole number from 0 to 100"],
     [{ sharingPercentage: "-1" }, "--sharing-percentage -1: use a whole number from 0 to 100"],
-    [{ reservedSubnets: "10.244.0.0/16" }, "--reserved-subnets 10.244.0.0/16: the pod and service CIDRs are reserved already; leave them out"],
+    [
+      { reservedSubnets: "10.244.0.0/16" },
+      "--reserved-subnets 10.244.0.0/16: the pod and service CIDRs are reserved already; leave them out",
+    ],
     [{ clusterName: "a".repeat(45) }, "--cluster-name: cluster name"],
-    [{ clusterLabels: "a=b,a=c" }, "--cluster-labels: cluster label \"a\" is given twice"],
+    [{ clusterLabels: "a=b,a=c" }, '--cluster-labels: cluster label "a" is given twice'],
     [{ apiServerUrl: "not a url" }, "--api-server-url not a url: use the https:// URL"],
-    [{ reflectionPolicy: "pods=none" }, '--reflection-policy pods=none: unknown kind "pods"; reflection policies exist for configmaps, secrets'],
-    [{ reflectionPolicy: "secrets=maybe" }, '--reflection-policy secrets=maybe: secrets="maybe" is not a reflection policy; use all, opt-in or none'],
+    [
+      { reflectionPolicy: "pods=none" },
+      '--reflection-policy pods=none: unknown kind "pods"; reflection policies exist for configmaps, secrets',
+    ],
+    [
+      { reflectionPolicy: "secrets=maybe" },
+      '--reflection-policy secrets=maybe: secrets="maybe" is not a reflection policy; use all, opt-in or none',
+    ],
   ])("%p is refused", (flags, message) => expect(error(() => values(flags))).toContain(message));
 });

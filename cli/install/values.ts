@@ -23,11 +23,13 @@ const CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
 
 export function cidrProblem(value: string): string | undefined {
   const m = CIDR.exec(value);
-  if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) > 32) return `${value} is not an IPv4 CIDR such as 10.244.0.0/16`;
+  if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) > 32)
+    return `${value} is not an IPv4 CIDR such as 10.244.0.0/16`;
   const ip = m.slice(1, 5).reduce((acc, o) => acc * 256 + Number(o), 0);
   const bits = Number(m[5]);
   const host = bits === 0 ? ip : ip % 2 ** (32 - bits);
-  if (host !== 0) return `${value} has host bits set; the network is ${[24, 16, 8, 0].map((s) => Math.floor((ip - host) / 2 ** s) % 256).join(".")}/${bits}`;
+  if (host !== 0)
+    return `${value} has host bits set; the network is ${[24, 16, 8, 0].map((s) => Math.floor((ip - host) / 2 ** s) % 256).join(".")}/${bits}`;
   return undefined;
 }
 
@@ -41,23 +43,40 @@ function cidrFlag(value: string, flag: string): string {
 export function setFlagProblem(value: string): string | undefined {
   const eq = value.indexOf("=");
   if (eq <= 0) return `--set ${value}: expected key=value (Helm syntax), e.g. --set auth.service.type=NodePort`;
-  if (value.startsWith(".") || value.slice(0, eq).includes("..")) return `--set ${value}: the key has an empty path segment; write it as a.b.c=value`;
+  if (value.startsWith(".") || value.slice(0, eq).includes(".."))
+    return `--set ${value}: the key has an empty path segment; write it as a.b.c=value`;
   return undefined;
 }
 
 /** The chart values, or a CliError naming every flag that is missing or wrong. */
-export function chartValues(provider: Provider, flags: InstallFlags, detected: Detection, clusterId: string | undefined): Record<string, unknown> {
+export function chartValues(
+  provider: Provider,
+  flags: InstallFlags,
+  detected: Detection,
+  clusterId: string | undefined,
+): Record<string, unknown> {
   const podCIDR = flags.podCidr ? cidrFlag(flags.podCidr, "pod-cidr") : detected.podCIDR;
   const serviceCIDR = flags.serviceCidr ? cidrFlag(flags.serviceCidr, "service-cidr") : detected.serviceCIDR;
   const missing: string[] = [];
-  if (!podCIDR) missing.push(`the pod CIDR could not be detected on ${provider.name}: pass --pod-cidr (${provider.podCidrHint ?? "the pod network range"})`);
-  if (!serviceCIDR) missing.push(`the service CIDR could not be detected: pass --service-cidr (the API server's --service-cluster-ip-range)`);
+  if (!podCIDR)
+    missing.push(
+      `the pod CIDR could not be detected on ${provider.name}: pass --pod-cidr (${provider.podCidrHint ?? "the pod network range"})`,
+    );
+  if (!serviceCIDR)
+    missing.push(
+      `the service CIDR could not be detected: pass --service-cidr (the API server's --service-cluster-ip-range)`,
+    );
   if (missing.length) throw new CliError(missing.join("\n  "));
 
   let apiServerUrl = flags.apiServerUrl ?? detected.apiServerUrl ?? "";
   if (flags.apiServerUrl !== undefined) {
-    try { if (new URL(apiServerUrl).protocol !== "https:") throw new Error(); }
-    catch { throw new CliError(`--api-server-url ${apiServerUrl}: use the https:// URL peers reach the API server at, e.g. https://203.0.113.10:6443`); }
+    try {
+      if (new URL(apiServerUrl).protocol !== "https:") throw new Error();
+    } catch {
+      throw new CliError(
+        `--api-server-url ${apiServerUrl}: use the https:// URL peers reach the API server at, e.g. https://203.0.113.10:6443`,
+      );
+    }
     apiServerUrl = apiServerUrl.replace(/\/+$/, "");
   }
 
@@ -67,21 +86,35 @@ export function chartValues(provider: Provider, flags: InstallFlags, detected: D
     if (problem) throw new CliError(`--cluster-name: ${problem}`);
   }
   let labels: Record<string, string>;
-  try { labels = parseClusterLabels(flags.clusterLabels); } catch (err) { throw new CliError(`--cluster-labels: ${(err as Error).message}`); }
+  try {
+    labels = parseClusterLabels(flags.clusterLabels);
+  } catch (err) {
+    throw new CliError(`--cluster-labels: ${(err as Error).message}`);
+  }
 
   let sharing = 30;
   if (flags.sharingPercentage !== undefined) {
     sharing = Number(flags.sharingPercentage);
-    if (!Number.isInteger(sharing) || sharing < 0 || sharing > 100) throw new CliError(`--sharing-percentage ${flags.sharingPercentage}: use a whole number from 0 to 100`);
+    if (!Number.isInteger(sharing) || sharing < 0 || sharing > 100)
+      throw new CliError(`--sharing-percentage ${flags.sharingPercentage}: use a whole number from 0 to 100`);
   }
-  const reserved = (flags.reservedSubnets ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((s) => cidrFlag(s, "reserved-subnets"));
+  const reserved = (flags.reservedSubnets ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => cidrFlag(s, "reserved-subnets"));
   for (const r of reserved) {
-    if (r === podCIDR || r === serviceCIDR) throw new CliError(`--reserved-subnets ${r}: the pod and service CIDRs are reserved already; leave them out`);
+    if (r === podCIDR || r === serviceCIDR)
+      throw new CliError(`--reserved-subnets ${r}: the pod and service CIDRs are reserved already; leave them out`);
   }
 
   let policy: ReflectionPolicy | undefined;
   if (flags.reflectionPolicy !== undefined) {
-    try { policy = parseReflectionPolicy(flags.reflectionPolicy, `--reflection-policy ${flags.reflectionPolicy}`); } catch (err) { throw new CliError((err as Error).message); }
+    try {
+      policy = parseReflectionPolicy(flags.reflectionPolicy, `--reflection-policy ${flags.reflectionPolicy}`);
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
   }
 
   const replicas = flags.enableHa ? 2 : 1;

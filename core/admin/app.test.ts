@@ -23,7 +23,9 @@ describe("health endpoints", () => {
     const res = await app.request("/readyz");
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ready" });
-    const verbose = (await (await app.request("/readyz?verbose")).json()) as { checks: { name: string; ok: boolean }[] };
+    const verbose = (await (await app.request("/readyz?verbose")).json()) as {
+      checks: { name: string; ok: boolean }[];
+    };
     expect(verbose.checks.map((c) => [c.name, c.ok])).toEqual([["caches-synced", true]]);
   });
 
@@ -59,7 +61,11 @@ describe("health endpoints", () => {
     expect((await app.request("/readyz/leader")).status).toBe(503);
     expect(await problem(await app.request("/readyz/nope"))).toMatchObject({ status: 404, reason: "NotFound" });
     const bad = await problem(await app.request("/readyz?colour=red"));
-    expect(bad).toMatchObject({ status: 400, reason: "Invalid", detail: "invalid readyz query: colour: unknown query parameter" });
+    expect(bad).toMatchObject({
+      status: 400,
+      reason: "Invalid",
+      detail: "invalid readyz query: colour: unknown query parameter",
+    });
     expect(await problem(await app.request("/readyz?verbose=maybe"))).toMatchObject({ status: 400, reason: "Invalid" });
   });
 });
@@ -116,7 +122,11 @@ describe("views and mounted routes", () => {
       reason: "ViewFailed",
       detail: "view broken failed: cache not started",
     });
-    expect(await problem(await app.request("/views/gone"))).toMatchObject({ status: 409, reason: "Conflict", title: "Conflict" });
+    expect(await problem(await app.request("/views/gone"))).toMatchObject({
+      status: 409,
+      reason: "Conflict",
+      title: "Conflict",
+    });
     expect(await problem(await app.request("/views/none"))).toMatchObject({ status: 404, reason: "NotFound" });
   });
 

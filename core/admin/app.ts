@@ -46,7 +46,10 @@ export function requiredBodyBytes(app: object): number {
 
 const VIEW_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 // c.req.queries() gives every parameter as a list; verbose may appear once, with no value or a boolean.
-const VerboseFlag = v.tuple([v.picklist(["", "true", "1", "false", "0"], "verbose takes no value, or true/false")], "verbose may appear once");
+const VerboseFlag = v.tuple(
+  [v.picklist(["", "true", "1", "false", "0"], "verbose takes no value, or true/false")],
+  "verbose may appear once",
+);
 const ReadyzQuery = v.strictObject(
   {
     verbose: v.optional(VerboseFlag),
@@ -78,7 +81,8 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
   const extra = mergeExtensions([{ views: options.views }, ...(options.extensions ?? [])]);
   const views = new Map(Object.entries(extra.views));
   for (const [name, view] of views) {
-    if (!VIEW_NAME.test(name)) throw new TypeError(`view name ${JSON.stringify(name)} must be lowercase letters, digits and "-"`);
+    if (!VIEW_NAME.test(name))
+      throw new TypeError(`view name ${JSON.stringify(name)} must be lowercase letters, digits and "-"`);
     if (typeof view !== "function") throw new TypeError(`view ${name} must be a function`);
   }
 
@@ -99,19 +103,29 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
     const report = await readiness.run({ exclude: query.exclude });
     const failed = report.checks.filter((check) => !check.ok);
     if (!report.ready) throw notReady(failed, verbose ? report.checks : failed);
-    return c.json(verbose ? { status: "ready", checks: report.checks } : { status: "ready" }, 200, { "cache-control": "no-store" });
+    return c.json(verbose ? { status: "ready", checks: report.checks } : { status: "ready" }, 200, {
+      "cache-control": "no-store",
+    });
   });
 
   app.get("/readyz/:check", async (c) => {
     const name = c.req.param("check");
-    if (!readiness.has(name)) throw new ProblemError({ status: 404, reason: "NotFound", detail: `no readiness check named ${JSON.stringify(name)}` });
+    if (!readiness.has(name))
+      throw new ProblemError({
+        status: 404,
+        reason: "NotFound",
+        detail: `no readiness check named ${JSON.stringify(name)}`,
+      });
     const report = await readiness.run({ only: name });
     if (!report.ready) throw notReady(report.checks, report.checks);
     return c.json({ status: "ready", checks: report.checks }, 200, { "cache-control": "no-store" });
   });
 
   app.get("/metrics", async (c) => {
-    return c.body(await registry.expose(), 200, { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" });
+    return c.body(await registry.expose(), 200, {
+      "content-type": PROMETHEUS_CONTENT_TYPE,
+      "cache-control": "no-store",
+    });
   });
 
   app.get("/views", (c) => c.json({ views: [...views.keys()].sort() }));
@@ -119,7 +133,8 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
   app.get("/views/:name", async (c) => {
     const name = c.req.param("name");
     const view = views.get(name);
-    if (!view) throw new ProblemError({ status: 404, reason: "NotFound", detail: `no view named ${JSON.stringify(name)}` });
+    if (!view)
+      throw new ProblemError({ status: 404, reason: "NotFound", detail: `no view named ${JSON.stringify(name)}` });
     let data: unknown;
     try {
       data = await view({ query: c.req.query() });
@@ -127,7 +142,11 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
       if (err instanceof ProblemError) throw err;
       logger.warn("admin view failed", { view: name, err });
       throw new ProblemError(
-        { status: 500, reason: "ViewFailed", detail: `view ${name} failed: ${err instanceof Error ? err.message : String(err)}` },
+        {
+          status: 500,
+          reason: "ViewFailed",
+          detail: `view ${name} failed: ${err instanceof Error ? err.message : String(err)}`,
+        },
         { cause: err },
       );
     }

@@ -37,7 +37,11 @@ describe("admin auth", () => {
       const res = await app.request(path);
       expect(res.status).toBe(401);
       expect(res.headers.get("www-authenticate")).toBe('Bearer realm="liqo-admin"');
-      expect(await res.json()).toMatchObject({ type: "urn:liqo:problem:unauthorized", status: 401, reason: "Unauthorized" });
+      expect(await res.json()).toMatchObject({
+        type: "urn:liqo:problem:unauthorized",
+        status: 401,
+        reason: "Unauthorized",
+      });
     }
   });
 
@@ -78,6 +82,8 @@ describe("admin auth", () => {
     expect(() => createAdminApp({ auth: { tokens: [{ token: "short", role: "write" }] } })).toThrow(
       "invalid admin auth options: tokens.0.token: token must be at least 16 characters",
     );
-    expect(() => createAdminApp({ auth: { tokens: [{ token: WRITE, role: "admin" as never }] } })).toThrow(/role must be/);
+    expect(() => createAdminApp({ auth: { tokens: [{ token: WRITE, role: "admin" as never }] } })).toThrow(
+      /role must be/,
+    );
   });
 });

@@ -56,7 +56,11 @@ const REALM = 'Bearer realm="liqo-admin"';
 
 const TokenSchema = v.object({
   // 16 characters is a floor against guessable tokens, not a recommendation; use 32+ random bytes.
-  token: v.pipe(v.string(), v.minLength(16, "token must be at least 16 characters"), v.regex(/^[\x21-\x7e]+$/, "token must be printable ASCII without spaces")),
+  token: v.pipe(
+    v.string(),
+    v.minLength(16, "token must be at least 16 characters"),
+    v.regex(/^[\x21-\x7e]+$/, "token must be printable ASCII without spaces"),
+  ),
   role: v.picklist(["read-only", "write"], 'role must be "read-only" or "write"'),
   name: v.optional(v.pipe(v.string(), v.minLength(1))),
 });
@@ -67,7 +71,10 @@ export const AdminAuthSchema = v.pipe(
     openPaths: v.optional(v.array(v.pipe(v.string(), v.startsWith("/", "open paths start with /")))),
     clientCertificates: v.optional(v.boolean()),
   }),
-  v.check((o) => o.tokens.length > 0 || o.clientCertificates === true, "at least one token is required, or clientCertificates"),
+  v.check(
+    (o) => o.tokens.length > 0 || o.clientCertificates === true,
+    "at least one token is required, or clientCertificates",
+  ),
 );
 
 /** Thrown at startup for an unusable admin configuration. */
@@ -103,7 +110,10 @@ function unauthorized(detail: string, error?: string): Response {
 
 export function createAuthMiddleware(options: AdminAuthOptions): MiddlewareHandler<AdminEnv> {
   const config = checkAuthOptions(options);
-  const known = config.tokens.map((t, i) => ({ digest: digest(t.token), principal: { name: t.name ?? `token-${i}`, role: t.role } }));
+  const known = config.tokens.map((t, i) => ({
+    digest: digest(t.token),
+    principal: { name: t.name ?? `token-${i}`, role: t.role },
+  }));
   const openPaths = config.openPaths ?? DEFAULT_OPEN_PATHS;
 
   const identify = (presented: string): Principal | undefined => {
@@ -127,13 +137,19 @@ export function createAuthMiddleware(options: AdminAuthOptions): MiddlewareHandl
       if (!principal) return unauthorized("the bearer token is not valid", "invalid_token");
     } else {
       const cert = config.clientCertificates ? clientCertificates.get(c.req.raw) : undefined;
-      if (cert && !cert.verified) return unauthorized(`the client certificate was refused: ${cert.error}`, "invalid_token");
+      if (cert && !cert.verified)
+        return unauthorized(`the client certificate was refused: ${cert.error}`, "invalid_token");
       if (!cert) {
-        return unauthorized(config.clientCertificates
-          ? "a bearer token (Authorization: Bearer <token>) or a client certificate signed by the admin client CA is required"
-          : "a bearer token is required (Authorization: Bearer <token>)");
+        return unauthorized(
+          config.clientCertificates
+            ? "a bearer token (Authorization: Bearer <token>) or a client certificate signed by the admin client CA is required"
+            : "a bearer token is required (Authorization: Bearer <token>)",
+        );
       }
-      principal = { name: `cert:${cert.name}`, role: cert.groups.includes(CLIENT_CERT_WRITE_GROUP) ? "write" : "read-only" };
+      principal = {
+        name: `cert:${cert.name}`,
+        role: cert.groups.includes(CLIENT_CERT_WRITE_GROUP) ? "write" : "read-only",
+      };
     }
     if (!SAFE_METHODS.has(c.req.method) && principal.role !== "write") {
       return problemResponse({

@@ -14,7 +14,8 @@ function tooLarge(what: string, maxBytes: number, got: string): ProblemError {
 /** The request body as bytes, or a 413 `TooLarge` problem (400 `Invalid` when empty). */
 export async function readBodyLimited(request: Request, maxBytes: number, what: string): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
-  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) throw tooLarge(what, maxBytes, `${declared} bytes`);
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes)
+    throw tooLarge(what, maxBytes, `${declared} bytes`);
   const chunks: Uint8Array[] = [];
   let size = 0;
   if (request.body) {
@@ -30,7 +31,12 @@ export async function readBodyLimited(request: Request, maxBytes: number, what: 
       chunks.push(value);
     }
   }
-  if (size === 0) throw new ProblemError({ status: 400, reason: "Invalid", detail: `${what} is empty; send the bytes as the request body` });
+  if (size === 0)
+    throw new ProblemError({
+      status: 400,
+      reason: "Invalid",
+      detail: `${what} is empty; send the bytes as the request body`,
+    });
   const out = new Uint8Array(size);
   let at = 0;
   for (const chunk of chunks) {

@@ -2,7 +2,14 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { Hono } from "hono";
 import { createRegistry } from "../metrics/index.ts";
 import { bucketQuantile, summarizeHistogram, sumCounter, byLabel } from "./metric-summary.ts";
-import { createAdminApp, mergeExtensions, readBodyLimited, startAdminServer, type AdminEnv, type AdminServer } from "./index.ts";
+import {
+  createAdminApp,
+  mergeExtensions,
+  readBodyLimited,
+  startAdminServer,
+  type AdminEnv,
+  type AdminServer,
+} from "./index.ts";
 
 const servers: AdminServer[] = [];
 afterEach(async () => {
@@ -18,7 +25,7 @@ describe("extensions", () => {
     expect(merged.maxRequestBodyBytes).toBe(10);
     expect(() => mergeExtensions([a, { views: { pairs: () => 1 } }])).toThrow('admin view "pairs" is offered twice');
     expect(() => mergeExtensions([a, { routes: { "/api/a": new Hono<AdminEnv>() } }])).toThrow("mounted twice");
-    expect(() => mergeExtensions([{ routes: { "api": new Hono<AdminEnv>() } }])).toThrow("must look like /api/things");
+    expect(() => mergeExtensions([{ routes: { api: new Hono<AdminEnv>() } }])).toThrow("must look like /api/things");
     expect(() => createAdminApp({ views: { pairs: () => 1 }, extensions: [a] })).toThrow("offered twice");
   });
 
@@ -30,7 +37,10 @@ describe("extensions", () => {
       extensions: [{ routes: { "/api/things": api } }],
     });
     expect((await app.request("/api/things", { method: "POST" })).status).toBe(401);
-    const res = await app.request("/api/things", { method: "POST", headers: { authorization: "Bearer write-0123456789abcdef" } });
+    const res = await app.request("/api/things", {
+      method: "POST",
+      headers: { authorization: "Bearer write-0123456789abcdef" },
+    });
     expect(await res.json()).toEqual({ by: "op" });
   });
 
@@ -50,11 +60,25 @@ describe("extensions", () => {
 
 describe("metric summaries", () => {
   test("quantiles interpolate inside buckets like histogram_quantile", () => {
-    const buckets: Array<[number, number]> = [[0.1, 50], [0.2, 100], [Infinity, 100]];
+    const buckets: Array<[number, number]> = [
+      [0.1, 50],
+      [0.2, 100],
+      [Infinity, 100],
+    ];
     expect(bucketQuantile(0.5, buckets)).toBeCloseTo(0.1);
     expect(bucketQuantile(0.75, buckets)).toBeCloseTo(0.15);
-    expect(bucketQuantile(0.99, [[1, 0], [Infinity, 10]])).toBe(1);
-    expect(bucketQuantile(0.5, [[1, 0], [Infinity, 0]])).toBeUndefined();
+    expect(
+      bucketQuantile(0.99, [
+        [1, 0],
+        [Infinity, 10],
+      ]),
+    ).toBe(1);
+    expect(
+      bucketQuantile(0.5, [
+        [1, 0],
+        [Infinity, 0],
+      ]),
+    ).toBeUndefined();
   });
 
   test("histograms and counters are merged per group from a registry scrape", async () => {
@@ -72,7 +96,9 @@ describe("metric summaries", () => {
     expect(merged.meanSeconds).toBeCloseTo((99 * 0.005 + 0.5) / 100);
     expect(merged.p50Seconds!).toBeLessThanOrEqual(0.01);
     expect(merged.p99Seconds!).toBeLessThanOrEqual(0.01);
-    expect(summarizeHistogram(families, "x_seconds", byLabel("reflector")).get("pods/Secret")!.p99Seconds).toBeGreaterThan(0.1);
+    expect(
+      summarizeHistogram(families, "x_seconds", byLabel("reflector")).get("pods/Secret")!.p99Seconds,
+    ).toBeGreaterThan(0.1);
     expect(sumCounter(families, "y_total", plugin).get("pods")).toBe(5);
   });
 });

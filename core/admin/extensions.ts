@@ -44,11 +44,15 @@ export function mergeExtensions(extensions: AdminExtension[]): Required<AdminExt
   const merged: Required<AdminExtension> = { views: {}, status: [], routes: {}, maxRequestBodyBytes: 0 };
   for (const ext of extensions) {
     for (const [name, view] of Object.entries(ext.views ?? {})) {
-      if (name in merged.views) throw new TypeError(`admin view ${JSON.stringify(name)} is offered twice; view names must be unique across components`);
+      if (name in merged.views)
+        throw new TypeError(
+          `admin view ${JSON.stringify(name)} is offered twice; view names must be unique across components`,
+        );
       merged.views[name] = view;
     }
     for (const [path, app] of Object.entries(ext.routes ?? {})) {
-      if (!/^\/[a-z0-9/_-]*$/.test(path) || path.endsWith("/")) throw new TypeError(`admin route prefix ${JSON.stringify(path)} must look like /api/things`);
+      if (!/^\/[a-z0-9/_-]*$/.test(path) || path.endsWith("/"))
+        throw new TypeError(`admin route prefix ${JSON.stringify(path)} must look like /api/things`);
       if (path in merged.routes) throw new TypeError(`admin route prefix ${path} is mounted twice`);
       merged.routes[path] = app;
     }

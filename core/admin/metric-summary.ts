@@ -45,7 +45,11 @@ export function bucketQuantile(q: number, buckets: Array<[number, number]>): num
   return lowerBound;
 }
 
-export function summarizeHistogram(families: MetricFamily[], name: string, group: Grouping): Map<string, LatencySummary> {
+export function summarizeHistogram(
+  families: MetricFamily[],
+  name: string,
+  group: Grouping,
+): Map<string, LatencySummary> {
   const family = families.find((f) => f.name === name && f.type === "histogram");
   const acc = new Map<string, { count: number; sum: number; buckets: Map<number, number> }>();
   for (const s of family?.samples ?? []) {
@@ -64,12 +68,17 @@ export function summarizeHistogram(families: MetricFamily[], name: string, group
   const out = new Map<string, LatencySummary>();
   for (const [key, a] of acc) {
     const buckets = [...a.buckets.entries()].sort((x, y) => x[0] - y[0]);
-    out.set(key, a.count === 0 ? { count: 0 } : {
-      count: a.count,
-      meanSeconds: a.sum / a.count,
-      p50Seconds: bucketQuantile(0.5, buckets),
-      p99Seconds: bucketQuantile(0.99, buckets),
-    });
+    out.set(
+      key,
+      a.count === 0
+        ? { count: 0 }
+        : {
+            count: a.count,
+            meanSeconds: a.sum / a.count,
+            p50Seconds: bucketQuantile(0.5, buckets),
+            p99Seconds: bucketQuantile(0.99, buckets),
+          },
+    );
   }
   return out;
 }

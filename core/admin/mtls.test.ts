@@ -16,22 +16,75 @@ function openssl(...args: string[]) {
   if (r.exitCode !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr.toString()}`);
 }
 function cert(name: string, subject: string, ext: string) {
-  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", subject, "-keyout", `${name}.key`, "-out", `${name}.csr`);
+  openssl(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+    "-subj",
+    subject,
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.csr`,
+  );
   writeFileSync(join(dir, `${name}.ext`), ext);
-  openssl("x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-extfile", `${name}.ext`, "-out", `${name}.crt`);
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    `${name}.csr`,
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-extfile",
+    `${name}.ext`,
+    "-out",
+    `${name}.crt`,
+  );
 }
 
 beforeAll(async () => {
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=ca", "-keyout", "ca.key", "-out", "ca.crt");
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=ca",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+  );
   cert("server", "/CN=server", "subjectAltName=IP:127.0.0.1\n");
   cert("operator", "/O=liqo-admin:write/CN=operator", "extendedKeyUsage=clientAuth\n");
   const api = new Hono<AdminEnv>();
-  api.post("/echo", async (c) => c.json({ principal: c.get("principal"), bytes: (await c.req.arrayBuffer()).byteLength, type: c.req.header("content-type") ?? null }));
+  api.post("/echo", async (c) =>
+    c.json({
+      principal: c.get("principal"),
+      bytes: (await c.req.arrayBuffer()).byteLength,
+      type: c.req.header("content-type") ?? null,
+    }),
+  );
   api.get("/query", (c) => c.json(c.req.queries()));
   const app = createAdminApp({ auth: { tokens: [], clientCertificates: true } });
   app.route("/api", api);
   server = await startAdminServer({
-    app, port: 0, maxRequestBodySize: 1 << 20,
+    app,
+    port: 0,
+    maxRequestBodySize: 1 << 20,
     tls: { cert: await file("server.crt"), key: Bun.file(join(dir, "server.key")), clientCa: await file("ca.crt") },
   });
 });
@@ -41,14 +94,27 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const asOperator = async () => ({ ca: await file("ca.crt"), cert: await file("operator.crt"), key: await file("operator.key") });
+const asOperator = async () => ({
+  ca: await file("ca.crt"),
+  cert: await file("operator.crt"),
+  key: await file("operator.key"),
+});
 
 describe("client-certificate server", () => {
   test("a route sees the certificate's principal and the whole body", async () => {
     const body = new Uint8Array(300_000).fill(7);
-    const res = await fetch(`${server.url}/api/echo`, { method: "POST", body, headers: { "content-type": "application/wasm" }, tls: await asOperator() });
+    const res = await fetch(`${server.url}/api/echo`, {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/wasm" },
+      tls: await asOperator(),
+    });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ principal: { name: "cert:operator", role: "write" }, bytes: 300_000, type: "application/wasm" });
+    expect(await res.json()).toEqual({
+      principal: { name: "cert:operator", role: "write" },
+      bytes: 300_000,
+      type: "application/wasm",
+    });
   });
 
   test("repeated query parameters and headers arrive unchanged", async () => {
@@ -57,14 +123,22 @@ describe("client-certificate server", () => {
   });
 
   test("a body over the server's limit is refused with 413 before the app", async () => {
-    const res = await fetch(`${server.url}/api/echo`, { method: "POST", body: new Uint8Array((1 << 20) + 1), tls: await asOperator() });
+    const res = await fetch(`${server.url}/api/echo`, {
+      method: "POST",
+      body: new Uint8Array((1 << 20) + 1),
+      tls: await asOperator(),
+    });
     expect(res.status).toBe(413);
   });
 
   test("without a certificate or token: 401; stop() closes the listener", async () => {
     const res = await fetch(`${server.url}/api/query`, { tls: { ca: await file("ca.crt") } });
     expect(res.status).toBe(401);
-    const other = await startAdminServer({ app: createAdminApp(), port: 0, tls: { cert: await file("server.crt"), key: await file("server.key"), clientCa: await file("ca.crt") } });
+    const other = await startAdminServer({
+      app: createAdminApp(),
+      port: 0,
+      tls: { cert: await file("server.crt"), key: await file("server.key"), clientCa: await file("ca.crt") },
+    });
     expect((await fetch(`${other.url}/healthz`, { tls: { ca: await file("ca.crt") } })).status).toBe(200);
     await other.stop();
     await expect(fetch(`${other.url}/healthz`, { tls: { ca: await file("ca.crt") } })).rejects.toThrow();

@@ -26,7 +26,8 @@ const verified = new WeakMap<Socket, ClientCertificate>();
 function certificateOf(socket: TLSSocket): ClientCertificate | undefined {
   const peer = socket.getPeerCertificate();
   if (!peer || !peer.subject) return undefined;
-  if (!socket.authorized) return { verified: false, error: String(socket.authorizationError ?? "not signed by the admin client CA") };
+  if (!socket.authorized)
+    return { verified: false, error: String(socket.authorizationError ?? "not signed by the admin client CA") };
   const subject = peer.subject as unknown as Record<string, string | string[] | undefined>;
   const list = (x: string | string[] | undefined) => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
   const cn = list(subject.CN)[0] ?? "unnamed";
@@ -78,7 +79,14 @@ export async function startMtlsServer(o: MtlsServerOptions): Promise<{ port: num
   });
   const sockets = new Set<TLSSocket>();
   const server = createTlsServer(
-    { cert: o.cert, key: o.key, passphrase: o.passphrase, ca: o.clientCa, requestCert: true, rejectUnauthorized: false },
+    {
+      cert: o.cert,
+      key: o.key,
+      passphrase: o.passphrase,
+      ca: o.clientCa,
+      requestCert: true,
+      rejectUnauthorized: false,
+    },
     (socket) => {
       sockets.add(socket);
       socket.once("close", () => sockets.delete(socket));
@@ -98,9 +106,10 @@ export async function startMtlsServer(o: MtlsServerOptions): Promise<{ port: num
   const port = typeof address === "object" && address ? address.port : o.port;
   return {
     port,
-    stop: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
   };
 }

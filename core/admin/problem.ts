@@ -70,17 +70,30 @@ export class ProblemError extends Error {
   }
 }
 
-const reasonByStatus: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound" };
+const reasonByStatus: Record<number, string> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+};
 
 /** The app's onError: known errors keep their status; anything else is a 500 whose details stay in the log. */
 export function createErrorHandler(logger: Logger) {
   return (err: Error, c: Context): Response => {
     if (err instanceof ProblemError) return err.toResponse();
     if (err instanceof HTTPException) {
-      return problemResponse({ status: err.status, reason: reasonByStatus[err.status] ?? "HTTPError", detail: err.message || "request failed" });
+      return problemResponse({
+        status: err.status,
+        reason: reasonByStatus[err.status] ?? "HTTPError",
+        detail: err.message || "request failed",
+      });
     }
     logger.error("admin request failed", { method: c.req.method, path: c.req.path, err });
-    return problemResponse({ status: 500, reason: "InternalError", detail: "unexpected error while serving the request; see the role's log" });
+    return problemResponse({
+      status: 500,
+      reason: "InternalError",
+      detail: "unexpected error while serving the request; see the role's log",
+    });
   };
 }
 

@@ -35,10 +35,14 @@ describe("readiness checks", () => {
   test("a hung check fails by its deadline, is aborted, and the next run starts afresh", async () => {
     const r = createReadiness({ timeoutMs: 5000 });
     const signals: AbortSignal[] = [];
-    r.add("hangs", ({ signal }) => {
-      signals.push(signal);
-      return new Promise<void>(() => {});
-    }, { timeoutMs: 25 });
+    r.add(
+      "hangs",
+      ({ signal }) => {
+        signals.push(signal);
+        return new Promise<void>(() => {});
+      },
+      { timeoutMs: 25 },
+    );
     r.add("fine", () => {});
     const began = performance.now();
     const report = await r.run();

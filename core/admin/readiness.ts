@@ -115,7 +115,9 @@ export function createReadiness(options: ReadinessOptions = {}): Readiness {
   return {
     add(name, check, addOptions = {}) {
       if (typeof name !== "string" || !CHECK_NAME_PATTERN.test(name)) {
-        throw new TypeError(`readiness check name ${JSON.stringify(name)} must be lowercase letters, digits, "-" or ".", at most 63 characters`);
+        throw new TypeError(
+          `readiness check name ${JSON.stringify(name)} must be lowercase letters, digits, "-" or ".", at most 63 characters`,
+        );
       }
       if (typeof check !== "function") throw new TypeError(`readiness check ${name}: check must be a function`);
       if (entries.has(name)) throw new Error(`readiness check ${name} is already registered`);

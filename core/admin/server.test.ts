@@ -20,7 +20,9 @@ async function start(options: Parameters<typeof startAdminServer>[0]) {
 describe("startAdminServer", () => {
   test("serves /metrics over HTTP on a free loopback port", async () => {
     const registry = createRegistry();
-    registry.gauge({ name: "liqo_virtual_nodes", help: "Virtual nodes.", labelNames: ["cluster"] }).set({ cluster: "east" }, 2);
+    registry
+      .gauge({ name: "liqo_virtual_nodes", help: "Virtual nodes.", labelNames: ["cluster"] })
+      .set({ cluster: "east" }, 2);
     const server = await start({ app: createAdminApp({ registry }), port: 0 });
     expect(server.host).toBe("127.0.0.1");
     expect(server.port).toBeGreaterThan(0);
@@ -55,18 +57,22 @@ describe("startAdminServer", () => {
 
   test("refuses unsafe or invalid configurations", async () => {
     const app = createAdminApp();
-    await expect(startAdminServer({ app, host: "0.0.0.0", port: 0 })).rejects.toThrow(/without auth; configure tokens or set allowAnonymous/);
+    await expect(startAdminServer({ app, host: "0.0.0.0", port: 0 })).rejects.toThrow(
+      /without auth; configure tokens or set allowAnonymous/,
+    );
     await expect(startAdminServer({ app, port: 70000 })).rejects.toThrow(AdminConfigError);
     await expect(startAdminServer({ app, port: 1.5 })).rejects.toThrow("port: port must be an integer");
     const secured = createAdminApp({ auth: { tokens: [{ token: TOKEN, role: "write" }] } });
-    await expect(startAdminServer({ app: secured, port: 0, auth: { tokens: [{ token: TOKEN, role: "write" }] } })).rejects.toThrow(
-      /configured on both/,
-    );
+    await expect(
+      startAdminServer({ app: secured, port: 0, auth: { tokens: [{ token: TOKEN, role: "write" }] } }),
+    ).rejects.toThrow(/configured on both/);
   });
 
   test("a taken port is a clear error", async () => {
     const first = await start({ app: createAdminApp(), port: 0 });
-    await expect(startAdminServer({ app: createAdminApp(), port: first.port })).rejects.toThrow(`cannot listen on 127.0.0.1:${first.port}`);
+    await expect(startAdminServer({ app: createAdminApp(), port: first.port })).rejects.toThrow(
+      `cannot listen on 127.0.0.1:${first.port}`,
+    );
   });
 
   test("loopback detection", () => {
@@ -79,15 +85,37 @@ describe("startAdminServer", () => {
   test("serves HTTPS with the given certificate", async () => {
     const dir = mkdtempSync(join(tmpdir(), "admin-tls-"));
     try {
-      const gen = Bun.spawnSync([
-        openssl!, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-        "-subj", "/CN=liqo-admin", "-addext", "subjectAltName=IP:127.0.0.1",
-        "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-      ], { stderr: "pipe" });
+      const gen = Bun.spawnSync(
+        [
+          openssl!,
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-days",
+          "1",
+          "-subj",
+          "/CN=liqo-admin",
+          "-addext",
+          "subjectAltName=IP:127.0.0.1",
+          "-keyout",
+          join(dir, "key.pem"),
+          "-out",
+          join(dir, "cert.pem"),
+        ],
+        { stderr: "pipe" },
+      );
       expect(gen.stderr.toString()).not.toContain("error");
       expect(gen.exitCode).toBe(0);
       const cert = readFileSync(join(dir, "cert.pem"), "utf8");
-      const server = await start({ app: createAdminApp(), port: 0, tls: { cert, key: Bun.file(join(dir, "key.pem")) } });
+      const server = await start({
+        app: createAdminApp(),
+        port: 0,
+        tls: { cert, key: Bun.file(join(dir, "key.pem")) },
+      });
       expect(server.url).toStartWith("https://127.0.0.1:");
       // Without our CA the certificate must not verify: proves TLS is really in play.
       await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();

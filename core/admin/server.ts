@@ -48,7 +48,15 @@ const pem = v.union([v.pipe(v.string(), v.minLength(1)), v.instance(Blob)], "exp
 const ServerOptionsSchema = v.object({
   host: v.pipe(v.string(), v.minLength(1, "host must not be empty")),
   port: v.pipe(v.number(), v.integer("port must be an integer"), v.minValue(0), v.maxValue(65535)),
-  tls: v.optional(v.object({ cert: pem, key: pem, ca: v.optional(pem), passphrase: v.optional(v.string()), clientCa: v.optional(pem) })),
+  tls: v.optional(
+    v.object({
+      cert: pem,
+      key: pem,
+      ca: v.optional(pem),
+      passphrase: v.optional(v.string()),
+      clientCa: v.optional(pem),
+    }),
+  ),
   maxRequestBodySize: v.pipe(v.number(), v.integer(), v.minValue(1)),
 });
 
@@ -82,7 +90,8 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     throw new AdminConfigError(`invalid admin server options: ${issues.join("; ")}`);
   }
   const builtIn = hasBuiltInAuth(options.app);
-  if (options.auth && builtIn) throw new AdminConfigError("auth is configured on both the admin app and the server; configure it once");
+  if (options.auth && builtIn)
+    throw new AdminConfigError("auth is configured on both the admin app and the server; configure it once");
   const authenticated = builtIn || options.auth !== undefined;
   if (!isLoopbackHost(host) && !authenticated && !options.allowAnonymous) {
     throw new AdminConfigError(
@@ -91,7 +100,9 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
   }
   if (!isLoopbackHost(host) && !options.tls && !options.allowAnonymous) {
     // Tokens and the state the API shows would cross the network in clear text.
-    throw new AdminConfigError(`refusing to serve the admin API on ${host} without TLS; configure tls (a certificate and key) or bind a loopback address`);
+    throw new AdminConfigError(
+      `refusing to serve the admin API on ${host} without TLS; configure tls (a certificate and key) or bind a loopback address`,
+    );
   }
 
   const handler = options.auth ? withAuth(options.app, options.auth, logger) : options.app;
@@ -100,8 +111,13 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
     if (options.tls?.clientCa) {
       const text = async (p: Pem) => (typeof p === "string" ? p : p.text());
       listening = await startMtlsServer({
-        host, port: checked.output.port, cert: await text(options.tls.cert), key: await text(options.tls.key), passphrase: options.tls.passphrase,
-        clientCa: await text(options.tls.clientCa), maxRequestBodySize: checked.output.maxRequestBodySize,
+        host,
+        port: checked.output.port,
+        cert: await text(options.tls.cert),
+        key: await text(options.tls.key),
+        passphrase: options.tls.passphrase,
+        clientCa: await text(options.tls.clientCa),
+        maxRequestBodySize: checked.output.maxRequestBodySize,
         fetch: (request) => handler.fetch(request),
       });
     } else {
@@ -115,12 +131,20 @@ export async function startAdminServer(options: AdminServerOptions): Promise<Adm
       listening = { port: server.port!, stop: () => server.stop(true) };
     }
   } catch (err) {
-    throw new AdminConfigError(`cannot listen on ${host}:${options.port}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new AdminConfigError(
+      `cannot listen on ${host}:${options.port}: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   const port = listening.port;
   const scheme = options.tls ? "https" : "http";
   const url = `${scheme}://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
-  logger.info("admin API listening", { url, auth: authenticated, tls: Boolean(options.tls), clientCertificates: Boolean(options.tls?.clientCa) });
+  logger.info("admin API listening", {
+    url,
+    auth: authenticated,
+    tls: Boolean(options.tls),
+    clientCertificates: Boolean(options.tls?.clientCa),
+  });
   return {
     host,
     port,

@@ -8,7 +8,13 @@ function extension(): AdminExtension {
   return {
     views: {
       plugins: () => [
-        { name: hostile, state: "quarantined", quarantineReason: "trap: <b>boom</b>", calls: 1234567, latency: { p99Seconds: 0.0042 } },
+        {
+          name: hostile,
+          state: "quarantined",
+          quarantineReason: "trap: <b>boom</b>",
+          calls: 1234567,
+          latency: { p99Seconds: 0.0042 },
+        },
         { name: "configmaps", state: "ready", calls: 3, latency: { p99Seconds: 0.00002 } },
       ],
       peerings: () => ({ items: [{ clusterId: "milan" }] }),
@@ -19,14 +25,22 @@ function extension(): AdminExtension {
     },
     status: [
       {
-        title: "Plugins", view: "plugins",
+        title: "Plugins",
+        view: "plugins",
         columns: [
-          { key: "name", label: "plugin" }, { key: "state", label: "state", format: "state" },
-          { key: "quarantineReason", label: "reason" }, { key: "calls", label: "calls", format: "count" },
+          { key: "name", label: "plugin" },
+          { key: "state", label: "state", format: "state" },
+          { key: "quarantineReason", label: "reason" },
+          { key: "calls", label: "calls", format: "count" },
           { key: "latency.p99Seconds", label: "p99", format: "seconds" },
         ],
       },
-      { title: "Peerings", view: "peerings", rows: (d) => (d as { items: Record<string, unknown>[] }).items, columns: [{ key: "clusterId", label: "cluster" }] },
+      {
+        title: "Peerings",
+        view: "peerings",
+        rows: (d) => (d as { items: Record<string, unknown>[] }).items,
+        columns: [{ key: "clusterId", label: "cluster" }],
+      },
       { title: "Broken", view: "broken", columns: [{ key: "x", label: "x" }] },
       { title: "Tunnels", view: "empty", empty: "no tunnel is up", columns: [{ key: "x", label: "x" }] },
     ],
@@ -89,9 +103,19 @@ describe("status page", () => {
   });
 
   test("a section over a view that is not a list says so instead of failing the page", async () => {
-    const html = await (await createAdminApp({
-      extensions: [{ views: { one: () => ({ a: 1 }) }, status: [{ title: "One", view: "one", columns: [{ key: "a", label: "a" }] }, { title: "Missing", view: "nope", columns: [] }] }],
-    }).request("/")).text();
+    const html = await (
+      await createAdminApp({
+        extensions: [
+          {
+            views: { one: () => ({ a: 1 }) },
+            status: [
+              { title: "One", view: "one", columns: [{ key: "a", label: "a" }] },
+              { title: "Missing", view: "nope", columns: [] },
+            ],
+          },
+        ],
+      }).request("/")
+    ).text();
     expect(html).toContain("view one did not return a list");
     expect(html).toContain("no view named nope");
   });

@@ -53,7 +53,11 @@ export function createStatusPageHandler(sources: Sources) {
       generatedAt: new Date(),
       refreshSeconds: sources.refreshSeconds,
       health: { ready: report.ready, checks: report.checks },
-      process: { rssBytes: process.memoryUsage.rss(), cpuSeconds: (cpu.user + cpu.system) / 1e6, uptimeSeconds: process.uptime() },
+      process: {
+        rssBytes: process.memoryUsage.rss(),
+        cpuSeconds: (cpu.user + cpu.system) / 1e6,
+        uptimeSeconds: process.uptime(),
+      },
       sections,
       views: [...sources.views.keys()].sort(),
     });

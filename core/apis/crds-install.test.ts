@@ -6,7 +6,10 @@ import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { allCrds, CrdInstallError, installCrds } from "./crds.ts";
 
-function fakeServer(options: { applyError?: KubeApiError; conditions?: { type: string; status: string; reason?: string; message?: string }[] }) {
+function fakeServer(options: {
+  applyError?: KubeApiError;
+  conditions?: { type: string; status: string; reason?: string; message?: string }[];
+}) {
   const applied: string[] = [];
   const client = {
     async apply(_res: unknown, obj: { metadata: { name: string } }, opts: { fieldManager: string }) {
@@ -23,7 +26,10 @@ function fakeServer(options: { applyError?: KubeApiError; conditions?: { type: s
 }
 
 async function failure(p: Promise<unknown>): Promise<CrdInstallError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(CrdInstallError);
   return err as CrdInstallError;
 }
@@ -35,17 +41,32 @@ test("applies with the liqo field manager", async () => {
 });
 
 test("a CRD that never becomes Established fails at the deadline, named, with its last condition", async () => {
-  const { client } = fakeServer({ conditions: [{ type: "Established", status: "False", reason: "Installing", message: "the initial names have not been accepted" }] });
+  const { client } = fakeServer({
+    conditions: [
+      {
+        type: "Established",
+        status: "False",
+        reason: "Installing",
+        message: "the initial names have not been accepted",
+      },
+    ],
+  });
   const started = Date.now();
   const err = await failure(installCrds(client, { crds: [allCrds[0]!], timeoutMs: 200, pollMs: 20 }));
   expect(Date.now() - started).toBeGreaterThanOrEqual(200);
   expect(err.crd).toBe(allCrds[0]!.metadata.name);
   expect(err.reason).toBe("Timeout");
-  expect(err.message).toContain("did not become Established in time; Established=False (Installing: the initial names have not been accepted)");
+  expect(err.message).toContain(
+    "did not become Established in time; Established=False (Installing: the initial names have not been accepted)",
+  );
 });
 
 test("refused names fail at once, with the server's reason", async () => {
-  const { client } = fakeServer({ conditions: [{ type: "NamesAccepted", status: "False", reason: "ShortNamesConflict", message: "\"offer\" is already in use" }] });
+  const { client } = fakeServer({
+    conditions: [
+      { type: "NamesAccepted", status: "False", reason: "ShortNamesConflict", message: '"offer" is already in use' },
+    ],
+  });
   const err = await failure(installCrds(client, { crds: [allCrds[2]!], timeoutMs: 60_000 }));
   expect(err.reason).toBe("ShortNamesConflict");
   expect(err.message).toContain(`CRD ${allCrds[2]!.metadata.name} was not accepted: "offer" is already in use`);

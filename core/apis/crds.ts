@@ -13,7 +13,12 @@ export const CRD_FIELD_MANAGER = "liqo";
 /** A CRD that could not be applied or did not become Established in time. */
 export class CrdInstallError extends Error {
   override name = "CrdInstallError";
-  constructor(readonly crd: string, readonly reason: string, message: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly crd: string,
+    readonly reason: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -26,7 +31,12 @@ export interface InstallCrdsOptions {
   fieldManager?: string;
 }
 
-interface CrdCondition { type: string; status: string; reason?: string; message?: string }
+interface CrdCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
 type CrdWithStatus = CustomResourceDefinition & { status?: { conditions?: CrdCondition[] } };
 
 function condition(crd: CrdWithStatus, type: string): CrdCondition | undefined {
@@ -38,11 +48,16 @@ async function applyOne(client: KubeClient, crd: CustomResourceDefinition, field
     await client.apply(Resources.customResourceDefinitions, crd, { fieldManager, force: true });
   } catch (err) {
     const detail = err instanceof KubeApiError ? `${err.message}` : String(err);
-    const hint = err instanceof KubeApiError && err.status === 403
-      ? "; installing CRDs needs cluster-admin rights (create/patch customresourcedefinitions)"
-      : "";
-    throw new CrdInstallError(crd.metadata.name, err instanceof KubeApiError ? err.reason : "ApplyFailed",
-      `cannot apply CRD ${crd.metadata.name}: ${detail}${hint}`, { cause: err });
+    const hint =
+      err instanceof KubeApiError && err.status === 403
+        ? "; installing CRDs needs cluster-admin rights (create/patch customresourcedefinitions)"
+        : "";
+    throw new CrdInstallError(
+      crd.metadata.name,
+      err instanceof KubeApiError ? err.reason : "ApplyFailed",
+      `cannot apply CRD ${crd.metadata.name}: ${detail}${hint}`,
+      { cause: err },
+    );
   }
 }
 
@@ -57,8 +72,11 @@ async function waitEstablished(client: KubeClient, name: string, deadline: numbe
       if (condition(last, "Established")?.status === "True") return;
       const names = condition(last, "NamesAccepted");
       if (names?.status === "False") {
-        throw new CrdInstallError(name, names.reason ?? "NamesNotAccepted",
-          `CRD ${name} was not accepted: ${names.message ?? names.reason}; another CRD already uses these names, remove it or rename`);
+        throw new CrdInstallError(
+          name,
+          names.reason ?? "NamesNotAccepted",
+          `CRD ${name} was not accepted: ${names.message ?? names.reason}; another CRD already uses these names, remove it or rename`,
+        );
       }
     } catch (err) {
       if (err instanceof CrdInstallError) throw err;
@@ -66,9 +84,16 @@ async function waitEstablished(client: KubeClient, name: string, deadline: numbe
     }
     if (Date.now() >= deadline) {
       const est = last && condition(last, "Established");
-      const why = lastError ? `last error: ${(lastError as Error).message}`
-        : est ? `Established=${est.status} (${est.reason ?? ""}: ${est.message ?? ""})` : "no Established condition yet";
-      throw new CrdInstallError(name, "Timeout", `CRD ${name} did not become Established in time; ${why}; check the API server's logs`);
+      const why = lastError
+        ? `last error: ${(lastError as Error).message}`
+        : est
+          ? `Established=${est.status} (${est.reason ?? ""}: ${est.message ?? ""})`
+          : "no Established condition yet";
+      throw new CrdInstallError(
+        name,
+        "Timeout",
+        `CRD ${name} did not become Established in time; ${why}; check the API server's logs`,
+      );
     }
     await Bun.sleep(pollMs);
   }

@@ -24,7 +24,14 @@ export interface CustomResourceDefinition extends KubeObject {
   metadata: ObjectMeta & { name: string };
   spec: {
     group: string;
-    names: { kind: string; listKind: string; plural: string; singular: string; shortNames?: string[]; categories?: string[] };
+    names: {
+      kind: string;
+      listKind: string;
+      plural: string;
+      singular: string;
+      shortNames?: string[];
+      categories?: string[];
+    };
     scope: "Namespaced" | "Cluster";
     versions: {
       name: string;
@@ -55,20 +62,36 @@ export interface KindOptions<Spec extends v.GenericSchema, Status extends v.Gene
   statusSubresource?: boolean;
 }
 
-function rootSchema<Spec extends v.GenericSchema, Status extends v.GenericSchema | undefined>(o: KindOptions<Spec, Status>) {
+function rootSchema<Spec extends v.GenericSchema, Status extends v.GenericSchema | undefined>(
+  o: KindOptions<Spec, Status>,
+) {
   const apiVersion = `${o.group}/${VERSION}`;
   return v.object({
-    apiVersion: v.optional(v.pipe(v.string(), v.check((s) => s === apiVersion, `must be ${apiVersion}`))),
-    kind: v.optional(v.pipe(v.string(), v.check((s) => s === o.kind, `must be ${o.kind}`))),
+    apiVersion: v.optional(
+      v.pipe(
+        v.string(),
+        v.check((s) => s === apiVersion, `must be ${apiVersion}`),
+      ),
+    ),
+    kind: v.optional(
+      v.pipe(
+        v.string(),
+        v.check((s) => s === o.kind, `must be ${o.kind}`),
+      ),
+    ),
     metadata: objectMeta,
     // The server accepts most kinds without a spec; parsing a missing one as {} reports its
     // required fields by name instead of handing a controller an undefined spec.
     spec: (o.specRequired ? o.spec : v.optional(o.spec, {})) as Spec,
-    status: v.optional((o.status ?? v.object({})) as Status extends v.GenericSchema ? Status : v.ObjectSchema<{}, undefined>),
+    status: v.optional(
+      (o.status ?? v.object({})) as Status extends v.GenericSchema ? Status : v.ObjectSchema<{}, undefined>,
+    ),
   });
 }
 
-function crdOf<Spec extends v.GenericSchema, Status extends v.GenericSchema | undefined>(o: KindOptions<Spec, Status>): CustomResourceDefinition {
+function crdOf<Spec extends v.GenericSchema, Status extends v.GenericSchema | undefined>(
+  o: KindOptions<Spec, Status>,
+): CustomResourceDefinition {
   const at = o.kind;
   const properties: Record<string, OpenApiSchema> = {
     apiVersion: { type: "string", description: "The versioned schema of this representation of an object." },
@@ -80,10 +103,20 @@ function crdOf<Spec extends v.GenericSchema, Status extends v.GenericSchema | un
   const openAPIV3Schema: OpenApiSchema = { type: "object", description: o.description, properties };
   if (o.specRequired) openAPIV3Schema.required = ["spec"];
   const singular = o.kind.toLowerCase();
-  const names: CustomResourceDefinition["spec"]["names"] = { kind: o.kind, listKind: `${o.kind}List`, plural: o.plural, singular };
+  const names: CustomResourceDefinition["spec"]["names"] = {
+    kind: o.kind,
+    listKind: `${o.kind}List`,
+    plural: o.plural,
+    singular,
+  };
   if (o.shortNames?.length) names.shortNames = o.shortNames;
   if (o.categories?.length) names.categories = o.categories;
-  const version: CustomResourceDefinition["spec"]["versions"][number] = { name: VERSION, served: true, storage: true, schema: { openAPIV3Schema } };
+  const version: CustomResourceDefinition["spec"]["versions"][number] = {
+    name: VERSION,
+    served: true,
+    storage: true,
+    schema: { openAPIV3Schema },
+  };
   if (o.status && o.statusSubresource !== false) version.subresources = { status: {} };
   if (o.printerColumns?.length) version.additionalPrinterColumns = o.printerColumns;
   return {
@@ -94,9 +127,17 @@ function crdOf<Spec extends v.GenericSchema, Status extends v.GenericSchema | un
   };
 }
 
-export function defineKind<Spec extends v.GenericSchema, Status extends v.GenericSchema | undefined = undefined>(o: KindOptions<Spec, Status>) {
+export function defineKind<Spec extends v.GenericSchema, Status extends v.GenericSchema | undefined = undefined>(
+  o: KindOptions<Spec, Status>,
+) {
   const schema = rootSchema(o);
-  const resource: ResourceRef = { group: o.group, version: VERSION, plural: o.plural, kind: o.kind, namespaced: o.scope === "Namespaced" };
+  const resource: ResourceRef = {
+    group: o.group,
+    version: VERSION,
+    plural: o.plural,
+    kind: o.kind,
+    namespaced: o.scope === "Namespaced",
+  };
   return {
     kind: o.kind,
     group: o.group,

@@ -24,9 +24,17 @@ export const FORCE_REMOTE_NODE_PORT_ANNOTATION = "liqo.io/force-remote-node-port
 export const SKIP_REFLECTION_ANNOTATION = "liqo.io/skip-reflection";
 
 /** The taint on every virtual node; only pods that tolerate it (offloadable ones) run there. */
-export const VIRTUAL_NODE_TAINT = { key: "virtual-node.liqo.io/not-allowed", value: "true", effect: "NoExecute" } as const;
+export const VIRTUAL_NODE_TAINT = {
+  key: "virtual-node.liqo.io/not-allowed",
+  value: "true",
+  effect: "NoExecute",
+} as const;
 /** The toleration the webhook adds to offloadable pods: Exists, so any value matches. */
-export const VIRTUAL_NODE_TOLERATION = { key: VIRTUAL_NODE_TAINT.key, operator: "Exists", effect: "NoExecute" } as const;
+export const VIRTUAL_NODE_TOLERATION = {
+  key: VIRTUAL_NODE_TAINT.key,
+  operator: "Exists",
+  effect: "NoExecute",
+} as const;
 
 // Replication of CRDs between peers (pkg/consts/replication.go).
 /** "true" on a local object that must be replicated to the peer; also the Local printer column. */

@@ -35,15 +35,28 @@ describe("toOpenApi", () => {
   });
 
   test("v.check stays client-side", () => {
-    expect(toOpenApi(v.pipe(v.string(), v.check((s) => s.length > 3, "too short")))).toEqual({ type: "string" });
+    expect(
+      toOpenApi(
+        v.pipe(
+          v.string(),
+          v.check((s) => s.length > 3, "too short"),
+        ),
+      ),
+    ).toEqual({ type: "string" });
   });
 
   test("descriptions are kept, also through optional", () => {
-    expect(toOpenApi(v.optional(v.pipe(v.string(), v.description("why"))))).toEqual({ type: "string", description: "why" });
+    expect(toOpenApi(v.optional(v.pipe(v.string(), v.description("why"))))).toEqual({
+      type: "string",
+      description: "why",
+    });
   });
 
   test("records and arrays", () => {
-    expect(toOpenApi(v.record(v.string(), v.array(v.string())))).toEqual({ type: "object", additionalProperties: { type: "array", items: { type: "string" } } });
+    expect(toOpenApi(v.record(v.string(), v.array(v.string())))).toEqual({
+      type: "object",
+      additionalProperties: { type: "array", items: { type: "string" } },
+    });
   });
 
   test("a loose object preserves unknown fields", () => {
@@ -59,6 +72,8 @@ describe("toOpenApi", () => {
 
   test("a schema without a CRD equivalent is an error naming the field", () => {
     expect(() => toOpenApi(v.object({ when: v.date() }), "Thing.spec")).toThrow("Thing.spec.when");
-    expect(() => toOpenApi(v.object({ u: v.union([v.string(), v.boolean()]) }), "Thing.spec")).toThrow("Thing.spec.u: a union needs");
+    expect(() => toOpenApi(v.object({ u: v.union([v.string(), v.boolean()]) }), "Thing.spec")).toThrow(
+      "Thing.spec.u: a union needs",
+    );
   });
 });

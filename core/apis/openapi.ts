@@ -61,7 +61,8 @@ export function isOptional(schema: v.GenericSchema): boolean {
 
 function metadataOf(node: Node): CrdMetadata {
   const out: CrdMetadata = {};
-  for (const item of node.pipe ?? []) if (item.kind === "metadata" && item.type === "metadata") Object.assign(out, item.metadata);
+  for (const item of node.pipe ?? [])
+    if (item.kind === "metadata" && item.type === "metadata") Object.assign(out, item.metadata);
   return out;
 }
 
@@ -71,7 +72,10 @@ export function toOpenApi(schema: v.GenericSchema, at = "(root)"): OpenApiSchema
   const meta = metadataOf(node);
   let out: OpenApiSchema;
   switch (node.type) {
-    case "optional": case "exact_optional": case "nullish": case "undefinedable": {
+    case "optional":
+    case "exact_optional":
+    case "nullish":
+    case "undefinedable": {
       out = toOpenApi(node.wrapped as unknown as v.GenericSchema, at);
       if (node.default !== undefined) {
         if (typeof node.default === "function") throw new Error(`${at}: a CRD default must be a value, not a function`);
@@ -79,7 +83,9 @@ export function toOpenApi(schema: v.GenericSchema, at = "(root)"): OpenApiSchema
       }
       break;
     }
-    case "object": case "loose_object": case "strict_object": {
+    case "object":
+    case "loose_object":
+    case "strict_object": {
       const properties: Record<string, OpenApiSchema> = {};
       const required: string[] = [];
       for (const [key, entry] of Object.entries(node.entries ?? {})) {
@@ -101,30 +107,49 @@ export function toOpenApi(schema: v.GenericSchema, at = "(root)"): OpenApiSchema
     case "picklist":
       out = { type: "string", enum: [...(node.options ?? [])] };
       break;
-    case "string": out = { type: "string" }; break;
-    case "boolean": out = { type: "boolean" }; break;
-    case "number": out = { type: "number" }; break;
+    case "string":
+      out = { type: "string" };
+      break;
+    case "boolean":
+      out = { type: "boolean" };
+      break;
+    case "number":
+      out = { type: "number" };
+      break;
     case "union":
       if (!meta.openapi) throw new Error(`${at}: a union needs v.metadata({ openapi }) to say how the CRD spells it`);
       return { ...meta.openapi, ...descriptionOf(node) };
     default:
-      throw new Error(`${at}: valibot schema type "${node.type}" has no CRD equivalent; add it to core/apis/openapi.ts`);
+      throw new Error(
+        `${at}: valibot schema type "${node.type}" has no CRD equivalent; add it to core/apis/openapi.ts`,
+      );
   }
   for (const action of node.pipe ?? []) {
     if (action.kind === "schema") continue;
     switch (action.type) {
-      case "regex": out.pattern = (action.requirement as RegExp).source; break;
-      case "integer": out.type = "integer"; break;
-      case "min_value": out.minimum = action.requirement as number; break;
-      case "max_value": out.maximum = action.requirement as number; break;
-      case "iso_timestamp": out.format = "date-time"; break;
+      case "regex":
+        out.pattern = (action.requirement as RegExp).source;
+        break;
+      case "integer":
+        out.type = "integer";
+        break;
+      case "min_value":
+        out.minimum = action.requirement as number;
+        break;
+      case "max_value":
+        out.maximum = action.requirement as number;
+        break;
+      case "iso_timestamp":
+        out.format = "date-time";
+        break;
     }
   }
   return { ...out, ...descriptionOf(node), ...meta.openapi };
 }
 
 function descriptionOf(node: Node): { description?: string } {
-  const d = (node.pipe ?? []).find((a) => a.type === "description")?.description
-    ?? (node.wrapped ? descriptionOf(node.wrapped).description : undefined);
+  const d =
+    (node.pipe ?? []).find((a) => a.type === "description")?.description ??
+    (node.wrapped ? descriptionOf(node.wrapped).description : undefined);
   return d ? { description: d } : {};
 }

@@ -15,13 +15,19 @@ export class InvalidObjectError extends Error {
     readonly object: string,
     readonly issues: FieldIssue[],
   ) {
-    super(`${object} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}; fix these fields and apply it again`);
+    super(
+      `${object} is invalid: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ")}; fix these fields and apply it again`,
+    );
   }
 }
 
 function describeIssue(issue: v.BaseIssue<unknown>): string {
   // A missing key is reported by the parent object with the key as `expected`.
-  if ((issue.type === "object" || issue.type === "loose_object" || issue.type === "strict_object") && issue.received === "undefined" && issue.path?.length) {
+  if (
+    (issue.type === "object" || issue.type === "loose_object" || issue.type === "strict_object") &&
+    issue.received === "undefined" &&
+    issue.path?.length
+  ) {
     return "is required";
   }
   if (issue.kind === "schema" && issue.message.startsWith("Invalid type:")) {

@@ -81,7 +81,12 @@ describe("planRound", () => {
       }),
     );
     expect(p.update).toEqual([
-      { name: "milan", clusterId: MILAN, resourceVersion: "1", patch: { spec: { foreignAuthUrl: heardMilan.authUrl } } },
+      {
+        name: "milan",
+        clusterId: MILAN,
+        resourceVersion: "1",
+        patch: { spec: { foreignAuthUrl: heardMilan.authUrl } },
+      },
     ]);
   });
   test("but not while two answers disagree on the address", () => {
@@ -99,7 +104,12 @@ describe("planRound", () => {
       input({ existing: [fc("milan", MILAN)], heard: new Map([[MILAN, heardMilan]]), autojoin: true }),
     );
     expect(p.update).toEqual([
-      { name: "milan", clusterId: MILAN, resourceVersion: "1", patch: { metadata: { labels: { [AUTOJOIN_LABEL]: "true" } } } },
+      {
+        name: "milan",
+        clusterId: MILAN,
+        resourceVersion: "1",
+        patch: { metadata: { labels: { [AUTOJOIN_LABEL]: "true" } } },
+      },
     ]);
   });
   test("removed after three missed rounds, not before", () => {

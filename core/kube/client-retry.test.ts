@@ -13,13 +13,18 @@ let calls = 0;
 
 beforeAll(() => {
   server = Bun.serve({
-    port: 0, hostname: "127.0.0.1",
+    port: 0,
+    hostname: "127.0.0.1",
     fetch() {
       calls++;
       const next = answers.shift() ?? { status: 200 };
-      if (next.status === 200) return Response.json({ kind: "ConfigMapList", apiVersion: "v1", metadata: {}, items: [] });
+      if (next.status === 200)
+        return Response.json({ kind: "ConfigMapList", apiVersion: "v1", metadata: {}, items: [] });
       const headers: Record<string, string> = next.retryAfter === undefined ? {} : { "retry-after": next.retryAfter };
-      return Response.json({ kind: "Status", status: "Failure", reason: "TooManyRequests", message: "storage is (re)initializing" }, { status: next.status, headers });
+      return Response.json(
+        { kind: "Status", status: "Failure", reason: "TooManyRequests", message: "storage is (re)initializing" },
+        { status: next.status, headers },
+      );
     },
   });
 });
@@ -28,8 +33,10 @@ afterAll(() => server.stop(true));
 function client() {
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: "c", server: `http://127.0.0.1:${server.port}`, skipTLSVerify: true }], users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x",
+    clusters: [{ name: "c", server: `http://127.0.0.1:${server.port}`, skipTLSVerify: true }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
   });
   return createKubeClient(kc);
 }
@@ -52,7 +59,9 @@ test("a 503 with Retry-After is retried too", async () => {
 test("a 429 without Retry-After is the caller's to handle", async () => {
   answers.push({ status: 429 });
   calls = 0;
-  const err = await client().list(Resources.configMaps, { namespace: "default" }).catch((e) => e);
+  const err = await client()
+    .list(Resources.configMaps, { namespace: "default" })
+    .catch((e) => e);
   expect(err).toBeInstanceOf(KubeApiError);
   expect((err as KubeApiError).status).toBe(429);
   expect(calls).toBe(1);
@@ -61,7 +70,9 @@ test("a 429 without Retry-After is the caller's to handle", async () => {
 test("retries are bounded: a server that always asks to wait ends in its error", async () => {
   for (let i = 0; i < 20; i++) answers.push({ status: 429, retryAfter: "0" });
   calls = 0;
-  const err = await client().list(Resources.configMaps, { namespace: "default" }).catch((e) => e);
+  const err = await client()
+    .list(Resources.configMaps, { namespace: "default" })
+    .catch((e) => e);
   expect((err as KubeApiError).status).toBe(429);
   expect(calls).toBe(11);
   answers.length = 0;
@@ -70,7 +81,9 @@ test("retries are bounded: a server that always asks to wait ends in its error",
 test("a 5xx is retried only for reads: a DELETE it may have processed is not repeated", async () => {
   answers.push({ status: 503, retryAfter: "0" });
   calls = 0;
-  const err = await client().delete(Resources.configMaps, "x", "default").catch((e) => e);
+  const err = await client()
+    .delete(Resources.configMaps, "x", "default")
+    .catch((e) => e);
   expect((err as KubeApiError).status).toBe(503);
   expect(calls).toBe(1);
   answers.length = 0;

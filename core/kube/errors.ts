@@ -15,9 +15,15 @@ export class KubeApiError extends Error {
   ) {
     super(message, options);
   }
-  get notFound() { return this.status === 404; }
-  get conflict() { return this.status === 409; }
-  get gone() { return this.status === 410; }
+  get notFound() {
+    return this.status === 404;
+  }
+  get conflict() {
+    return this.status === 409;
+  }
+  get gone() {
+    return this.status === 410;
+  }
 }
 
 /** A kubeconfig that cannot be used: missing file, missing context, malformed content. */
@@ -34,12 +40,27 @@ export interface StatusBody {
 }
 
 const reasonByStatus: Record<number, string> = {
-  400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
-  409: "Conflict", 410: "Gone", 415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests",
-  500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout",
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+  405: "MethodNotAllowed",
+  409: "Conflict",
+  410: "Gone",
+  415: "UnsupportedMediaType",
+  422: "Invalid",
+  429: "TooManyRequests",
+  500: "InternalError",
+  503: "ServiceUnavailable",
+  504: "Timeout",
 };
 
-export function apiErrorFromStatus(httpStatus: number, body: StatusBody | undefined, key: string, verb: string): KubeApiError {
+export function apiErrorFromStatus(
+  httpStatus: number,
+  body: StatusBody | undefined,
+  key: string,
+  verb: string,
+): KubeApiError {
   const reason = body?.reason || reasonByStatus[httpStatus] || "Unknown";
   const detail = body?.message ?? `HTTP ${httpStatus}`;
   return new KubeApiError(`${verb} ${key}: ${detail} (${reason}, HTTP ${httpStatus})`, httpStatus, reason, key);
@@ -61,13 +82,18 @@ export function transportError(err: unknown, server: string, key: string, verb: 
     reason = "Aborted";
     hint = "the request was cancelled";
   }
-  return new KubeApiError(`${verb} ${key}: cannot reach ${server} (${text.trim()}); ${hint}`, 0, reason, key, { cause: err });
+  return new KubeApiError(`${verb} ${key}: cannot reach ${server} (${text.trim()}); ${hint}`, 0, reason, key, {
+    cause: err,
+  });
 }
 
 /** A reconcile outcome that asks the work queue to try the key again after a delay. */
 export class RetryAfterError extends Error {
   override name = "RetryAfterError";
-  constructor(readonly delayMs: number, message = `retry after ${delayMs}ms`) {
+  constructor(
+    readonly delayMs: number,
+    message = `retry after ${delayMs}ms`,
+  ) {
     super(message);
   }
 }

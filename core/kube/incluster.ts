@@ -31,7 +31,10 @@ export class InClusterKubeConfig extends KubeConfig {
   private token = "";
   private stamp = "";
 
-  constructor(readonly dir: string, server: string) {
+  constructor(
+    readonly dir: string,
+    server: string,
+  ) {
     super();
     this.tokenFile = join(dir, "token");
     this.caFile = join(dir, "ca.crt");
@@ -54,14 +57,19 @@ export class InClusterKubeConfig extends KubeConfig {
     } catch (err) {
       // Keep using the last token while the kubelet swaps the ..data symlink; fail only if we never had one.
       if (this.token) return this.token;
-      throw new KubeConfigError(`in-cluster config: cannot read the ServiceAccount token ${this.tokenFile} (${(err as Error).message}); mount the token (automountServiceAccountToken: true) or set LIQO_SERVICEACCOUNT_DIR to the directory holding token, ca.crt and namespace`, { cause: err });
+      throw new KubeConfigError(
+        `in-cluster config: cannot read the ServiceAccount token ${this.tokenFile} (${(err as Error).message}); mount the token (automountServiceAccountToken: true) or set LIQO_SERVICEACCOUNT_DIR to the directory holding token, ca.crt and namespace`,
+        { cause: err },
+      );
     }
     const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
     if (stamp !== this.stamp) {
       const token = readFileSync(this.tokenFile, "utf8").trim();
       if (!token) {
         if (this.token) return this.token;
-        throw new KubeConfigError(`in-cluster config: the ServiceAccount token ${this.tokenFile} is empty; mount a valid token or set LIQO_SERVICEACCOUNT_DIR`);
+        throw new KubeConfigError(
+          `in-cluster config: the ServiceAccount token ${this.tokenFile} is empty; mount a valid token or set LIQO_SERVICEACCOUNT_DIR`,
+        );
       }
       this.token = token;
       this.stamp = stamp;
@@ -74,13 +82,17 @@ export function loadInClusterConfig(env: Env): InClusterKubeConfig {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
   if (!host || !port) {
-    throw new KubeConfigError("in-cluster config needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (set in every pod); outside a pod pass --kubeconfig");
+    throw new KubeConfigError(
+      "in-cluster config needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (set in every pod); outside a pod pass --kubeconfig",
+    );
   }
   if (!/^\d+$/.test(port)) throw new KubeConfigError(`KUBERNETES_SERVICE_PORT must be a port number, got "${port}"`);
   const dir = serviceAccountDir(env);
   const ca = join(dir, "ca.crt");
   if (!existsSync(ca)) {
-    throw new KubeConfigError(`in-cluster config: ${ca} does not exist; mount the ServiceAccount (automountServiceAccountToken: true) or set LIQO_SERVICEACCOUNT_DIR to the directory holding token, ca.crt and namespace`);
+    throw new KubeConfigError(
+      `in-cluster config: ${ca} does not exist; mount the ServiceAccount (automountServiceAccountToken: true) or set LIQO_SERVICEACCOUNT_DIR to the directory holding token, ca.crt and namespace`,
+    );
   }
   // An IPv6 address needs brackets in a URL, as net.JoinHostPort adds them in client-go.
   const hostPart = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;

@@ -81,7 +81,11 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
 
   const emit = (fn: (h: InformerHandlers<T>) => void) => {
     for (const h of handlers) {
-      try { fn(h); } catch (err) { log.error("informer handler threw", { err }); }
+      try {
+        fn(h);
+      } catch (err) {
+        log.error("informer handler threw", { err });
+      }
     }
   };
 
@@ -109,8 +113,12 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
     const items: T[] = [];
     do {
       const page = await client.list<T>(resource, {
-        namespace: options.namespace, labelSelector: options.labelSelector, fieldSelector: options.fieldSelector,
-        limit: options.pageSize ?? 500, continue: cont, signal: abort.signal,
+        namespace: options.namespace,
+        labelSelector: options.labelSelector,
+        fieldSelector: options.fieldSelector,
+        limit: options.pageSize ?? 500,
+        continue: cont,
+        signal: abort.signal,
       });
       items.push(...page.items);
       cont = page.metadata.continue || undefined;
@@ -138,8 +146,13 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
     const timeout = Math.round(jittered(options.watchTimeoutSeconds ?? 300, 0.2, random));
     let delivered = false;
     for await (const ev of client.watch<T>(resource, {
-      namespace: options.namespace, labelSelector: options.labelSelector, fieldSelector: options.fieldSelector,
-      resourceVersion: rv, allowWatchBookmarks: true, timeoutSeconds: timeout, signal: abort.signal,
+      namespace: options.namespace,
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+      resourceVersion: rv,
+      allowWatchBookmarks: true,
+      timeoutSeconds: timeout,
+      signal: abort.signal,
     })) {
       if (stopped) return delivered;
       stats.events++;
@@ -147,7 +160,12 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
       const obj = ev.object;
       if (ev.type === "ERROR") {
         const status = obj as unknown as { code?: number; reason?: string; message?: string };
-        throw new KubeApiError(`watch ${resource.plural}: ${status.message ?? "error"}`, status.code ?? 500, status.reason ?? "Unknown", resource.plural);
+        throw new KubeApiError(
+          `watch ${resource.plural}: ${status.message ?? "error"}`,
+          status.code ?? 500,
+          status.reason ?? "Unknown",
+          resource.plural,
+        );
       }
       if (obj?.metadata?.resourceVersion) rv = obj.metadata.resourceVersion;
       if (ev.type === "BOOKMARK") continue;
@@ -157,10 +175,18 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
     return delivered;
   }
 
-  const sleep = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(() => { wakeSleep = undefined; resolve(); }, ms);
-    wakeSleep = () => { clearTimeout(timer); wakeSleep = undefined; resolve(); };
-  });
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        wakeSleep = undefined;
+        resolve();
+      }, ms);
+      wakeSleep = () => {
+        clearTimeout(timer);
+        wakeSleep = undefined;
+        resolve();
+      };
+    });
 
   async function run() {
     let failures = 0;
@@ -183,7 +209,10 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
         failures++;
         stats.failures++;
         lastError = err as Error;
-        const delay = Math.min(options.backoffMaxMs ?? 30_000, (options.backoffBaseMs ?? 200) * 2 ** Math.min(failures - 1, 16));
+        const delay = Math.min(
+          options.backoffMaxMs ?? 30_000,
+          (options.backoffBaseMs ?? 200) * 2 ** Math.min(failures - 1, 16),
+        );
         log.warn("list/watch failed, backing off", { err, failures, delayMs: Math.round(delay) });
         await sleep(jittered(delay, 0.5, random));
       }
@@ -216,24 +245,40 @@ export function createInformer<T extends KubeObject = KubeObject>(options: Infor
       await loop;
       loop = undefined;
     },
-    get synced() { return synced; },
+    get synced() {
+      return synced;
+    },
     waitForSync(timeoutMs = 60_000) {
       if (synced) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
-          reject(new Error(`informer for ${resource.plural} did not sync within ${timeoutMs}ms: ${lastError?.message ?? "no answer yet"}`));
+          reject(
+            new Error(
+              `informer for ${resource.plural} did not sync within ${timeoutMs}ms: ${lastError?.message ?? "no answer yet"}`,
+            ),
+          );
         }, timeoutMs);
         syncWaiters.push({
-          resolve: () => { clearTimeout(timer); resolve(); },
-          reject: (e) => { clearTimeout(timer); reject(e); },
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          reject: (e) => {
+            clearTimeout(timer);
+            reject(e);
+          },
         });
       });
     },
     get: (key) => cache.get(key),
     list: () => [...cache.values()],
     keys: () => [...cache.keys()],
-    get resourceVersion() { return rv; },
+    get resourceVersion() {
+      return rv;
+    },
     stats,
-    get lastError() { return lastError; },
+    get lastError() {
+      return lastError;
+    },
   };
 }

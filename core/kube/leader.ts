@@ -62,8 +62,14 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
   const leaseDurationMs = options.leaseDurationMs ?? 15_000;
   const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
   const retryPeriodMs = options.retryPeriodMs ?? 2_000;
-  if (!(renewDeadlineMs < leaseDurationMs)) throw new TypeError(`renew deadline (${renewDeadlineMs} ms) must be shorter than the lease duration (${leaseDurationMs} ms)`);
-  if (!(retryPeriodMs < renewDeadlineMs)) throw new TypeError(`retry period (${retryPeriodMs} ms) must be shorter than the renew deadline (${renewDeadlineMs} ms)`);
+  if (!(renewDeadlineMs < leaseDurationMs))
+    throw new TypeError(
+      `renew deadline (${renewDeadlineMs} ms) must be shorter than the lease duration (${leaseDurationMs} ms)`,
+    );
+  if (!(retryPeriodMs < renewDeadlineMs))
+    throw new TypeError(
+      `retry period (${retryPeriodMs} ms) must be shorter than the renew deadline (${renewDeadlineMs} ms)`,
+    );
   const { client, namespace, name, identity } = options;
   const log = (options.logger ?? silentLogger).child({ component: "leader-election", lease: `${namespace}/${name}` });
   let leader = false;
@@ -86,7 +92,7 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
     return {
       holderIdentity: identity,
       leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-      acquireTime: taking ? now : prev?.acquireTime ?? now,
+      acquireTime: taking ? now : (prev?.acquireTime ?? now),
       renewTime: now,
       leaseTransitions: (prev?.leaseTransitions ?? 0) + (taking && prev?.holderIdentity ? 1 : 0),
     };
@@ -102,7 +108,10 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
     }
     if (!lease) {
       const created = await client.create<Lease>(Resources.leases, {
-        apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name, namespace }, spec: desired(undefined),
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name, namespace },
+        spec: desired(undefined),
       });
       observe(created);
       return true;
@@ -134,7 +143,11 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
         log.info("became the leader", { identity });
         await options.onStartedLeading();
       }
-    } else if (leader && (Date.now() - lastRenew > renewDeadlineMs || (observed && observed.spec.holderIdentity !== identity && !lastError))) {
+    } else if (
+      leader &&
+      (Date.now() - lastRenew > renewDeadlineMs ||
+        (observed && observed.spec.holderIdentity !== identity && !lastError))
+    ) {
       leader = false;
       log.warn("lost the lease; stepping down", { identity, holder: observed?.spec.holderIdentity });
       await options.onStoppedLeading();
@@ -144,15 +157,22 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
   function schedule() {
     if (stopped) return;
     // Standbys poll a little faster than the holder renews, so a dead holder is noticed promptly.
-    timer = setTimeout(() => {
-      running = step().catch((err) => log.error("leader election step failed", { err })).finally(schedule);
-    }, leader ? retryPeriodMs : retryPeriodMs / 2);
+    timer = setTimeout(
+      () => {
+        running = step()
+          .catch((err) => log.error("leader election step failed", { err }))
+          .finally(schedule);
+      },
+      leader ? retryPeriodMs : retryPeriodMs / 2,
+    );
   }
 
   return {
     start() {
       stopped = false;
-      running = step().catch((err) => log.error("leader election step failed", { err })).finally(schedule);
+      running = step()
+        .catch((err) => log.error("leader election step failed", { err }))
+        .finally(schedule);
     },
     async stop() {
       stopped = true;
@@ -165,7 +185,10 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
         // Releasing: an empty holder lets a standby take over without waiting for expiry.
         const lease = await client.get<Lease>(Resources.leases, name, namespace);
         if (lease.spec?.holderIdentity === identity) {
-          await client.replace(Resources.leases, { ...lease, spec: { ...lease.spec, holderIdentity: "", renewTime: microTime(Date.now()), leaseDurationSeconds: 1 } });
+          await client.replace(Resources.leases, {
+            ...lease,
+            spec: { ...lease.spec, holderIdentity: "", renewTime: microTime(Date.now()), leaseDurationSeconds: 1 },
+          });
         }
       } catch (err) {
         log.warn("could not release the lease", { err: (err as Error).message });
@@ -173,9 +196,13 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
     },
     isLeader: () => leader,
     status: () => ({
-      identity, leader, holder: observed?.spec.holderIdentity || undefined,
-      leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: observed?.spec.renewTime,
-      transitions: observed?.spec.leaseTransitions ?? 0, lastError,
+      identity,
+      leader,
+      holder: observed?.spec.holderIdentity || undefined,
+      leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+      renewTime: observed?.spec.renewTime,
+      transitions: observed?.spec.leaseTransitions ?? 0,
+      lastError,
     }),
   };
 }

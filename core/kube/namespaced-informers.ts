@@ -23,7 +23,10 @@ export interface NamespacedInformers<T extends KubeObject> {
 }
 
 export function createNamespacedInformers<T extends KubeObject = KubeObject>(options: {
-  client: KubeClient; resource: ResourceRef; labelSelector?: string; logger?: Logger;
+  client: KubeClient;
+  resource: ResourceRef;
+  labelSelector?: string;
+  logger?: Logger;
   /** As the informer's transform (e.g. dropping managedFields before caching). */
   transform?: (obj: T) => T;
 }): NamespacedInformers<T> {
@@ -38,11 +41,24 @@ export function createNamespacedInformers<T extends KubeObject = KubeObject>(opt
     },
     addNamespace(namespace) {
       if (stopped || informers.has(namespace)) return;
-      const informer = createInformer<T>({ client: options.client, resource: options.resource, namespace, labelSelector: options.labelSelector, logger: options.logger, transform: options.transform });
+      const informer = createInformer<T>({
+        client: options.client,
+        resource: options.resource,
+        namespace,
+        labelSelector: options.labelSelector,
+        logger: options.logger,
+        transform: options.transform,
+      });
       informer.on({
-        add: (o) => { for (const h of handlers) h.add?.(o); },
-        update: (a, b) => { for (const h of handlers) h.update?.(a, b); },
-        delete: (o) => { for (const h of handlers) h.delete?.(o); },
+        add: (o) => {
+          for (const h of handlers) h.add?.(o);
+        },
+        update: (a, b) => {
+          for (const h of handlers) h.update?.(a, b);
+        },
+        delete: (o) => {
+          for (const h of handlers) h.delete?.(o);
+        },
       });
       informers.set(namespace, informer);
       informer.start();
@@ -60,7 +76,9 @@ export function createNamespacedInformers<T extends KubeObject = KubeObject>(opt
       return informers.get(key.slice(0, slash))?.get(key);
     },
     list: () => [...informers.values()].flatMap((i) => i.list()),
-    get synced() { return [...informers.values()].every((i) => i.synced); },
+    get synced() {
+      return [...informers.values()].every((i) => i.synced);
+    },
     async stop() {
       stopped = true;
       await Promise.all([...informers.values()].map((i) => i.stop()));

@@ -39,8 +39,13 @@ export interface ObjectList<T extends KubeObject = KubeObject> {
   items: T[];
 }
 
-const ref = (group: string, version: string, kind: string, plural: string, namespaced = true): ResourceRef =>
-  ({ group, version, kind, plural, namespaced });
+const ref = (group: string, version: string, kind: string, plural: string, namespaced = true): ResourceRef => ({
+  group,
+  version,
+  kind,
+  plural,
+  namespaced,
+});
 
 export const Resources = {
   namespaces: ref("", "v1", "Namespace", "namespaces", false),
@@ -59,7 +64,13 @@ export const Resources = {
   ingresses: ref("networking.k8s.io", "v1", "Ingress", "ingresses"),
   networkPolicies: ref("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
   leases: ref("coordination.k8s.io", "v1", "Lease", "leases"),
-  customResourceDefinitions: ref("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false),
+  customResourceDefinitions: ref(
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    false,
+  ),
 } as const;
 
 export function apiVersionOf(res: ResourceRef): string {
@@ -68,7 +79,9 @@ export function apiVersionOf(res: ResourceRef): string {
 
 export function splitApiVersion(apiVersion: string): { group: string; version: string } {
   const slash = apiVersion.indexOf("/");
-  return slash < 0 ? { group: "", version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+  return slash < 0
+    ? { group: "", version: apiVersion }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 }
 
 export function builtinResource(apiVersion: string, kind: string): ResourceRef | undefined {

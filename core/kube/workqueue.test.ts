@@ -5,7 +5,12 @@ import { waitFor } from "../../tests/support/wait.ts";
 
 describe("backoffDelay", () => {
   test.each([
-    [1, 5], [2, 10], [3, 20], [8, 640], [9, 1000], [40, 1000],
+    [1, 5],
+    [2, 10],
+    [3, 20],
+    [8, 640],
+    [9, 1000],
+    [40, 1000],
   ])("failure %d → %d ms (base 5, max 1000)", (failures, expected) => {
     expect(backoffDelay(failures, 5, 1000)).toBe(expected);
   });
@@ -31,9 +36,11 @@ describe("createWorkQueue", () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const q = createWorkQueue({
-      name: "t", workers: 4,
+      name: "t",
+      workers: 4,
       handler: async () => {
-        active++; calls++;
+        active++;
+        calls++;
         maxActive = Math.max(maxActive, active);
         if (calls === 1) await gate;
         active--;
@@ -54,7 +61,9 @@ describe("createWorkQueue", () => {
   test("failures retry with growing delays until success, then the count is forgotten", async () => {
     let attempts = 0;
     const q = createWorkQueue({
-      name: "t", baseDelayMs: 1, maxDelayMs: 4,
+      name: "t",
+      baseDelayMs: 1,
+      maxDelayMs: 4,
       handler: async () => {
         attempts++;
         if (attempts < 4) throw new Error("boom");
@@ -92,12 +101,17 @@ describe("createWorkQueue", () => {
     let maxActive = 0;
     const releases: (() => void)[] = [];
     const q = createWorkQueue({
-      name: "t", workers: 3,
-      handler: () => new Promise<void>((resolve) => {
-        active++;
-        maxActive = Math.max(maxActive, active);
-        releases.push(() => { active--; resolve(); });
-      }),
+      name: "t",
+      workers: 3,
+      handler: () =>
+        new Promise<void>((resolve) => {
+          active++;
+          maxActive = Math.max(maxActive, active);
+          releases.push(() => {
+            active--;
+            resolve();
+          });
+        }),
     });
     q.start();
     for (const k of ["a", "b", "c", "d"]) q.add(k);
@@ -122,12 +136,20 @@ describe("createWorkQueue", () => {
     const seen: string[] = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const q = createWorkQueue({ name: "t", handler: async (k) => { seen.push(k); if (k === "busy" && seen.length === 1) await gate; } });
+    const q = createWorkQueue({
+      name: "t",
+      handler: async (k) => {
+        seen.push(k);
+        if (k === "busy" && seen.length === 1) await gate;
+      },
+    });
     q.add("busy");
     q.start();
     await waitFor("the worker to take busy", () => seen.length === 1, { timeoutMs: 5_000, intervalMs: 1 });
     expect(seen).toEqual(["busy"]);
-    q.add("a"); q.add("b"); q.add("c");
+    q.add("a");
+    q.add("b");
+    q.add("c");
     q.addFirst("c"); // already waiting: moves ahead, handled once
     q.addFirst("d");
     q.addFirst("d"); // twice: still once

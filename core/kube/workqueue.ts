@@ -144,7 +144,11 @@ export function createWorkQueue(options: WorkQueueOptions): WorkQueue {
       if (key === undefined) {
         await new Promise<void>((resolve) => {
           const prev = wake;
-          wake = () => { wake = undefined; prev?.(); resolve(); };
+          wake = () => {
+            wake = undefined;
+            prev?.();
+            resolve();
+          };
         });
         continue;
       }

@@ -23,8 +23,10 @@ export function createCallbackMetric<L extends string>(
 ): Collectable {
   const labelNames = opts.labelNames ?? [];
   const checkValue = (value: unknown): number => {
-    if (typeof value !== "number") throw new MetricDefinitionError(`metric ${opts.name}: callback value must be a number, got ${typeof value}`);
-    if (type === "counter" && !(value >= 0)) throw new MetricDefinitionError(`counter ${opts.name}: callback returned ${value}, must be >= 0`);
+    if (typeof value !== "number")
+      throw new MetricDefinitionError(`metric ${opts.name}: callback value must be a number, got ${typeof value}`);
+    if (type === "counter" && !(value >= 0))
+      throw new MetricDefinitionError(`counter ${opts.name}: callback returned ${value}, must be >= 0`);
     return value;
   };
   const toSamples = (result: CallbackResult<L>): Sample[] => {
@@ -35,13 +37,16 @@ export function createCallbackMetric<L extends string>(
       return [{ name: opts.name, labels: {}, value: checkValue(result) }];
     }
     if (result == null || typeof (result as Iterable<unknown>)[Symbol.iterator] !== "function") {
-      throw new MetricDefinitionError(`metric ${opts.name}: callback must return a number or an iterable of {labels, value}`);
+      throw new MetricDefinitionError(
+        `metric ${opts.name}: callback must return a number or an iterable of {labels, value}`,
+      );
     }
     const seen = new Set<string>();
     const out: Sample[] = [];
     for (const entry of result) {
       const resolved = resolveLabels(opts.name, labelNames, entry.labels);
-      if (seen.has(resolved.key)) throw new MetricDefinitionError(`metric ${opts.name}: callback returned one label set twice`);
+      if (seen.has(resolved.key))
+        throw new MetricDefinitionError(`metric ${opts.name}: callback returned one label set twice`);
       seen.add(resolved.key);
       out.push({ name: opts.name, labels: resolved.labels, value: checkValue(entry.value) });
     }

@@ -4,8 +4,10 @@ import { createRegistry, parsePrometheusText, renderPrometheusText, type MetricF
 describe("text exposition", () => {
   test("writes HELP, TYPE and samples with escaped help and label values", async () => {
     const r = createRegistry();
-    r.gauge({ name: "liqo_odd", help: 'back\\slash and\nnewline "quotes" stay', labelNames: ["v"] })
-      .set({ v: 'a"b\\c\nd' }, 1.5);
+    r.gauge({ name: "liqo_odd", help: 'back\\slash and\nnewline "quotes" stay', labelNames: ["v"] }).set(
+      { v: 'a"b\\c\nd' },
+      1.5,
+    );
     expect(await r.expose()).toBe(
       '# HELP liqo_odd back\\\\slash and\\nnewline "quotes" stay\n' +
         "# TYPE liqo_odd gauge\n" +
@@ -15,7 +17,12 @@ describe("text exposition", () => {
 
   test("writes cumulative histogram buckets with le last and +Inf", async () => {
     const r = createRegistry();
-    const h = r.histogram({ name: "liqo_apply_seconds", help: "Apply latency.", labelNames: ["kind"], buckets: [0.5, 2] });
+    const h = r.histogram({
+      name: "liqo_apply_seconds",
+      help: "Apply latency.",
+      labelNames: ["kind"],
+      buckets: [0.5, 2],
+    });
     h.observe({ kind: "Pod" }, 0.1);
     h.observe({ kind: "Pod" }, 1);
     h.observe({ kind: "Pod" }, 10);
@@ -47,27 +54,50 @@ describe("text exposition", () => {
 
   test("a full registry round-trips through the parser unchanged", async () => {
     const r = createRegistry();
-    r.counter({ name: "liqo_reflections_total", help: "Reflected objects.\nBy kind.", labelNames: ["kind", "outcome"] })
-      .inc({ kind: 'Con"fig\\Map', outcome: "ok" }, 4);
+    r.counter({
+      name: "liqo_reflections_total",
+      help: "Reflected objects.\nBy kind.",
+      labelNames: ["kind", "outcome"],
+    }).inc({ kind: 'Con"fig\\Map', outcome: "ok" }, 4);
     r.gauge({ name: "liqo_peerings", help: "Active peerings." }).set(2);
-    const h = r.histogram({ name: "liqo_queue_wait_seconds", help: "Wait.", labelNames: ["reflector"], buckets: [0.01, 0.1, 1] });
+    const h = r.histogram({
+      name: "liqo_queue_wait_seconds",
+      help: "Wait.",
+      labelNames: ["reflector"],
+      buckets: [0.01, 0.1, 1],
+    });
     for (const v of [0.001, 0.05, 0.05, 0.5, 5]) h.observe({ reflector: "pods" }, v);
     h.observe({ reflector: "svc" }, 0.2);
-    r.callbackGauge({ name: "liqo_special", help: "Special.", labelNames: ["v"], collect: () => [
-      { labels: { v: "nan" }, value: NaN },
-      { labels: { v: "inf" }, value: -Infinity },
-    ] });
+    r.callbackGauge({
+      name: "liqo_special",
+      help: "Special.",
+      labelNames: ["v"],
+      collect: () => [
+        { labels: { v: "nan" }, value: NaN },
+        { labels: { v: "inf" }, value: -Infinity },
+      ],
+    });
     const families = await r.collect();
     const parsed = parsePrometheusText(await r.expose());
     expect(parsed).toEqual(families);
-    expect(parsed.map((f) => f.name)).toEqual(["liqo_peerings", "liqo_queue_wait_seconds", "liqo_reflections_total", "liqo_special"]);
+    expect(parsed.map((f) => f.name)).toEqual([
+      "liqo_peerings",
+      "liqo_queue_wait_seconds",
+      "liqo_reflections_total",
+      "liqo_special",
+    ]);
     expect(parsed[2]!.samples[0]!.labels.kind).toBe('Con"fig\\Map');
     expect(parsed[2]!.help).toBe("Reflected objects.\nBy kind.");
   });
 
   test("timestamps survive the round trip", () => {
     const families: MetricFamily[] = [
-      { name: "liqo_t", help: "h", type: "untyped", samples: [{ name: "liqo_t", labels: {}, value: -0.5, timestampMs: 1700000000123 }] },
+      {
+        name: "liqo_t",
+        help: "h",
+        type: "untyped",
+        samples: [{ name: "liqo_t", labels: {}, value: -0.5, timestampMs: 1700000000123 }],
+      },
     ];
     const text = renderPrometheusText(families);
     expect(text).toBe("# HELP liqo_t h\n# TYPE liqo_t untyped\nliqo_t -0.5 1700000000123\n");

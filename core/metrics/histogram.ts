@@ -56,10 +56,14 @@ function checkBuckets(metric: string, buckets: readonly number[]): number[] {
   for (let i = 0; i < buckets.length; i++) {
     const b = buckets[i]!;
     if (typeof b !== "number" || !Number.isFinite(b)) {
-      throw new MetricDefinitionError(`histogram ${metric}: bucket ${String(b)} must be a finite number (+Inf is implicit)`);
+      throw new MetricDefinitionError(
+        `histogram ${metric}: bucket ${String(b)} must be a finite number (+Inf is implicit)`,
+      );
     }
     if (i > 0 && !(b > buckets[i - 1]!)) {
-      throw new MetricDefinitionError(`histogram ${metric}: buckets must be strictly increasing, ${buckets[i - 1]} then ${b}`);
+      throw new MetricDefinitionError(
+        `histogram ${metric}: buckets must be strictly increasing, ${buckets[i - 1]} then ${b}`,
+      );
     }
   }
   return [...buckets];
@@ -71,7 +75,12 @@ export function createHistogram<L extends string>(opts: HistogramOptions<L>): Hi
   const bounds = checkBuckets(name, opts.buckets ?? DEFAULT_BUCKETS);
   const now = opts.now ?? (() => performance.now());
   const series = new Map<string, Series>();
-  const fresh = (labels: Record<string, string>): Series => ({ labels, counts: new Array(bounds.length + 1).fill(0), sum: 0, count: 0 });
+  const fresh = (labels: Record<string, string>): Series => ({
+    labels,
+    counts: new Array(bounds.length + 1).fill(0),
+    sum: 0,
+    count: 0,
+  });
   if (labelNames.length === 0) series.set("", fresh({}));
 
   const seriesFor = (labels: Record<string, unknown> | undefined): Series => {

@@ -61,7 +61,8 @@ function splitArgs(args: unknown[]): [Record<string, unknown> | undefined, numbe
 }
 
 function assertNumber(metric: string, value: unknown): asserts value is number {
-  if (typeof value !== "number") throw new MetricDefinitionError(`metric ${metric}: value must be a number, got ${typeof value}`);
+  if (typeof value !== "number")
+    throw new MetricDefinitionError(`metric ${metric}: value must be a number, got ${typeof value}`);
 }
 
 /** Series storage shared by counters and gauges. */

@@ -18,7 +18,10 @@ export function resolveLabels(
 ): ResolvedLabels {
   const givenCount = given ? Object.keys(given).length : 0;
   if (names.length === 0) {
-    if (givenCount > 0) throw new MetricDefinitionError(`metric ${metric}: declared without labels, got ${Object.keys(given!).join(", ")}`);
+    if (givenCount > 0)
+      throw new MetricDefinitionError(
+        `metric ${metric}: declared without labels, got ${Object.keys(given!).join(", ")}`,
+      );
     return noLabels;
   }
   if (!given) throw new MetricDefinitionError(`metric ${metric}: labels required: ${names.join(", ")}`);

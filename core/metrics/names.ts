@@ -20,9 +20,7 @@ export function isValidLabelName(name: string): boolean {
 
 export function assertMetricName(name: string): void {
   if (typeof name !== "string" || !isValidMetricName(name)) {
-    throw new MetricDefinitionError(
-      `invalid metric name ${JSON.stringify(name)}: must match [a-zA-Z_:][a-zA-Z0-9_:]*`,
-    );
+    throw new MetricDefinitionError(`invalid metric name ${JSON.stringify(name)}: must match [a-zA-Z_:][a-zA-Z0-9_:]*`);
   }
 }
 

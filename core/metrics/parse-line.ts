@@ -48,7 +48,8 @@ export function parseDirective(line: string, lineNo: number): Directive {
   const nameMatch = /^(\S+)(?:[ \t]+(.*))?$/.exec(rest);
   if (!nameMatch) throw new PrometheusParseError(`${keyword} line without a metric name`, lineNo);
   const name = nameMatch[1]!;
-  if (!isValidMetricName(name)) throw new PrometheusParseError(`invalid metric name ${JSON.stringify(name)} in ${keyword} line`, lineNo);
+  if (!isValidMetricName(name))
+    throw new PrometheusParseError(`invalid metric name ${JSON.stringify(name)} in ${keyword} line`, lineNo);
   const tail = nameMatch[2] ?? "";
   if (keyword === "HELP") return { kind: "help", name, help: unescapeText(tail, "\\n", lineNo, "HELP text") };
   const type = tail.trimEnd();
@@ -83,7 +84,10 @@ function parseLabels(line: string, start: number, lineNo: number): [Record<strin
     if (line[i] === "}") return [labels, i + 1];
     const name = /^[^=\s,}"]*/.exec(line.slice(i))![0];
     if (!isValidLabelName(name)) {
-      throw new PrometheusParseError(`invalid label name ${JSON.stringify(name)} (must match [a-zA-Z_][a-zA-Z0-9_]*, not start with "__")`, lineNo);
+      throw new PrometheusParseError(
+        `invalid label name ${JSON.stringify(name)} (must match [a-zA-Z_][a-zA-Z0-9_]*, not start with "__")`,
+        lineNo,
+      );
     }
     if (Object.hasOwn(labels, name)) throw new PrometheusParseError(`label ${name} appears twice`, lineNo);
     i += name.length;
@@ -97,17 +101,25 @@ function parseLabels(line: string, start: number, lineNo: number): [Record<strin
     i = after;
     while (isBlank(line[i])) i++;
     if (line[i] === ",") i++;
-    else if (line[i] !== "}") throw new PrometheusParseError(`expected "," or "}" after the value of label ${name}`, lineNo);
+    else if (line[i] !== "}")
+      throw new PrometheusParseError(`expected "," or "}" after the value of label ${name}`, lineNo);
   }
 }
 
 export function parseSampleLine(line: string, lineNo: number): Sample {
   const name = /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(line)?.[0];
-  if (!name) throw new PrometheusParseError(`expected a metric name at the start of ${JSON.stringify(line.slice(0, 40))}`, lineNo);
+  if (!name)
+    throw new PrometheusParseError(
+      `expected a metric name at the start of ${JSON.stringify(line.slice(0, 40))}`,
+      lineNo,
+    );
   let i = name.length;
   const afterName = line[i];
   if (afterName !== undefined && afterName !== "{" && !isBlank(afterName)) {
-    throw new PrometheusParseError(`unexpected character ${JSON.stringify(afterName)} after metric name ${name}`, lineNo);
+    throw new PrometheusParseError(
+      `unexpected character ${JSON.stringify(afterName)} after metric name ${name}`,
+      lineNo,
+    );
   }
   while (isBlank(line[i])) i++;
   let labels: Record<string, string> = {};
@@ -117,14 +129,19 @@ export function parseSampleLine(line: string, lineNo: number): Sample {
       throw new PrometheusParseError(`expected a blank between the labels and the value of ${name}`, lineNo);
     }
   }
-  const fields = line.slice(i).trim().split(/[ \t]+/);
+  const fields = line
+    .slice(i)
+    .trim()
+    .split(/[ \t]+/);
   if (fields.length === 1 && fields[0] === "") throw new PrometheusParseError(`sample ${name} has no value`, lineNo);
   if (fields.length > 2) throw new PrometheusParseError(`unexpected text after the timestamp of ${name}`, lineNo);
   const value = parseValue(fields[0]!);
-  if (value === undefined) throw new PrometheusParseError(`invalid value ${JSON.stringify(fields[0])} for ${name}`, lineNo);
+  if (value === undefined)
+    throw new PrometheusParseError(`invalid value ${JSON.stringify(fields[0])} for ${name}`, lineNo);
   const sample: Sample = { name, labels, value };
   if (fields[1] !== undefined) {
-    if (!/^-?\d+$/.test(fields[1])) throw new PrometheusParseError(`invalid timestamp ${JSON.stringify(fields[1])} for ${name}`, lineNo);
+    if (!/^-?\d+$/.test(fields[1]))
+      throw new PrometheusParseError(`invalid timestamp ${JSON.stringify(fields[1])} for ${name}`, lineNo);
     sample.timestampMs = Number(fields[1]);
   }
   return sample;

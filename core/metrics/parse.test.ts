@@ -60,12 +60,16 @@ describe("parsePrometheusText rejects", () => {
     ["a second TYPE", "# TYPE up gauge\n# TYPE up gauge\nup 1\n", /line 2: second TYPE line for up/],
     ["a second HELP", "# HELP up a\n# HELP up b\nup 1\n", /second HELP line for up/],
     ["TYPE after samples", "up 1\n# TYPE up gauge\n", /TYPE line for up after its samples/],
-    ["a non-contiguous family", "a 1\nb 1\na{x=\"1\"} 2\n", /line 3: sample for a after its family ended/],
+    ["a non-contiguous family", 'a 1\nb 1\na{x="1"} 2\n', /line 3: sample for a after its family ended/],
     ["a duplicate series", 'up{a="1"} 1\nup{a="1"} 2\n', /duplicate sample/],
     ["a negative counter", "# TYPE c_total counter\nc_total -1\n", /must not be negative/],
     ["a bucket without le", "# TYPE h histogram\nh_bucket 1\nh_sum 1\nh_count 1\n", /bucket without an "le" label/],
     ["a bad le", '# TYPE h histogram\nh_bucket{le="x"} 1\n', /invalid "le" value "x"/],
-    ["a histogram without +Inf", '# TYPE h histogram\nh_bucket{le="1"} 1\nh_sum 1\nh_count 1\n', /has no le="\+Inf" bucket/],
+    [
+      "a histogram without +Inf",
+      '# TYPE h histogram\nh_bucket{le="1"} 1\nh_sum 1\nh_count 1\n',
+      /has no le="\+Inf" bucket/,
+    ],
     [
       "non-cumulative buckets",
       '# TYPE h histogram\nh_bucket{le="1"} 5\nh_bucket{le="2"} 3\nh_bucket{le="+Inf"} 5\nh_sum 1\nh_count 5\n',

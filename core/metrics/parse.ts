@@ -44,23 +44,29 @@ function checkSample(state: FamilyState, sample: Sample, lineNo: number): void {
   };
   const isBucket = sample.name === `${name}_bucket`;
   const isQuantileSample = type === "summary" && sample.name === name;
-  if (type === "histogram" && sample.name === name) fail(`histogram ${name}: sample must be named ${name}_bucket, _sum or _count`);
+  if (type === "histogram" && sample.name === name)
+    fail(`histogram ${name}: sample must be named ${name}_bucket, _sum or _count`);
   if (isBucket !== Object.hasOwn(sample.labels, "le") && type === "histogram") {
-    fail(isBucket ? `histogram ${name}: bucket without an "le" label` : `histogram ${name}: "le" label on ${sample.name}`);
+    fail(
+      isBucket ? `histogram ${name}: bucket without an "le" label` : `histogram ${name}: "le" label on ${sample.name}`,
+    );
   }
   if (isBucket) {
     const le = parseValue(sample.labels.le!);
-    if (le === undefined || Number.isNaN(le)) fail(`histogram ${name}: invalid "le" value ${JSON.stringify(sample.labels.le)}`);
+    if (le === undefined || Number.isNaN(le))
+      fail(`histogram ${name}: invalid "le" value ${JSON.stringify(sample.labels.le)}`);
   }
   if (type === "summary" && isQuantileSample !== Object.hasOwn(sample.labels, "quantile")) {
     fail(`summary ${name}: "quantile" label belongs on ${name} samples only`);
   }
   if (isQuantileSample) {
     const q = parseValue(sample.labels.quantile!);
-    if (q === undefined || !(q >= 0 && q <= 1)) fail(`summary ${name}: invalid quantile ${JSON.stringify(sample.labels.quantile)}`);
+    if (q === undefined || !(q >= 0 && q <= 1))
+      fail(`summary ${name}: invalid quantile ${JSON.stringify(sample.labels.quantile)}`);
   }
   const isCount = sample.name.endsWith("_count") && sample.name !== name;
-  if ((type === "counter" || isBucket || isCount) && sample.value < 0) fail(`${sample.name}: value ${sample.value} must not be negative`);
+  if ((type === "counter" || isBucket || isCount) && sample.value < 0)
+    fail(`${sample.name}: value ${sample.value} must not be negative`);
   const key = seriesKey(sample);
   if (state.series.has(key)) fail(`duplicate sample ${sample.name}${JSON.stringify(sample.labels)}`);
   state.series.add(key);
@@ -73,7 +79,9 @@ function checkHistogram(state: FamilyState): void {
   for (const s of samples) {
     const { le, ...rest } = s.labels;
     const key = seriesKey({ name: "", labels: rest, value: 0 });
-    const where = `series {${Object.entries(rest).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(",")}}`;
+    const where = `series {${Object.entries(rest)
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join(",")}}`;
     const group = groups.get(key) ?? { where, buckets: [] };
     groups.set(key, group);
     if (s.name === `${name}_bucket`) group.buckets.push([parseValue(le!)!, s.value]);
@@ -89,7 +97,8 @@ function checkHistogram(state: FamilyState): void {
     const inf = group.buckets.at(-1);
     if (!inf || inf[0] !== Infinity) fail(`${where} has no le="+Inf" bucket`);
     for (let i = 1; i < group.buckets.length; i++) {
-      if (group.buckets[i]![1] < group.buckets[i - 1]![1]) fail(`${where}: bucket counts are not cumulative at le=${group.buckets[i]![0]}`);
+      if (group.buckets[i]![1] < group.buckets[i - 1]![1])
+        fail(`${where}: bucket counts are not cumulative at le=${group.buckets[i]![0]}`);
     }
     if (group.count === undefined || group.sum === undefined) fail(`${where} lacks ${name}_count or ${name}_sum`);
     if (group.count !== inf![1]) fail(`${where}: _count ${group.count} differs from the +Inf bucket ${inf![1]}`);
@@ -112,7 +121,8 @@ export function parsePrometheusText(text: string): MetricFamily[] {
   // A family may only be read in one contiguous block; meeting its name again is an error.
   const enter = (name: string, lineNo: number, why: string): FamilyState => {
     if (current?.family.name === name) return current;
-    if (seen.has(name)) throw new PrometheusParseError(`${why} for ${name} after its family ended (families must be contiguous)`, lineNo);
+    if (seen.has(name))
+      throw new PrometheusParseError(`${why} for ${name} after its family ended (families must be contiguous)`, lineNo);
     finish();
     current = { family: { name, type: "untyped", samples: [] }, typed: false, firstLine: lineNo, series: new Set() };
     seen.set(name, current);
@@ -122,19 +132,22 @@ export function parsePrometheusText(text: string): MetricFamily[] {
 
   lines.forEach((line, index) => {
     const lineNo = index + 1;
-    if (line.includes("\r")) throw new PrometheusParseError("carriage return in line (the format uses \\n line endings)", lineNo);
+    if (line.includes("\r"))
+      throw new PrometheusParseError("carriage return in line (the format uses \\n line endings)", lineNo);
     if (line.trim() === "") return;
     if (line.startsWith("#")) {
       const directive = parseDirective(line, lineNo);
       if (directive.kind === "comment") return;
       const state = enter(directive.name, lineNo, directive.kind === "help" ? "HELP line" : "TYPE line");
       if (directive.kind === "help") {
-        if (state.family.help !== undefined) throw new PrometheusParseError(`second HELP line for ${directive.name}`, lineNo);
+        if (state.family.help !== undefined)
+          throw new PrometheusParseError(`second HELP line for ${directive.name}`, lineNo);
         state.family.help = directive.help;
         return;
       }
       if (state.typed) throw new PrometheusParseError(`second TYPE line for ${directive.name}`, lineNo);
-      if (state.family.samples.length > 0) throw new PrometheusParseError(`TYPE line for ${directive.name} after its samples`, lineNo);
+      if (state.family.samples.length > 0)
+        throw new PrometheusParseError(`TYPE line for ${directive.name} after its samples`, lineNo);
       state.family.type = directive.type as MetricType;
       state.typed = true;
       return;

@@ -11,7 +11,9 @@ test("process metrics come from the source at scrape time", async () => {
     startTimeSeconds: () => 1700000000.25,
   });
   user += 1_000_000;
-  const values = Object.fromEntries(parsePrometheusText(await r.expose()).map((f) => [f.name, [f.type, f.samples[0]!.value]]));
+  const values = Object.fromEntries(
+    parsePrometheusText(await r.expose()).map((f) => [f.name, [f.type, f.samples[0]!.value]]),
+  );
   expect(values).toEqual({
     process_cpu_seconds_total: ["counter", 3],
     process_heap_bytes: ["gauge", 2048],

@@ -4,17 +4,53 @@ import { createRegistry, MetricDefinitionError } from "./index.ts";
 
 describe("declaration", () => {
   const bad: [string, () => void, RegExp][] = [
-    ["metric name with a dash", () => createRegistry().gauge({ name: "liqo-bad", help: "h" }), /invalid metric name "liqo-bad"/],
-    ["metric name starting with a digit", () => createRegistry().gauge({ name: "1liqo", help: "h" }), /invalid metric name/],
+    [
+      "metric name with a dash",
+      () => createRegistry().gauge({ name: "liqo-bad", help: "h" }),
+      /invalid metric name "liqo-bad"/,
+    ],
+    [
+      "metric name starting with a digit",
+      () => createRegistry().gauge({ name: "1liqo", help: "h" }),
+      /invalid metric name/,
+    ],
     ["empty metric name", () => createRegistry().gauge({ name: "", help: "h" }), /invalid metric name ""/],
-    ["label name with a dot", () => createRegistry().gauge({ name: "liqo_x", help: "h", labelNames: ["a.b"] }), /invalid label name "a.b"/],
-    ["reserved __ label", () => createRegistry().gauge({ name: "liqo_x", help: "h", labelNames: ["__x"] }), /not start with "__"/],
-    ["duplicate label", () => createRegistry().gauge({ name: "liqo_x", help: "h", labelNames: ["a", "a"] }), /declared twice/],
-    ["le on a histogram", () => createRegistry().histogram({ name: "liqo_h", help: "h", labelNames: ["le"] }), /reserved/],
-    ["counter without _total", () => createRegistry().counter({ name: "liqo_events", help: "h" }), /must end in "_total"/],
+    [
+      "label name with a dot",
+      () => createRegistry().gauge({ name: "liqo_x", help: "h", labelNames: ["a.b"] }),
+      /invalid label name "a.b"/,
+    ],
+    [
+      "reserved __ label",
+      () => createRegistry().gauge({ name: "liqo_x", help: "h", labelNames: ["__x"] }),
+      /not start with "__"/,
+    ],
+    [
+      "duplicate label",
+      () => createRegistry().gauge({ name: "liqo_x", help: "h", labelNames: ["a", "a"] }),
+      /declared twice/,
+    ],
+    [
+      "le on a histogram",
+      () => createRegistry().histogram({ name: "liqo_h", help: "h", labelNames: ["le"] }),
+      /reserved/,
+    ],
+    [
+      "counter without _total",
+      () => createRegistry().counter({ name: "liqo_events", help: "h" }),
+      /must end in "_total"/,
+    ],
     ["missing help", () => createRegistry().counter({ name: "liqo_events_total", help: " " }), /help text required/],
-    ["unsorted buckets", () => createRegistry().histogram({ name: "liqo_h", help: "h", buckets: [1, 0.5] }), /strictly increasing/],
-    ["infinite bucket", () => createRegistry().histogram({ name: "liqo_h", help: "h", buckets: [1, Infinity] }), /finite/],
+    [
+      "unsorted buckets",
+      () => createRegistry().histogram({ name: "liqo_h", help: "h", buckets: [1, 0.5] }),
+      /strictly increasing/,
+    ],
+    [
+      "infinite bucket",
+      () => createRegistry().histogram({ name: "liqo_h", help: "h", buckets: [1, Infinity] }),
+      /finite/,
+    ],
   ];
   for (const [what, declare, message] of bad) {
     test(`rejects ${what}`, () => {
@@ -85,7 +121,12 @@ describe("counters and gauges", () => {
     const r = createRegistry();
     r.counter({ name: "liqo_restarts_total", help: "h" });
     expect(await r.collect()).toEqual([
-      { name: "liqo_restarts_total", help: "h", type: "counter", samples: [{ name: "liqo_restarts_total", labels: {}, value: 0 }] },
+      {
+        name: "liqo_restarts_total",
+        help: "h",
+        type: "counter",
+        samples: [{ name: "liqo_restarts_total", labels: {}, value: 0 }],
+      },
     ]);
   });
 });
@@ -107,7 +148,13 @@ describe("histograms", () => {
 
   test("startTimer observes elapsed seconds from the injected clock", () => {
     let now = 1000;
-    const h = createRegistry().histogram({ name: "liqo_t", help: "h", labelNames: ["op"], buckets: [1], now: () => now });
+    const h = createRegistry().histogram({
+      name: "liqo_t",
+      help: "h",
+      labelNames: ["op"],
+      buckets: [1],
+      now: () => now,
+    });
     const stop = h.startTimer({ op: "apply" });
     now += 250;
     expect(stop()).toBe(0.25);
@@ -138,7 +185,13 @@ describe("callback metrics and scrape isolation", () => {
     const lines: string[] = [];
     const r = createRegistry({ collectTimeoutMs: 20, logger: createLogger({}, { write: (l) => lines.push(l) }) });
     r.gauge({ name: "liqo_fine", help: "h" }).set(1);
-    r.callbackGauge({ name: "liqo_throws", help: "h", collect: () => { throw new Error("boom"); } });
+    r.callbackGauge({
+      name: "liqo_throws",
+      help: "h",
+      collect: () => {
+        throw new Error("boom");
+      },
+    });
     r.callbackGauge({ name: "liqo_hangs", help: "h", collect: () => new Promise<number>(() => {}) });
     r.callbackCounter({ name: "liqo_neg_total", help: "h", collect: () => -1 });
     r.callbackGauge({ name: "liqo_unlabelled_answer", help: "h", labelNames: ["a"], collect: () => 1 });

@@ -101,12 +101,14 @@ export function createRegistry(options: RegistryOptions = {}): Registry {
     },
     callbackCounter(opts) {
       checkDeclaration("counter", opts);
-      if (typeof opts.collect !== "function") throw new MetricDefinitionError(`metric ${opts.name}: collect function required`);
+      if (typeof opts.collect !== "function")
+        throw new MetricDefinitionError(`metric ${opts.name}: collect function required`);
       add(createCallbackMetric("counter", opts));
     },
     callbackGauge(opts) {
       checkDeclaration("gauge", opts);
-      if (typeof opts.collect !== "function") throw new MetricDefinitionError(`metric ${opts.name}: collect function required`);
+      if (typeof opts.collect !== "function")
+        throw new MetricDefinitionError(`metric ${opts.name}: collect function required`);
       add(createCallbackMetric("gauge", opts));
     },
     unregister(name) {
@@ -122,7 +124,8 @@ export function createRegistry(options: RegistryOptions = {}): Registry {
       const families: MetricFamily[] = [];
       sorted.forEach((metric, i) => {
         const samples = results[i];
-        if (samples && samples.length > 0) families.push({ name: metric.name, help: metric.help, type: metric.type, samples });
+        if (samples && samples.length > 0)
+          families.push({ name: metric.name, help: metric.help, type: metric.type, samples });
       });
       return families;
     },

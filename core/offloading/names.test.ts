@@ -1,5 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { namespaceMapName, namespaceNameProblem, remoteNamespaceName, tenantNamespaceName, uniqueName } from "./names.ts";
+import {
+  namespaceMapName,
+  namespaceNameProblem,
+  remoteNamespaceName,
+  tenantNamespaceName,
+  uniqueName,
+} from "./names.ts";
 
 const florence = { clusterID: "4858caa2-7848-4aab-a6b4-6984389bac56", clusterName: "florence" };
 
@@ -32,6 +38,7 @@ describe("remoteNamespaceName", () => {
 
 describe("namespaceNameProblem", () => {
   test("accepts a DNS label", () => expect(namespaceNameProblem("foo-florence-539f8b")).toBeUndefined());
-  test("rejects more than 63 characters and says so", () => expect(namespaceNameProblem("a".repeat(64))).toContain("more than the 63"));
+  test("rejects more than 63 characters and says so", () =>
+    expect(namespaceNameProblem("a".repeat(64))).toContain("more than the 63"));
   test("rejects uppercase", () => expect(namespaceNameProblem("Foo")).toContain("DNS-1123"));
 });

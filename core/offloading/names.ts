@@ -26,7 +26,11 @@ export function namespaceMapName(remote: ClusterIdentity): string {
  * The twin namespace's name. DefaultName appends the local cluster's unique name so twins from
  * different consumers never collide; EnforceSameName keeps the name for cross-namespace DNS.
  */
-export function remoteNamespaceName(namespace: string, strategy: NamespaceMappingStrategy, local: ClusterIdentity): string {
+export function remoteNamespaceName(
+  namespace: string,
+  strategy: NamespaceMappingStrategy,
+  local: ClusterIdentity,
+): string {
   if (strategy === NamespaceMappingStrategy.EnforceSameName) return namespace;
   return `${namespace}-${uniqueName(local)}`;
 }
@@ -35,7 +39,8 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Why a namespace name cannot be created, or undefined when it can. */
 export function namespaceNameProblem(name: string): string | undefined {
-  if (name.length > 63) return `"${name}" is ${name.length} characters long, more than the 63 a namespace name may have`;
+  if (name.length > 63)
+    return `"${name}" is ${name.length} characters long, more than the 63 a namespace name may have`;
   if (!DNS_LABEL.test(name)) return `"${name}" is not a DNS-1123 label (lowercase letters, digits and '-')`;
   return undefined;
 }

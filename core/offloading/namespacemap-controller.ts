@@ -3,8 +3,11 @@
 // status.currentMapping (Accepted, CreationLoopBackOff, Terminating). The reflection engine's
 // namespace pairs follow: a pair starts once its twin exists and stops before the twin is deleted.
 import {
-  MappingPhase, NamespaceMapResource, REMOTE_CLUSTER_ID_LABEL,
-  REPLICATION_STATUS_LABEL, type RemoteNamespaceStatus,
+  MappingPhase,
+  NamespaceMapResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_STATUS_LABEL,
+  type RemoteNamespaceStatus,
 } from "../apis/index.ts";
 import { RetryAfterError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -60,8 +63,10 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
   const events = options.events ?? createEventRecorder(local, "liqo-namespacemap-controller", log);
   const pairsByMap = new Map<string, Map<string, string>>();
 
-  const pairs = () => [...pairsByMap.values()].flatMap((m) => [...m].map(([localNamespace, remoteNamespace]) => ({ localNamespace, remoteNamespace })))
-    .sort((a, b) => a.localNamespace.localeCompare(b.localNamespace));
+  const pairs = () =>
+    [...pairsByMap.values()]
+      .flatMap((m) => [...m].map(([localNamespace, remoteNamespace]) => ({ localNamespace, remoteNamespace })))
+      .sort((a, b) => a.localNamespace.localeCompare(b.localNamespace));
 
   /** Brings the pairs of one NamespaceMap to `next`, one callback at a time, so a failure resumes where it stopped. */
   async function syncPairs(mapKey: string, next: Map<string, string>) {
@@ -90,9 +95,12 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
   async function setFinalizer(nm: NamespaceMapObject, present: boolean): Promise<NamespaceMapObject> {
     const finalizers = nm.metadata.finalizers ?? [];
     if (finalizers.includes(NAMESPACE_MAP_FINALIZER) === present) return nm;
-    const next = present ? [...finalizers, NAMESPACE_MAP_FINALIZER] : finalizers.filter((f) => f !== NAMESPACE_MAP_FINALIZER);
-    return local.mergePatch<NamespaceMapObject>(NamespaceMapResource, nm.metadata.name!, nm.metadata.namespace,
-      { metadata: { finalizers: next, resourceVersion: nm.metadata.resourceVersion } });
+    const next = present
+      ? [...finalizers, NAMESPACE_MAP_FINALIZER]
+      : finalizers.filter((f) => f !== NAMESPACE_MAP_FINALIZER);
+    return local.mergePatch<NamespaceMapObject>(NamespaceMapResource, nm.metadata.name!, nm.metadata.namespace, {
+      metadata: { finalizers: next, resourceVersion: nm.metadata.resourceVersion },
+    });
   }
 
   async function handle(key: string): Promise<void> {
@@ -113,15 +121,23 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
 
     for (const [localNamespace, remoteNamespace] of Object.entries(desired)) {
       const previous = before[localNamespace];
-      const result = await twins.ensure(remoteNamespace, localNamespace,
-        previous?.remoteNamespace === remoteNamespace ? previous.phase : undefined);
-      if (result.phase) current[localNamespace] = { remoteNamespace, phase: result.phase as RemoteNamespaceStatus["phase"] };
+      const result = await twins.ensure(
+        remoteNamespace,
+        localNamespace,
+        previous?.remoteNamespace === remoteNamespace ? previous.phase : undefined,
+      );
+      if (result.phase)
+        current[localNamespace] = { remoteNamespace, phase: result.phase as RemoteNamespaceStatus["phase"] };
       if (result.phase === MappingPhase.Accepted) accepted.set(localNamespace, remoteNamespace);
       if (result.problem) {
         problems.push(result.problem);
         if (!result.transient) {
           transientOnly = false;
-          events.warning(nm, "RemoteNamespaceCreationFailed", `${localNamespace} -> ${remoteNamespace}: ${result.problem}`);
+          events.warning(
+            nm,
+            "RemoteNamespaceCreationFailed",
+            `${localNamespace} -> ${remoteNamespace}: ${result.problem}`,
+          );
         }
       }
     }
@@ -134,7 +150,8 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
       const gone = await twins.remove(entry.remoteNamespace);
       if (!gone) {
         // A renamed mapping reports its new twin; the old one's deletion has started and ends on its own.
-        if (!current[localNamespace]) current[localNamespace] = { remoteNamespace: entry.remoteNamespace, phase: MappingPhase.Terminating };
+        if (!current[localNamespace])
+          current[localNamespace] = { remoteNamespace: entry.remoteNamespace, phase: MappingPhase.Terminating };
         problems.push(`namespace ${entry.remoteNamespace} is terminating`);
       } else {
         log.info("remote namespace removed", { key, remoteNamespace: entry.remoteNamespace });
@@ -156,10 +173,14 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
   }
 
   const loop = createControllerLoop({
-    name: `namespacemap-${remoteClusterId}`, handle, logger: log, workers: options.workers,
+    name: `namespacemap-${remoteClusterId}`,
+    handle,
+    logger: log,
+    workers: options.workers,
     watches: [
       {
-        client: local, resource: NamespaceMapResource,
+        client: local,
+        resource: NamespaceMapResource,
         labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${remoteClusterId},${REPLICATION_STATUS_LABEL}!=true`,
         // A twin deleted or changed behind our back is found by this periodic re-check, not by
         // watching the remote namespaces: a peer's identity may get, create and delete its twins by

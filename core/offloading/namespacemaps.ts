@@ -2,8 +2,13 @@
 // namespace, labelled with the remote cluster ID. The NamespaceOffloading controller writes their
 // spec.desiredMapping; the NamespaceMap controller of each peering acts on it.
 import {
-  ForeignClusterResource, NamespaceMapResource, REMOTE_CLUSTER_ID_LABEL, REPLICATION_STATUS_LABEL,
-  type ClusterIdentity, type ForeignCluster, type NamespaceMap,
+  ForeignClusterResource,
+  NamespaceMapResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_STATUS_LABEL,
+  type ClusterIdentity,
+  type ForeignCluster,
+  type NamespaceMap,
 } from "../apis/index.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -19,7 +24,9 @@ export const namespaceMapKey = (nm: KubeObject) => `${nm.metadata.namespace}/${n
 
 /** The local NamespaceMaps by remote cluster ID. */
 export async function localNamespaceMaps(client: KubeClient): Promise<Map<string, NamespaceMapObject>> {
-  const list = await client.list<NamespaceMapObject>(NamespaceMapResource, { labelSelector: LOCAL_NAMESPACE_MAPS_SELECTOR });
+  const list = await client.list<NamespaceMapObject>(NamespaceMapResource, {
+    labelSelector: LOCAL_NAMESPACE_MAPS_SELECTOR,
+  });
   const byCluster = new Map<string, NamespaceMapObject>();
   for (const nm of list.items) byCluster.set(nm.metadata.labels![REMOTE_CLUSTER_ID_LABEL]!, nm);
   return byCluster;
@@ -43,33 +50,46 @@ export async function remoteClusterInfo(client: KubeClient, clusterID: string): 
  * Creates the NamespaceMap of a peer if it is missing, owned by its virtual node so that it goes
  * away with the peering (Liqo's virtual node controller does the same).
  */
-export async function ensureNamespaceMap(client: KubeClient, remote: RemoteClusterInfo,
-  owner?: { name: string; uid: string }): Promise<NamespaceMapObject> {
+export async function ensureNamespaceMap(
+  client: KubeClient,
+  remote: RemoteClusterInfo,
+  owner?: { name: string; uid: string },
+): Promise<NamespaceMapObject> {
   const name = namespaceMapName(remote.identity);
   const existing = await client.find<NamespaceMapObject>(NamespaceMapResource, name, remote.tenantNamespace);
   if (existing) return existing;
   const body: KubeObject = {
-    apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "NamespaceMap",
+    apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+    kind: "NamespaceMap",
     metadata: {
-      name, namespace: remote.tenantNamespace,
+      name,
+      namespace: remote.tenantNamespace,
       labels: { [REMOTE_CLUSTER_ID_LABEL]: remote.identity.clusterID },
-      ownerReferences: owner ? [{ apiVersion: "v1", kind: "Node", name: owner.name, uid: owner.uid, controller: true }] : undefined,
+      ownerReferences: owner
+        ? [{ apiVersion: "v1", kind: "Node", name: owner.name, uid: owner.uid, controller: true }]
+        : undefined,
     },
     spec: { desiredMapping: {} },
   };
   try {
     return await client.create<NamespaceMapObject>(NamespaceMapResource, body);
   } catch (err) {
-    if (err instanceof KubeApiError && err.status === 409) return client.get<NamespaceMapObject>(NamespaceMapResource, name, remote.tenantNamespace);
+    if (err instanceof KubeApiError && err.status === 409)
+      return client.get<NamespaceMapObject>(NamespaceMapResource, name, remote.tenantNamespace);
     throw err;
   }
 }
 
 /** Sets (or with null removes) one desired mapping; returns the NamespaceMap as stored. */
-export async function setDesiredMapping(client: KubeClient, nm: NamespaceMapObject, localNamespace: string,
-  remoteNamespace: string | null): Promise<NamespaceMapObject> {
+export async function setDesiredMapping(
+  client: KubeClient,
+  nm: NamespaceMapObject,
+  localNamespace: string,
+  remoteNamespace: string | null,
+): Promise<NamespaceMapObject> {
   const current = nm.spec?.desiredMapping?.[localNamespace];
   if ((remoteNamespace === null && current === undefined) || current === remoteNamespace) return nm;
-  return client.mergePatch<NamespaceMapObject>(NamespaceMapResource, nm.metadata.name!, nm.metadata.namespace,
-    { spec: { desiredMapping: { [localNamespace]: remoteNamespace } } });
+  return client.mergePatch<NamespaceMapObject>(NamespaceMapResource, nm.metadata.name!, nm.metadata.namespace, {
+    spec: { desiredMapping: { [localNamespace]: remoteNamespace } },
+  });
 }

@@ -33,14 +33,29 @@ export function createControllerLoop(options: {
   workers?: number;
   syncTimeoutMs?: number;
 }): ControllerLoop {
-  const queue = createWorkQueue({ name: options.name, handler: options.handle, workers: options.workers ?? 2, baseDelayMs: 200, maxDelayMs: 30_000, logger: options.logger });
+  const queue = createWorkQueue({
+    name: options.name,
+    handler: options.handle,
+    workers: options.workers ?? 2,
+    baseDelayMs: 200,
+    maxDelayMs: 30_000,
+    logger: options.logger,
+  });
   let informers: Informer[] = [];
   return {
     queue,
     async start() {
       informers = options.watches.map((w) => {
-        const informer = createInformer({ client: w.client, resource: w.resource, labelSelector: w.labelSelector, resyncMs: w.resyncMs, logger: options.logger });
-        const enqueue = (obj: KubeObject, old?: KubeObject) => { for (const key of w.keys(obj, old)) queue.add(key); };
+        const informer = createInformer({
+          client: w.client,
+          resource: w.resource,
+          labelSelector: w.labelSelector,
+          resyncMs: w.resyncMs,
+          logger: options.logger,
+        });
+        const enqueue = (obj: KubeObject, old?: KubeObject) => {
+          for (const key of w.keys(obj, old)) queue.add(key);
+        };
         informer.on({ add: (o) => enqueue(o), update: (old, o) => enqueue(o, old), delete: (o) => enqueue(o) });
         informer.start();
         return informer;

@@ -21,8 +21,10 @@ function labelKeyProblem(key: string): string | undefined {
   const slash = key.lastIndexOf("/");
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return `key "${key}" has an invalid prefix (a DNS subdomain such as topology.liqo.io)`;
-  if (name.length > 63 || !LABEL_NAME.test(name)) return `key "${key}" is not a valid label key (such as topology.liqo.io/region)`;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return `key "${key}" has an invalid prefix (a DNS subdomain such as topology.liqo.io)`;
+  if (name.length > 63 || !LABEL_NAME.test(name))
+    return `key "${key}" is not a valid label key (such as topology.liqo.io/region)`;
   return undefined;
 }
 
@@ -40,7 +42,8 @@ function expressionProblem(r: Requirement): string | undefined {
     case "Gt":
     case "Lt":
       return values.length !== 1 || !INTEGER.test(values[0]!)
-        ? `operator ${r.operator} needs exactly one integer value (got ${JSON.stringify(values)})` : undefined;
+        ? `operator ${r.operator} needs exactly one integer value (got ${JSON.stringify(values)})`
+        : undefined;
     default:
       return `operator "${r.operator}" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`;
   }
@@ -48,7 +51,8 @@ function expressionProblem(r: Requirement): string | undefined {
 
 function fieldProblem(r: Requirement): string | undefined {
   if (r.key !== "metadata.name") return `field "${r.key}" cannot be selected; only metadata.name can`;
-  if (r.operator !== "In" && r.operator !== "NotIn") return `operator "${r.operator}" cannot select fields; use In or NotIn`;
+  if (r.operator !== "In" && r.operator !== "NotIn")
+    return `operator "${r.operator}" cannot select fields; use In or NotIn`;
   return (r.values ?? []).length !== 1 ? `operator ${r.operator} on metadata.name needs exactly one value` : undefined;
 }
 
@@ -73,10 +77,14 @@ function matchesExpression(labels: Record<string, string>, r: Requirement): bool
   const value = labels[r.key];
   const values = r.values ?? [];
   switch (r.operator) {
-    case "In": return has && values.includes(value!);
-    case "NotIn": return !has || !values.includes(value!);
-    case "Exists": return has;
-    case "DoesNotExist": return !has;
+    case "In":
+      return has && values.includes(value!);
+    case "NotIn":
+      return !has || !values.includes(value!);
+    case "Exists":
+      return has;
+    case "DoesNotExist":
+      return !has;
     case "Gt":
     case "Lt": {
       // A label that is not an integer never satisfies Gt/Lt, as in Kubernetes.
@@ -84,7 +92,8 @@ function matchesExpression(labels: Record<string, string>, r: Requirement): bool
       const [a, b] = [BigInt(value!), BigInt(values[0]!)];
       return r.operator === "Gt" ? a > b : a < b;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -93,8 +102,10 @@ function matchesTerm(node: SelectableNode, term: Term): boolean {
   const fields = term.matchFields ?? [];
   // An empty term matches nothing (Kubernetes' rule), unlike an empty list of terms.
   if (expressions.length === 0 && fields.length === 0) return false;
-  return expressions.every((r) => matchesExpression(node.labels, r))
-    && fields.every((r) => (r.operator === "In") === (r.values ?? []).includes(node.name));
+  return (
+    expressions.every((r) => matchesExpression(node.labels, r)) &&
+    fields.every((r) => (r.operator === "In") === (r.values ?? []).includes(node.name))
+  );
 }
 
 /** Terms are ORed, requirements in a term ANDed; no selector or no terms selects every node. */

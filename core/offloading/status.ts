@@ -2,8 +2,11 @@
 // conditions per remote cluster (OffloadingRequired, Ready) and an overall offloadingPhase, with
 // the reasons and messages of Liqo v0.5's documentation.
 import {
-  MappingPhase, OffloadingPhase, RemoteNamespaceConditionType,
-  type NamespaceOffloadingStatus, type RemoteNamespaceCondition,
+  MappingPhase,
+  OffloadingPhase,
+  RemoteNamespaceConditionType,
+  type NamespaceOffloadingStatus,
+  type RemoteNamespaceCondition,
 } from "../apis/index.ts";
 
 /** What one NamespaceMap (one remote cluster) says about the offloaded namespace. */
@@ -42,32 +45,70 @@ type Condition = RemoteNamespaceCondition & { lastTransitionTime: string; reason
 
 const stamp = (d: Date) => d.toISOString().replace(/\.\d+Z$/, "Z");
 
-function requiredCondition(requested: boolean, notSelected: StatusInput["notSelected"]): Omit<Condition, "lastTransitionTime"> {
+function requiredCondition(
+  requested: boolean,
+  notSelected: StatusInput["notSelected"],
+): Omit<Condition, "lastTransitionTime"> {
   const type = RemoteNamespaceConditionType.OffloadingRequired;
-  if (requested) return { type, status: "True", reason: ConditionReason.ClusterSelected, message: "The remote cluster has been selected through the ClusterSelector field" };
+  if (requested)
+    return {
+      type,
+      status: "True",
+      reason: ConditionReason.ClusterSelected,
+      message: "The remote cluster has been selected through the ClusterSelector field",
+    };
   if (notSelected) return { type, status: "False", ...notSelected };
-  return { type, status: "False", reason: ConditionReason.ClusterNotSelected, message: "You have not selected this cluster through ClusterSelector fields" };
+  return {
+    type,
+    status: "False",
+    reason: ConditionReason.ClusterNotSelected,
+    message: "You have not selected this cluster through ClusterSelector fields",
+  };
 }
 
 function readyCondition(phase: string | undefined, namespaceMapKey: string): Omit<Condition, "lastTransitionTime"> {
   const type = RemoteNamespaceConditionType.Ready;
   switch (phase) {
     case MappingPhase.Accepted:
-      return { type, status: "True", reason: ConditionReason.RemoteNamespaceCreated, message: "Namespace correctly offloaded on this cluster" };
+      return {
+        type,
+        status: "True",
+        reason: ConditionReason.RemoteNamespaceCreated,
+        message: "Namespace correctly offloaded on this cluster",
+      };
     case MappingPhase.CreationLoopBackOff:
-      return { type, status: "False", reason: ConditionReason.CreationLoopBackOff,
-        message: `Some problems occurred during remote namespace creation; see the events of NamespaceMap ${namespaceMapKey}` };
+      return {
+        type,
+        status: "False",
+        reason: ConditionReason.CreationLoopBackOff,
+        message: `Some problems occurred during remote namespace creation; see the events of NamespaceMap ${namespaceMapKey}`,
+      };
     case MappingPhase.Terminating:
-      return { type, status: "False", reason: ConditionReason.Terminating, message: "The remote namespace is being deleted" };
+      return {
+        type,
+        status: "False",
+        reason: ConditionReason.Terminating,
+        message: "The remote namespace is being deleted",
+      };
     default:
-      return { type, status: "False", reason: ConditionReason.Creating, message: "The remote namespace is being created" };
+      return {
+        type,
+        status: "False",
+        reason: ConditionReason.Creating,
+        message: "The remote namespace is being created",
+      };
   }
 }
 
 /** Keeps the previous transition time while the condition's status does not change (Kubernetes' rule). */
-function withTransition(next: Omit<Condition, "lastTransitionTime">, previous: RemoteNamespaceCondition[] | undefined, now: Date): Condition {
+function withTransition(
+  next: Omit<Condition, "lastTransitionTime">,
+  previous: RemoteNamespaceCondition[] | undefined,
+  now: Date,
+): Condition {
   const old = previous?.find((c) => c.type === next.type);
-  const lastTransitionTime = old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : stamp(now);
+  const lastTransitionTime =
+    old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : stamp(now);
   return { type: next.type, status: next.status, lastTransitionTime, reason: next.reason, message: next.message };
 }
 
@@ -82,7 +123,9 @@ export function offloadingPhase(deleting: boolean, required: number, ready: numb
 
 export function computeStatus(input: StatusInput): NamespaceOffloadingStatus {
   const conditions: Record<string, RemoteNamespaceCondition[]> = {};
-  let required = 0, ready = 0, failed = 0;
+  let required = 0,
+    ready = 0,
+    failed = 0;
   // Sorted so the same inputs always give the same object (no needless status writes).
   for (const c of [...input.clusters].sort((a, b) => a.name.localeCompare(b.name))) {
     if (c.requested) required++;
@@ -93,7 +136,8 @@ export function computeStatus(input: StatusInput): NamespaceOffloadingStatus {
     const previous = input.previous?.remoteNamespacesConditions?.[c.name];
     const list = [withTransition(requiredCondition(c.requested, input.notSelected), previous, input.now)];
     // A cluster never selected (or whose twin is gone) has no Ready condition, as in Liqo's example.
-    if (c.requested || c.phase) list.push(withTransition(readyCondition(c.phase, c.namespaceMapKey), previous, input.now));
+    if (c.requested || c.phase)
+      list.push(withTransition(readyCondition(c.phase, c.namespaceMapKey), previous, input.now));
     conditions[c.name] = list;
   }
   const status: NamespaceOffloadingStatus = {
@@ -114,6 +158,12 @@ export function sameStatus(a: unknown, b: unknown): boolean {
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
     v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => [k, v[k]]))
-      : v);
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .filter((k) => v[k] !== undefined)
+            .map((k) => [k, v[k]]),
+        )
+      : v,
+  );
 }

@@ -16,11 +16,17 @@ export const ENFORCED_STRATEGY_ANNOTATION = "offloading.liqo.io/enforced-pod-off
 type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
 
 /** Why the strategy forbids a pod on this node, or undefined when it may stay. */
-export function strategyViolation(strategy: string, nodeName: string | undefined, virtualNodes: ReadonlySet<string>): string | undefined {
+export function strategyViolation(
+  strategy: string,
+  nodeName: string | undefined,
+  virtualNodes: ReadonlySet<string>,
+): string | undefined {
   if (!nodeName) return undefined;
   const virtual = virtualNodes.has(nodeName);
-  if (strategy === PodOffloadingStrategy.Local && virtual) return `it runs on virtual node ${nodeName}, and podOffloadingStrategy Local keeps pods in the local cluster`;
-  if (strategy === PodOffloadingStrategy.Remote && !virtual) return `it runs on physical node ${nodeName}, and podOffloadingStrategy Remote runs pods only in remote clusters`;
+  if (strategy === PodOffloadingStrategy.Local && virtual)
+    return `it runs on virtual node ${nodeName}, and podOffloadingStrategy Local keeps pods in the local cluster`;
+  if (strategy === PodOffloadingStrategy.Remote && !virtual)
+    return `it runs on physical node ${nodeName}, and podOffloadingStrategy Remote runs pods only in remote clusters`;
   return undefined;
 }
 
@@ -44,34 +50,52 @@ export async function enforcePodOffloadingStrategy(o: EnforceOptions): Promise<s
   if (previous !== undefined) {
     const pods = (await client.list<Pod>(Resources.pods, { namespace })).items;
     for (const pod of pods) {
-      if (pod.metadata.deletionTimestamp || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") continue;
+      if (pod.metadata.deletionTimestamp || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed")
+        continue;
       const why = strategyViolation(strategy, pod.spec?.nodeName, o.virtualNodes);
       if (!why) continue;
       const name = pod.metadata.name!;
       try {
         await client.request("POST", `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, {
-          body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace } }, key: `${namespace}/${name}`,
+          body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace } },
+          key: `${namespace}/${name}`,
         });
       } catch (err) {
         if (err instanceof KubeApiError && err.status === 404) continue;
         // 429: a PodDisruptionBudget does not allow it now; the eviction is retried, as kubectl drain does.
-        if (err instanceof KubeApiError && err.status === 429) { blocked.push(name); continue; }
+        if (err instanceof KubeApiError && err.status === 429) {
+          blocked.push(name);
+          continue;
+        }
         throw err;
       }
       evicted.push(name);
       const message = `evicted because ${why} (the strategy changed from ${previous} to ${strategy}); its controller re-creates it where the strategy allows`;
       o.events.normal(pod, "EvictedByOffloadingStrategy", message);
-      o.logger.info("pod evicted by the offloading strategy", { key: `${namespace}/${name}`, from: previous, to: strategy });
+      o.logger.info("pod evicted by the offloading strategy", {
+        key: `${namespace}/${name}`,
+        from: previous,
+        to: strategy,
+      });
     }
     if (evicted.length > 0) {
-      o.events.normal(offloading, "PodsEvicted", `podOffloadingStrategy ${previous} → ${strategy}: evicted ${evicted.join(", ")}`);
+      o.events.normal(
+        offloading,
+        "PodsEvicted",
+        `podOffloadingStrategy ${previous} → ${strategy}: evicted ${evicted.join(", ")}`,
+      );
     }
     if (blocked.length > 0) {
-      o.events.warning(offloading, "EvictionBlocked", `podOffloadingStrategy ${strategy}: a PodDisruptionBudget does not allow evicting ${blocked.join(", ")} yet; retrying`);
+      o.events.warning(
+        offloading,
+        "EvictionBlocked",
+        `podOffloadingStrategy ${strategy}: a PodDisruptionBudget does not allow evicting ${blocked.join(", ")} yet; retrying`,
+      );
       throw new RetryAfterError(5_000, `evictions blocked by a PodDisruptionBudget in ${namespace}`);
     }
   }
-  await client.mergePatch(NamespaceOffloadingResource, offloading.metadata.name!, namespace,
-    { metadata: { annotations: { [ENFORCED_STRATEGY_ANNOTATION]: strategy } } });
+  await client.mergePatch(NamespaceOffloadingResource, offloading.metadata.name!, namespace, {
+    metadata: { annotations: { [ENFORCED_STRATEGY_ANNOTATION]: strategy } },
+  });
   return evicted;
 }

@@ -10,11 +10,16 @@ export const AUTH_SERVICE = "liqo-auth";
 
 export async function recordAuthUrl(client: KubeClient, liqoNamespace: string, url: string): Promise<void> {
   await ensureNamespace(client, liqoNamespace);
-  await client.apply(Resources.configMaps, {
-    apiVersion: "v1", kind: "ConfigMap",
-    metadata: { name: AUTH_URL_CONFIGMAP, namespace: liqoNamespace, labels: { "app.kubernetes.io/name": "auth" } },
-    data: { url },
-  }, { fieldManager: "liqo-auth", force: true });
+  await client.apply(
+    Resources.configMaps,
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: AUTH_URL_CONFIGMAP, namespace: liqoNamespace, labels: { "app.kubernetes.io/name": "auth" } },
+      data: { url },
+    },
+    { fieldManager: "liqo-auth", force: true },
+  );
 }
 
 type Service = KubeObject & {
@@ -22,7 +27,9 @@ type Service = KubeObject & {
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 };
 
-type Node = KubeObject & { status?: { addresses?: { type: string; address: string }[]; conditions?: { type: string; status: string }[] } };
+type Node = KubeObject & {
+  status?: { addresses?: { type: string; address: string }[]; conditions?: { type: string; status: string }[] };
+};
 
 /**
  * The advertised URL: the liqo-auth Service's load balancer address, else what liqo auth recorded

@@ -38,15 +38,18 @@ export const MAX_CLUSTER_NAME = 63 - "liqo-tenant-".length - "-abcdef".length;
 /** Why a cluster name cannot be used, or undefined. */
 export function clusterNameProblem(name: string): string | undefined {
   if (!name) return "the cluster name is empty";
-  if (name.length > MAX_CLUSTER_NAME) return `cluster name "${name}" has ${name.length} characters; at most ${MAX_CLUSTER_NAME} fit in the tenant namespace name`;
-  if (!DNS_LABEL.test(name)) return `cluster name "${name}" is not a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit)`;
+  if (name.length > MAX_CLUSTER_NAME)
+    return `cluster name "${name}" has ${name.length} characters; at most ${MAX_CLUSTER_NAME} fit in the tenant namespace name`;
+  if (!DNS_LABEL.test(name))
+    return `cluster name "${name}" is not a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit)`;
   return undefined;
 }
 
 /** Why a cluster ID cannot be used, or undefined. IDs become part of object names, so lowercase DNS labels only. */
 export function clusterIdProblem(id: string): string | undefined {
   if (!id) return "the cluster ID is empty";
-  if (id.length > 63 || !DNS_LABEL.test(id)) return `cluster ID "${id}" must be a lowercase DNS-1123 label of at most 63 characters, such as a UUID`;
+  if (id.length > 63 || !DNS_LABEL.test(id))
+    return `cluster ID "${id}" must be a lowercase DNS-1123 label of at most 63 characters, such as a UUID`;
   return undefined;
 }
 
@@ -68,23 +71,31 @@ export function labelProblem(key: string, value: string): string | undefined {
   const slash = key.lastIndexOf("/");
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return `label key "${key}": the prefix must be a DNS subdomain such as example.com`;
-  if (!name || name.length > 63 || !LABEL_NAME.test(name)) return `label key "${key}": the name must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`;
-  if (value.length > 63 || !LABEL_VALUE.test(value)) return `label "${key}": value "${value}" must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return `label key "${key}": the prefix must be a DNS subdomain such as example.com`;
+  if (!name || name.length > 63 || !LABEL_NAME.test(name))
+    return `label key "${key}": the name must be 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`;
+  if (value.length > 63 || !LABEL_VALUE.test(value))
+    return `label "${key}": value "${value}" must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit`;
   return undefined;
 }
 
 /** Parses `--cluster-labels k=v,k2=v2` (kubectl's syntax); throws naming the bad pair. */
 export function parseClusterLabels(text: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const pair of (text ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const pair of (text ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = pair.indexOf("=");
-    if (eq <= 0) throw new Error(`cluster label "${pair}" is not key=value, e.g. topology.kubernetes.io/region=eu-south`);
+    if (eq <= 0)
+      throw new Error(`cluster label "${pair}" is not key=value, e.g. topology.kubernetes.io/region=eu-south`);
     const key = pair.slice(0, eq);
     const value = pair.slice(eq + 1);
     const problem = labelProblem(key, value);
     if (problem) throw new Error(problem);
-    if (key in out && out[key] !== value) throw new Error(`cluster label "${key}" is given twice with different values`);
+    if (key in out && out[key] !== value)
+      throw new Error(`cluster label "${key}" is given twice with different values`);
     out[key] = value;
   }
   return out;
@@ -106,14 +117,23 @@ function decodeLabels(cm: KubeObject, log: Logger): Record<string, string> | und
   if (raw === undefined) return undefined;
   try {
     const parsed = JSON.parse(raw);
-    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]));
-  } catch { /* reported below */ }
-  log.warn(`${CLUSTER_ID_CONFIGMAP} has a ${CLUSTER_LABELS_KEY} that is not a JSON object; using no cluster labels`, { value: raw.slice(0, 200) });
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed))
+      return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]));
+  } catch {
+    /* reported below */
+  }
+  log.warn(`${CLUSTER_ID_CONFIGMAP} has a ${CLUSTER_LABELS_KEY} that is not a JSON object; using no cluster labels`, {
+    value: raw.slice(0, 200),
+  });
   return {};
 }
 
 /** Reads the identity; undefined when the ConfigMap (or its CLUSTER_ID) is missing. */
-export async function readClusterIdentity(client: KubeClient, liqoNamespace = "liqo", logger: Logger = silentLogger): Promise<LocalClusterIdentity | undefined> {
+export async function readClusterIdentity(
+  client: KubeClient,
+  liqoNamespace = "liqo",
+  logger: Logger = silentLogger,
+): Promise<LocalClusterIdentity | undefined> {
   const cm = await client.find(Resources.configMaps, CLUSTER_ID_CONFIGMAP, liqoNamespace);
   const data = (cm?.data ?? {}) as Record<string, string>;
   if (!cm || !data[CLUSTER_ID_KEY]) return undefined;
@@ -128,7 +148,10 @@ export async function readClusterIdentity(client: KubeClient, liqoNamespace = "l
  * Returns the cluster identity, creating the ConfigMap on first run. Idempotent and race-safe:
  * a ConfigMap someone else created wins; keys it lacks are added, keys it has are kept.
  */
-export async function ensureClusterIdentity(client: KubeClient, options: EnsureIdentityOptions = {}): Promise<LocalClusterIdentity> {
+export async function ensureClusterIdentity(
+  client: KubeClient,
+  options: EnsureIdentityOptions = {},
+): Promise<LocalClusterIdentity> {
   const ns = options.liqoNamespace ?? "liqo";
   const log = (options.logger ?? silentLogger).child({ component: "cluster-identity" });
   if (options.clusterName !== undefined) {
@@ -151,7 +174,8 @@ export async function ensureClusterIdentity(client: KubeClient, options: EnsureI
     };
     try {
       cm = await client.create(Resources.configMaps, {
-        apiVersion: "v1", kind: "ConfigMap",
+        apiVersion: "v1",
+        kind: "ConfigMap",
         metadata: { name: CLUSTER_ID_CONFIGMAP, namespace: ns, labels: CLUSTER_ID_CONFIGMAP_SELECTOR },
         data,
       });
@@ -170,7 +194,10 @@ export async function ensureClusterIdentity(client: KubeClient, options: EnsureI
   if (data[CLUSTER_LABELS_KEY] === undefined) missing[CLUSTER_LABELS_KEY] = JSON.stringify(options.clusterLabels ?? {});
   if (Object.keys(missing).length) {
     // resourceVersion makes this a compare-and-swap: a concurrent writer's values are not overwritten.
-    cm = await client.mergePatch(Resources.configMaps, CLUSTER_ID_CONFIGMAP, ns, { metadata: { resourceVersion: cm.metadata.resourceVersion }, data: missing });
+    cm = await client.mergePatch(Resources.configMaps, CLUSTER_ID_CONFIGMAP, ns, {
+      metadata: { resourceVersion: cm.metadata.resourceVersion },
+      data: missing,
+    });
     Object.assign(data, missing);
   }
   const identity: LocalClusterIdentity = {
@@ -179,22 +206,39 @@ export async function ensureClusterIdentity(client: KubeClient, options: EnsureI
     clusterLabels: decodeLabels({ ...cm, data } as KubeObject, log) ?? {},
   };
   if (options.clusterName !== undefined && options.clusterName !== identity.clusterName) {
-    log.warn(`the cluster is already named ${identity.clusterName} in ${ns}/${CLUSTER_ID_CONFIGMAP}; --cluster-name ${options.clusterName} is ignored (peers know the old name)`);
+    log.warn(
+      `the cluster is already named ${identity.clusterName} in ${ns}/${CLUSTER_ID_CONFIGMAP}; --cluster-name ${options.clusterName} is ignored (peers know the old name)`,
+    );
   }
-  if (options.clusterLabels && JSON.stringify(sorted(options.clusterLabels)) !== JSON.stringify(sorted(identity.clusterLabels))) {
-    log.warn(`${ns}/${CLUSTER_ID_CONFIGMAP} holds other cluster labels; the stored ones are kept`, { stored: identity.clusterLabels, given: options.clusterLabels });
+  if (
+    options.clusterLabels &&
+    JSON.stringify(sorted(options.clusterLabels)) !== JSON.stringify(sorted(identity.clusterLabels))
+  ) {
+    log.warn(`${ns}/${CLUSTER_ID_CONFIGMAP} holds other cluster labels; the stored ones are kept`, {
+      stored: identity.clusterLabels,
+      given: options.clusterLabels,
+    });
   }
   return identity;
 }
 
-const sorted = (r: Record<string, string>) => Object.fromEntries(Object.entries(r).sort(([a], [b]) => a.localeCompare(b)));
+const sorted = (r: Record<string, string>) =>
+  Object.fromEntries(Object.entries(r).sort(([a], [b]) => a.localeCompare(b)));
 
 /** Creates a namespace if missing (the liqo namespace on a bare cluster, as in the tests). */
-export async function ensureNamespace(client: KubeClient, name: string, labels?: Record<string, string>): Promise<KubeObject> {
+export async function ensureNamespace(
+  client: KubeClient,
+  name: string,
+  labels?: Record<string, string>,
+): Promise<KubeObject> {
   const found = await client.find(Resources.namespaces, name);
   if (found) return found;
   try {
-    return await client.create(Resources.namespaces, { apiVersion: "v1", kind: "Namespace", metadata: { name, labels } });
+    return await client.create(Resources.namespaces, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name, labels },
+    });
   } catch (err) {
     if (err instanceof KubeApiError && err.conflict) return client.get(Resources.namespaces, name);
     throw err;

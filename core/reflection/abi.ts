@@ -66,7 +66,13 @@ export interface ReflectionContext {
 export type KubeObject = {
   apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 };
 
@@ -93,7 +99,13 @@ export interface RawOutput {
 }
 
 export type IpTranslator = (ip: string, direction: Direction) => string;
-export type CacheLookup = (req: { cluster: "local" | "remote"; apiVersion: string; kind: string; namespace: string; name: string }) => KubeObject | null;
+export type CacheLookup = (req: {
+  cluster: "local" | "remote";
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}) => KubeObject | null;
 
 /** The identity translator: what a peering without overlapping CIDRs configures. */
 export const identityTranslator: IpTranslator = (ip) => ip;

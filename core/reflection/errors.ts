@@ -19,7 +19,12 @@ export class PluginError extends Error {
   /** namespace/name of the object being reflected, when there was one. */
   readonly object?: string;
 
-  constructor(code: PluginErrorCode, plugin: string, message: string, options: { object?: string; cause?: unknown } = {}) {
+  constructor(
+    code: PluginErrorCode,
+    plugin: string,
+    message: string,
+    options: { object?: string; cause?: unknown } = {},
+  ) {
     super(`reflector plugin ${plugin}: ${message}`, { cause: options.cause });
     this.code = code;
     this.plugin = plugin;
@@ -31,7 +36,9 @@ export class PluginError extends Error {
   }
 }
 
-export function objectKey(obj: { metadata?: { namespace?: string; name?: string } } | null | undefined): string | undefined {
+export function objectKey(
+  obj: { metadata?: { namespace?: string; name?: string } } | null | undefined,
+): string | undefined {
   if (!obj?.metadata) return undefined;
   const { namespace, name } = obj.metadata;
   return namespace ? `${namespace}/${name}` : name;

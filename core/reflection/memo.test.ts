@@ -13,11 +13,17 @@ import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION } from "./abi.ts"
 
 await ensureBuilt(["configmaps", "services", "pods"]);
 
-const version = (obj: KubeObject, rv: string, extra: Partial<KubeObject> = {}): KubeObject => ({ ...obj, ...extra, metadata: { ...obj.metadata, resourceVersion: rv, ...extra.metadata } });
+const version = (obj: KubeObject, rv: string, extra: Partial<KubeObject> = {}): KubeObject => ({
+  ...obj,
+  ...extra,
+  metadata: { ...obj.metadata, resourceVersion: rv, ...extra.metadata },
+});
 
 describe("decision memo", () => {
   let services: ReflectorPlugin;
-  beforeAll(async () => { services = await loadBuiltin("services", { memoEntries: 8192 }); });
+  beforeAll(async () => {
+    services = await loadBuiltin("services", { memoEntries: 8192 });
+  });
   afterAll(() => services.close());
 
   test("an update outside the declared fields is answered from the memo, with this version's content", () => {
@@ -48,9 +54,19 @@ describe("decision memo", () => {
     const obj = version(service, "4");
     services.forwardSync(obj, null, ctx);
     const before = services.stats();
-    const foreign: KubeObject = { apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: ctx.remoteNamespace } };
+    const foreign: KubeObject = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "web", namespace: ctx.remoteNamespace },
+    };
     expect(services.forwardSync(obj, foreign, ctx).decision).toBe("skip");
-    const owned: KubeObject = { ...foreign, metadata: { ...foreign.metadata, labels: { [LABEL_MANAGED_BY]: MANAGED_BY_REFLECTION, [LABEL_ORIGIN]: ctx.localClusterId } } };
+    const owned: KubeObject = {
+      ...foreign,
+      metadata: {
+        ...foreign.metadata,
+        labels: { [LABEL_MANAGED_BY]: MANAGED_BY_REFLECTION, [LABEL_ORIGIN]: ctx.localClusterId },
+      },
+    };
     expect(services.forwardSync(obj, owned, ctx).decision).toBe("apply");
     const d = services.forwardSync(obj, null, { ...ctx, remoteNamespace: "elsewhere" });
     expect(d.decision === "apply" && d.object.metadata?.namespace).toBe("elsewhere");
@@ -60,7 +76,9 @@ describe("decision memo", () => {
 
   test("the skip annotation is always seen (metadata is always sent)", () => {
     services.forwardSync(version(service, "5"), null, ctx);
-    const skipped = version(service, "6", { metadata: { ...service.metadata, annotations: { "liqo.io/skip-reflection": "true" } } });
+    const skipped = version(service, "6", {
+      metadata: { ...service.metadata, annotations: { "liqo.io/skip-reflection": "true" } },
+    });
     expect(services.forwardSync(skipped, null, ctx).decision).toBe("delete");
   });
 
@@ -109,7 +127,11 @@ describe("decision memo: host-function answers are inputs too", () => {
       const calls = p.stats().calls;
       expect(p.forwardSync(local, null, ctx).decision).toBe("apply");
       expect(p.stats().calls).toBe(calls); // nothing changed: memo
-      sa = { ...serviceAccount, metadata: { ...serviceAccount.metadata, resourceVersion: "5121" }, secrets: [{ name: "builder-token-new" }] };
+      sa = {
+        ...serviceAccount,
+        metadata: { ...serviceAccount.metadata, resourceVersion: "5121" },
+        secrets: [{ name: "builder-token-new" }],
+      };
       const d = p.forwardSync(local, null, ctx);
       expect(p.stats().calls).toBe(calls + 1);
       expect(JSON.stringify(d)).toContain("builder-token-new");

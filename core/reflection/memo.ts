@@ -52,7 +52,9 @@ export class DecisionMemo {
   #young = new Map<string, Entry[]>();
   #old = new Map<string, Entry[]>();
   readonly #half: number;
-  constructor(capacity = 8192) { this.#half = Math.max(1, capacity >> 1); }
+  constructor(capacity = 8192) {
+    this.#half = Math.max(1, capacity >> 1);
+  }
 
   #list(name: string): Entry[] | undefined {
     const list = this.#young.get(name);
@@ -63,7 +65,10 @@ export class DecisionMemo {
   }
 
   #adopt(name: string, list: Entry[]): void {
-    if (this.#young.size >= this.#half) { this.#old = this.#young; this.#young = new Map(); }
+    if (this.#young.size >= this.#half) {
+      this.#old = this.#young;
+      this.#young = new Map();
+    }
     this.#young.set(name, list);
   }
 
@@ -82,12 +87,20 @@ export class DecisionMemo {
   set(fn: string, name: string, p: Payload, answer: unknown, deps: Dependency[]): void {
     if (p.source === null) return;
     let list = this.#list(name);
-    if (list === undefined) { list = []; this.#adopt(name, list); }
+    if (list === undefined) {
+      list = [];
+      this.#adopt(name, list);
+    }
     const entry: Entry = { fn, source: p.source, context: p.context, state: p.state, target: p.target, answer, deps };
-    const i = list.findIndex((e) => e.fn === fn && e.state === p.state && e.target === p.target && e.context === p.context);
+    const i = list.findIndex(
+      (e) => e.fn === fn && e.state === p.state && e.target === p.target && e.context === p.context,
+    );
     if (i >= 0) list[i] = entry;
     else if (list.length < 8) list.push(entry);
   }
 
-  clear(): void { this.#young.clear(); this.#old.clear(); }
+  clear(): void {
+    this.#young.clear();
+    this.#old.clear();
+  }
 }

@@ -5,22 +5,46 @@ import type { Edit, KubeObject } from "./abi.ts";
 import { EditShapeError, applyEdits, baseCopy } from "./objects.ts";
 
 const source = (): KubeObject => ({
-  apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "a", labels: { app: "web" } },
-  spec: { clusterIP: "10.0.0.1", clusterIPs: ["10.0.0.1"], type: "ClusterIP", ports: [{ port: 80, nodePort: 30080 }, { port: 443, nodePort: 30443 }] },
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name: "web", namespace: "a", labels: { app: "web" } },
+  spec: {
+    clusterIP: "10.0.0.1",
+    clusterIPs: ["10.0.0.1"],
+    type: "ClusterIP",
+    ports: [
+      { port: 80, nodePort: 30080 },
+      { port: 443, nodePort: 30443 },
+    ],
+  },
   status: { loadBalancer: {} },
 });
 
 describe("applyEdits", () => {
   test("several removals from one object in a row", () => {
     const src = source();
-    const out = applyEdits(baseCopy(src, "b", "home", false), [["/spec/clusterIP"], ["/spec/missing"], ["/spec/clusterIPs"]]);
-    expect(out.spec).toEqual({ type: "ClusterIP", ports: [{ port: 80, nodePort: 30080 }, { port: 443, nodePort: 30443 }] });
+    const out = applyEdits(baseCopy(src, "b", "home", false), [
+      ["/spec/clusterIP"],
+      ["/spec/missing"],
+      ["/spec/clusterIPs"],
+    ]);
+    expect(out.spec).toEqual({
+      type: "ClusterIP",
+      ports: [
+        { port: 80, nodePort: 30080 },
+        { port: 443, nodePort: 30443 },
+      ],
+    });
     expect((src.spec as any).clusterIP).toBe("10.0.0.1"); // the cached object is untouched
   });
 
   test("removals inside array members, and of array members, in order", () => {
     const src = source();
-    const out = applyEdits(baseCopy(src, "b", "home", false), [["/spec/ports/0/nodePort"], ["/spec/ports/1/nodePort"], ["/spec/ports/0"]]);
+    const out = applyEdits(baseCopy(src, "b", "home", false), [
+      ["/spec/ports/0/nodePort"],
+      ["/spec/ports/1/nodePort"],
+      ["/spec/ports/0"],
+    ]);
     expect((out.spec as any).ports).toEqual([{ port: 443 }]);
     expect((src.spec as any).ports[0].nodePort).toBe(30080);
   });
@@ -35,7 +59,12 @@ describe("applyEdits", () => {
 
   test("a set after a removal, under a missing parent, and on a label with an escaped key", () => {
     const src = source();
-    const edits: Edit[] = [["/spec/clusterIP"], ["/spec/externalName", "x.example.com"], ["/spec/new/deep", 1], ["/metadata/labels/liqo.io~1x", "y"]];
+    const edits: Edit[] = [
+      ["/spec/clusterIP"],
+      ["/spec/externalName", "x.example.com"],
+      ["/spec/new/deep", 1],
+      ["/metadata/labels/liqo.io~1x", "y"],
+    ];
     const out = applyEdits(baseCopy(src, "b", "home", false), edits);
     expect(out.spec).toMatchObject({ externalName: "x.example.com", new: { deep: 1 } });
     expect(out.spec).not.toHaveProperty("clusterIP");
@@ -52,7 +81,9 @@ describe("applyEdits", () => {
 
   test("a member set on what is an array in this object is refused with the path, as the object's shape", () => {
     expect(() => applyEdits(baseCopy(source(), "b", "home", false), [["/spec/ports/x", 1]])).toThrow(EditShapeError);
-    expect(() => applyEdits(baseCopy(source(), "b", "home", false), [["/spec/ports/x", 1]])).toThrow(/\/spec\/ports\/x/);
+    expect(() => applyEdits(baseCopy(source(), "b", "home", false), [["/spec/ports/x", 1]])).toThrow(
+      /\/spec\/ports\/x/,
+    );
   });
   test("removing a member that is no index from an array removes nothing (it is absent)", () => {
     const src = source();
@@ -62,7 +93,12 @@ describe("applyEdits", () => {
   });
   test("one compiled edit list applied to many objects: each result is its own, sources untouched", () => {
     // The host applies one parsed answer (its edits compiled once) to every object of a run.
-    const edits: Edit[] = [["/spec/clusterIP"], ["/spec/clusterIPs"], ["/spec/ports/1/nodePort"], ["/spec/ports/0/port", 8080]];
+    const edits: Edit[] = [
+      ["/spec/clusterIP"],
+      ["/spec/clusterIPs"],
+      ["/spec/ports/1/nodePort"],
+      ["/spec/ports/0/port", 8080],
+    ];
     const a = source();
     const b = source();
     (b.spec as any).ports[1].nodePort = 31111;
@@ -71,7 +107,10 @@ describe("applyEdits", () => {
     expect((outA.spec as any).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
     expect((outB.spec as any).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
     expect((outA.spec as any).ports).not.toBe((outB.spec as any).ports);
-    expect((a.spec as any).ports).toEqual([{ port: 80, nodePort: 30080 }, { port: 443, nodePort: 30443 }]);
+    expect((a.spec as any).ports).toEqual([
+      { port: 80, nodePort: 30080 },
+      { port: 443, nodePort: 30443 },
+    ]);
     expect((b.spec as any).ports[1].nodePort).toBe(31111);
     // A member the removal does not find leaves its container shared, not copied.
     const c = source();

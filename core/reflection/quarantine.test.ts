@@ -38,10 +38,14 @@ describe("quarantine", () => {
     await p.close();
   });
   for (const trust of ["builtin", "dropin"] as const) {
-    test(`${trust}: trap → quarantined with the abort message`, () => expectQuarantine(trust, "trap", "trap", /fixture trap/));
-    test(`${trust}: answer in another namespace → violation`, () => expectQuarantine(trust, "wrong-namespace", "violation", /namespace "kube-system"/));
-    test(`${trust}: answer for another cluster → violation`, () => expectQuarantine(trust, "wrong-cluster", "violation", /someone-else/));
-    test(`${trust}: malformed edits → invalid-output`, () => expectQuarantine(trust, "bad-decision", "invalid-output", /not a JSON object/));
+    test(`${trust}: trap → quarantined with the abort message`, () =>
+      expectQuarantine(trust, "trap", "trap", /fixture trap/));
+    test(`${trust}: answer in another namespace → violation`, () =>
+      expectQuarantine(trust, "wrong-namespace", "violation", /namespace "kube-system"/));
+    test(`${trust}: answer for another cluster → violation`, () =>
+      expectQuarantine(trust, "wrong-cluster", "violation", /someone-else/));
+    test(`${trust}: malformed edits → invalid-output`, () =>
+      expectQuarantine(trust, "bad-decision", "invalid-output", /not a JSON object/));
   }
   test("overwriting a remote object it does not own → violation", async () => {
     const p = await loadPlugin(misbehave, { trust: "builtin" });
@@ -104,7 +108,10 @@ describe("validatePlugin (drop-in files)", () => {
 
 describe("time budget of built-ins (checked after the call)", () => {
   // A clock that says every call took a full second: the plugin is slow as far as the host can tell.
-  const slowClock = () => { let t = 0; return { now: () => (t += 1000) }; };
+  const slowClock = () => {
+    let t = 0;
+    return { now: () => (t += 1000) };
+  };
 
   test(`a slow call is tolerated; ${BUILTIN_OVERRUNS_TO_QUARANTINE} in a row quarantine`, async () => {
     const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock: slowClock(), memoEntries: 0 });
@@ -127,7 +134,12 @@ describe("time budget of built-ins (checked after the call)", () => {
     let reads = 0;
     let t = 0;
     let slow = false;
-    const clock = { now: () => { reads++; return (t += slow ? 1000 : 1); } };
+    const clock = {
+      now: () => {
+        reads++;
+        return (t += slow ? 1000 : 1);
+      },
+    };
     const p = await loadPlugin(misbehave, { trust: "builtin", budgetMs: 250, clock, memoEntries: 0 });
     try {
       for (let i = 0; i < 64; i++) p.forwardSync(cm, null, ctx);
@@ -135,7 +147,14 @@ describe("time budget of built-ins (checked after the call)", () => {
       slow = true;
       // The next sampled run is slow: from then on every run is timed, and the fifth slow one in a row quarantines.
       let calls = 0;
-      while (p.state === "ready" && calls < 100) { calls++; try { p.forwardSync(cm, null, ctx); } catch { /* the quarantining call */ } }
+      while (p.state === "ready" && calls < 100) {
+        calls++;
+        try {
+          p.forwardSync(cm, null, ctx);
+        } catch {
+          /* the quarantining call */
+        }
+      }
       expect(p.state).toBe("quarantined");
       expect(calls).toBeLessThanOrEqual(8 + BUILTIN_OVERRUNS_TO_QUARANTINE);
     } finally {

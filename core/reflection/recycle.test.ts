@@ -36,7 +36,11 @@ test("survives 40,000 calls (past the 16k breakage) with flat plugin memory", as
 test("without recycling, calls still do not grow memory (the arena is rewound per call)", async () => {
   const plugin = await loadBuiltin("services", { recycleAfterCalls: Number.MAX_SAFE_INTEGER, memoEntries: 0 });
   try {
-    const service = (nodePort: number) => ({ ...configMap, kind: "Service", spec: { ports: [{ port: 80, nodePort }] } });
+    const service = (nodePort: number) => ({
+      ...configMap,
+      kind: "Service",
+      spec: { ports: [{ port: 80, nodePort }] },
+    });
     plugin.forwardSync(service(30000), null, ctx);
     const before = plugin.stats().memoryBytes;
     for (let i = 0; i < 20_000; i++) plugin.forwardSync(service(30000 + (i % 100)), null, ctx);

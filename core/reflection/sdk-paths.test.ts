@@ -12,9 +12,17 @@ import { loadPlugin, type ReflectorPlugin } from "./host.ts";
 
 await ensureBuilt(["fixture-sdkprobe", "storage", "pods", "endpointslices"]);
 
-const base: ReflectionContext = { localClusterId: "home", remoteClusterId: "far", localNamespace: "a", remoteNamespace: "a-far" };
+const base: ReflectionContext = {
+  localClusterId: "home",
+  remoteClusterId: "far",
+  localNamespace: "a",
+  remoteNamespace: "a-far",
+};
 const cm = (data: Record<string, string>, rv?: string): KubeObject => ({
-  apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "a", ...(rv ? { resourceVersion: rv } : {}) }, data,
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name: "cfg", namespace: "a", ...(rv ? { resourceVersion: rv } : {}) },
+  data,
 });
 const applied = (d: { decision: string; object?: KubeObject }) => {
   expect(d.decision).toBe("apply");
@@ -22,8 +30,12 @@ const applied = (d: { decision: string; object?: KubeObject }) => {
 };
 
 let probe: ReflectorPlugin;
-beforeAll(async () => { probe = await loadPlugin(await Bun.file(wasmPath("fixture-sdkprobe")).bytes(), { trust: "builtin" }); });
-afterAll(async () => { await probe.close(); });
+beforeAll(async () => {
+  probe = await loadPlugin(await Bun.file(wasmPath("fixture-sdkprobe")).bytes(), { trust: "builtin" });
+});
+afterAll(async () => {
+  await probe.close();
+});
 
 describe("context kept across calls", () => {
   test("a new context replaces the kept one; switching back and forth never answers a stale field", () => {
@@ -70,7 +82,11 @@ describe("input and look-up caches follow the resourceVersion", () => {
   });
 
   test("the looked-up ServiceAccount is re-read when its resourceVersion changes", async () => {
-    let sa: KubeObject = { ...s.serviceAccount, metadata: { ...s.serviceAccount.metadata, resourceVersion: "1" }, secrets: [{ name: "token-one" }] };
+    let sa: KubeObject = {
+      ...s.serviceAccount,
+      metadata: { ...s.serviceAccount.metadata, resourceVersion: "1" },
+      secrets: [{ name: "token-one" }],
+    };
     const pods = await loadBuiltin("pods", { lookup: (req) => (req.kind === "ServiceAccount" ? sa : null) });
     const tokenSecret = (d: ReturnType<ReflectorPlugin["forwardSync"]>) =>
       (applied(d).spec.volumes as Array<{ secret?: { secretName: string } }>).find((v) => v.secret)?.secret?.secretName;
@@ -87,19 +103,30 @@ describe("input and look-up caches follow the resourceVersion", () => {
 describe("translate_ip answers", () => {
   const addresses = (d: ReturnType<ReflectorPlugin["forwardSync"]>) =>
     (applied(d) as unknown as { endpoints: Array<{ addresses: string[] }> }).endpoints.flatMap((e) => e.addresses);
-  const slice: KubeObject = { ...s.endpointSlice, endpoints: [
-    { addresses: ["10.244.1.5"], conditions: { ready: true } },
-    { addresses: ["192.168.7.7", "10.244.2.9"], conditions: { ready: true } },
-  ] };
+  const slice: KubeObject = {
+    ...s.endpointSlice,
+    endpoints: [
+      { addresses: ["10.244.1.5"], conditions: { ready: true } },
+      { addresses: ["192.168.7.7", "10.244.2.9"], conditions: { ready: true } },
+    ],
+  };
 
   test("the identity translation (answered 0, unchanged) keeps every address", async () => {
     const p = await loadBuiltin("endpointslices");
-    try { expect(addresses(p.forwardSync(slice, null, s.ctx))).toEqual(["10.244.1.5", "192.168.7.7", "10.244.2.9"]); } finally { await p.close(); }
+    try {
+      expect(addresses(p.forwardSync(slice, null, s.ctx))).toEqual(["10.244.1.5", "192.168.7.7", "10.244.2.9"]);
+    } finally {
+      await p.close();
+    }
   });
 
   test("a remapping changes the addresses it maps and keeps the others (answered 0)", async () => {
     const p = await loadBuiltin("endpointslices", { translateIp: (ip) => ip.replace(/^10\.244\./, "10.99.") });
-    try { expect(addresses(p.forwardSync(slice, null, s.ctx))).toEqual(["10.99.1.5", "192.168.7.7", "10.99.2.9"]); } finally { await p.close(); }
+    try {
+      expect(addresses(p.forwardSync(slice, null, s.ctx))).toEqual(["10.99.1.5", "192.168.7.7", "10.99.2.9"]);
+    } finally {
+      await p.close();
+    }
   });
 });
 
@@ -112,7 +139,7 @@ describe("lazy JSON in the SDK", () => {
   });
 
   test("keys with escapes and multi-byte characters are found; a longer key is not mistaken for a shorter one", () => {
-    const data = { "quote\"back\\slash": "q", "clé-ключ": "u", kk: "longer", "k\u00e9": "é" };
+    const data = { 'quote"back\\slash': "q", "clé-ключ": "u", kk: "longer", "k\u00e9": "é" };
     const got = applied(probe.forwardSync(cm(data), null, { ...base, mode: "keys" }));
     expect(got.data.escaped).toBe("q");
     expect(got.data.unicode).toBe("u");

@@ -16,7 +16,9 @@ test("a plugin whose start function loops is refused, and the main thread is nev
   const took = performance.now() - started;
   clearInterval(timer);
   expect(verdict.ok).toBe(false);
-  expect(!verdict.ok && verdict.problems.join("\n")).toMatch(/loopstart\.wasm: did not finish starting \(its start function\) within 1500 ms; its worker was terminated/);
+  expect(!verdict.ok && verdict.problems.join("\n")).toMatch(
+    /loopstart\.wasm: did not finish starting \(its start function\) within 1500 ms; its worker was terminated/,
+  );
   expect(took).toBeLessThan(5_000);
   // A stalled thread would not have ticked at all while the plugin spun.
   expect(ticks).toBeGreaterThanOrEqual(Math.floor(1_500 / 50 / 2));
@@ -34,6 +36,8 @@ test("a valid drop-in still validates, its manifest read in the worker", async (
 }, 15_000);
 
 test("bytes that are not WebAssembly are refused with the reason", async () => {
-  const verdict = await validatePlugin(new TextEncoder().encode("#!/bin/sh\necho not wasm\n"), { label: "script.wasm" });
+  const verdict = await validatePlugin(new TextEncoder().encode("#!/bin/sh\necho not wasm\n"), {
+    label: "script.wasm",
+  });
   expect(!verdict.ok && verdict.problems[0]).toMatch(/script\.wasm: is not a valid WebAssembly module/);
 });

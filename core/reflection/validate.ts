@@ -10,8 +10,13 @@ import { loadPlugin, type LoadOptions } from "./host.ts";
 export type Validation = { ok: true; manifest: Manifest } | { ok: false; manifest?: Manifest; problems: string[] };
 
 const trialCtx: ReflectionContext = {
-  localClusterId: "validation-local", remoteClusterId: "validation-remote", localNamespace: "validation", remoteNamespace: "validation-remote",
-  virtualNodeName: "liqo-validation-remote", virtualKubeletIp: "10.0.0.1", storageClass: "standard",
+  localClusterId: "validation-local",
+  remoteClusterId: "validation-remote",
+  localNamespace: "validation",
+  remoteNamespace: "validation-remote",
+  virtualNodeName: "liqo-validation-remote",
+  virtualKubeletIp: "10.0.0.1",
+  storageClass: "standard",
 };
 
 export async function validatePlugin(wasm: Uint8Array, options: LoadOptions = {}): Promise<Validation> {
@@ -26,20 +31,37 @@ export async function validatePlugin(wasm: Uint8Array, options: LoadOptions = {}
   try {
     for (const r of plugin.manifest.resources) {
       const namespaced = r.namespaced !== false;
-      const sample: KubeObject = { apiVersion: apiVersionOf(r), kind: r.kind, metadata: { name: "trial", namespace: namespaced ? trialCtx.localNamespace : undefined }, spec: {} };
+      const sample: KubeObject = {
+        apiVersion: apiVersionOf(r),
+        kind: r.kind,
+        metadata: { name: "trial", namespace: namespaced ? trialCtx.localNamespace : undefined },
+        spec: {},
+      };
       const calls: Array<[string, () => Promise<unknown>]> = [];
       if (r.direction !== "backward") calls.push(["forward", () => plugin.forward(sample, null, trialCtx)]);
-      if (r.direction !== "forward") calls.push(["backward", () => plugin.backward({ ...sample, metadata: { name: "trial", namespace: namespaced ? trialCtx.remoteNamespace : undefined } }, null, trialCtx)]);
+      if (r.direction !== "forward")
+        calls.push([
+          "backward",
+          () =>
+            plugin.backward(
+              { ...sample, metadata: { name: "trial", namespace: namespaced ? trialCtx.remoteNamespace : undefined } },
+              null,
+              trialCtx,
+            ),
+        ]);
       for (const [dir, call] of calls) {
         try {
           await call();
         } catch (err) {
           // An input error on a bare sample is acceptable; anything that quarantines is not.
-          if (!(err instanceof PluginError) || err.quarantines || err.code === "quarantined") problems.push(`trial ${dir} call for ${r.kind}: ${(err as Error).message}`);
+          if (!(err instanceof PluginError) || err.quarantines || err.code === "quarantined")
+            problems.push(`trial ${dir} call for ${r.kind}: ${(err as Error).message}`);
         }
       }
     }
-    return problems.length ? { ok: false, manifest: plugin.manifest, problems } : { ok: true, manifest: plugin.manifest };
+    return problems.length
+      ? { ok: false, manifest: plugin.manifest, problems }
+      : { ok: true, manifest: plugin.manifest };
   } finally {
     await plugin.close();
   }

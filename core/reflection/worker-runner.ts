@@ -10,7 +10,9 @@ type Out = { ok: string } | { trap: string };
 /** `work`, or the error `late()` makes if it has not settled within ms. */
 async function deadline<T>(work: Promise<T>, ms: number, late: () => Error): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(late()), ms); });
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), ms);
+  });
   try {
     return await Promise.race([work, timeout]);
   } finally {
@@ -44,7 +46,11 @@ export class WorkerRunner {
    * The module's start function runs in the worker: one that does not return within
    * startTimeoutMs (worker boot and compilation included) gets the worker terminated.
    */
-  static async create(wasm: Uint8Array, bindings: HostBindings, policy: RecyclePolicy & { startTimeoutMs?: number; label?: string }): Promise<WorkerRunner> {
+  static async create(
+    wasm: Uint8Array,
+    bindings: HostBindings,
+    policy: RecyclePolicy & { startTimeoutMs?: number; label?: string },
+  ): Promise<WorkerRunner> {
     const worker = new Worker(new URL("./worker.ts", import.meta.url).href);
     const shared = new SharedArrayBuffer(SHARED_BYTES);
     const runner = new WorkerRunner(worker, shared, bindings);
@@ -57,11 +63,26 @@ export class WorkerRunner {
       };
       worker.onerror = (e) => reject(new Error(e.message));
     });
-    worker.postMessage({ type: "init", wasm, shared, recycleAfterCalls: policy.recycleAfterCalls, maxMemoryBytes: policy.maxMemoryBytes, identityIp: bindings.identityIp === true });
+    worker.postMessage({
+      type: "init",
+      wasm,
+      shared,
+      recycleAfterCalls: policy.recycleAfterCalls,
+      maxMemoryBytes: policy.maxMemoryBytes,
+      identityIp: bindings.identityIp === true,
+    });
     const startMs = policy.startTimeoutMs ?? 5_000;
     try {
-      await deadline(ready, startMs, () => new PluginError("timeout", policy.label ?? "(unloaded)",
-        `did not finish starting (its start function) within ${startMs} ms; its worker was terminated`));
+      await deadline(
+        ready,
+        startMs,
+        () =>
+          new PluginError(
+            "timeout",
+            policy.label ?? "(unloaded)",
+            `did not finish starting (its start function) within ${startMs} ms; its worker was terminated`,
+          ),
+      );
     } catch (err) {
       runner.#dead = (err as Error).message;
       worker.terminate();
@@ -73,11 +94,23 @@ export class WorkerRunner {
   /** The plugin's ABI version and manifest text, read in the worker under a deadline. */
   async manifest(label: string, timeoutMs: number): Promise<{ abi: number; raw: string }> {
     const answer = new Promise<{ abi: number; raw: string }>((resolve, reject) => {
-      this.#onManifest = (m) => (m.error ? reject(new PluginError("trap", label, `trapped while reporting its manifest: ${m.error}`)) : resolve(m));
+      this.#onManifest = (m) =>
+        m.error
+          ? reject(new PluginError("trap", label, `trapped while reporting its manifest: ${m.error}`))
+          : resolve(m);
     });
     this.#worker.postMessage({ type: "manifest" });
     try {
-      return await deadline(answer, timeoutMs, () => new PluginError("timeout", label, `did not report its manifest within ${timeoutMs} ms; its worker was terminated`));
+      return await deadline(
+        answer,
+        timeoutMs,
+        () =>
+          new PluginError(
+            "timeout",
+            label,
+            `did not report its manifest within ${timeoutMs} ms; its worker was terminated`,
+          ),
+      );
     } catch (err) {
       if ((err as PluginError).code === "timeout") await this.close();
       throw err;
@@ -94,14 +127,18 @@ export class WorkerRunner {
       const answer = msg.kind === "translateIp" ? this.#bindings.translateIp(msg.arg) : this.#bindings.lookup(msg.arg);
       const bytes = answer === null ? null : typeof answer === "string" ? encoder.encode(answer) : answer;
       // An answer too big for the shared buffer is reported as "not found" rather than truncated.
-      if (bytes && bytes.length <= SHARED_BYTES - 8) { this.#shared.set(bytes, 8); this.#flag[1] = bytes.length; }
-      else this.#flag[1] = -1;
+      if (bytes && bytes.length <= SHARED_BYTES - 8) {
+        this.#shared.set(bytes, 8);
+        this.#flag[1] = bytes.length;
+      } else this.#flag[1] = -1;
       Atomics.store(this.#flag, 0, 1);
       Atomics.notify(this.#flag, 0);
     } else if (msg.type === "result") {
       const p = this.#pending.get(msg.id);
       this.#pending.delete(msg.id);
-      const results = (msg.results as Out[]).map((r) => ("trap" in r && this.#lastAbort ? { trap: this.#lastAbort } : r));
+      const results = (msg.results as Out[]).map((r) =>
+        "trap" in r && this.#lastAbort ? { trap: this.#lastAbort } : r,
+      );
       this.#lastAbort = null;
       p?.resolve(results);
     }
@@ -125,8 +162,14 @@ export class WorkerRunner {
         resolve(payloads.map(() => ({ trap: `timeout: ${this.#dead}` })));
       }, budget);
       this.#pending.set(id, {
-        resolve: (o) => { clearTimeout(timer); resolve(o); },
-        reject: (e) => { clearTimeout(timer); reject(e); },
+        resolve: (o) => {
+          clearTimeout(timer);
+          resolve(o);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
       });
       this.#worker.postMessage({ type: "call", id, fn, payloads });
     });

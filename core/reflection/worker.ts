@@ -6,7 +6,14 @@ import { InstanceRunner, type HostBindings, type Payload } from "./instance.ts";
 
 declare const self: Worker;
 
-type Init = { type: "init"; wasm: Uint8Array; shared: SharedArrayBuffer; recycleAfterCalls?: number; maxMemoryBytes?: number; identityIp?: boolean };
+type Init = {
+  type: "init";
+  wasm: Uint8Array;
+  shared: SharedArrayBuffer;
+  recycleAfterCalls?: number;
+  maxMemoryBytes?: number;
+  identityIp?: boolean;
+};
 type Call = { type: "call"; id: number; fn: string; payloads: Payload[] };
 /** The ABI version and manifest text, read here so that a plugin that loops in them stalls only this worker. */
 type ManifestAsk = { type: "manifest" };
@@ -49,7 +56,11 @@ self.onmessage = async (e: MessageEvent<Init | Call | ManifestAsk>) => {
     // The identity translation is answered in the worker: no round trip to the main thread.
     bindings.identityIp = msg.identityIp === true;
     try {
-      runner = await InstanceRunner.create(await WebAssembly.compile(msg.wasm as Uint8Array<ArrayBuffer>), bindings, msg);
+      runner = await InstanceRunner.create(
+        await WebAssembly.compile(msg.wasm as Uint8Array<ArrayBuffer>),
+        bindings,
+        msg,
+      );
       self.postMessage({ type: "ready" });
     } catch (err) {
       self.postMessage({ type: "ready", error: String(err) });
@@ -58,7 +69,11 @@ self.onmessage = async (e: MessageEvent<Init | Call | ManifestAsk>) => {
   }
   const results: Array<{ ok: string } | { trap: string }> = [];
   if (!runner) {
-    self.postMessage({ type: "result", id: msg.id, results: msg.payloads.map(() => ({ trap: "the plugin failed to start in its worker" })) });
+    self.postMessage({
+      type: "result",
+      id: msg.id,
+      results: msg.payloads.map(() => ({ trap: "the plugin failed to start in its worker" })),
+    });
     return;
   }
   for (const payload of msg.payloads) {

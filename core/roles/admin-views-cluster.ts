@@ -5,15 +5,29 @@
 // until someone looks, and a role without the permission or the CRD loses that view only.
 import * as v from "valibot";
 import {
-  ForeignClusterResource, IpamStorageResource, NamespaceOffloadingResource, REMOTE_CLUSTER_ID_LABEL, REPLICATION_REQUESTED_LABEL,
-  REPLICATION_STATUS_LABEL, ResourceRequestResource, TunnelEndpointResource, VIRTUAL_NODE_SELECTOR,
+  ForeignClusterResource,
+  IpamStorageResource,
+  NamespaceOffloadingResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_REQUESTED_LABEL,
+  REPLICATION_STATUS_LABEL,
+  ResourceRequestResource,
+  TunnelEndpointResource,
+  VIRTUAL_NODE_SELECTOR,
 } from "../apis/index.ts";
 import { parseInput, type AdminExtension, type View } from "../admin/index.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../kube/resources.ts";
 
-export const CLUSTER_VIEW_NAMES = ["peerings", "virtual-nodes", "offloaded-namespaces", "ipam", "tunnels", "reflector-plugins"] as const;
+export const CLUSTER_VIEW_NAMES = [
+  "peerings",
+  "virtual-nodes",
+  "offloaded-namespaces",
+  "ipam",
+  "tunnels",
+  "reflector-plugins",
+] as const;
 export type ClusterViewName = (typeof CLUSTER_VIEW_NAMES)[number];
 
 export interface ClusterViewsOptions {
@@ -27,7 +41,14 @@ export interface ClusterViewsOptions {
 type Obj = KubeObject & { spec?: any; status?: any };
 
 /** One list at a time per resource, reused for ttlMs: concurrent requests share it. */
-function cachedList(client: KubeClient, res: ResourceRef, what: string, ttlMs: number, now: () => number, labelSelector?: string) {
+function cachedList(
+  client: KubeClient,
+  res: ResourceRef,
+  what: string,
+  ttlMs: number,
+  now: () => number,
+  labelSelector?: string,
+) {
   let at = -Infinity;
   let pending: Promise<Obj[]> | undefined;
   return (): Promise<Obj[]> => {
@@ -35,9 +56,12 @@ function cachedList(client: KubeClient, res: ResourceRef, what: string, ttlMs: n
       at = now();
       // A failure is cached for the same time as a success: a missing CRD or permission must not
       // turn every status-page refresh into a burst of failing lists.
-      pending = client.list<Obj>(res, labelSelector ? { labelSelector } : {}).then((l) => l.items, (err) => {
-        throw explain(err, what);
-      });
+      pending = client.list<Obj>(res, labelSelector ? { labelSelector } : {}).then(
+        (l) => l.items,
+        (err) => {
+          throw explain(err, what);
+        },
+      );
       pending.catch(() => {}); // answered to whoever awaits it; never an unhandled rejection
     }
     return pending;
@@ -45,19 +69,41 @@ function cachedList(client: KubeClient, res: ResourceRef, what: string, ttlMs: n
 }
 
 function explain(err: unknown, what: string): Error {
-  if (err instanceof KubeApiError && err.status === 404) return new Error(`cannot list ${what}: the API server does not serve them (install liqo's CRDs)`);
-  if (err instanceof KubeApiError && err.status === 403) return new Error(`cannot list ${what}: this role's service account may not list them (grant list on them)`);
+  if (err instanceof KubeApiError && err.status === 404)
+    return new Error(`cannot list ${what}: the API server does not serve them (install liqo's CRDs)`);
+  if (err instanceof KubeApiError && err.status === 403)
+    return new Error(`cannot list ${what}: this role's service account may not list them (grant list on them)`);
   return new Error(`cannot list ${what}: ${err instanceof Error ? err.message : String(err)}`);
 }
 
-const Label = v.pipe(v.string(), v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$/, "must be a cluster ID or name"));
-const PeeringsQuery = v.strictObject({ clusterId: v.optional(Label) }, "unknown query parameter; peerings takes clusterId");
-const NodesQuery = v.strictObject({ clusterId: v.optional(Label) }, "unknown query parameter; virtual-nodes takes clusterId");
-const NamespacesQuery = v.strictObject({
-  namespace: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name"))),
-  phase: v.optional(v.picklist(["Ready", "NoClusterSelected", "InProgress", "SomeFailed", "AllFailed", "Terminating"], "must be an offloading phase (Ready, InProgress, SomeFailed, AllFailed, NoClusterSelected, Terminating)")),
-}, "unknown query parameter; offloaded-namespaces takes namespace and phase");
-const ClusterQuery = (view: string) => v.strictObject({ clusterId: v.optional(Label) }, `unknown query parameter; ${view} takes clusterId`);
+const Label = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]{0,251}[A-Za-z0-9])?$/, "must be a cluster ID or name"),
+);
+const PeeringsQuery = v.strictObject(
+  { clusterId: v.optional(Label) },
+  "unknown query parameter; peerings takes clusterId",
+);
+const NodesQuery = v.strictObject(
+  { clusterId: v.optional(Label) },
+  "unknown query parameter; virtual-nodes takes clusterId",
+);
+const NamespacesQuery = v.strictObject(
+  {
+    namespace: v.optional(
+      v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name")),
+    ),
+    phase: v.optional(
+      v.picklist(
+        ["Ready", "NoClusterSelected", "InProgress", "SomeFailed", "AllFailed", "Terminating"],
+        "must be an offloading phase (Ready, InProgress, SomeFailed, AllFailed, NoClusterSelected, Terminating)",
+      ),
+    ),
+  },
+  "unknown query parameter; offloaded-namespaces takes namespace and phase",
+);
+const ClusterQuery = (view: string) =>
+  v.strictObject({ clusterId: v.optional(Label) }, `unknown query parameter; ${view} takes clusterId`);
 
 const conditionOf = (conditions: any[] | undefined, type: string) => conditions?.find((c) => c?.type === type);
 
@@ -67,55 +113,106 @@ export function peeringRow(fc: Obj) {
   const outgoing = status("OutgoingPeering");
   const incoming = status("IncomingPeering");
   return {
-    name: fc.metadata.name, clusterId: fc.spec?.clusterIdentity?.clusterID ?? null, clusterName: fc.spec?.clusterIdentity?.clusterName ?? null,
-    outgoing, incoming, network: status("NetworkStatus"), authentication: status("AuthenticationStatus"),
+    name: fc.metadata.name,
+    clusterId: fc.spec?.clusterIdentity?.clusterID ?? null,
+    clusterName: fc.spec?.clusterIdentity?.clusterName ?? null,
+    outgoing,
+    incoming,
+    network: status("NetworkStatus"),
+    authentication: status("AuthenticationStatus"),
     // One word for the status page: established when either direction is.
-    state: outgoing === "Established" || incoming === "Established" ? "Established" : outgoing !== "None" ? outgoing : incoming,
-    tenantNamespace: { local: fc.status?.tenantNamespace?.local ?? null, remote: fc.status?.tenantNamespace?.remote ?? null },
-    conditions: conditions.map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message, lastTransitionTime: c.lastTransitionTime })),
+    state:
+      outgoing === "Established" || incoming === "Established"
+        ? "Established"
+        : outgoing !== "None"
+          ? outgoing
+          : incoming,
+    tenantNamespace: {
+      local: fc.status?.tenantNamespace?.local ?? null,
+      remote: fc.status?.tenantNamespace?.remote ?? null,
+    },
+    conditions: conditions.map((c) => ({
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      message: c.message,
+      lastTransitionTime: c.lastTransitionTime,
+    })),
   };
 }
 
 export function virtualNodeRow(node: Obj) {
   const ready = conditionOf(node.status?.conditions, "Ready");
   return {
-    name: node.metadata.name, clusterId: node.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] ?? null,
-    ready: ready?.status === "True" ? "Ready" : "NotReady", readyReason: ready?.status === "True" ? null : (ready?.message ?? ready?.reason ?? "no Ready condition yet"),
-    capacity: node.status?.capacity ?? {}, allocatable: node.status?.allocatable ?? {},
-    cpu: node.status?.capacity?.cpu ?? null, memory: node.status?.capacity?.memory ?? null, pods: node.status?.capacity?.pods ?? null,
+    name: node.metadata.name,
+    clusterId: node.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] ?? null,
+    ready: ready?.status === "True" ? "Ready" : "NotReady",
+    readyReason: ready?.status === "True" ? null : (ready?.message ?? ready?.reason ?? "no Ready condition yet"),
+    capacity: node.status?.capacity ?? {},
+    allocatable: node.status?.allocatable ?? {},
+    cpu: node.status?.capacity?.cpu ?? null,
+    memory: node.status?.capacity?.memory ?? null,
+    pods: node.status?.capacity?.pods ?? null,
   };
 }
 
 export function offloadedNamespaceRow(no: Obj) {
-  const perCluster = Object.entries((no.status?.remoteNamespacesConditions ?? {}) as Record<string, any[]>).map(([clusterId, conds]) => ({
-    clusterId,
-    required: conditionOf(conds, "OffloadingRequired")?.status ?? "Unknown",
-    ready: conditionOf(conds, "Ready")?.status ?? "Unknown",
-    reason: conditionOf(conds, "Ready")?.reason ?? conditionOf(conds, "OffloadingRequired")?.reason ?? null,
-  }));
+  const perCluster = Object.entries((no.status?.remoteNamespacesConditions ?? {}) as Record<string, any[]>).map(
+    ([clusterId, conds]) => ({
+      clusterId,
+      required: conditionOf(conds, "OffloadingRequired")?.status ?? "Unknown",
+      ready: conditionOf(conds, "Ready")?.status ?? "Unknown",
+      reason: conditionOf(conds, "Ready")?.reason ?? conditionOf(conds, "OffloadingRequired")?.reason ?? null,
+    }),
+  );
   return {
-    namespace: no.metadata.namespace, name: no.metadata.name, phase: no.status?.offloadingPhase ?? "Pending",
-    namespaceMappingStrategy: no.spec?.namespaceMappingStrategy ?? "DefaultName", podOffloadingStrategy: no.spec?.podOffloadingStrategy ?? "LocalAndRemote",
+    namespace: no.metadata.namespace,
+    name: no.metadata.name,
+    phase: no.status?.offloadingPhase ?? "Pending",
+    namespaceMappingStrategy: no.spec?.namespaceMappingStrategy ?? "DefaultName",
+    podOffloadingStrategy: no.spec?.podOffloadingStrategy ?? "LocalAndRemote",
     remoteNamespace: no.status?.remoteNamespaceName ?? null,
-    clusters: perCluster, clusterSummary: perCluster.map((c) => `${c.clusterId}: ${c.ready === "True" ? "ready" : c.required === "True" ? "pending" : "not selected"}`).join(", "),
+    clusters: perCluster,
+    clusterSummary: perCluster
+      .map(
+        (c) => `${c.clusterId}: ${c.ready === "True" ? "ready" : c.required === "True" ? "pending" : "not selected"}`,
+      )
+      .join(", "),
   };
 }
 
 export function ipamRows(storages: Obj[]) {
-  return storages.flatMap((s) => Object.entries((s.spec?.clusterSubnets ?? {}) as Record<string, any>).map(([clusterId, n]) => ({
-    storage: s.metadata.name, clusterId, podCidr: s.spec?.podCIDR ?? null, externalCidr: s.spec?.externalCIDR ?? null,
-    remotePodCidr: n.remotePodCIDR || null, localNatPodCidr: n.localNATPodCIDR || null,
-    remoteExternalCidr: n.remoteExternalCIDR || null, localNatExternalCidr: n.localNATExternalCIDR || null,
-    endpointMappings: Object.values((s.spec?.endpointMappings ?? {}) as Record<string, any>).filter((m) => clusterId in (m?.clusterMappings ?? {})).length,
-  })));
+  return storages.flatMap((s) =>
+    Object.entries((s.spec?.clusterSubnets ?? {}) as Record<string, any>).map(([clusterId, n]) => ({
+      storage: s.metadata.name,
+      clusterId,
+      podCidr: s.spec?.podCIDR ?? null,
+      externalCidr: s.spec?.externalCIDR ?? null,
+      remotePodCidr: n.remotePodCIDR || null,
+      localNatPodCidr: n.localNATPodCIDR || null,
+      remoteExternalCidr: n.remoteExternalCIDR || null,
+      localNatExternalCidr: n.localNATExternalCIDR || null,
+      endpointMappings: Object.values((s.spec?.endpointMappings ?? {}) as Record<string, any>).filter(
+        (m) => clusterId in (m?.clusterMappings ?? {}),
+      ).length,
+    })),
+  );
 }
 
 export function tunnelRow(te: Obj) {
   const c = te.status?.connection ?? {};
   return {
-    namespace: te.metadata.namespace ?? null, name: te.metadata.name, clusterId: te.spec?.clusterID ?? null, endpoint: te.spec?.endpointIP ?? null,
-    backend: te.spec?.backendType ?? null, status: c.status ?? "Pending", message: c.statusMessage ?? null,
-    remotePodCidr: te.spec?.remoteNATPodCIDR && te.spec.remoteNATPodCIDR !== "None" ? te.spec.remoteNATPodCIDR : (te.spec?.remotePodCIDR ?? null),
+    namespace: te.metadata.namespace ?? null,
+    name: te.metadata.name,
+    clusterId: te.spec?.clusterID ?? null,
+    endpoint: te.spec?.endpointIP ?? null,
+    backend: te.spec?.backendType ?? null,
+    status: c.status ?? "Pending",
+    message: c.statusMessage ?? null,
+    remotePodCidr:
+      te.spec?.remoteNATPodCIDR && te.spec.remoteNATPodCIDR !== "None"
+        ? te.spec.remoteNATPodCIDR
+        : (te.spec?.remotePodCIDR ?? null),
     interface: te.status?.tunnelIFaceName ?? null,
   };
 }
@@ -126,13 +223,26 @@ export function tunnelRow(te: Obj) {
  */
 function pluginGrantRows(rrs: Obj[]) {
   return rrs.flatMap((rr) => {
-    const side = rr.metadata.labels?.[REPLICATION_REQUESTED_LABEL] === "true" ? "outgoing" : rr.metadata.labels?.[REPLICATION_STATUS_LABEL] === "true" ? "incoming" : undefined;
+    const side =
+      rr.metadata.labels?.[REPLICATION_REQUESTED_LABEL] === "true"
+        ? "outgoing"
+        : rr.metadata.labels?.[REPLICATION_STATUS_LABEL] === "true"
+          ? "incoming"
+          : undefined;
     if (!side) return [];
-    const answers = new Map<string, { state?: string; message?: string; rules?: unknown[] }>((rr.status?.reflectorPlugins ?? []).map((g: { name: string }) => [g.name, g]));
+    const answers = new Map<string, { state?: string; message?: string; rules?: unknown[] }>(
+      (rr.status?.reflectorPlugins ?? []).map((g: { name: string }) => [g.name, g]),
+    );
     return ((rr.spec?.reflectorPlugins ?? []) as { name: string; version?: string }[]).map((p) => ({
-      side, clusterId: (side === "outgoing" ? rr.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] : rr.spec?.clusterIdentity?.clusterID) ?? null,
-      plugin: p.name, version: p.version ?? null, state: answers.get(p.name)?.state ?? "Pending",
-      message: answers.get(p.name)?.message ?? "waiting for the provider's answer", rules: answers.get(p.name)?.rules ?? [],
+      side,
+      clusterId:
+        (side === "outgoing" ? rr.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] : rr.spec?.clusterIdentity?.clusterID) ??
+        null,
+      plugin: p.name,
+      version: p.version ?? null,
+      state: answers.get(p.name)?.state ?? "Pending",
+      message: answers.get(p.name)?.message ?? "waiting for the provider's answer",
+      rules: answers.get(p.name)?.rules ?? [],
     }));
   });
 }
@@ -148,7 +258,8 @@ export function clusterViews(client: KubeClient, options: ClusterViewsOptions = 
   const ipams = list(IpamStorageResource, "IpamStorages");
   const tunnels = list(TunnelEndpointResource, "TunnelEndpoints");
   const requests = list(ResourceRequestResource, "ResourceRequests");
-  const byCluster = <T extends { clusterId: string | null }>(rows: T[], id?: string) => (id ? rows.filter((r) => r.clusterId === id) : rows);
+  const byCluster = <T extends { clusterId: string | null }>(rows: T[], id?: string) =>
+    id ? rows.filter((r) => r.clusterId === id) : rows;
 
   const views: Record<ClusterViewName, View> = {
     peerings: async ({ query }) => {
@@ -161,7 +272,8 @@ export function clusterViews(client: KubeClient, options: ClusterViewsOptions = 
     },
     "offloaded-namespaces": async ({ query }) => {
       const q = parseInput(NamespacesQuery, query, "offloaded-namespaces query");
-      return (await offloadings()).map(offloadedNamespaceRow)
+      return (await offloadings())
+        .map(offloadedNamespaceRow)
         .filter((r) => (!q.namespace || r.namespace === q.namespace) && (!q.phase || r.phase === q.phase))
         .sort((a, b) => a.namespace!.localeCompare(b.namespace!));
     },
@@ -179,32 +291,86 @@ export function clusterViews(client: KubeClient, options: ClusterViewsOptions = 
     },
   };
   const sections = [
-    { title: "Peerings", view: "peerings", empty: "no ForeignCluster: this cluster has no peering yet", columns: [
-      { key: "clusterName", label: "cluster" }, { key: "clusterId", label: "cluster ID" }, { key: "state", label: "state", format: "state" as const },
-      { key: "outgoing", label: "outgoing" }, { key: "incoming", label: "incoming" }, { key: "network", label: "network" },
-      { key: "authentication", label: "authentication" }, { key: "tenantNamespace.local", label: "tenant namespace" },
-    ] },
-    { title: "Virtual nodes", view: "virtual-nodes", empty: "no virtual node (liqo.io/type=virtual-node)", columns: [
-      { key: "name", label: "node" }, { key: "clusterId", label: "remote cluster ID" }, { key: "ready", label: "ready", format: "state" as const },
-      { key: "readyReason", label: "why not ready" }, { key: "cpu", label: "cpu" }, { key: "memory", label: "memory" }, { key: "pods", label: "pods" },
-    ] },
-    { title: "Offloaded namespaces", view: "offloaded-namespaces", empty: "no NamespaceOffloading", columns: [
-      { key: "namespace", label: "namespace" }, { key: "phase", label: "phase", format: "state" as const }, { key: "remoteNamespace", label: "remote namespace" },
-      { key: "podOffloadingStrategy", label: "pods" }, { key: "namespaceMappingStrategy", label: "mapping" }, { key: "clusterSummary", label: "clusters" },
-    ] },
-    { title: "IPAM allocations", view: "ipam", empty: "no network allocated to a peer", columns: [
-      { key: "clusterId", label: "cluster ID" }, { key: "remotePodCidr", label: "remote pod CIDR" }, { key: "localNatPodCidr", label: "our pods seen as" },
-      { key: "remoteExternalCidr", label: "remote external CIDR" }, { key: "localNatExternalCidr", label: "our external seen as" },
-      { key: "endpointMappings", label: "endpoint mappings", format: "count" as const },
-    ] },
-    { title: "Tunnels", view: "tunnels", empty: "no TunnelEndpoint", columns: [
-      { key: "clusterId", label: "cluster ID" }, { key: "status", label: "status", format: "state" as const }, { key: "message", label: "message" },
-      { key: "endpoint", label: "gateway endpoint" }, { key: "remotePodCidr", label: "remote pods via" }, { key: "interface", label: "interface" },
-    ] },
-    { title: "Reflector plugins", view: "reflector-plugins", empty: "no drop-in reflector plugin requested by or of a peer", columns: [
-      { key: "side", label: "peering" }, { key: "clusterId", label: "cluster ID" }, { key: "plugin", label: "plugin" },
-      { key: "state", label: "state", format: "state" as const }, { key: "message", label: "granted, or why not" },
-    ] },
+    {
+      title: "Peerings",
+      view: "peerings",
+      empty: "no ForeignCluster: this cluster has no peering yet",
+      columns: [
+        { key: "clusterName", label: "cluster" },
+        { key: "clusterId", label: "cluster ID" },
+        { key: "state", label: "state", format: "state" as const },
+        { key: "outgoing", label: "outgoing" },
+        { key: "incoming", label: "incoming" },
+        { key: "network", label: "network" },
+        { key: "authentication", label: "authentication" },
+        { key: "tenantNamespace.local", label: "tenant namespace" },
+      ],
+    },
+    {
+      title: "Virtual nodes",
+      view: "virtual-nodes",
+      empty: "no virtual node (liqo.io/type=virtual-node)",
+      columns: [
+        { key: "name", label: "node" },
+        { key: "clusterId", label: "remote cluster ID" },
+        { key: "ready", label: "ready", format: "state" as const },
+        { key: "readyReason", label: "why not ready" },
+        { key: "cpu", label: "cpu" },
+        { key: "memory", label: "memory" },
+        { key: "pods", label: "pods" },
+      ],
+    },
+    {
+      title: "Offloaded namespaces",
+      view: "offloaded-namespaces",
+      empty: "no NamespaceOffloading",
+      columns: [
+        { key: "namespace", label: "namespace" },
+        { key: "phase", label: "phase", format: "state" as const },
+        { key: "remoteNamespace", label: "remote namespace" },
+        { key: "podOffloadingStrategy", label: "pods" },
+        { key: "namespaceMappingStrategy", label: "mapping" },
+        { key: "clusterSummary", label: "clusters" },
+      ],
+    },
+    {
+      title: "IPAM allocations",
+      view: "ipam",
+      empty: "no network allocated to a peer",
+      columns: [
+        { key: "clusterId", label: "cluster ID" },
+        { key: "remotePodCidr", label: "remote pod CIDR" },
+        { key: "localNatPodCidr", label: "our pods seen as" },
+        { key: "remoteExternalCidr", label: "remote external CIDR" },
+        { key: "localNatExternalCidr", label: "our external seen as" },
+        { key: "endpointMappings", label: "endpoint mappings", format: "count" as const },
+      ],
+    },
+    {
+      title: "Tunnels",
+      view: "tunnels",
+      empty: "no TunnelEndpoint",
+      columns: [
+        { key: "clusterId", label: "cluster ID" },
+        { key: "status", label: "status", format: "state" as const },
+        { key: "message", label: "message" },
+        { key: "endpoint", label: "gateway endpoint" },
+        { key: "remotePodCidr", label: "remote pods via" },
+        { key: "interface", label: "interface" },
+      ],
+    },
+    {
+      title: "Reflector plugins",
+      view: "reflector-plugins",
+      empty: "no drop-in reflector plugin requested by or of a peer",
+      columns: [
+        { key: "side", label: "peering" },
+        { key: "clusterId", label: "cluster ID" },
+        { key: "plugin", label: "plugin" },
+        { key: "state", label: "state", format: "state" as const },
+        { key: "message", label: "granted, or why not" },
+      ],
+    },
   ];
   const excluded = new Set(options.exclude ?? []);
   return {

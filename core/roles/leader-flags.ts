@@ -7,11 +7,31 @@ import { createLeaderElector, defaultLeaderIdentity, type LeaderElector } from "
 import type { Logger } from "../log.ts";
 
 export const leaderElectionArgs = {
-  "leader-elect": { type: "boolean", default: false, description: "elect a leader among replicas through a Lease; only the leader runs the controllers" },
-  "leader-elect-lease-duration": { type: "string", default: "15s", description: "how long a standby waits after the last renewal before taking over (e.g. 15s)" },
-  "leader-elect-renew-deadline": { type: "string", default: "10s", description: "how long the leader retries renewing before stepping down (< lease duration)" },
-  "leader-elect-retry-period": { type: "string", default: "2s", description: "how often the leader renews and standbys retry (< renew deadline)" },
-  "leader-elect-lease-name": { type: "string", default: "liqo-controller-manager", description: "the Lease's name (in --liqo-namespace)" },
+  "leader-elect": {
+    type: "boolean",
+    default: false,
+    description: "elect a leader among replicas through a Lease; only the leader runs the controllers",
+  },
+  "leader-elect-lease-duration": {
+    type: "string",
+    default: "15s",
+    description: "how long a standby waits after the last renewal before taking over (e.g. 15s)",
+  },
+  "leader-elect-renew-deadline": {
+    type: "string",
+    default: "10s",
+    description: "how long the leader retries renewing before stepping down (< lease duration)",
+  },
+  "leader-elect-retry-period": {
+    type: "string",
+    default: "2s",
+    description: "how often the leader renews and standbys retry (< renew deadline)",
+  },
+  "leader-elect-lease-name": {
+    type: "string",
+    default: "liqo-controller-manager",
+    description: "the Lease's name (in --liqo-namespace)",
+  },
 } as const;
 
 type Args = {
@@ -55,10 +75,14 @@ export function leaderElectionConfig(args: Args): LeaderElectionConfig | undefin
     name: args["leader-elect-lease-name"] ?? "liqo-controller-manager",
   };
   if (!(config.renewDeadlineMs < config.leaseDurationMs)) {
-    throw new CliError(`--leader-elect-renew-deadline (${config.renewDeadlineMs} ms) must be shorter than --leader-elect-lease-duration (${config.leaseDurationMs} ms)`);
+    throw new CliError(
+      `--leader-elect-renew-deadline (${config.renewDeadlineMs} ms) must be shorter than --leader-elect-lease-duration (${config.leaseDurationMs} ms)`,
+    );
   }
   if (!(config.retryPeriodMs > 0 && config.retryPeriodMs < config.renewDeadlineMs)) {
-    throw new CliError(`--leader-elect-retry-period (${config.retryPeriodMs} ms) must be positive and shorter than --leader-elect-renew-deadline (${config.renewDeadlineMs} ms)`);
+    throw new CliError(
+      `--leader-elect-retry-period (${config.retryPeriodMs} ms) must be positive and shorter than --leader-elect-renew-deadline (${config.renewDeadlineMs} ms)`,
+    );
   }
   return config;
 }
@@ -73,23 +97,40 @@ export interface Leadership {
  * Runs `lead` when this replica becomes the leader (not awaited by the elector, so a slow cache
  * sync cannot delay renewals) and `stepDown` when it loses the Lease, then rejects `lost`.
  */
-export function electLeader(config: LeaderElectionConfig, deps: { client: KubeClient; logger: Logger; lead(): Promise<void>; stepDown(): Promise<void> }): Leadership {
+export function electLeader(
+  config: LeaderElectionConfig,
+  deps: { client: KubeClient; logger: Logger; lead(): Promise<void>; stepDown(): Promise<void> },
+): Leadership {
   let shuttingDown = false;
   let reject!: (err: Error) => void;
-  const lost = new Promise<never>((_, r) => { reject = r; });
+  const lost = new Promise<never>((_, r) => {
+    reject = r;
+  });
   lost.catch(() => {}); // observed by the caller; never an unhandled rejection
   let leading: Promise<void> = Promise.resolve();
   const elector = createLeaderElector({
-    client: deps.client, namespace: config.namespace, name: config.name, identity: defaultLeaderIdentity(),
-    leaseDurationMs: config.leaseDurationMs, renewDeadlineMs: config.renewDeadlineMs, retryPeriodMs: config.retryPeriodMs,
+    client: deps.client,
+    namespace: config.namespace,
+    name: config.name,
+    identity: defaultLeaderIdentity(),
+    leaseDurationMs: config.leaseDurationMs,
+    renewDeadlineMs: config.renewDeadlineMs,
+    retryPeriodMs: config.retryPeriodMs,
     logger: deps.logger,
     onStartedLeading() {
-      leading = deps.lead().catch((err) => reject(new CliError(`controllers failed to start as leader: ${(err as Error).message}`)));
+      leading = deps
+        .lead()
+        .catch((err) => reject(new CliError(`controllers failed to start as leader: ${(err as Error).message}`)));
     },
     async onStoppedLeading() {
       await leading;
       await deps.stepDown();
-      if (!shuttingDown) reject(new CliError(`leader election lost: Lease ${config.namespace}/${config.name} is held by another replica or could not be renewed; exiting so the controllers restart cleanly`));
+      if (!shuttingDown)
+        reject(
+          new CliError(
+            `leader election lost: Lease ${config.namespace}/${config.name} is held by another replica or could not be renewed; exiting so the controllers restart cleanly`,
+          ),
+        );
     },
   });
   const stop = elector.stop.bind(elector);

@@ -10,7 +10,12 @@ import { CliError } from "../cli-errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry } from "../metrics/index.ts";
-import { createNetworkManager, networkManagerViews, parsePeers, PeersFileError } from "../../netfabric/manager/index.ts";
+import {
+  createNetworkManager,
+  networkManagerViews,
+  parsePeers,
+  PeersFileError,
+} from "../../netfabric/manager/index.ts";
 import { watchForeignClusterPeers } from "../../netfabric/manager/fc-peers.ts";
 import { IpamError, parseIpv4 } from "../../netfabric/ipam/index.ts";
 import type { Peer } from "../../netfabric/manager/forge.ts";
@@ -41,7 +46,9 @@ export function peersSource(peers: string | undefined, peersFile: string | undef
     throw new CliError(`--peers must be foreignclusters or file, got ${JSON.stringify(peers)}`);
   }
   if (peers === "foreignclusters" && peersFile !== undefined) {
-    throw new CliError("--peers-file cannot be used with --peers=foreignclusters: peers come either from the ForeignClusters or from the file; drop one of the two flags");
+    throw new CliError(
+      "--peers-file cannot be used with --peers=foreignclusters: peers come either from the ForeignClusters or from the file; drop one of the two flags",
+    );
   }
   if (peers === "file" && !peersFile) throw new CliError("--peers=file needs --peers-file <path>");
   return peersFile !== undefined ? "file" : "foreignclusters";
@@ -52,26 +59,50 @@ export default defineCommand({
   args: {
     kubeconfig: { type: "string", description: "kubeconfig of the cluster (default: KUBECONFIG, ~/.kube/config)" },
     context: { type: "string", description: "context in the kubeconfig" },
-    "liqo-namespace": { type: "string", default: "liqo", description: "namespace of the gateway's WireGuard key Secret" },
+    "liqo-namespace": {
+      type: "string",
+      default: "liqo",
+      description: "namespace of the gateway's WireGuard key Secret",
+    },
     "pod-cidr": { type: "string", required: true, description: "the cluster's pod CIDR" },
     "service-cidr": { type: "string", required: true, description: "the cluster's service CIDR" },
-    "external-cidr": { type: "string", description: "the external CIDR (default: a free network of the pod CIDR's size from the pools)" },
+    "external-cidr": {
+      type: "string",
+      description: "the external CIDR (default: a free network of the pod CIDR's size from the pools)",
+    },
     "reserved-subnets": { type: "string", default: "", description: "comma-separated networks never given to peers" },
-    "gateway-endpoint": { type: "string", description: "ip:port where peers reach this cluster's gateway (default: what `liqo gateway` publishes on its key Secret)" },
-    peers: { type: "string", description: "where peers come from: foreignclusters (default) or file (needs --peers-file)" },
-    "peers-file": { type: "string", description: "YAML file: peers: [{remoteClusterId, remoteClusterName, tenantNamespace}], re-read on change; replaces following ForeignClusters" },
+    "gateway-endpoint": {
+      type: "string",
+      description:
+        "ip:port where peers reach this cluster's gateway (default: what `liqo gateway` publishes on its key Secret)",
+    },
+    peers: {
+      type: "string",
+      description: "where peers come from: foreignclusters (default) or file (needs --peers-file)",
+    },
+    "peers-file": {
+      type: "string",
+      description:
+        "YAML file: peers: [{remoteClusterId, remoteClusterName, tenantNamespace}], re-read on change; replaces following ForeignClusters",
+    },
     ...adminArgs("127.0.0.1:8091"),
   },
   async run({ args }) {
     const log = createLogger({ role: "network-manager" });
     adminSecurity(args); // bad admin flags fail before anything starts
-    const gateway = args["gateway-endpoint"] === undefined ? undefined : parseAddress("gateway-endpoint", args["gateway-endpoint"]);
+    const gateway =
+      args["gateway-endpoint"] === undefined ? undefined : parseAddress("gateway-endpoint", args["gateway-endpoint"]);
     try {
       if (gateway) parseIpv4(gateway.host, "--gateway-endpoint");
     } catch (err) {
-      throw new CliError(`${(err as Error).message}; the gateway endpoint is an IPv4 address and a port, e.g. 172.18.0.2:5871`);
+      throw new CliError(
+        `${(err as Error).message}; the gateway endpoint is an IPv4 address and a port, e.g. 172.18.0.2:5871`,
+      );
     }
-    const reserved = args["reserved-subnets"].split(",").map((s) => s.trim()).filter(Boolean);
+    const reserved = args["reserved-subnets"]
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
     const source = peersSource(args.peers, args["peers-file"]);
     const peersFile = args["peers-file"];
     const peers = source === "file" ? readPeersFile(peersFile!) : [];
@@ -80,8 +111,17 @@ export default defineCommand({
     let manager;
     try {
       manager = createNetworkManager({
-        client, registry, logger: log, liqoNamespace: args["liqo-namespace"], peers,
-        ipam: { podCidr: args["pod-cidr"], serviceCidr: args["service-cidr"], externalCidr: args["external-cidr"], reserved },
+        client,
+        registry,
+        logger: log,
+        liqoNamespace: args["liqo-namespace"],
+        peers,
+        ipam: {
+          podCidr: args["pod-cidr"],
+          serviceCidr: args["service-cidr"],
+          externalCidr: args["external-cidr"],
+          reserved,
+        },
         gatewayEndpoint: gateway && { ip: gateway.host, port: gateway.port },
       });
       await manager.start();
@@ -109,7 +149,11 @@ export default defineCommand({
     }
 
     const server = await serveAdmin({
-      args, registry, logger: log, client, title: "liqo network-manager",
+      args,
+      registry,
+      logger: log,
+      client,
+      title: "liqo network-manager",
       extensions: [networkManagerViews(manager)],
       checks: {
         "caches-synced": () => manager.synced() || { ok: false, reason: "informers are still listing" },

@@ -9,10 +9,19 @@ import { createInformer } from "../kube/informer.ts";
 import { StorageClassResource } from "../storage/controller.ts";
 import { offeredStorageClasses, type StorageClassObject } from "../storage/offer.ts";
 import type { StorageConfig } from "./storage-flags.ts";
-import { createResourceRequestController, DEFAULT_SHARING_PERCENTAGE, parseSharingPercentage, SharingPercentageError } from "../peering/sharing/index.ts";
+import {
+  createResourceRequestController,
+  DEFAULT_SHARING_PERCENTAGE,
+  parseSharingPercentage,
+  SharingPercentageError,
+} from "../peering/sharing/index.ts";
 
 export const resourceRequestArgs = {
-  "sharing-percentage": { type: "string", default: String(DEFAULT_SHARING_PERCENTAGE), description: "percentage of the cluster's free resources offered to each consumer, 0-100 (resourcerequest)" },
+  "sharing-percentage": {
+    type: "string",
+    default: String(DEFAULT_SHARING_PERCENTAGE),
+    description: "percentage of the cluster's free resources offered to each consumer, 0-100 (resourcerequest)",
+  },
 } as const;
 
 type Args = { "sharing-percentage"?: string; "liqo-namespace"?: string; "cluster-id": string; "cluster-name": string };
@@ -27,16 +36,28 @@ export function sharingPercentageFlag(args: Args): number {
   }
 }
 
-export async function resourceRequestController(args: Args, o: { client: KubeClient; registry: Registry; logger: Logger; storage?: StorageConfig }) {
+export async function resourceRequestController(
+  args: Args,
+  o: { client: KubeClient; registry: Registry; logger: Logger; storage?: StorageConfig },
+) {
   const sharingPercentage = sharingPercentageFlag(args);
   // The offer carries this cluster's labels, which live with its identity.
   const identity = await readClusterIdentity(o.client, args["liqo-namespace"] ?? "liqo").catch(() => undefined);
   // With storage on, offers name the class peers' claims get here (core/storage/offer.ts).
-  const classes = o.storage && createInformer<StorageClassObject>({ client: o.client, resource: StorageClassResource, logger: o.logger });
+  const classes =
+    o.storage &&
+    createInformer<StorageClassObject>({ client: o.client, resource: StorageClassResource, logger: o.logger });
   const realClass = o.storage?.realStorageClass ?? "";
   const controller = createResourceRequestController({
-    client: o.client, registry: o.registry, logger: o.logger, sharingPercentage,
-    clusterIdentity: { clusterId: args["cluster-id"], clusterName: args["cluster-name"], clusterLabels: identity?.clusterLabels ?? {} },
+    client: o.client,
+    registry: o.registry,
+    logger: o.logger,
+    sharingPercentage,
+    clusterIdentity: {
+      clusterId: args["cluster-id"],
+      clusterName: args["cluster-name"],
+      clusterLabels: identity?.clusterLabels ?? {},
+    },
     storageClasses: classes ? () => offeredStorageClasses(classes.list(), realClass) : undefined,
   });
   if (!classes) return controller;

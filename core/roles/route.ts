@@ -19,7 +19,11 @@ export default defineCommand({
     kubeconfig: { type: "string", description: "kubeconfig of the cluster (default: KUBECONFIG, ~/.kube/config)" },
     context: { type: "string", description: "context in the kubeconfig" },
     "liqo-namespace": { type: "string", default: "liqo", description: "namespace of the gateway Service" },
-    "node-name": { type: "string", required: true, description: "this node's name (its VTEP address is written on it)" },
+    "node-name": {
+      type: "string",
+      required: true,
+      description: "this node's name (its VTEP address is written on it)",
+    },
     netns: { type: "string", description: "network namespace of the node (default: the current one)" },
     "vtep-address": { type: "string", required: true, description: "this node's underlay address (VXLAN source)" },
     "vtep-device": { type: "string", required: true, description: "interface of --vtep-address" },
@@ -29,23 +33,40 @@ export default defineCommand({
   },
   async run({ args }) {
     adminSecurity(args); // bad admin flags fail before anything starts
-    try { parseIpv4(args["vtep-address"], "--vtep-address"); } catch (err) { throw new CliError((err as Error).message); }
+    try {
+      parseIpv4(args["vtep-address"], "--vtep-address");
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
     const resync = Number(args["resync-period"]);
-    if (!(resync > 0)) throw new CliError(`--resync-period must be a positive number of seconds, got ${JSON.stringify(args["resync-period"])}`);
+    if (!(resync > 0))
+      throw new CliError(
+        `--resync-period must be a positive number of seconds, got ${JSON.stringify(args["resync-period"])}`,
+      );
     const mtu = args.mtu === undefined ? undefined : Number(args.mtu);
-    if (mtu !== undefined && !(Number.isInteger(mtu) && mtu >= 576 && mtu <= 65535)) throw new CliError(`--mtu must be a whole number between 576 and 65535, got ${JSON.stringify(args.mtu)}`);
+    if (mtu !== undefined && !(Number.isInteger(mtu) && mtu >= 576 && mtu <= 65535))
+      throw new CliError(`--mtu must be a whole number between 576 and 65535, got ${JSON.stringify(args.mtu)}`);
     const log = createLogger({ role: "route", node: args["node-name"] });
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const registry = createRegistry();
     registerProcessMetrics(registry);
     const agent = createRouteAgent({
-      client, registry, logger: log, nodeName: args["node-name"], liqoNamespace: args["liqo-namespace"],
-      ip: createIp(createCommandRunner(), args.netns), end: { vtepIp: args["vtep-address"], dev: args["vtep-device"], mtu },
+      client,
+      registry,
+      logger: log,
+      nodeName: args["node-name"],
+      liqoNamespace: args["liqo-namespace"],
+      ip: createIp(createCommandRunner(), args.netns),
+      end: { vtepIp: args["vtep-address"], dev: args["vtep-device"], mtu },
       intervalMs: resync * 1000,
     });
     await agent.start();
     const admin = await serveAdmin({
-      args, registry, logger: log, client, title: `liqo route: ${args["node-name"]}`,
+      args,
+      registry,
+      logger: log,
+      client,
+      title: `liqo route: ${args["node-name"]}`,
       views: { overlay: () => agent.state() },
       checks: { "caches-synced": () => agent.synced() || { ok: false, reason: "informers are still listing" } },
     });

@@ -3,8 +3,19 @@
 import { existsSync, readFileSync, watch, type FSWatcher } from "node:fs";
 import { CliError } from "../cli-errors.ts";
 import {
-  AdminConfigError, createAdminApp, createReadiness, isLoopbackHost, startAdminServer,
-  type AdminAuthOptions, type AdminExtension, type AdminServer, type AdminTlsOptions, type AdminToken, type Readiness, type ReadinessCheck, type View,
+  AdminConfigError,
+  createAdminApp,
+  createReadiness,
+  isLoopbackHost,
+  startAdminServer,
+  type AdminAuthOptions,
+  type AdminExtension,
+  type AdminServer,
+  type AdminTlsOptions,
+  type AdminToken,
+  type Readiness,
+  type ReadinessCheck,
+  type View,
 } from "../admin/index.ts";
 import type { KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
@@ -20,7 +31,10 @@ export function hostPort(value: string, flag: string): { host: string; port: num
 /** k=v,k2=v2 (cluster labels, resources) into a map; an empty string is an empty map. */
 export function keyValues(value: string | undefined, flag: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const part of (value ?? "").split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const part of (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf("=");
     if (eq <= 0) throw new CliError(`--${flag}: "${part}" is not key=value`);
     out[part.slice(0, eq)] = part.slice(eq + 1);
@@ -34,12 +48,30 @@ export function keyValues(value: string | undefined, flag: string): Record<strin
  */
 export function adminArgs(defaultAddress: string) {
   return {
-    "admin-address": { type: "string", default: defaultAddress, description: "host:port of the admin API (port 0 picks one); beyond loopback it needs --admin-tls-* and a token or client CA" },
-    "admin-token-file": { type: "string", description: "file holding the admin API's write token (16+ printable characters); turns token auth on" },
-    "admin-read-token-file": { type: "string", description: "file holding a read-only admin token (GET/HEAD only: scrapers, status page)" },
-    "admin-tls-cert-file": { type: "string", description: "serving certificate of the admin API (PEM); with --admin-tls-key-file it serves HTTPS" },
+    "admin-address": {
+      type: "string",
+      default: defaultAddress,
+      description:
+        "host:port of the admin API (port 0 picks one); beyond loopback it needs --admin-tls-* and a token or client CA",
+    },
+    "admin-token-file": {
+      type: "string",
+      description: "file holding the admin API's write token (16+ printable characters); turns token auth on",
+    },
+    "admin-read-token-file": {
+      type: "string",
+      description: "file holding a read-only admin token (GET/HEAD only: scrapers, status page)",
+    },
+    "admin-tls-cert-file": {
+      type: "string",
+      description: "serving certificate of the admin API (PEM); with --admin-tls-key-file it serves HTTPS",
+    },
     "admin-tls-key-file": { type: "string", description: "key of --admin-tls-cert-file (PEM)" },
-    "admin-client-ca-file": { type: "string", description: "CA (PEM) whose client certificates are accepted instead of tokens (O=liqo-admin:write for write access)" },
+    "admin-client-ca-file": {
+      type: "string",
+      description:
+        "CA (PEM) whose client certificates are accepted instead of tokens (O=liqo-admin:write for write access)",
+    },
   } as const;
 }
 
@@ -63,35 +95,59 @@ function readFlagFile(path: string, flag: string): string {
 function readToken(path: string, flag: string): string {
   const token = readFlagFile(path, flag).trim();
   if (token.length < 16 || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new CliError(`--${flag} ${path}: the token must be at least 16 printable characters without spaces; make one with: openssl rand -hex 32 > ${path}`);
+    throw new CliError(
+      `--${flag} ${path}: the token must be at least 16 printable characters without spaces; make one with: openssl rand -hex 32 > ${path}`,
+    );
   }
   return token;
 }
 
 /** Flags → the server's TLS and auth; refuses an address beyond loopback without TLS and a credential. */
-export function adminSecurity(flags: AdminFlags): { host: string; port: number; tls?: AdminTlsOptions; auth?: AdminAuthOptions } {
+export function adminSecurity(flags: AdminFlags): {
+  host: string;
+  port: number;
+  tls?: AdminTlsOptions;
+  auth?: AdminAuthOptions;
+} {
   const { host: rawHost, port } = hostPort(flags["admin-address"], "admin-address");
   const host = rawHost.replace(/^\[|\]$/g, "");
   const certFile = flags["admin-tls-cert-file"];
   const keyFile = flags["admin-tls-key-file"];
-  if (Boolean(certFile) !== Boolean(keyFile)) throw new CliError("--admin-tls-cert-file and --admin-tls-key-file go together: give both or neither");
+  if (Boolean(certFile) !== Boolean(keyFile))
+    throw new CliError("--admin-tls-cert-file and --admin-tls-key-file go together: give both or neither");
   const caFile = flags["admin-client-ca-file"];
-  if (caFile && !certFile) throw new CliError("--admin-client-ca-file needs HTTPS: give --admin-tls-cert-file and --admin-tls-key-file too");
+  if (caFile && !certFile)
+    throw new CliError("--admin-client-ca-file needs HTTPS: give --admin-tls-cert-file and --admin-tls-key-file too");
   const tokens: AdminToken[] = [];
-  if (flags["admin-token-file"]) tokens.push({ token: readToken(flags["admin-token-file"], "admin-token-file"), role: "write", name: "admin-token-file" });
-  if (flags["admin-read-token-file"]) tokens.push({ token: readToken(flags["admin-read-token-file"], "admin-read-token-file"), role: "read-only", name: "admin-read-token-file" });
-  if (tokens.length === 2 && tokens[0]!.token === tokens[1]!.token) throw new CliError("--admin-token-file and --admin-read-token-file hold the same token; use two different tokens");
+  if (flags["admin-token-file"])
+    tokens.push({
+      token: readToken(flags["admin-token-file"], "admin-token-file"),
+      role: "write",
+      name: "admin-token-file",
+    });
+  if (flags["admin-read-token-file"])
+    tokens.push({
+      token: readToken(flags["admin-read-token-file"], "admin-read-token-file"),
+      role: "read-only",
+      name: "admin-read-token-file",
+    });
+  if (tokens.length === 2 && tokens[0]!.token === tokens[1]!.token)
+    throw new CliError("--admin-token-file and --admin-read-token-file hold the same token; use two different tokens");
   if (!isLoopbackHost(host) && (!certFile || (!tokens.length && !caFile))) {
     throw new CliError(
       `refusing to serve the admin API on ${flags["admin-address"]} beyond loopback ` +
-      `${!certFile ? "without TLS (--admin-tls-cert-file and --admin-tls-key-file)" : ""}${!certFile && !tokens.length && !caFile ? " and " : ""}` +
-      `${!tokens.length && !caFile ? `without a credential (${CREDENTIAL_FLAGS})` : ""}; give them, or bind 127.0.0.1`,
+        `${!certFile ? "without TLS (--admin-tls-cert-file and --admin-tls-key-file)" : ""}${!certFile && !tokens.length && !caFile ? " and " : ""}` +
+        `${!tokens.length && !caFile ? `without a credential (${CREDENTIAL_FLAGS})` : ""}; give them, or bind 127.0.0.1`,
     );
   }
-  const tls = certFile && keyFile ? {
-    cert: readFlagFile(certFile, "admin-tls-cert-file"), key: readFlagFile(keyFile, "admin-tls-key-file"),
-    clientCa: caFile ? readFlagFile(caFile, "admin-client-ca-file") : undefined,
-  } : undefined;
+  const tls =
+    certFile && keyFile
+      ? {
+          cert: readFlagFile(certFile, "admin-tls-cert-file"),
+          key: readFlagFile(keyFile, "admin-tls-key-file"),
+          clientCa: caFile ? readFlagFile(caFile, "admin-client-ca-file") : undefined,
+        }
+      : undefined;
   const auth = tokens.length || caFile ? { tokens, clientCertificates: Boolean(caFile) } : undefined;
   return { host, port, tls, auth };
 }
@@ -124,8 +180,22 @@ export async function serveAdmin(o: ServeAdminOptions): Promise<AdminServer & { 
   const extensions = [...(o.extensions ?? [])];
   if (o.client) extensions.push(clusterViews(o.client, { exclude: own }));
   try {
-    const app = createAdminApp({ registry: o.registry, readiness, logger: o.logger, views: o.views, extensions, auth: security.auth, statusPage: { title: o.title ?? "liqo" } });
-    const server = await startAdminServer({ app, host: security.host, port: security.port, tls: security.tls, logger: o.logger });
+    const app = createAdminApp({
+      registry: o.registry,
+      readiness,
+      logger: o.logger,
+      views: o.views,
+      extensions,
+      auth: security.auth,
+      statusPage: { title: o.title ?? "liqo" },
+    });
+    const server = await startAdminServer({
+      app,
+      host: security.host,
+      port: security.port,
+      tls: security.tls,
+      logger: o.logger,
+    });
     return Object.assign(server, { readiness });
   } catch (err) {
     if (err instanceof AdminConfigError) throw new CliError(`admin API: ${err.message}`, undefined, { cause: err });
@@ -149,7 +219,11 @@ export function watchConfigFile(path: string, onChange: (text: string) => void, 
   let settle: ReturnType<typeof setTimeout> | undefined;
   const reload = () => {
     let text: string;
-    try { text = readFileSync(path, "utf8"); } catch { return; }
+    try {
+      text = readFileSync(path, "utf8");
+    } catch {
+      return;
+    }
     if (text === last) return;
     last = text;
     onChange(text);
@@ -160,7 +234,9 @@ export function watchConfigFile(path: string, onChange: (text: string) => void, 
       clearTimeout(settle);
       settle = setTimeout(reload, 200);
     });
-  } catch { /* the periodic re-read still works */ }
+  } catch {
+    /* the periodic re-read still works */
+  }
   const timer = setInterval(reload, intervalMs);
   return () => {
     clearTimeout(settle);

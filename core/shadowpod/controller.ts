@@ -36,7 +36,15 @@ export function podFor(shadow: ShadowPod): Pod {
       namespace: m.namespace,
       labels: { ...m.labels, [MANAGED_BY_LABEL]: MANAGED_BY_SHADOWPOD, [LOCAL_POD_LABEL]: "true" },
       annotations,
-      ownerReferences: [{ apiVersion: shadow.apiVersion ?? "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", name: m.name!, uid: m.uid!, controller: true }],
+      ownerReferences: [
+        {
+          apiVersion: shadow.apiVersion ?? "virtualkubelet.liqo.io/v1alpha1",
+          kind: "ShadowPod",
+          name: m.name!,
+          uid: m.uid!,
+          controller: true,
+        },
+      ],
     },
     spec: { ...shadow.spec?.pod },
   };
@@ -53,15 +61,33 @@ export interface ShadowPodController {
   readonly synced: boolean;
 }
 
-export function createShadowPodController(options: { client: KubeClient; logger?: Logger; workers?: number; namespace?: string }): ShadowPodController {
+export function createShadowPodController(options: {
+  client: KubeClient;
+  logger?: Logger;
+  workers?: number;
+  namespace?: string;
+}): ShadowPodController {
   const { client } = options;
   const log = (options.logger ?? silentLogger).child({ controller: "shadowpod" });
   const events: EventRecorder = createEventRecorder(client, "liqo-shadowpod", log);
   // Cached as handle reads them: ShadowPods whole but for managedFields (the pod spec is needed to
   // create the pod), pods as metadata only (existence, owner, UID, deletion): the pods' specs and
   // statuses were most of this controller's memory with thousands of pods.
-  const shadows: Informer<ShadowPod> = createInformer({ client, resource: ShadowPodResource, namespace: options.namespace, logger: log, transform: withoutManagedFields });
-  const pods: Informer<Pod> = createInformer({ client, resource: Resources.pods, namespace: options.namespace, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_SHADOWPOD}`, logger: log, transform: metadataOnly });
+  const shadows: Informer<ShadowPod> = createInformer({
+    client,
+    resource: ShadowPodResource,
+    namespace: options.namespace,
+    logger: log,
+    transform: withoutManagedFields,
+  });
+  const pods: Informer<Pod> = createInformer({
+    client,
+    resource: Resources.pods,
+    namespace: options.namespace,
+    labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_SHADOWPOD}`,
+    logger: log,
+    transform: metadataOnly,
+  });
   let queue: WorkQueue | undefined;
   /**
    * ShadowPods (by UID) whose pod exists or existed: created by this process or seen by its pod
@@ -84,15 +110,33 @@ export function createShadowPodController(options: { client: KubeClient; logger?
    */
   async function releaseIfStranded(key: string, shadow: ShadowPod, pod: Pod) {
     const overdueMs = Date.now() - Date.parse(pod.metadata.deletionTimestamp!);
-    if (overdueMs < 0) throw new RetryAfterError(Math.min(-overdueMs + 1_000, 60_000), `pod ${key} is terminating; its grace period is not over`);
-    const full = await client.find<Pod & { spec?: { nodeName?: string } }>(Resources.pods, pod.metadata.name!, pod.metadata.namespace);
+    if (overdueMs < 0)
+      throw new RetryAfterError(
+        Math.min(-overdueMs + 1_000, 60_000),
+        `pod ${key} is terminating; its grace period is not over`,
+      );
+    const full = await client.find<Pod & { spec?: { nodeName?: string } }>(
+      Resources.pods,
+      pod.metadata.name!,
+      pod.metadata.namespace,
+    );
     const nodeName = full?.spec?.nodeName;
     if (!full?.metadata.deletionTimestamp || !nodeName) return;
-    const node = await client.find<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.nodes, nodeName);
+    const node = await client.find<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+      Resources.nodes,
+      nodeName,
+    );
     const ready = node?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
     if (ready) throw new RetryAfterError(10_000, `pod ${key} is terminating on node ${nodeName}, which is Ready`);
-    await client.delete(Resources.pods, full.metadata.name!, full.metadata.namespace, { uid: full.metadata.uid, gracePeriodSeconds: 0 });
-    events.warning(shadow, "PodReleased", `pod ${key} was stuck terminating on node ${nodeName}, which is not Ready; deleted it so it can be re-created elsewhere`);
+    await client.delete(Resources.pods, full.metadata.name!, full.metadata.namespace, {
+      uid: full.metadata.uid,
+      gracePeriodSeconds: 0,
+    });
+    events.warning(
+      shadow,
+      "PodReleased",
+      `pod ${key} was stuck terminating on node ${nodeName}, which is not Ready; deleted it so it can be re-created elsewhere`,
+    );
     log.warn("stranded pod released", { key, node: nodeName });
   }
 
@@ -130,10 +174,17 @@ export function createShadowPodController(options: { client: KubeClient; logger?
     hadPod.add(shadow.metadata.uid!);
     if (!existed) return; // a first creation: nothing to count
     // A re-creation reads the count fresh, not from the cache, so a lagging informer cannot lose an increment.
-    const fresh = (await client.find<ShadowPod>(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace)) ?? shadow;
+    const fresh =
+      (await client.find<ShadowPod>(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace)) ?? shadow;
     const recreations = Number(fresh.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) + 1;
     await client.mergePatch(ShadowPodResource, shadow.metadata.name!, shadow.metadata.namespace, {
-      metadata: { annotations: { [CREATED_ANNOTATION]: "true", [RECREATIONS_ANNOTATION]: String(recreations), [POD_UID_ANNOTATION]: created.metadata.uid! } },
+      metadata: {
+        annotations: {
+          [CREATED_ANNOTATION]: "true",
+          [RECREATIONS_ANNOTATION]: String(recreations),
+          [POD_UID_ANNOTATION]: created.metadata.uid!,
+        },
+      },
     });
     const previous = fresh.metadata.annotations?.[POD_UID_ANNOTATION];
     events.normal(shadow, "PodRecreated", `pod ${key} was missing and has been re-created (${recreations} time(s))`);
@@ -142,14 +193,27 @@ export function createShadowPodController(options: { client: KubeClient; logger?
 
   return {
     handle,
-    get synced() { return shadows.synced && pods.synced; },
+    get synced() {
+      return shadows.synced && pods.synced;
+    },
     async start() {
       // I/O-bound (create, patch): many workers keep a burst of ShadowPods from queueing (bench).
       queue = createWorkQueue({ name: "shadowpods", handler: handle, workers: options.workers ?? 24, logger: log });
       const enqueue = (o: KubeObject) => queue!.add(`${o.metadata.namespace}/${o.metadata.name}`);
-      const sawPod = (p: Pod) => { const owner = ownerOf(p); if (owner) hadPod.add(owner); enqueue(p); };
+      const sawPod = (p: Pod) => {
+        const owner = ownerOf(p);
+        if (owner) hadPod.add(owner);
+        enqueue(p);
+      };
       pods.on({ add: sawPod, update: (_o, n) => sawPod(n), delete: enqueue });
-      shadows.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: (s) => { hadPod.delete(s.metadata.uid!); enqueue(s); } });
+      shadows.on({
+        add: enqueue,
+        update: (_o, n) => enqueue(n),
+        delete: (s) => {
+          hadPod.delete(s.metadata.uid!);
+          enqueue(s);
+        },
+      });
       shadows.start();
       pods.start();
       await Promise.all([shadows.waitForSync(), pods.waitForSync()]);

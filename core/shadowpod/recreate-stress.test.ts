@@ -48,7 +48,9 @@ beforeAll(async () => {
       const entry = trace.get(m.uid!) ?? { name: m.name!, events: [] };
       trace.set(m.uid!, entry);
       const t = (performance.now() - started).toFixed(0);
-      entry.events.push(`${t}ms ${ev.type} rv=${m.resourceVersion}${m.deletionTimestamp ? ` deleting(grace ${m.deletionGracePeriodSeconds})` : ""} ${ev.object.status?.phase ?? ""}`);
+      entry.events.push(
+        `${t}ms ${ev.type} rv=${m.resourceVersion}${m.deletionTimestamp ? ` deleting(grace ${m.deletionGracePeriodSeconds})` : ""} ${ev.object.status?.phase ?? ""}`,
+      );
     }
   })().catch(() => undefined);
 }, 600_000);
@@ -64,49 +66,76 @@ const recorded = async (name: string) =>
   Number((await client.get(ShadowPodResource, name, NS)).metadata.annotations?.[RECREATIONS_ANNOTATION] ?? "NaN");
 const runningPod = async (name: string, notUid?: string) => {
   const p = await client.find<Pod>(Resources.pods, name, NS);
-  return p && p.metadata.uid !== notUid && !p.metadata.deletionTimestamp && p.status?.phase === "Running" ? p : undefined;
+  return p && p.metadata.uid !== notUid && !p.metadata.deletionTimestamp && p.status?.phase === "Running"
+    ? p
+    : undefined;
 };
 
 function explain(name: string): string {
-  return [...trace].filter(([, e]) => e.name === name)
-    .map(([uid, e]) => `  ${uid}${deletedByUs.has(uid) ? " (deleted by the test)" : ""}\n    ${e.events.join("\n    ")}`).join("\n");
+  return [...trace]
+    .filter(([, e]) => e.name === name)
+    .map(
+      ([uid, e]) => `  ${uid}${deletedByUs.has(uid) ? " (deleted by the test)" : ""}\n    ${e.events.join("\n    ")}`,
+    )
+    .join("\n");
 }
 
 test(`${PODS} pods deleted at once, ${ROUNDS} rounds (grace 0 and kwok's graceful path): one re-creation per delete`, async () => {
   const createdRv = new Map<string, string>();
   for (const name of names) {
     const s = await client.create(ShadowPodResource, {
-      apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", metadata: { name, namespace: NS },
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+      kind: "ShadowPod",
+      metadata: { name, namespace: NS },
       spec: { pod: { containers: [{ name: "app", image: "nginx" }] } },
     } as KubeObject);
     createdRv.set(name, s.metadata.resourceVersion!);
   }
-  let current = await waitFor("every pod Running", async () => {
-    const pods = await Promise.all(names.map((n) => runningPod(n)));
-    return pods.every(Boolean) ? (pods as Pod[]) : undefined;
-  }, { timeoutMs: 180_000 });
+  let current = await waitFor(
+    "every pod Running",
+    async () => {
+      const pods = await Promise.all(names.map((n) => runningPod(n)));
+      return pods.every(Boolean) ? (pods as Pod[]) : undefined;
+    },
+    { timeoutMs: 180_000 },
+  );
   // A first creation writes nothing back to the ShadowPod (one write per offloaded pod saved).
-  for (const name of names) expect((await client.get(ShadowPodResource, name, NS)).metadata.resourceVersion).toBe(createdRv.get(name)!);
+  for (const name of names)
+    expect((await client.get(ShadowPodResource, name, NS)).metadata.resourceVersion).toBe(createdRv.get(name)!);
   const deletes = new Map(names.map((n) => [n, 0]));
   for (let round = 0; round < ROUNDS; round++) {
     // Even rounds: an immediate delete (grace 0), as the e2e tests do. Odd rounds: a graceful one,
     // which kwok finishes itself with its own delete by name.
     const grace = round % 2 === 0 ? 0 : undefined;
-    await Promise.all(current.map(async (p) => {
-      deletedByUs.add(p.metadata.uid!);
-      await client.delete(Resources.pods, p.metadata.name!, NS, { uid: p.metadata.uid, gracePeriodSeconds: grace });
-      deletes.set(p.metadata.name!, deletes.get(p.metadata.name!)! + 1);
-    }));
-    current = await waitFor(`round ${round}: every pod re-created and Running`, async () => {
-      const pods = await Promise.all(current.map((p) => runningPod(p.metadata.name!, p.metadata.uid)));
-      return pods.every(Boolean) ? (pods as Pod[]) : undefined;
-    }, { timeoutMs: 180_000 });
+    await Promise.all(
+      current.map(async (p) => {
+        deletedByUs.add(p.metadata.uid!);
+        await client.delete(Resources.pods, p.metadata.name!, NS, { uid: p.metadata.uid, gracePeriodSeconds: grace });
+        deletes.set(p.metadata.name!, deletes.get(p.metadata.name!)! + 1);
+      }),
+    );
+    current = await waitFor(
+      `round ${round}: every pod re-created and Running`,
+      async () => {
+        const pods = await Promise.all(current.map((p) => runningPod(p.metadata.name!, p.metadata.uid)));
+        return pods.every(Boolean) ? (pods as Pod[]) : undefined;
+      },
+      { timeoutMs: 180_000 },
+    );
   }
   // Each pod's count equals the deletes the test made; an extra one names its intruder.
   const counts = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await recorded(n)] as const)));
   const wrong = names.filter((n) => counts[n] !== deletes.get(n));
-  if (wrong.length) console.log(`pods whose count is off:\n${wrong.map((n) => `${n}: recorded ${counts[n]}, deleted ${deletes.get(n)}\n${explain(n)}`).join("\n")}`);
-  const intruders = [...trace].filter(([uid, e]) => !deletedByUs.has(uid) && e.events.some((x) => x.includes("DELETED")));
-  if (intruders.length) console.log(`incarnations deleted by someone else:\n${intruders.map(([uid, e]) => `${e.name} ${uid}\n    ${e.events.join("\n    ")}`).join("\n")}`);
+  if (wrong.length)
+    console.log(
+      `pods whose count is off:\n${wrong.map((n) => `${n}: recorded ${counts[n]}, deleted ${deletes.get(n)}\n${explain(n)}`).join("\n")}`,
+    );
+  const intruders = [...trace].filter(
+    ([uid, e]) => !deletedByUs.has(uid) && e.events.some((x) => x.includes("DELETED")),
+  );
+  if (intruders.length)
+    console.log(
+      `incarnations deleted by someone else:\n${intruders.map(([uid, e]) => `${e.name} ${uid}\n    ${e.events.join("\n    ")}`).join("\n")}`,
+    );
   expect(counts).toEqual(Object.fromEntries(deletes));
 }, 900_000);

@@ -79,47 +79,106 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
   const ids = { localClusterId: o.localClusterId, remoteClusterId: o.remoteClusterId };
   const nodeName = o.nodeName ?? `liqo-${o.remoteClusterName}`;
   const fixed = o.translateIp;
-  const translateIp: IpTranslator | undefined = o.ipTranslator ?? (fixed ? (ip, d) => (d === "backward" ? fixed(ip) : ip) : undefined);
+  const translateIp: IpTranslator | undefined =
+    o.ipTranslator ?? (fixed ? (ip, d) => (d === "backward" ? fixed(ip) : ip) : undefined);
   const engine = createReflectionEngine({
-    local: o.local, remote: o.remote, ...ids, registry: o.registry, logger: log,
+    local: o.local,
+    remote: o.remote,
+    ...ids,
+    registry: o.registry,
+    logger: log,
     translateIp,
     context: { virtualNodeName: nodeName, virtualKubeletIp: o.kubeletHost, ...o.storage },
     admits: o.reflectionPolicy && ((kind, obj) => o.reflectionPolicy!.admits(kind, obj)),
   });
   const stops: (() => Promise<void>)[] = [() => engine.stop()];
   const stopAll = async () => {
-    for (const s of stops.splice(0).reverse()) await s().catch((err) => log.warn("stopping a virtual kubelet part failed", { err }));
+    for (const s of stops.splice(0).reverse())
+      await s().catch((err) => log.warn("stopping a virtual kubelet part failed", { err }));
   };
   try {
-    for (const b of BUILTIN_REFLECTORS) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
-    if (o.storage) await engine.addPlugin(await builtinWasm("storage"), { trust: "builtin", source: "builtin:storage" });
+    for (const b of BUILTIN_REFLECTORS)
+      await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
+    if (o.storage)
+      await engine.addPlugin(await builtinWasm("storage"), { trust: "builtin", source: "builtin:storage" });
     const twins = new Map<string, string>();
     const events = createEventReflector({
-      local: o.local, remote: o.remote, remoteClusterId: o.remoteClusterId, remoteClusterName: o.remoteClusterName, nodeName,
-      registry: o.registry, logger: log, admits: o.reflectionPolicy && ((obj) => o.reflectionPolicy!.admits("Event", obj)),
+      local: o.local,
+      remote: o.remote,
+      remoteClusterId: o.remoteClusterId,
+      remoteClusterName: o.remoteClusterName,
+      nodeName,
+      registry: o.registry,
+      logger: log,
+      admits: o.reflectionPolicy && ((obj) => o.reflectionPolicy!.admits("Event", obj)),
     });
     stops.push(() => events.stop());
     // A policy change applies to what is already reflected: every object is looked at again.
-    const unsubscribe = o.reflectionPolicy?.onChange(() => { engine.requeueAll(); events.requeueAll(); });
-    if (unsubscribe) stops.push(async () => { unsubscribe(); });
+    const unsubscribe = o.reflectionPolicy?.onChange(() => {
+      engine.requeueAll();
+      events.requeueAll();
+    });
+    if (unsubscribe)
+      stops.push(async () => {
+        unsubscribe();
+      });
     const offloader = await createPodOffloader({
-      local: o.local, remote: o.remote, ...ids, nodeName, virtualKubeletIp: o.kubeletHost, podsWasm: await builtinWasm("pods"), logger: log,
-      translateIp, remoteNamespaceOf: (ns) => twins.get(ns), apiServerUrl: o.apiServerUrl,
+      local: o.local,
+      remote: o.remote,
+      ...ids,
+      nodeName,
+      virtualKubeletIp: o.kubeletHost,
+      podsWasm: await builtinWasm("pods"),
+      logger: log,
+      translateIp,
+      remoteNamespaceOf: (ns) => twins.get(ns),
+      apiServerUrl: o.apiServerUrl,
     });
     const maps = createNamespaceMapController({
-      local: o.local, remote: o.remote, ...ids, remoteClusterName: o.remoteClusterName, logger: log,
-      addPair: async (p) => { twins.set(p.localNamespace, p.remoteNamespace); await engine.addNamespacePair(p); events.addPair(p); offloader.resyncNamespace(p.localNamespace); },
-      removePair: async (ns) => { twins.delete(ns); await engine.removeNamespacePair(ns); await events.removePair(ns); offloader.resyncNamespace(ns); },
+      local: o.local,
+      remote: o.remote,
+      ...ids,
+      remoteClusterName: o.remoteClusterName,
+      logger: log,
+      addPair: async (p) => {
+        twins.set(p.localNamespace, p.remoteNamespace);
+        await engine.addNamespacePair(p);
+        events.addPair(p);
+        offloader.resyncNamespace(p.localNamespace);
+      },
+      removePair: async (ns) => {
+        twins.delete(ns);
+        await engine.removeNamespacePair(ns);
+        await events.removePair(ns);
+        offloader.resyncNamespace(ns);
+      },
     });
     const api = await createKubeletApi({
-      remote: o.remote, tls: o.tls, auth: { clientCA: o.clientCA }, host: o.kubeletHost, port: o.kubeletPort, nodeName, logger: log,
+      remote: o.remote,
+      tls: o.tls,
+      auth: { clientCA: o.clientCA },
+      host: o.kubeletHost,
+      port: o.kubeletPort,
+      nodeName,
+      logger: log,
       resolvePod: (ns, name) => (twins.has(ns) ? { remoteNamespace: twins.get(ns)!, remoteName: name } : undefined),
     });
     stops.push(() => api.close());
     const node = createVirtualNode({
-      local: o.local, remote: o.remote, remoteClusterId: o.remoteClusterId, remoteClusterName: o.remoteClusterName,
-      remoteClusterLabels: o.storage ? { ...o.remoteClusterLabels, [STORAGE_AVAILABLE_LABEL]: "true" } : o.remoteClusterLabels, resources: o.resources, nodeName, address: o.kubeletHost, kubeletPort: api.port,
-      healthIntervalMs: o.healthIntervalMs, failureThreshold: o.failureThreshold, logger: log,
+      local: o.local,
+      remote: o.remote,
+      remoteClusterId: o.remoteClusterId,
+      remoteClusterName: o.remoteClusterName,
+      remoteClusterLabels: o.storage
+        ? { ...o.remoteClusterLabels, [STORAGE_AVAILABLE_LABEL]: "true" }
+        : o.remoteClusterLabels,
+      resources: o.resources,
+      nodeName,
+      address: o.kubeletHost,
+      kubeletPort: api.port,
+      healthIntervalMs: o.healthIntervalMs,
+      failureThreshold: o.failureThreshold,
+      logger: log,
     });
     await node.start();
     stops.push(() => node.stop());
@@ -130,7 +189,12 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     stops.push(() => offloader.stop());
     await offloader.start();
     return {
-      nodeName, node, engine, offloader, api, events,
+      nodeName,
+      node,
+      engine,
+      offloader,
+      api,
+      events,
       stop: stopAll,
       async remove() {
         await stopAll();

@@ -5,27 +5,47 @@ const virtual = { key: "liqo.io/type", operator: "In", values: ["virtual-node"] 
 const notVirtual = { key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] };
 const north = { matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["north"] }] };
 const base = { containers: [{ name: "c", image: "nginx" }] };
-const required = (spec: any) => spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+const required = (spec: any) =>
+  spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
 
 describe("allowedTerms", () => {
-  test("LocalAndRemote with no selector constrains nothing", () => expect(allowedTerms("LocalAndRemote", [])).toEqual([]));
-  test("Local allows only non-virtual nodes", () => expect(allowedTerms("Local", [north])).toEqual([{ matchExpressions: [notVirtual] }]));
-  test("Remote with no selector allows every virtual node", () => expect(allowedTerms("Remote", [])).toEqual([{ matchExpressions: [virtual] }]));
+  test("LocalAndRemote with no selector constrains nothing", () =>
+    expect(allowedTerms("LocalAndRemote", [])).toEqual([]));
+  test("Local allows only non-virtual nodes", () =>
+    expect(allowedTerms("Local", [north])).toEqual([{ matchExpressions: [notVirtual] }]));
+  test("Remote with no selector allows every virtual node", () =>
+    expect(allowedTerms("Remote", [])).toEqual([{ matchExpressions: [virtual] }]));
   test("Remote with a selector allows the selected virtual nodes", () => {
     expect(allowedTerms("Remote", [north])).toEqual([{ matchExpressions: [...north.matchExpressions, virtual] }]);
   });
   test("LocalAndRemote with a selector allows local nodes or the selected virtual nodes", () => {
-    expect(allowedTerms("LocalAndRemote", [north])).toEqual([{ matchExpressions: [notVirtual] }, { matchExpressions: [...north.matchExpressions, virtual] }]);
+    expect(allowedTerms("LocalAndRemote", [north])).toEqual([
+      { matchExpressions: [notVirtual] },
+      { matchExpressions: [...north.matchExpressions, virtual] },
+    ]);
   });
 });
 
 describe("andTerms", () => {
   test("every pair of ORed terms is merged", () => {
-    const a = [{ matchExpressions: [{ key: "a", operator: "Exists" }] }, { matchExpressions: [{ key: "b", operator: "Exists" }] }];
+    const a = [
+      { matchExpressions: [{ key: "a", operator: "Exists" }] },
+      { matchExpressions: [{ key: "b", operator: "Exists" }] },
+    ];
     const b = [{ matchExpressions: [{ key: "c", operator: "Exists" }] }];
     expect(andTerms(a, b)).toEqual([
-      { matchExpressions: [{ key: "a", operator: "Exists" }, { key: "c", operator: "Exists" }] },
-      { matchExpressions: [{ key: "b", operator: "Exists" }, { key: "c", operator: "Exists" }] },
+      {
+        matchExpressions: [
+          { key: "a", operator: "Exists" },
+          { key: "c", operator: "Exists" },
+        ],
+      },
+      {
+        matchExpressions: [
+          { key: "b", operator: "Exists" },
+          { key: "c", operator: "Exists" },
+        ],
+      },
     ]);
   });
   test("an empty side leaves the other", () => expect(andTerms([], [north])).toEqual([north]));
@@ -34,16 +54,32 @@ describe("andTerms", () => {
 describe("mutatePodSpec", () => {
   test("Remote adds the toleration and affinity to virtual nodes", () => {
     const out = mutatePodSpec(base, "Remote", []);
-    expect(out.tolerations).toEqual([{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }]);
+    expect(out.tolerations).toEqual([
+      { key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" },
+    ]);
     expect(required(out)).toEqual([{ matchExpressions: [virtual] }]);
   });
   test("Local adds no toleration", () => expect(mutatePodSpec(base, "Local", []).tolerations).toBeUndefined());
   test("the pod's own required terms keep holding", () => {
-    const own = { ...base, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: "disk", operator: "In", values: ["ssd"] }] }] } } } };
-    expect(required(mutatePodSpec(own, "Remote", []))).toEqual([{ matchExpressions: [{ key: "disk", operator: "In", values: ["ssd"] }, virtual] }]);
+    const own = {
+      ...base,
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [{ key: "disk", operator: "In", values: ["ssd"] }] }],
+          },
+        },
+      },
+    };
+    expect(required(mutatePodSpec(own, "Remote", []))).toEqual([
+      { matchExpressions: [{ key: "disk", operator: "In", values: ["ssd"] }, virtual] },
+    ]);
   });
   test("an existing toleration is not duplicated, and the input is not changed", () => {
-    const spec = { ...base, tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }] };
+    const spec = {
+      ...base,
+      tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }],
+    };
     const out = mutatePodSpec(spec, "LocalAndRemote", []);
     expect(out.tolerations).toHaveLength(1);
     expect(mutatePodSpec(base, "Remote", []).tolerations).toHaveLength(1);
@@ -73,5 +109,6 @@ describe("hostNamespacesProblem", () => {
     expect(hostNamespacesProblem({ ...base, hostIPC: true }, "LocalAndRemote", "team")).toBeUndefined();
     expect(hostNamespacesProblem({ ...base, hostIPC: true }, "Local", "team")).toBeUndefined();
   });
-  test("hostNetwork: false is not a request", () => expect(hostNamespacesProblem({ ...base, hostNetwork: false }, "Remote", "team")).toBeUndefined());
+  test("hostNetwork: false is not a request", () =>
+    expect(hostNamespacesProblem({ ...base, hostNetwork: false }, "Remote", "team")).toBeUndefined());
 });

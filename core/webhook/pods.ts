@@ -5,12 +5,25 @@ import { TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../apis/label
 
 export type PodOffloadingStrategy = "LocalAndRemote" | "Local" | "Remote";
 
-export interface Requirement { key: string; operator: string; values?: string[] }
-export interface SelectorTerm { matchExpressions?: Requirement[]; matchFields?: Requirement[] }
+export interface Requirement {
+  key: string;
+  operator: string;
+  values?: string[];
+}
+export interface SelectorTerm {
+  matchExpressions?: Requirement[];
+  matchFields?: Requirement[];
+}
 type Toleration = { key?: string; operator?: string; value?: string; effect?: string };
 type PodSpec = {
   tolerations?: Toleration[];
-  affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: SelectorTerm[] }; [k: string]: unknown }; [k: string]: unknown };
+  affinity?: {
+    nodeAffinity?: {
+      requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: SelectorTerm[] };
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 };
 
@@ -32,17 +45,26 @@ export function allowedTerms(strategy: PodOffloadingStrategy, clusterSelector: S
 export function andTerms(a: SelectorTerm[], b: SelectorTerm[]): SelectorTerm[] {
   if (a.length === 0) return b;
   if (b.length === 0) return a;
-  return a.flatMap((x) => b.map((y) => {
-    const term: SelectorTerm = { matchExpressions: [...(x.matchExpressions ?? []), ...(y.matchExpressions ?? [])] };
-    const fields = [...(x.matchFields ?? []), ...(y.matchFields ?? [])];
-    if (fields.length) term.matchFields = fields;
-    return term;
-  }));
+  return a.flatMap((x) =>
+    b.map((y) => {
+      const term: SelectorTerm = { matchExpressions: [...(x.matchExpressions ?? []), ...(y.matchExpressions ?? [])] };
+      const fields = [...(x.matchFields ?? []), ...(y.matchFields ?? [])];
+      if (fields.length) term.matchFields = fields;
+      return term;
+    }),
+  );
 }
 
-export function mutatePodSpec(spec: PodSpec, strategy: PodOffloadingStrategy, clusterSelector: SelectorTerm[]): PodSpec {
+export function mutatePodSpec(
+  spec: PodSpec,
+  strategy: PodOffloadingStrategy,
+  clusterSelector: SelectorTerm[],
+): PodSpec {
   const out: PodSpec = structuredClone(spec);
-  if (strategy !== "Local" && !(out.tolerations ?? []).some((t) => t.key === toleration.key && t.operator === "Exists")) {
+  if (
+    strategy !== "Local" &&
+    !(out.tolerations ?? []).some((t) => t.key === toleration.key && t.operator === "Exists")
+  ) {
     out.tolerations = [...(out.tolerations ?? []), toleration];
   }
   const ours = allowedTerms(strategy, clusterSelector);
@@ -80,9 +102,15 @@ export function hostNamespacesAsked(spec: Record<string, unknown>): string[] {
  * strategy it can only run on a virtual node, and an offloaded pod never shares a host with
  * anything (the provider's node is not ours to give away), so admitting it would only produce a
  * pod silently running without what it asked for. With LocalAndRemote it may still run locally. */
-export function hostNamespacesProblem(spec: Record<string, unknown>, strategy: PodOffloadingStrategy, namespace: string): string | undefined {
+export function hostNamespacesProblem(
+  spec: Record<string, unknown>,
+  strategy: PodOffloadingStrategy,
+  namespace: string,
+): string | undefined {
   const asked = hostNamespacesAsked(spec);
   if (strategy !== "Remote" || asked.length === 0) return undefined;
-  return `pod asks for ${asked.join(", ")}, but namespace ${namespace} offloads pods with podOffloadingStrategy Remote, so it could only run ` +
-    `on a virtual node, where host namespaces are not available; remove ${asked.join("/")} from the pod or use podOffloadingStrategy LocalAndRemote or Local`;
+  return (
+    `pod asks for ${asked.join(", ")}, but namespace ${namespace} offloads pods with podOffloadingStrategy Remote, so it could only run ` +
+    `on a virtual node, where host namespaces are not available; remove ${asked.join("/")} from the pod or use podOffloadingStrategy LocalAndRemote or Local`
+  );
 }

@@ -7,22 +7,35 @@ import type { KubeClient } from "../kube/client.ts";
 import { createInformer } from "../kube/informer.ts";
 import type { KubeObject, ResourceRef } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import { hostNamespacesProblem, mutatePodSpec, specPatch, type PodOffloadingStrategy, type SelectorTerm } from "./pods.ts";
+import {
+  hostNamespacesProblem,
+  mutatePodSpec,
+  specPatch,
+  type PodOffloadingStrategy,
+  type SelectorTerm,
+} from "./pods.ts";
 
 export const MutatingWebhookConfigurations: ResourceRef = {
-  group: "admissionregistration.k8s.io", version: "v1", kind: "MutatingWebhookConfiguration", plural: "mutatingwebhookconfigurations", namespaced: false,
+  group: "admissionregistration.k8s.io",
+  version: "v1",
+  kind: "MutatingWebhookConfiguration",
+  plural: "mutatingwebhookconfigurations",
+  namespaced: false,
 };
 export const POD_WEBHOOK_PATH = "/mutate/pods";
 
 const AdmissionReview = v.object({
   apiVersion: v.literal("admission.k8s.io/v1", "apiVersion must be admission.k8s.io/v1"),
   kind: v.literal("AdmissionReview", "kind must be AdmissionReview"),
-  request: v.object({
-    uid: v.pipe(v.string(), v.minLength(1, "request.uid is required")),
-    namespace: v.optional(v.string()),
-    operation: v.string(),
-    object: v.looseObject({ spec: v.optional(v.record(v.string(), v.unknown())) }),
-  }, "request is required"),
+  request: v.object(
+    {
+      uid: v.pipe(v.string(), v.minLength(1, "request.uid is required")),
+      namespace: v.optional(v.string()),
+      operation: v.string(),
+      object: v.looseObject({ spec: v.optional(v.record(v.string(), v.unknown())) }),
+    },
+    "request is required",
+  ),
 });
 
 type Offloading = KubeObject & {
@@ -36,9 +49,19 @@ export interface PodWebhook {
   stop(): Promise<void>;
 }
 
-export async function startPodWebhook(o: { client: KubeClient; tls: { cert: string; key: string }; host?: string; port?: number; logger?: Logger }): Promise<PodWebhook> {
+export async function startPodWebhook(o: {
+  client: KubeClient;
+  tls: { cert: string; key: string };
+  host?: string;
+  port?: number;
+  logger?: Logger;
+}): Promise<PodWebhook> {
   const log = (o.logger ?? silentLogger).child({ component: "webhook" });
-  const offloadings = createInformer<Offloading>({ client: o.client, resource: NamespaceOffloadingResource, logger: log });
+  const offloadings = createInformer<Offloading>({
+    client: o.client,
+    resource: NamespaceOffloadingResource,
+    logger: log,
+  });
   offloadings.start();
   await offloadings.waitForSync();
 
@@ -50,7 +73,8 @@ export async function startPodWebhook(o: { client: KubeClient; tls: { cert: stri
     async fetch(req) {
       const url = new URL(req.url);
       if (url.pathname === "/healthz") return new Response("ok");
-      if (url.pathname !== POD_WEBHOOK_PATH) return problem(404, `no webhook at ${url.pathname}; the pod webhook is ${POD_WEBHOOK_PATH}`);
+      if (url.pathname !== POD_WEBHOOK_PATH)
+        return problem(404, `no webhook at ${url.pathname}; the pod webhook is ${POD_WEBHOOK_PATH}`);
       if (req.method !== "POST") return problem(405, "admission reviews are POSTed");
       let body: unknown;
       try {
@@ -61,30 +85,50 @@ export async function startPodWebhook(o: { client: KubeClient; tls: { cert: stri
       const parsed = v.safeParse(AdmissionReview, body);
       if (!parsed.success) return problem(400, `not a valid AdmissionReview: ${parsed.issues[0].message}`);
       const { request } = parsed.output;
-      const allow = (patch?: unknown[]) => Response.json({
-        apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview",
-        response: { uid: request.uid, allowed: true, ...(patch?.length ? { patchType: "JSONPatch", patch: Buffer.from(JSON.stringify(patch)).toString("base64") } : {}) },
-      });
-      const deny = (message: string) => Response.json({
-        apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview",
-        response: { uid: request.uid, allowed: false, status: { code: 403, reason: "Forbidden", message } },
-      });
+      const allow = (patch?: unknown[]) =>
+        Response.json({
+          apiVersion: "admission.k8s.io/v1",
+          kind: "AdmissionReview",
+          response: {
+            uid: request.uid,
+            allowed: true,
+            ...(patch?.length
+              ? { patchType: "JSONPatch", patch: Buffer.from(JSON.stringify(patch)).toString("base64") }
+              : {}),
+          },
+        });
+      const deny = (message: string) =>
+        Response.json({
+          apiVersion: "admission.k8s.io/v1",
+          kind: "AdmissionReview",
+          response: { uid: request.uid, allowed: false, status: { code: 403, reason: "Forbidden", message } },
+        });
       if (request.operation !== "CREATE") return allow();
       const ns = request.namespace ?? "";
       const nso = offloadings.get(`${ns}/${DEFAULT_NAMESPACE_OFFLOADING_NAME}`);
       // Only namespaces labelled liqo.io/scheduling-enabled=true reach the webhook. Until their
       // offloading is set up a pod could land anywhere, so it is refused, as Liqo documents;
       // controllers (Deployments, Jobs) create it again moments later.
-      if (!nso) return deny(`namespace ${ns} is labelled liqo.io/scheduling-enabled=true but is not offloaded: pods are refused until it is (liqoctl offload namespace ${ns}), or remove the label`);
+      if (!nso)
+        return deny(
+          `namespace ${ns} is labelled liqo.io/scheduling-enabled=true but is not offloaded: pods are refused until it is (liqoctl offload namespace ${ns}), or remove the label`,
+        );
       if (nso.metadata.deletionTimestamp) return allow();
-      if (!nso.status?.offloadingPhase) return deny(`the offloading of namespace ${ns} is being set up; pods are refused until its NamespaceOffloading has a phase (kubectl get namespaceoffloading -n ${ns})`);
+      if (!nso.status?.offloadingPhase)
+        return deny(
+          `the offloading of namespace ${ns} is being set up; pods are refused until its NamespaceOffloading has a phase (kubectl get namespaceoffloading -n ${ns})`,
+        );
       const spec = request.object.spec ?? {};
       const strategy = nso.spec?.podOffloadingStrategy ?? "LocalAndRemote";
       const hostProblem = hostNamespacesProblem(spec, strategy, ns);
       if (hostProblem) return deny(hostProblem);
       const mutated = mutatePodSpec(spec, strategy, nso.spec?.clusterSelector?.nodeSelectorTerms ?? []);
       const patch = specPatch(spec, mutated);
-      log.debug("pod mutated", { key: `${request.namespace}/${request.object.metadata ? (request.object.metadata as { name?: string }).name : ""}`, strategy, ops: patch.length });
+      log.debug("pod mutated", {
+        key: `${request.namespace}/${request.object.metadata ? (request.object.metadata as { name?: string }).name : ""}`,
+        strategy,
+        ops: patch.length,
+      });
       return allow(patch);
     },
   });
@@ -100,18 +144,35 @@ export async function startPodWebhook(o: { client: KubeClient; tls: { cert: stri
 
 /** Registers the webhook for pods in namespaces labelled for offloading. A down webhook blocks
  * pod creation there (Fail) rather than letting pods land where the strategy forbids. */
-export async function registerPodWebhook(client: KubeClient, target: { url?: string; service?: { namespace: string; name: string; port: number }; caBundle: string }, failurePolicy: "Fail" | "Ignore" = "Fail") {
+export async function registerPodWebhook(
+  client: KubeClient,
+  target: { url?: string; service?: { namespace: string; name: string; port: number }; caBundle: string },
+  failurePolicy: "Fail" | "Ignore" = "Fail",
+) {
   const clientConfig = target.url
     ? { url: `${target.url}${POD_WEBHOOK_PATH}`, caBundle: target.caBundle }
     : { service: { ...target.service!, path: POD_WEBHOOK_PATH }, caBundle: target.caBundle };
-  await client.apply(MutatingWebhookConfigurations, {
-    apiVersion: "admissionregistration.k8s.io/v1", kind: "MutatingWebhookConfiguration",
-    metadata: { name: "liqo-pod-mutator" },
-    webhooks: [{
-      name: "pod.mutate.liqo.io", admissionReviewVersions: ["v1"], sideEffects: "None", failurePolicy, timeoutSeconds: 5,
-      clientConfig,
-      rules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" }],
-      namespaceSelector: { matchLabels: { [SCHEDULING_ENABLED_LABEL]: SCHEDULING_ENABLED_VALUE } },
-    }],
-  } as KubeObject, { fieldManager: "liqo-webhook", force: true });
+  await client.apply(
+    MutatingWebhookConfigurations,
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "MutatingWebhookConfiguration",
+      metadata: { name: "liqo-pod-mutator" },
+      webhooks: [
+        {
+          name: "pod.mutate.liqo.io",
+          admissionReviewVersions: ["v1"],
+          sideEffects: "None",
+          failurePolicy,
+          timeoutSeconds: 5,
+          clientConfig,
+          rules: [
+            { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"], scope: "Namespaced" },
+          ],
+          namespaceSelector: { matchLabels: { [SCHEDULING_ENABLED_LABEL]: SCHEDULING_ENABLED_VALUE } },
+        },
+      ],
+    } as KubeObject,
+    { fieldManager: "liqo-webhook", force: true },
+  );
 }

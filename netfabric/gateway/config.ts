@@ -46,7 +46,11 @@ export interface GatewayOptions {
   natTable: string;
 }
 
-export const defaultGatewayOptions: GatewayOptions = { routingTable: 18952, rulePriority: 1800, natTable: "liqo_gateway" };
+export const defaultGatewayOptions: GatewayOptions = {
+  routingTable: 18952,
+  rulePriority: 1800,
+  natTable: "liqo_gateway",
+};
 
 /** WireGuard's per-packet cost: outer IP header (20 or 40) + UDP 8 + WireGuard 32. */
 export function tunnelMtu(config: Pick<GatewayConfig, "mtu" | "underlay">): number {

@@ -18,7 +18,13 @@ import { createIp } from "../os/ip.ts";
 import { createNft } from "../os/nft.ts";
 import { createCommandRunner, type CommandRunner } from "../os/run.ts";
 import type { WireguardStatus } from "../os/wireguard-uapi.ts";
-import { gatewayVxlan, GATEWAY_VTEP_ANNOTATION, NODE_VTEP_ANNOTATION, VXLAN_NAME, type OverlayEnd } from "../overlay/plan.ts";
+import {
+  gatewayVxlan,
+  GATEWAY_VTEP_ANNOTATION,
+  NODE_VTEP_ANNOTATION,
+  VXLAN_NAME,
+  type OverlayEnd,
+} from "../overlay/plan.ts";
 import { reconcileVxlan } from "../overlay/vxlan.ts";
 import { defaultGatewayOptions, tunnelMtu } from "./config.ts";
 import { openDevice, teardown, type ActiveDevice, type WireguardMode } from "./device.ts";
@@ -82,8 +88,18 @@ export function createGatewayController(o: GatewayControllerOptions) {
   const nft = createNft(runner, o.netns);
   const options = defaultGatewayOptions;
   const events = createEventRecorder(client, "liqo-gateway", log);
-  const teps = createInformer<TunnelEndpoint>({ client, resource: TunnelEndpointResource, labelSelector: CLUSTER_ID_LABEL, logger: log });
-  const natMappings = createInformer<NatMapping>({ client, resource: NatMappingResource, labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value}`, logger: log });
+  const teps = createInformer<TunnelEndpoint>({
+    client,
+    resource: TunnelEndpointResource,
+    labelSelector: CLUSTER_ID_LABEL,
+    logger: log,
+  });
+  const natMappings = createInformer<NatMapping>({
+    client,
+    resource: NatMappingResource,
+    labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value}`,
+    logger: log,
+  });
   const nodes = createInformer({ client, resource: Resources.nodes, logger: log });
   let keys: { privateKey: string; publicKey: string } | undefined;
   let device: ActiveDevice | undefined;
@@ -96,13 +112,23 @@ export function createGatewayController(o: GatewayControllerOptions) {
   let lastError: string | undefined;
   let latencies = new Map<string, number | undefined>();
   const configuredAt = new Map<string, number>();
-  const reconciles = o.registry?.counter({ name: "liqo_gateway_reconciles_total", help: "Gateway reconcile passes by outcome.", labelNames: ["outcome"] as const });
-  const repairs = o.registry?.counter({ name: "liqo_gateway_changes_total", help: "Changes applied to the data plane (configuration and drift repair)." });
+  const reconciles = o.registry?.counter({
+    name: "liqo_gateway_reconciles_total",
+    help: "Gateway reconcile passes by outcome.",
+    labelNames: ["outcome"] as const,
+  });
+  const repairs = o.registry?.counter({
+    name: "liqo_gateway_changes_total",
+    help: "Changes applied to the data plane (configuration and drift repair).",
+  });
 
   async function underlayMtu(): Promise<number> {
     if (!o.underlayDevice) return 1500;
     const [link] = await ip.json<{ mtu: number }>(["link", "show", "dev", o.underlayDevice]);
-    if (!link) throw new Error(`underlay device ${o.underlayDevice} not found${o.netns ? ` in netns ${o.netns}` : ""}; check --underlay-device`);
+    if (!link)
+      throw new Error(
+        `underlay device ${o.underlayDevice} not found${o.netns ? ` in netns ${o.netns}` : ""}; check --underlay-device`,
+      );
     return link.mtu;
   }
 
@@ -110,13 +136,19 @@ export function createGatewayController(o: GatewayControllerOptions) {
     // The Service exists for the peers (LoadBalancer, NodePort fallback); its annotation tells the
     // route agents where the active gateway's VTEP is.
     const found = await exposeGateway({
-      client, namespace: o.liqoNamespace, port: o.listenPort, nodeName: o.nodeName,
-      loadBalancerTimeoutMs: o.loadBalancerTimeoutMs, endpointOverride: o.endpoint,
+      client,
+      namespace: o.liqoNamespace,
+      port: o.listenPort,
+      nodeName: o.nodeName,
+      loadBalancerTimeoutMs: o.loadBalancerTimeoutMs,
+      endpointOverride: o.endpoint,
     });
     exposure = found;
     await writeEndpoint(client, o.liqoNamespace, exposure.endpoint);
     if (o.overlay) {
-      await client.mergePatch(Resources.services, GATEWAY_SERVICE_NAME, o.liqoNamespace, { metadata: { annotations: { [GATEWAY_VTEP_ANNOTATION]: o.overlay.vtepIp } } });
+      await client.mergePatch(Resources.services, GATEWAY_SERVICE_NAME, o.liqoNamespace, {
+        metadata: { annotations: { [GATEWAY_VTEP_ANNOTATION]: o.overlay.vtepIp } },
+      });
     }
   }
 
@@ -134,21 +166,33 @@ export function createGatewayController(o: GatewayControllerOptions) {
         if (!peer) continue;
         if (!configuredAt.has(peer.publicKey)) configuredAt.set(peer.publicKey, now);
         connection = connectionOf({
-          peer, live: status.peers.find((p) => p.publicKey === peer.publicKey), configuredAtMs: Math.max(configuredAt.get(peer.publicKey)!, activeSince),
-          nowMs: now, handshakeTimeoutMs: o.handshakeTimeoutMs ?? 60_000, latencyMs: latencies.get(peer.clusterId),
+          peer,
+          live: status.peers.find((p) => p.publicKey === peer.publicKey),
+          configuredAtMs: Math.max(configuredAt.get(peer.publicKey)!, activeSince),
+          nowMs: now,
+          handshakeTimeoutMs: o.handshakeTimeoutMs ?? 60_000,
+          latencyMs: latencies.get(peer.clusterId),
         });
         if (connection.status === "Error") events.warning(tep, "TunnelDown", connection.statusMessage!);
       }
       const want = { tunnelIFaceName: o.device, gatewayIP: o.overlay?.vtepIp, connection };
       const have = tep.status;
       if (have?.tunnelIFaceName === want.tunnelIFaceName && sameConnection(have?.connection, connection)) continue;
-      await client.mergePatch(TunnelEndpointResource, tep.metadata.name!, tep.metadata.namespace, { status: want }, "status");
+      await client.mergePatch(
+        TunnelEndpointResource,
+        tep.metadata.name!,
+        tep.metadata.namespace,
+        { status: want },
+        "status",
+      );
       log.info("tunnel status", { tunnelEndpoint: key, status: connection.status, message: connection.statusMessage });
     }
   }
 
   const loop = createLoop({
-    name: "gateway", intervalMs: o.intervalMs ?? 5_000, logger: log,
+    name: "gateway",
+    intervalMs: o.intervalMs ?? 5_000,
+    logger: log,
     async pass() {
       if (!active || !keys) return;
       if (!device) {
@@ -160,8 +204,12 @@ export function createGatewayController(o: GatewayControllerOptions) {
         log.info("active: device opened", { device: o.device, kind: device.kind, pid: device.pid });
       }
       const current = planTunnels(teps.list(), natMappings.list(), {
-        device: o.device, privateKey: keys.privateKey, listenPort: o.listenPort, mtu: o.mtu,
-        underlay: { mtu: await underlayMtu(), ipv6: false }, persistentKeepalive: o.persistentKeepalive,
+        device: o.device,
+        privateKey: keys.privateKey,
+        listenPort: o.listenPort,
+        mtu: o.mtu,
+        underlay: { mtu: await underlayMtu(), ipv6: false },
+        persistentKeepalive: o.persistentKeepalive,
       });
       plan = current;
       const reconciler = createGatewayReconciler({ ip, nft, wireguard: device.client, runner }, options);
@@ -172,11 +220,15 @@ export function createGatewayController(o: GatewayControllerOptions) {
           const vtep = n.metadata.annotations?.[NODE_VTEP_ANNOTATION];
           return vtep ? [{ vtepIp: vtep, podCidr: n.spec?.podCIDR }] : [];
         });
-        changes.push(...await reconcileVxlan(ip, gatewayVxlan(o.overlay, vteps)));
+        changes.push(...(await reconcileVxlan(ip, gatewayVxlan(o.overlay, vteps))));
       }
       // Our end of the latency probe, then one echo per peer through the tunnel (in parallel).
-      changes.push(...await ensureDeviceAddress(ip, o.device, firstHost(current.config.localExternalCidr)).catch(() => []));
-      const rtts = await Promise.all(current.config.peers.map((p) => probeLatency(runner, o.netns, firstHost(p.remoteNatExternalCidr))));
+      changes.push(
+        ...(await ensureDeviceAddress(ip, o.device, firstHost(current.config.localExternalCidr)).catch(() => [])),
+      );
+      const rtts = await Promise.all(
+        current.config.peers.map((p) => probeLatency(runner, o.netns, firstHost(p.remoteNatExternalCidr))),
+      );
       latencies = new Map(current.config.peers.map((p, i) => [p.clusterId, rtts[i]]));
       live = await device.client.get();
       await writeStatuses(current, live);
@@ -188,36 +240,58 @@ export function createGatewayController(o: GatewayControllerOptions) {
       }
       lastError = undefined;
     },
-    onError(err) { lastError = err.message; reconciles?.inc({ outcome: "error" }); },
+    onError(err) {
+      lastError = err.message;
+      reconciles?.inc({ outcome: "error" });
+    },
   });
 
   /** The gateway Service selects the pod labelled active; best effort, retried by the next leadership change. */
   function labelPod(role: "active" | "standby") {
     if (!o.podName) return;
-    client.mergePatch(Resources.pods, o.podName, o.liqoNamespace, { metadata: { labels: { [GATEWAY_ROLE_LABEL]: role } } })
-      .catch((err) => { lastError = `labelling pod ${o.podName} ${role}: ${(err as Error).message}`; log.error("labelling the gateway pod failed", { err, role }); });
+    client
+      .mergePatch(Resources.pods, o.podName, o.liqoNamespace, { metadata: { labels: { [GATEWAY_ROLE_LABEL]: role } } })
+      .catch((err) => {
+        lastError = `labelling pod ${o.podName} ${role}: ${(err as Error).message}`;
+        log.error("labelling the gateway pod failed", { err, role });
+      });
   }
 
   const elector = createLeaderElector({
-    client, namespace: o.liqoNamespace, name: o.lease?.name ?? "liqo-gateway", identity: o.identity,
-    leaseDurationMs: o.lease?.durationMs, renewDeadlineMs: o.lease?.renewDeadlineMs, retryPeriodMs: o.lease?.retryPeriodMs, logger: log,
+    client,
+    namespace: o.liqoNamespace,
+    name: o.lease?.name ?? "liqo-gateway",
+    identity: o.identity,
+    leaseDurationMs: o.lease?.durationMs,
+    renewDeadlineMs: o.lease?.renewDeadlineMs,
+    retryPeriodMs: o.lease?.retryPeriodMs,
+    logger: log,
     async onStartedLeading() {
       active = true;
       loop.kick();
       labelPod("active");
-      publish().catch((err) => { lastError = `publishing the endpoint: ${(err as Error).message}`; log.error("publishing the endpoint failed", { err }); });
+      publish().catch((err) => {
+        lastError = `publishing the endpoint: ${(err as Error).message}`;
+        log.error("publishing the endpoint failed", { err });
+      });
     },
     async onStoppedLeading() {
       active = false;
       await loop.runNow().catch(() => undefined); // lets a running pass finish; it sees active=false
-      const done = await teardown({ ip, nft, device, vxlan: o.overlay ? VXLAN_NAME : undefined }, options).catch((err) => [`teardown failed: ${(err as Error).message}`]);
+      const done = await teardown({ ip, nft, device, vxlan: o.overlay ? VXLAN_NAME : undefined }, options).catch(
+        (err) => [`teardown failed: ${(err as Error).message}`],
+      );
       device = undefined;
       live = undefined;
       labelPod("standby");
       log.warn("standby: configuration torn down", { done });
     },
   });
-  o.registry?.callbackGauge({ name: "liqo_gateway_leader", help: "1 when this replica is the active gateway.", collect: () => (active ? 1 : 0) });
+  o.registry?.callbackGauge({
+    name: "liqo_gateway_leader",
+    help: "1 when this replica is the active gateway.",
+    collect: () => (active ? 1 : 0),
+  });
   for (const i of [teps, natMappings, nodes]) i.on({ add: loop.kick, update: loop.kick, delete: loop.kick });
 
   function tunnels(): TunnelView[] {
@@ -226,10 +300,15 @@ export function createGatewayController(o: GatewayControllerOptions) {
       const peer = plan?.config.peers.find((p) => p.clusterId === tep.spec.clusterID);
       const wg = peer && live?.peers.find((p) => p.publicKey === peer.publicKey);
       return {
-        tunnelEndpoint: key, clusterId: tep.spec.clusterID, endpoint: peer?.endpoint,
-        status: tep.status?.connection?.status ?? "Unknown", message: plan?.rejected.get(key) ?? tep.status?.connection?.statusMessage ?? "",
+        tunnelEndpoint: key,
+        clusterId: tep.spec.clusterID,
+        endpoint: peer?.endpoint,
+        status: tep.status?.connection?.status ?? "Unknown",
+        message: plan?.rejected.get(key) ?? tep.status?.connection?.statusMessage ?? "",
         lastHandshake: wg?.lastHandshakeSec ? new Date(wg.lastHandshakeSec * 1000).toISOString() : undefined,
-        rxBytes: wg?.rxBytes, txBytes: wg?.txBytes, latencyMs: latencies.get(tep.spec.clusterID),
+        rxBytes: wg?.rxBytes,
+        txBytes: wg?.txBytes,
+        latencyMs: latencies.get(tep.spec.clusterID),
       };
     });
   }
@@ -242,7 +321,8 @@ export function createGatewayController(o: GatewayControllerOptions) {
           keys = await ensureKeys(client, o.liqoNamespace);
           break;
         } catch (err) {
-          const transient = err instanceof KubeApiError && (err.status === 0 || err.status === 429 || err.status >= 500);
+          const transient =
+            err instanceof KubeApiError && (err.status === 0 || err.status === 429 || err.status >= 500);
           if (!transient || delay >= 5_000) throw err;
           log.warn("reading the key Secret failed; retrying", { err: (err as Error).message, retryInMs: delay });
           await Bun.sleep(delay);
@@ -263,8 +343,17 @@ export function createGatewayController(o: GatewayControllerOptions) {
     isActive: () => active,
     tunnels,
     leader: () => ({
-      ...elector.status(), active, device: o.device, deviceKind: device?.kind, devicePid: device?.pid, netns: o.netns,
-      publicKey: keys?.publicKey, exposure, mtu: plan ? tunnelMtu(plan.config) : undefined, lastChanges, lastError,
+      ...elector.status(),
+      active,
+      device: o.device,
+      deviceKind: device?.kind,
+      devicePid: device?.pid,
+      netns: o.netns,
+      publicKey: keys?.publicKey,
+      exposure,
+      mtu: plan ? tunnelMtu(plan.config) : undefined,
+      lastChanges,
+      lastError,
     }),
     reconcileNow: () => loop.runNow(),
   };

@@ -12,7 +12,10 @@ export const GATEWAY_COMPONENT_LABEL = { key: "net.liqo.io/gateway", value: "tru
 export const GATEWAY_ROLE_LABEL = "net.liqo.io/gateway-role";
 
 type Service = KubeObject & {
-  spec?: { type?: string; ports?: { name?: string; port: number; nodePort?: number; protocol?: string; targetPort?: number }[] };
+  spec?: {
+    type?: string;
+    ports?: { name?: string; port: number; nodePort?: number; protocol?: string; targetPort?: number }[];
+  };
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
 };
 type Node = KubeObject & { status?: { addresses?: { type: string; address: string }[] } };
@@ -40,8 +43,13 @@ export interface Exposure {
 
 async function ensureService(o: ExposureOptions, name: string): Promise<Service> {
   const want = {
-    apiVersion: "v1", kind: "Service",
-    metadata: { name, namespace: o.namespace, labels: { [GATEWAY_COMPONENT_LABEL.key]: GATEWAY_COMPONENT_LABEL.value } },
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name,
+      namespace: o.namespace,
+      labels: { [GATEWAY_COMPONENT_LABEL.key]: GATEWAY_COMPONENT_LABEL.value },
+    },
     spec: {
       type: "LoadBalancer",
       // The active replica carries this label (Liqo selects the leader the same way).
@@ -58,21 +66,26 @@ async function ensureService(o: ExposureOptions, name: string): Promise<Service>
     try {
       return await o.client.create<Service>(Resources.services, want);
     } catch (e) {
-      if (e instanceof KubeApiError && e.status === 409) return o.client.get<Service>(Resources.services, name, o.namespace);
+      if (e instanceof KubeApiError && e.status === 409)
+        return o.client.get<Service>(Resources.services, name, o.namespace);
       throw e;
     }
   }
 }
 
 async function nodeAddress(o: ExposureOptions): Promise<string> {
-  const nodes = o.nodeName ? [await o.client.get<Node>(Resources.nodes, o.nodeName)] : (await o.client.list<Node>(Resources.nodes)).items;
+  const nodes = o.nodeName
+    ? [await o.client.get<Node>(Resources.nodes, o.nodeName)]
+    : (await o.client.list<Node>(Resources.nodes)).items;
   for (const type of ["ExternalIP", "InternalIP"]) {
     for (const n of nodes) {
       const a = n.status?.addresses?.find((x) => x.type === type)?.address;
       if (a) return a;
     }
   }
-  throw new Error(`no node${o.nodeName ? ` ${o.nodeName}` : ""} has an ExternalIP or InternalIP address to announce with the NodePort; pass --endpoint`);
+  throw new Error(
+    `no node${o.nodeName ? ` ${o.nodeName}` : ""} has an ExternalIP or InternalIP address to announce with the NodePort; pass --endpoint`,
+  );
 }
 
 /** Creates or fixes the Service and returns the address peers must use. */
@@ -91,6 +104,9 @@ export async function exposeGateway(o: ExposureOptions): Promise<Exposure> {
     svc = await o.client.get<Service>(Resources.services, name, o.namespace);
   }
   const nodePort = svc.spec?.ports?.[0]?.nodePort;
-  if (!nodePort) throw new Error(`Service ${o.namespace}/${name} has no load balancer address and no nodePort; check the service controller or pass --endpoint`);
+  if (!nodePort)
+    throw new Error(
+      `Service ${o.namespace}/${name} has no load balancer address and no nodePort; check the service controller or pass --endpoint`,
+    );
   return { endpoint: `${await nodeAddress(o)}:${nodePort}`, via: "NodePort", service: `${o.namespace}/${name}` };
 }

@@ -41,19 +41,30 @@ describe("tunnelMtu", () => {
 });
 
 describe("renderNatTable", () => {
-  const lines = (c: GatewayConfig) => renderNatTable(c, options).script.split("\n").map((l) => l.trim());
+  const lines = (c: GatewayConfig) =>
+    renderNatTable(c, options)
+      .script.split("\n")
+      .map((l) => l.trim());
 
   test("replaces the table atomically", () => {
     const script = renderNatTable(config, options).script;
-    expect(script.startsWith("table ip liqo_gateway {}\ndelete table ip liqo_gateway\ntable ip liqo_gateway {")).toBe(true);
+    expect(script.startsWith("table ip liqo_gateway {}\ndelete table ip liqo_gateway\ntable ip liqo_gateway {")).toBe(
+      true,
+    );
   });
 
   test("netmaps our pod CIDR both ways when the peer remapped it", () => {
     const l = lines(config);
-    expect(l).toContainEqual(expect.stringContaining(
-      'iifname "liqo.wg" ip saddr { 10.0.0.0/16, 10.1.0.0/16 } ip daddr 10.2.0.0/16 dnat ip prefix to ip daddr map { 10.2.0.0/16 : 10.200.0.0/16 }'));
-    expect(l).toContainEqual(expect.stringContaining(
-      'oifname "liqo.wg" ip daddr { 10.0.0.0/16, 10.1.0.0/16 } ip saddr 10.200.0.0/16 snat ip prefix to ip saddr map { 10.200.0.0/16 : 10.2.0.0/16 }'));
+    expect(l).toContainEqual(
+      expect.stringContaining(
+        'iifname "liqo.wg" ip saddr { 10.0.0.0/16, 10.1.0.0/16 } ip daddr 10.2.0.0/16 dnat ip prefix to ip daddr map { 10.2.0.0/16 : 10.200.0.0/16 }',
+      ),
+    );
+    expect(l).toContainEqual(
+      expect.stringContaining(
+        'oifname "liqo.wg" ip daddr { 10.0.0.0/16, 10.1.0.0/16 } ip saddr 10.200.0.0/16 snat ip prefix to ip saddr map { 10.200.0.0/16 : 10.2.0.0/16 }',
+      ),
+    );
   });
 
   test("no netmap for networks the peer kept", () => {
@@ -63,11 +74,28 @@ describe("renderNatTable", () => {
   });
 
   test("external remap and per-endpoint NatMappings, mappings first", () => {
-    const hub = { ...config, peers: [{ ...peerB, localNatExternalCidr: "10.3.0.0/16", natMappings: { "10.5.0.9": "10.210.0.7", "10.5.0.3": "10.210.0.2" } }] };
+    const hub = {
+      ...config,
+      peers: [
+        {
+          ...peerB,
+          localNatExternalCidr: "10.3.0.0/16",
+          natMappings: { "10.5.0.9": "10.210.0.7", "10.5.0.3": "10.210.0.2" },
+        },
+      ],
+    };
     const { ruleIds, script } = renderNatTable(hub, options);
-    expect(ruleIds.map((id) => id.split("/")[1])).toEqual(["natmapping", "pod-dnat", "pod-snat", "external-dnat", "masquerade"]);
+    expect(ruleIds.map((id) => id.split("/")[1])).toEqual([
+      "natmapping",
+      "pod-dnat",
+      "pod-snat",
+      "external-dnat",
+      "masquerade",
+    ]);
     // Matched as the peer addresses them: through its remap of our external CIDR.
-    expect(script).toContain("ip daddr { 10.3.0.2, 10.3.0.7 } dnat ip to ip daddr map { 10.3.0.2 : 10.5.0.3, 10.3.0.7 : 10.5.0.9 }");
+    expect(script).toContain(
+      "ip daddr { 10.3.0.2, 10.3.0.7 } dnat ip to ip daddr map { 10.3.0.2 : 10.5.0.3, 10.3.0.7 : 10.5.0.9 }",
+    );
     expect(script).toContain("snat ip to 10.3.0.1");
   });
 
@@ -96,21 +124,55 @@ describe("policy routing", () => {
       { to: "10.0.0.0/16", table: 18952, priority: 1800 },
       { to: "10.1.0.0/16", table: 18952, priority: 1800 },
     ]);
-    expect(routes).toEqual([{ to: "10.0.0.0/16", dev: "liqo.wg" }, { to: "10.1.0.0/16", dev: "liqo.wg" }]);
+    expect(routes).toEqual([
+      { to: "10.0.0.0/16", dev: "liqo.wg" },
+      { to: "10.1.0.0/16", dev: "liqo.wg" },
+    ]);
   });
 
   test.each([
-    { name: "nothing yet", rules: [], routes: [], want: [
-      "rule add to 10.0.0.0/16 lookup 18952 priority 1800", "rule add to 10.1.0.0/16 lookup 18952 priority 1800",
-      "route replace 10.0.0.0/16 dev liqo.wg table 18952", "route replace 10.1.0.0/16 dev liqo.wg table 18952"] },
-    { name: "in sync", rules: [
-      { priority: 1800, dst: "10.0.0.0", dstlen: 16, table: "18952" }, { priority: 1800, dst: "10.1.0.0", dstlen: 16, table: "18952" },
-      { priority: 0, table: "local" }], routes: [{ dst: "10.0.0.0/16", dev: "liqo.wg" }, { dst: "10.1.0.0/16", dev: "liqo.wg" }], want: [] },
-    { name: "stale entries of a removed peer", rules: [
-      { priority: 1800, dst: "10.0.0.0", dstlen: 16, table: "18952" }, { priority: 1800, dst: "10.1.0.0", dstlen: 16, table: "18952" },
-      { priority: 1800, dst: "10.9.9.9", table: "18952" }],
-      routes: [{ dst: "10.0.0.0/16", dev: "liqo.wg" }, { dst: "10.1.0.0/16", dev: "other" }, { dst: "10.9.9.9", dev: "liqo.wg" }],
-      want: ["rule del to 10.9.9.9/32 lookup 18952 priority 1800", "route replace 10.1.0.0/16 dev liqo.wg table 18952", "route del 10.9.9.9/32 table 18952"] },
+    {
+      name: "nothing yet",
+      rules: [],
+      routes: [],
+      want: [
+        "rule add to 10.0.0.0/16 lookup 18952 priority 1800",
+        "rule add to 10.1.0.0/16 lookup 18952 priority 1800",
+        "route replace 10.0.0.0/16 dev liqo.wg table 18952",
+        "route replace 10.1.0.0/16 dev liqo.wg table 18952",
+      ],
+    },
+    {
+      name: "in sync",
+      rules: [
+        { priority: 1800, dst: "10.0.0.0", dstlen: 16, table: "18952" },
+        { priority: 1800, dst: "10.1.0.0", dstlen: 16, table: "18952" },
+        { priority: 0, table: "local" },
+      ],
+      routes: [
+        { dst: "10.0.0.0/16", dev: "liqo.wg" },
+        { dst: "10.1.0.0/16", dev: "liqo.wg" },
+      ],
+      want: [],
+    },
+    {
+      name: "stale entries of a removed peer",
+      rules: [
+        { priority: 1800, dst: "10.0.0.0", dstlen: 16, table: "18952" },
+        { priority: 1800, dst: "10.1.0.0", dstlen: 16, table: "18952" },
+        { priority: 1800, dst: "10.9.9.9", table: "18952" },
+      ],
+      routes: [
+        { dst: "10.0.0.0/16", dev: "liqo.wg" },
+        { dst: "10.1.0.0/16", dev: "other" },
+        { dst: "10.9.9.9", dev: "liqo.wg" },
+      ],
+      want: [
+        "rule del to 10.9.9.9/32 lookup 18952 priority 1800",
+        "route replace 10.1.0.0/16 dev liqo.wg table 18952",
+        "route del 10.9.9.9/32 table 18952",
+      ],
+    },
   ])("plan: $name", ({ rules: observedRules, routes: observedRoutes, want }) => {
     expect(planRouting(rules, routes, observedRules, observedRoutes, options)).toEqual([...want]);
   });
@@ -119,21 +181,75 @@ describe("policy routing", () => {
 describe("wireguard desired state and drift", () => {
   const want = desiredWireguard(config);
   const live = {
-    privateKey: keyA, listenPort: 51820,
-    peers: [{ publicKey: keyB, endpoint: "198.18.0.2:51820", allowedIps: ["10.1.0.0/16", "10.0.0.0/16"], persistentKeepalive: 10, lastHandshakeSec: 1, rxBytes: 1, txBytes: 1 }],
+    privateKey: keyA,
+    listenPort: 51820,
+    peers: [
+      {
+        publicKey: keyB,
+        endpoint: "198.18.0.2:51820",
+        allowedIps: ["10.1.0.0/16", "10.0.0.0/16"],
+        persistentKeepalive: 10,
+        lastHandshakeSec: 1,
+        rxBytes: 1,
+        txBytes: 1,
+      },
+    ],
   };
 
   test("one peer per remote cluster, allowed IPs = its networks as we see them", () => {
-    expect(want.peers).toEqual([{ publicKey: keyB, endpoint: "198.18.0.2:51820", persistentKeepalive: 10, allowedIps: ["10.0.0.0/16", "10.1.0.0/16"] }]);
+    expect(want.peers).toEqual([
+      {
+        publicKey: keyB,
+        endpoint: "198.18.0.2:51820",
+        persistentKeepalive: 10,
+        allowedIps: ["10.0.0.0/16", "10.1.0.0/16"],
+      },
+    ]);
   });
 
   test.each([
-    ["in sync (allowed IP order and roamed endpoint do not matter)", (l: typeof live) => { l.peers[0]!.endpoint = "198.18.0.99:4000"; }, []],
-    ["other port", (l: typeof live) => { l.listenPort = 1; }, ["listen port 1 ≠ 51820"]],
-    ["peer removed", (l: typeof live) => { l.peers = []; }, [`peer ${keyB} missing`]],
-    ["allowed IP lost", (l: typeof live) => { l.peers[0]!.allowedIps = ["10.0.0.0/16"]; }, [`peer ${keyB} allowed IPs 10.0.0.0/16`]],
-    ["stale peer", (l: typeof live) => { l.peers.push({ ...l.peers[0]!, publicKey: keyA }); }, [`stale peer ${keyA}`]],
-    ["private key", (l: typeof live) => { l.privateKey = keyB; }, ["private key"]],
+    [
+      "in sync (allowed IP order and roamed endpoint do not matter)",
+      (l: typeof live) => {
+        l.peers[0]!.endpoint = "198.18.0.99:4000";
+      },
+      [],
+    ],
+    [
+      "other port",
+      (l: typeof live) => {
+        l.listenPort = 1;
+      },
+      ["listen port 1 ≠ 51820"],
+    ],
+    [
+      "peer removed",
+      (l: typeof live) => {
+        l.peers = [];
+      },
+      [`peer ${keyB} missing`],
+    ],
+    [
+      "allowed IP lost",
+      (l: typeof live) => {
+        l.peers[0]!.allowedIps = ["10.0.0.0/16"];
+      },
+      [`peer ${keyB} allowed IPs 10.0.0.0/16`],
+    ],
+    [
+      "stale peer",
+      (l: typeof live) => {
+        l.peers.push({ ...l.peers[0]!, publicKey: keyA });
+      },
+      [`stale peer ${keyA}`],
+    ],
+    [
+      "private key",
+      (l: typeof live) => {
+        l.privateKey = keyB;
+      },
+      ["private key"],
+    ],
   ])("%s", (_name, damage, reasons) => {
     const l = structuredClone(live);
     damage(l);

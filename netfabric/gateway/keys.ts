@@ -17,7 +17,8 @@ export const ENDPOINT_ANNOTATION = "net.liqo.io/gateway-endpoint";
 type Secret = KubeObject & { data?: Record<string, string> };
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
-const unb64 = (s: string | undefined) => (s === undefined ? undefined : Buffer.from(s, "base64").toString("utf8").trim());
+const unb64 = (s: string | undefined) =>
+  s === undefined ? undefined : Buffer.from(s, "base64").toString("utf8").trim();
 
 function keysOf(secret: Secret): KeyPair | string {
   const privateKey = unb64(secret.data?.[PRIVATE_KEY_FIELD]);
@@ -35,21 +36,27 @@ export async function ensureKeys(client: KubeClient, namespace: string): Promise
   for (let attempt = 0; attempt < 3; attempt++) {
     const found = (await client.list<Secret>(Resources.secrets, { namespace, labelSelector: KEYS_LABEL })).items;
     if (found.length > 1) {
-      throw new Error(`${found.length} Secrets labelled ${KEYS_LABEL} in ${namespace} (${found.map((s) => s.metadata.name).join(", ")}); keep one`);
+      throw new Error(
+        `${found.length} Secrets labelled ${KEYS_LABEL} in ${namespace} (${found.map((s) => s.metadata.name).join(", ")}); keep one`,
+      );
     }
     if (found.length === 1) {
       const keys = keysOf(found[0]!);
-      if (typeof keys === "string") throw new Error(`${keys}; delete the Secret and the gateway creates a new key pair`);
+      if (typeof keys === "string")
+        throw new Error(`${keys}; delete the Secret and the gateway creates a new key pair`);
       // Keep data.publicKey right for the network manager, whoever wrote the Secret.
       if (unb64(found[0]!.data?.[PUBLIC_KEY_FIELD]) !== keys.publicKey) {
-        await client.mergePatch(Resources.secrets, found[0]!.metadata.name!, namespace, { data: { [PUBLIC_KEY_FIELD]: b64(keys.publicKey) } });
+        await client.mergePatch(Resources.secrets, found[0]!.metadata.name!, namespace, {
+          data: { [PUBLIC_KEY_FIELD]: b64(keys.publicKey) },
+        });
       }
       return keys;
     }
     const keys = generateKeyPair();
     try {
       await client.create(Resources.secrets, {
-        apiVersion: "v1", kind: "Secret",
+        apiVersion: "v1",
+        kind: "Secret",
         metadata: { name: KEY_SECRET_NAME, namespace, labels: { [KEYS_LABEL]: "wireguard" } },
         data: { [PRIVATE_KEY_FIELD]: b64(keys.privateKey), [PUBLIC_KEY_FIELD]: b64(keys.publicKey) },
       });
@@ -66,7 +73,9 @@ export async function writeEndpoint(client: KubeClient, namespace: string, endpo
   const [secret] = (await client.list<Secret>(Resources.secrets, { namespace, labelSelector: KEYS_LABEL })).items;
   if (!secret) throw new Error(`no Secret labelled ${KEYS_LABEL} in ${namespace}`);
   if (secret.metadata.annotations?.[ENDPOINT_ANNOTATION] === endpoint) return;
-  await client.mergePatch(Resources.secrets, secret.metadata.name!, namespace, { metadata: { annotations: { [ENDPOINT_ANNOTATION]: endpoint } } });
+  await client.mergePatch(Resources.secrets, secret.metadata.name!, namespace, {
+    metadata: { annotations: { [ENDPOINT_ANNOTATION]: endpoint } },
+  });
 }
 
 export function endpointOf(secret: KubeObject): string | undefined {

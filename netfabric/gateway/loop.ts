@@ -24,7 +24,10 @@ export function createLoop(o: LoopOptions) {
   }
 
   function run(): Promise<void> {
-    if (running) { again = true; return running; }
+    if (running) {
+      again = true;
+      return running;
+    }
     running = (async () => {
       do {
         again = false;
@@ -46,11 +49,19 @@ export function createLoop(o: LoopOptions) {
   }
 
   return {
-    start() { stopped = false; void run(); },
-    kick: () => { if (!stopped) void run(); },
+    start() {
+      stopped = false;
+      void run();
+    },
+    kick: () => {
+      if (!stopped) void run();
+    },
     /** One pass that starts after this call (waits for a running one first). */
     async runNow() {
-      if (running) { again = true; await running; }
+      if (running) {
+        again = true;
+        await running;
+      }
       await run();
     },
     async stop() {

@@ -45,23 +45,53 @@ export function peerNatRules(config: GatewayConfig, peer: PeerTunnel): Rule[] {
       .map(([endpoint, external]) => [formatIpv4(remapIp(parseIpv4(external), own, seen)), endpoint] as const)
       .sort(([a], [b]) => parseIpv4(a) - parseIpv4(b));
     const map = pairs.map(([seenIp, endpoint]) => `${seenIp} : ${endpoint}`).join(", ");
-    rules.push(withId(peer, "natmapping", "prerouting",
-      `iifname ${dev} ip saddr ${remote} ip daddr { ${pairs.map(([s]) => s).join(", ")} } dnat ip to ip daddr map { ${map} }`));
+    rules.push(
+      withId(
+        peer,
+        "natmapping",
+        "prerouting",
+        `iifname ${dev} ip saddr ${remote} ip daddr { ${pairs.map(([s]) => s).join(", ")} } dnat ip to ip daddr map { ${map} }`,
+      ),
+    );
   }
   if (natPod !== config.localPodCidr) {
-    rules.push(withId(peer, "pod-dnat", "prerouting",
-      `iifname ${dev} ip saddr ${remote} ip daddr ${natPod} dnat ip prefix to ip daddr map { ${natPod} : ${config.localPodCidr} }`));
-    rules.push(withId(peer, "pod-snat", "postrouting",
-      `oifname ${dev} ip daddr ${remote} ip saddr ${config.localPodCidr} snat ip prefix to ip saddr map { ${config.localPodCidr} : ${natPod} }`));
+    rules.push(
+      withId(
+        peer,
+        "pod-dnat",
+        "prerouting",
+        `iifname ${dev} ip saddr ${remote} ip daddr ${natPod} dnat ip prefix to ip daddr map { ${natPod} : ${config.localPodCidr} }`,
+      ),
+    );
+    rules.push(
+      withId(
+        peer,
+        "pod-snat",
+        "postrouting",
+        `oifname ${dev} ip daddr ${remote} ip saddr ${config.localPodCidr} snat ip prefix to ip saddr map { ${config.localPodCidr} : ${natPod} }`,
+      ),
+    );
   }
   if (natExternal !== config.localExternalCidr) {
-    rules.push(withId(peer, "external-dnat", "prerouting",
-      `iifname ${dev} ip saddr ${remote} ip daddr ${natExternal} dnat ip prefix to ip daddr map { ${natExternal} : ${config.localExternalCidr} }`));
+    rules.push(
+      withId(
+        peer,
+        "external-dnat",
+        "prerouting",
+        `iifname ${dev} ip saddr ${remote} ip daddr ${natExternal} dnat ip prefix to ip daddr map { ${natExternal} : ${config.localExternalCidr} }`,
+      ),
+    );
   }
   // Anything else leaving for this peer (forwarded from another peer, or from the gateway itself)
   // gets an address the peer routes back to us.
-  rules.push(withId(peer, "masquerade", "postrouting",
-    `oifname ${dev} ip daddr ${remote} ip saddr != ${config.localPodCidr} snat ip to ${masqueradeAddress(config, peer)}`));
+  rules.push(
+    withId(
+      peer,
+      "masquerade",
+      "postrouting",
+      `oifname ${dev} ip daddr ${remote} ip saddr != ${config.localPodCidr} snat ip to ${masqueradeAddress(config, peer)}`,
+    ),
+  );
   return rules;
 }
 

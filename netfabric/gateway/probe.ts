@@ -13,7 +13,12 @@ export function firstHost(cidr: string): string {
 
 /** Puts `address`/32 on the device when missing; returns what it changed. */
 export async function ensureDeviceAddress(ip: IpAdapter, device: string, address: string): Promise<string[]> {
-  const [link] = await ip.json<{ addr_info?: { family: string; local: string; prefixlen: number }[] }>(["addr", "show", "dev", device]);
+  const [link] = await ip.json<{ addr_info?: { family: string; local: string; prefixlen: number }[] }>([
+    "addr",
+    "show",
+    "dev",
+    device,
+  ]);
   if (link?.addr_info?.some((a) => a.family === "inet" && a.local === address && a.prefixlen === 32)) return [];
   await ip.batch([`addr replace ${address}/32 dev ${device}`]);
   return [`addr ${address}/32 dev ${device}`];
@@ -26,7 +31,11 @@ export function parsePingRtt(output: string): number | undefined {
 }
 
 /** One ICMP echo through the tunnel; undefined when nothing came back within a second. */
-export async function probeLatency(runner: CommandRunner, netns: string | undefined, address: string): Promise<number | undefined> {
+export async function probeLatency(
+  runner: CommandRunner,
+  netns: string | undefined,
+  address: string,
+): Promise<number | undefined> {
   try {
     return parsePingRtt(await runner.run(["ping", "-n", "-q", "-c", "1", "-W", "1", address], { netns }));
   } catch (err) {

@@ -38,24 +38,37 @@ function fakeWorld() {
         } else throw new Error(`unexpected ip line ${line}`);
       }
     },
-    async bridgeJson() { return []; },
+    async bridgeJson() {
+      return [];
+    },
     async bridge() {},
   };
   const nft: NftAdapter = {
     async apply(script) {
       const comments = [...script.matchAll(/comment "([^"]+)"/g)].map((m) => m[1]!);
-      world.table = { family: "ip", name: "liqo_gateway", chains: ["prerouting", "postrouting"],
-        rules: comments.map((comment, handle) => ({ chain: "x", handle, comment, expr: [] })) };
+      world.table = {
+        family: "ip",
+        name: "liqo_gateway",
+        chains: ["prerouting", "postrouting"],
+        rules: comments.map((comment, handle) => ({ chain: "x", handle, comment, expr: [] })),
+      };
     },
-    async listTable() { return structuredClone(world.table); },
+    async listTable() {
+      return structuredClone(world.table);
+    },
     async deleteRule() {},
   };
   const wireguard: UapiClient = {
     device: "liqo.wg",
-    async get() { return structuredClone(world.wg); },
+    async get() {
+      return structuredClone(world.wg);
+    },
     async set(c: WireguardConfig) {
-      world.wg = { privateKey: c.privateKey, listenPort: c.listenPort,
-        peers: c.peers.map((p) => ({ ...p, lastHandshakeSec: 0, rxBytes: 0, txBytes: 0 })) };
+      world.wg = {
+        privateKey: c.privateKey,
+        listenPort: c.listenPort,
+        peers: c.peers.map((p) => ({ ...p, lastHandshakeSec: 0, rxBytes: 0, txBytes: 0 })),
+      };
     },
   };
   const runner: CommandRunner = {
@@ -69,10 +82,23 @@ function fakeWorld() {
 }
 
 const config: GatewayConfig = {
-  device: "liqo.wg", localPodCidr: "10.200.0.0/16", localExternalCidr: "10.210.0.0/16",
-  privateKey: "YGbyMPpWKvqfCg8wD1TchmBPBFWCE4USd0ut7dl0i1M=", listenPort: 51820, underlay: { mtu: 1500, ipv6: true },
-  peers: [{ clusterId: "B", localNatPodCidr: "10.2.0.0/16", localNatExternalCidr: "None", remoteNatPodCidr: "10.0.0.0/16",
-    remoteNatExternalCidr: "10.1.0.0/16", publicKey: "qZcd6k4rY0Z44wSygvF/1k3EBO5Bq09Ixq5QhzV/Lzc=", endpoint: "[fd00::2]:51820" }],
+  device: "liqo.wg",
+  localPodCidr: "10.200.0.0/16",
+  localExternalCidr: "10.210.0.0/16",
+  privateKey: "YGbyMPpWKvqfCg8wD1TchmBPBFWCE4USd0ut7dl0i1M=",
+  listenPort: 51820,
+  underlay: { mtu: 1500, ipv6: true },
+  peers: [
+    {
+      clusterId: "B",
+      localNatPodCidr: "10.2.0.0/16",
+      localNatExternalCidr: "None",
+      remoteNatPodCidr: "10.0.0.0/16",
+      remoteNatExternalCidr: "10.1.0.0/16",
+      publicKey: "qZcd6k4rY0Z44wSygvF/1k3EBO5Bq09Ixq5QhzV/Lzc=",
+      endpoint: "[fd00::2]:51820",
+    },
+  ],
 };
 
 describe("gateway reconciler (in memory)", () => {

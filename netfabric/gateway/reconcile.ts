@@ -72,15 +72,18 @@ export function createGatewayReconciler(adapters: GatewayAdapters, options: Part
     const want = renderNatTable(config, opts);
     const have = await nft.listTable("ip", opts.natTable);
     const haveIds = have?.rules.map((r) => r.comment ?? `(no comment, handle ${r.handle})`) ?? [];
-    const same = have !== undefined
-      && have.chains.length === 2
-      && haveIds.length === want.ruleIds.length
-      && [...haveIds].sort().join("\n") === [...want.ruleIds].sort().join("\n");
+    const same =
+      have !== undefined &&
+      have.chains.length === 2 &&
+      haveIds.length === want.ruleIds.length &&
+      [...haveIds].sort().join("\n") === [...want.ruleIds].sort().join("\n");
     if (!same) {
       await nft.apply(want.script);
       const missing = want.ruleIds.filter((id) => !haveIds.includes(id));
       const extra = haveIds.filter((id) => !want.ruleIds.includes(id));
-      changes.push(`nft table ${opts.natTable} replaced (missing: ${missing.join(", ") || "none"}; unexpected: ${extra.join(", ") || "none"})`);
+      changes.push(
+        `nft table ${opts.natTable} replaced (missing: ${missing.join(", ") || "none"}; unexpected: ${extra.join(", ") || "none"})`,
+      );
     }
   }
 

@@ -29,10 +29,17 @@ export function connectionOf(o: TunnelObservation): NonNullable<TunnelEndpointSt
   if (o.latencyMs !== undefined) peerConfiguration.latency = `${o.latencyMs}ms`;
   const ageSec = lh > 0 ? Math.max(0, Math.round(o.nowMs / 1000 - lh)) : undefined;
   if (ageSec !== undefined && ageSec < HANDSHAKE_STALE_SEC) {
-    return { status: ConnectionStatus.Connected, statusMessage: `WireGuard handshake with ${peerConfiguration.endpoint} completed`, peerConfiguration };
+    return {
+      status: ConnectionStatus.Connected,
+      statusMessage: `WireGuard handshake with ${peerConfiguration.endpoint} completed`,
+      peerConfiguration,
+    };
   }
   const waited = o.nowMs - o.configuredAtMs;
-  const what = ageSec === undefined ? `no WireGuard handshake with ${o.peer.endpoint}` : `last WireGuard handshake with ${o.peer.endpoint} was ${ageSec} s ago`;
+  const what =
+    ageSec === undefined
+      ? `no WireGuard handshake with ${o.peer.endpoint}`
+      : `last WireGuard handshake with ${o.peer.endpoint} was ${ageSec} s ago`;
   if (waited > o.handshakeTimeoutMs) {
     return {
       status: ConnectionStatus.Error,
@@ -47,6 +54,12 @@ export function connectionOf(o: TunnelObservation): NonNullable<TunnelEndpointSt
 export function sameConnection(a: TunnelEndpointStatus["connection"], b: TunnelEndpointStatus["connection"]): boolean {
   if (!a || !b) return a === b;
   // The handshake time (every 2 minutes) and the latency change while Connected: written on state changes only.
-  const strip = (c: NonNullable<typeof a>) => JSON.stringify([c.status, c.status === ConnectionStatus.Error ? c.statusMessage?.replace(/waited \d+ s/, "") : c.statusMessage, c.peerConfiguration?.endpoint, c.peerConfiguration?.allowedIPs]);
+  const strip = (c: NonNullable<typeof a>) =>
+    JSON.stringify([
+      c.status,
+      c.status === ConnectionStatus.Error ? c.statusMessage?.replace(/waited \d+ s/, "") : c.statusMessage,
+      c.peerConfiguration?.endpoint,
+      c.peerConfiguration?.allowedIPs,
+    ]);
   return strip(a) === strip(b);
 }

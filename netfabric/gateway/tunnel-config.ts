@@ -27,11 +27,16 @@ export interface TunnelPlan {
 const keyOf = (o: { metadata: { namespace?: string; name?: string } }) => `${o.metadata.namespace}/${o.metadata.name}`;
 
 /** The peer entry for one TunnelEndpoint, or a message naming the bad field and the fix. */
-export function peerTunnel(tep: TunnelEndpoint, natMapping: NatMapping | undefined, persistentKeepalive?: number): PeerTunnel | string {
+export function peerTunnel(
+  tep: TunnelEndpoint,
+  natMapping: NatMapping | undefined,
+  persistentKeepalive?: number,
+): PeerTunnel | string {
   const s = tep.spec;
   const where = `TunnelEndpoint ${keyOf(tep)}`;
   const publicKey = s.backend_config?.[PUBLIC_KEY_FIELD];
-  if (!publicKey) return `${where}: backend_config.${PUBLIC_KEY_FIELD} is missing; the peer's gateway has not published its key`;
+  if (!publicKey)
+    return `${where}: backend_config.${PUBLIC_KEY_FIELD} is missing; the peer's gateway has not published its key`;
   try {
     keyToHex(publicKey, `backend_config.${PUBLIC_KEY_FIELD}`);
   } catch (err) {
@@ -43,7 +48,10 @@ export function peerTunnel(tep: TunnelEndpoint, natMapping: NatMapping | undefin
   }
   try {
     parseIpv4(s.endpointIP, "endpointIP");
-    for (const [field, value] of Object.entries({ remoteNATPodCIDR: natOf(s.remoteNATPodCIDR, s.remotePodCIDR), remoteNATExternalCIDR: natOf(s.remoteNATExternalCIDR, s.remoteExternalCIDR) })) {
+    for (const [field, value] of Object.entries({
+      remoteNATPodCIDR: natOf(s.remoteNATPodCIDR, s.remotePodCIDR),
+      remoteNATExternalCIDR: natOf(s.remoteNATExternalCIDR, s.remoteExternalCIDR),
+    })) {
       parseCidr(value, field);
     }
   } catch (err) {
@@ -80,27 +88,49 @@ export function planTunnels(teps: TunnelEndpoint[], natMappings: NatMapping[], l
   for (const tep of sorted) {
     const key = keyOf(tep);
     const id = tep.spec.clusterID;
-    if (byCluster.has(id)) { rejected.set(key, `TunnelEndpoint ${key}: cluster ${id} already has TunnelEndpoint ${byCluster.get(id)}; delete the stale one`); continue; }
+    if (byCluster.has(id)) {
+      rejected.set(
+        key,
+        `TunnelEndpoint ${key}: cluster ${id} already has TunnelEndpoint ${byCluster.get(id)}; delete the stale one`,
+      );
+      continue;
+    }
     // Our own networks are the same in every TunnelEndpoint; one that disagrees is stale.
     if (tep.spec.localPodCIDR !== first!.localPodCIDR || tep.spec.localExternalCIDR !== first!.localExternalCIDR) {
-      rejected.set(key, `TunnelEndpoint ${key}: local networks ${tep.spec.localPodCIDR}/${tep.spec.localExternalCIDR} differ from ${first!.localPodCIDR}/${first!.localExternalCIDR} of the other peers`);
+      rejected.set(
+        key,
+        `TunnelEndpoint ${key}: local networks ${tep.spec.localPodCIDR}/${tep.spec.localExternalCIDR} differ from ${first!.localPodCIDR}/${first!.localExternalCIDR} of the other peers`,
+      );
       continue;
     }
     const mapping = natMappings.find((m) => (m.metadata.labels?.[CLUSTER_ID_LABEL] ?? m.spec.clusterID) === id);
     const peer = peerTunnel(tep, mapping, local.persistentKeepalive);
-    if (typeof peer === "string") { rejected.set(key, peer); continue; }
+    if (typeof peer === "string") {
+      rejected.set(key, peer);
+      continue;
+    }
     // Two peers may never claim the same address space: WireGuard would route to one only.
     const clash = peers.find((p) => p.publicKey === peer.publicKey);
-    if (clash) { rejected.set(key, `TunnelEndpoint ${key}: public key already used by cluster ${clash.clusterId}`); continue; }
+    if (clash) {
+      rejected.set(key, `TunnelEndpoint ${key}: public key already used by cluster ${clash.clusterId}`);
+      continue;
+    }
     byCluster.set(id, key);
     accepted.set(key, id);
     peers.push(peer);
   }
   return {
-    accepted, rejected,
+    accepted,
+    rejected,
     config: {
-      device: local.device, localPodCidr: first?.localPodCIDR ?? "0.0.0.0/32", localExternalCidr: first?.localExternalCIDR ?? "0.0.0.0/32",
-      privateKey: local.privateKey, listenPort: local.listenPort, mtu: local.mtu, underlay: local.underlay, peers,
+      device: local.device,
+      localPodCidr: first?.localPodCIDR ?? "0.0.0.0/32",
+      localExternalCidr: first?.localExternalCIDR ?? "0.0.0.0/32",
+      privateKey: local.privateKey,
+      listenPort: local.listenPort,
+      mtu: local.mtu,
+      underlay: local.underlay,
+      peers,
     },
   };
 }

@@ -20,17 +20,24 @@ export function desiredWireguard(config: GatewayConfig): WireguardConfig {
  * WireGuard updates them itself when a peer roams, and that is not drift. */
 export function wireguardDrift(want: WireguardConfig, have: WireguardStatus): string[] {
   const reasons: string[] = [];
-  if (!have.privateKey || clampPrivateKey(have.privateKey) !== clampPrivateKey(want.privateKey!)) reasons.push("private key");
+  if (!have.privateKey || clampPrivateKey(have.privateKey) !== clampPrivateKey(want.privateKey!))
+    reasons.push("private key");
   if (have.listenPort !== want.listenPort) reasons.push(`listen port ${have.listenPort} ≠ ${want.listenPort}`);
   const sorted = (l: string[]) => [...l].sort().join(",");
   for (const peer of want.peers) {
     const live = have.peers.find((p) => p.publicKey === peer.publicKey);
-    if (!live) { reasons.push(`peer ${peer.publicKey} missing`); continue; }
-    if (sorted(live.allowedIps) !== sorted(peer.allowedIps)) reasons.push(`peer ${peer.publicKey} allowed IPs ${live.allowedIps.join(",")}`);
-    if ((live.persistentKeepalive ?? 0) !== (peer.persistentKeepalive ?? 0)) reasons.push(`peer ${peer.publicKey} keepalive`);
+    if (!live) {
+      reasons.push(`peer ${peer.publicKey} missing`);
+      continue;
+    }
+    if (sorted(live.allowedIps) !== sorted(peer.allowedIps))
+      reasons.push(`peer ${peer.publicKey} allowed IPs ${live.allowedIps.join(",")}`);
+    if ((live.persistentKeepalive ?? 0) !== (peer.persistentKeepalive ?? 0))
+      reasons.push(`peer ${peer.publicKey} keepalive`);
     if (!live.endpoint) reasons.push(`peer ${peer.publicKey} has no endpoint`);
   }
-  for (const live of have.peers) if (!want.peers.some((p) => p.publicKey === live.publicKey)) reasons.push(`stale peer ${live.publicKey}`);
+  for (const live of have.peers)
+    if (!want.peers.some((p) => p.publicKey === live.publicKey)) reasons.push(`stale peer ${live.publicKey}`);
   return reasons;
 }
 
@@ -43,7 +50,11 @@ export const roamFreshSec = 180;
  * drift would send our packets into the void until the peer's next keepalive, so a live endpoint
  * is kept while the handshake it came with is recent. A stale one is replaced by the configured
  * endpoint: that is the only address we know when the peer is silent. */
-export function keepRoamedEndpoints(want: WireguardConfig, have: WireguardStatus, nowSec = Date.now() / 1000): WireguardConfig {
+export function keepRoamedEndpoints(
+  want: WireguardConfig,
+  have: WireguardStatus,
+  nowSec = Date.now() / 1000,
+): WireguardConfig {
   return {
     ...want,
     peers: want.peers.map((peer) => {

@@ -25,15 +25,29 @@ export interface InBandEndpoints {
   proxyPort: number;
 }
 
-type Slice = KubeObject & { endpoints?: { addresses?: string[]; conditions?: { ready?: boolean } }[]; ports?: { name?: string; port?: number }[] };
+type Slice = KubeObject & {
+  endpoints?: { addresses?: string[]; conditions?: { ready?: boolean } }[];
+  ports?: { name?: string; port?: number }[];
+};
 
 /** The proxy's endpoint in `client`'s cluster, or an InBandError saying what to deploy. */
-export async function readInBandEndpoints(client: KubeClient, namespace: string, cluster: string): Promise<InBandEndpoints> {
+export async function readInBandEndpoints(
+  client: KubeClient,
+  namespace: string,
+  cluster: string,
+): Promise<InBandEndpoints> {
   const where = `Service ${namespace}/${PROXY_SERVICE} in cluster ${cluster}`;
   if (!(await client.find(Resources.services, PROXY_SERVICE, namespace))) {
-    throw new InBandError(`${where} does not exist: in-band peering needs liqo's proxy (ports "${AUTH_PORT_NAME}" and "${HTTP_PORT_NAME}") running in that cluster`);
+    throw new InBandError(
+      `${where} does not exist: in-band peering needs liqo's proxy (ports "${AUTH_PORT_NAME}" and "${HTTP_PORT_NAME}") running in that cluster`,
+    );
   }
-  const slices = (await client.list<Slice>(Resources.endpointSlices, { namespace, labelSelector: `kubernetes.io/service-name=${PROXY_SERVICE}` })).items;
+  const slices = (
+    await client.list<Slice>(Resources.endpointSlices, {
+      namespace,
+      labelSelector: `kubernetes.io/service-name=${PROXY_SERVICE}`,
+    })
+  ).items;
   for (const s of slices) {
     const ip = s.endpoints?.find((e) => e.conditions?.ready !== false && e.addresses?.length)?.addresses?.[0];
     const port = (name: string) => s.ports?.find((p) => p.name === name)?.port;
@@ -41,16 +55,23 @@ export async function readInBandEndpoints(client: KubeClient, namespace: string,
     const proxyPort = port(HTTP_PORT_NAME);
     if (ip && authPort && proxyPort) return { ip, authPort, proxyPort };
   }
-  throw new InBandError(`${where} has no ready endpoint with ports "${AUTH_PORT_NAME}" and "${HTTP_PORT_NAME}": is the proxy pod running?`);
+  throw new InBandError(
+    `${where} has no ready endpoint with ports "${AUTH_PORT_NAME}" and "${HTTP_PORT_NAME}": is the proxy pod running?`,
+  );
 }
 
 /** The translation sources `client`'s cluster holds for its peering with `remoteClusterId`. */
-export async function translationSources(client: KubeClient, tenant: string, remoteClusterId: string): Promise<TranslationSources> {
+export async function translationSources(
+  client: KubeClient,
+  tenant: string,
+  remoteClusterId: string,
+): Promise<TranslationSources> {
   const s: TranslationSources = { remoteClusterId };
   for (const c of (await client.list<NetworkConfig>(NetworkConfigResource, { namespace: tenant })).items) {
     const role = networkConfigRole(c.metadata.labels);
     if (role?.clusterId !== remoteClusterId) continue;
-    if (role.local) s.local = c; else s.remote = c;
+    if (role.local) s.local = c;
+    else s.remote = c;
   }
   return s;
 }

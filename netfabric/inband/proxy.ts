@@ -23,7 +23,10 @@ export type Listener = SocketListener<Pipe> & { readonly port: number | undefine
 
 function send(to: Socket<Pipe>, data: Uint8Array) {
   const queue = to.data.pending;
-  if (queue.length) { queue.push(data); return; }
+  if (queue.length) {
+    queue.push(data);
+    return;
+  }
   const n = to.write(data);
   if (n < data.byteLength) queue.push(data.subarray(Math.max(n, 0)));
 }
@@ -33,7 +36,10 @@ function flush(s: Socket<Pipe>) {
   while (queue.length) {
     const chunk = queue[0]!;
     const n = s.write(chunk);
-    if (n < chunk.byteLength) { queue[0] = chunk.subarray(Math.max(n, 0)); return; }
+    if (n < chunk.byteLength) {
+      queue[0] = chunk.subarray(Math.max(n, 0));
+      return;
+    }
     queue.shift();
   }
 }
@@ -41,14 +47,28 @@ function flush(s: Socket<Pipe>) {
 /** Connects to `to`, relaying between it and `client`; data the client sent meanwhile is queued. */
 async function dial(to: Address, client: Socket<Pipe>, onOpen?: () => void): Promise<void> {
   const handlers = {
-    data(s: Socket<Pipe>, d: Uint8Array) { if (s.data.peer) send(s.data.peer, d); },
+    data(s: Socket<Pipe>, d: Uint8Array) {
+      if (s.data.peer) send(s.data.peer, d);
+    },
     drain: flush,
-    close(s: Socket<Pipe>) { s.data.closed = true; s.data.peer?.end(); },
-    error(s: Socket<Pipe>) { s.data.peer?.end(); },
+    close(s: Socket<Pipe>) {
+      s.data.closed = true;
+      s.data.peer?.end();
+    },
+    error(s: Socket<Pipe>) {
+      s.data.peer?.end();
+    },
   };
   try {
-    const upstream = await Bun.connect<Pipe>({ ...to, socket: handlers, data: { pending: [], peer: client } } as never) as Socket<Pipe>;
-    if (client.data.closed) { upstream.end(); return; }
+    const upstream = (await Bun.connect<Pipe>({
+      ...to,
+      socket: handlers,
+      data: { pending: [], peer: client },
+    } as never)) as Socket<Pipe>;
+    if (client.data.closed) {
+      upstream.end();
+      return;
+    }
     const early = client.data.pending;
     client.data.pending = [];
     client.data.peer = upstream;
@@ -62,8 +82,13 @@ async function dial(to: Address, client: Socket<Pipe>, onOpen?: () => void): Pro
 const clientHandlers = (onData: (s: Socket<Pipe>, d: Uint8Array) => void) => ({
   data: onData,
   drain: flush,
-  close(s: Socket<Pipe>) { s.data.closed = true; s.data.peer?.end(); },
-  error(s: Socket<Pipe>) { s.data.peer?.end(); },
+  close(s: Socket<Pipe>) {
+    s.data.closed = true;
+    s.data.peer?.end();
+  },
+  error(s: Socket<Pipe>) {
+    s.data.peer?.end();
+  },
 });
 
 /** Every connection to `listen` is relayed to `to`. */
@@ -71,35 +96,66 @@ export function startForwarder(o: { listen: Address; to: Address; onConnection?:
   return Bun.listen<Pipe>({
     ...o.listen,
     socket: {
-      open(s: Socket<Pipe>) { s.data = newPipe(); o.onConnection?.(); void dial(o.to, s); },
+      open(s: Socket<Pipe>) {
+        s.data = newPipe();
+        o.onConnection?.();
+        void dial(o.to, s);
+      },
       // Until the upstream is open, what the client sends waits in its own queue.
-      ...clientHandlers((s, d) => { if (s.data.peer) send(s.data.peer, d); else s.data.pending.push(new Uint8Array(d)); }),
+      ...clientHandlers((s, d) => {
+        if (s.data.peer) send(s.data.peer, d);
+        else s.data.pending.push(new Uint8Array(d));
+      }),
     },
   } as never);
 }
 
 /** An HTTP CONNECT proxy; `allow` decides which host:port may be reached (e.g. only the API server). */
-export function startConnectProxy(o: { listen: Address; allow: (host: string, port: number) => boolean; onConnection?: () => void }): Listener {
+export function startConnectProxy(o: {
+  listen: Address;
+  allow: (host: string, port: number) => boolean;
+  onConnection?: () => void;
+}): Listener {
   return Bun.listen<Pipe>({
     ...o.listen,
     socket: {
-      open(s: Socket<Pipe>) { s.data = newPipe(); s.data.head = ""; },
+      open(s: Socket<Pipe>) {
+        s.data = newPipe();
+        s.data.head = "";
+      },
       ...clientHandlers((s, d) => {
-        if (s.data.peer) { send(s.data.peer, d); return; }
-        if (s.data.head === undefined) { s.data.pending.push(new Uint8Array(d)); return; }
+        if (s.data.peer) {
+          send(s.data.peer, d);
+          return;
+        }
+        if (s.data.head === undefined) {
+          s.data.pending.push(new Uint8Array(d));
+          return;
+        }
         s.data.head += Buffer.from(d).toString("latin1");
         const end = s.data.head.indexOf("\r\n\r\n");
-        if (end < 0) { if (s.data.head.length > 8192) s.end("HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n"); return; }
+        if (end < 0) {
+          if (s.data.head.length > 8192) s.end("HTTP/1.1 431 Request Header Fields Too Large\r\n\r\n");
+          return;
+        }
         const m = /^CONNECT (\[[^\]]+\]|[^\s:]+):(\d+) HTTP\/1\.[01]\r\n/.exec(s.data.head);
         const rest = Buffer.from(s.data.head.slice(end + 4), "latin1");
         s.data.head = undefined;
-        if (!m) { s.end("HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n"); return; }
+        if (!m) {
+          s.end("HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n");
+          return;
+        }
         const host = m[1]!.replace(/^\[|\]$/g, "");
         const port = Number(m[2]);
-        if (!o.allow(host, port)) { s.end(`HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n`); return; }
+        if (!o.allow(host, port)) {
+          s.end(`HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n`);
+          return;
+        }
         if (rest.byteLength) s.data.pending.push(new Uint8Array(rest));
         o.onConnection?.();
-        void dial({ hostname: host, port }, s, () => { s.write("HTTP/1.1 200 Connection established\r\n\r\n"); });
+        void dial({ hostname: host, port }, s, () => {
+          s.write("HTTP/1.1 200 Connection established\r\n\r\n");
+        });
       }),
     },
   } as never);

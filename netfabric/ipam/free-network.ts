@@ -45,4 +45,3 @@ function mergeIntervals(used: readonly Cidr[]): [number, number][] {
 export function isFree(cidr: Cidr, used: readonly Cidr[]): boolean {
   return !used.some((u) => overlaps(u, cidr));
 }
-

@@ -5,16 +5,37 @@ import { createIpam, type IpamOptions } from "./ipam.ts";
 const base: IpamOptions = { podCidr: "10.200.0.0/16", serviceCidr: "10.96.0.0/12", externalCidr: "10.210.0.0/16" };
 
 function thrown(fn: () => unknown): IpamError {
-  try { fn(); } catch (err) { if (err instanceof IpamError) return err; throw err; }
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof IpamError) return err;
+    throw err;
+  }
   throw new Error("expected an IpamError");
 }
 
 describe("install-time networks", () => {
   test.each([
-    [{ ...base, reserved: ["10.200.5.0/24"] }, "OverlappingNetworks", "reserved subnet 10.200.5.0/24 overlaps podCIDR 10.200.0.0/16"],
-    [{ ...base, reserved: ["192.168.0.0/24", "192.168.0.128/25"] }, "OverlappingNetworks", "192.168.0.128/25 overlaps reserved subnet 192.168.0.0/24"],
-    [{ ...base, serviceCidr: "10.200.128.0/17" }, "OverlappingNetworks", "serviceCIDR 10.200.128.0/17 overlaps podCIDR"],
-    [{ ...base, externalCidr: "10.96.0.0/16" }, "OverlappingNetworks", "externalCIDR 10.96.0.0/16 overlaps serviceCIDR"],
+    [
+      { ...base, reserved: ["10.200.5.0/24"] },
+      "OverlappingNetworks",
+      "reserved subnet 10.200.5.0/24 overlaps podCIDR 10.200.0.0/16",
+    ],
+    [
+      { ...base, reserved: ["192.168.0.0/24", "192.168.0.128/25"] },
+      "OverlappingNetworks",
+      "192.168.0.128/25 overlaps reserved subnet 192.168.0.0/24",
+    ],
+    [
+      { ...base, serviceCidr: "10.200.128.0/17" },
+      "OverlappingNetworks",
+      "serviceCIDR 10.200.128.0/17 overlaps podCIDR",
+    ],
+    [
+      { ...base, externalCidr: "10.96.0.0/16" },
+      "OverlappingNetworks",
+      "externalCIDR 10.96.0.0/16 overlaps serviceCIDR",
+    ],
     [{ ...base, podCidr: "10.200.0.1/16" }, "InvalidCidr", "did you mean 10.200.0.0/16"],
     [{ ...base, reserved: ["nope"] }, "InvalidCidr", 'reservedSubnets: "nope"'],
   ])("refuses %j", (options, code, message) => {
@@ -33,14 +54,23 @@ describe("mapRemoteNetworks", () => {
   test("keeps free networks and remaps colliding ones to the same size", () => {
     const ipam = createIpam({ ...base, reserved: ["10.0.0.0/16"] });
     expect(ipam.mapRemoteNetworks("free", { podCidr: "172.20.0.0/16", externalCidr: "172.21.0.0/16" })).toEqual({
-      podCidr: "172.20.0.0/16", externalCidr: "172.21.0.0/16", podRemapped: false, externalRemapped: false,
+      podCidr: "172.20.0.0/16",
+      externalCidr: "172.21.0.0/16",
+      podRemapped: false,
+      externalRemapped: false,
     });
     expect(ipam.mapRemoteNetworks("same", { podCidr: "10.200.0.0/16", externalCidr: "10.210.0.0/16" })).toEqual({
-      podCidr: "10.1.0.0/16", externalCidr: "10.2.0.0/16", podRemapped: true, externalRemapped: true,
+      podCidr: "10.1.0.0/16",
+      externalCidr: "10.2.0.0/16",
+      podRemapped: true,
+      externalRemapped: true,
     });
     // Another peer declaring a network already given to "free" gets a fresh one too.
     expect(ipam.mapRemoteNetworks("third", { podCidr: "172.20.0.0/16", externalCidr: "10.3.0.0/24" })).toEqual({
-      podCidr: "10.4.0.0/16", externalCidr: "10.3.0.0/24", podRemapped: true, externalRemapped: false,
+      podCidr: "10.4.0.0/16",
+      externalCidr: "10.3.0.0/24",
+      podRemapped: true,
+      externalRemapped: false,
     });
   });
 
@@ -48,7 +78,9 @@ describe("mapRemoteNetworks", () => {
     const ipam = createIpam(base);
     const first = ipam.mapRemoteNetworks("b", { podCidr: "10.200.0.0/16", externalCidr: "10.210.0.0/16" });
     expect(ipam.mapRemoteNetworks("b", { podCidr: "10.200.0.0/16", externalCidr: "10.210.0.0/16" })).toEqual(first);
-    expect(ipam.mapRemoteNetworks("b", { podCidr: "10.50.0.0/16", externalCidr: "10.210.0.0/16" }).podCidr).toBe("10.50.0.0/16");
+    expect(ipam.mapRemoteNetworks("b", { podCidr: "10.50.0.0/16", externalCidr: "10.210.0.0/16" }).podCidr).toBe(
+      "10.50.0.0/16",
+    );
     expect(ipam.usedNetworks().filter((u) => u.owner.endsWith(" b"))).toHaveLength(2);
   });
 
@@ -70,7 +102,9 @@ describe("mapRemoteNetworks", () => {
   });
 
   test("remote pod and external CIDRs that overlap each other are refused", () => {
-    const err = thrown(() => createIpam(base).mapRemoteNetworks("x", { podCidr: "10.0.0.0/8", externalCidr: "10.1.0.0/16" }));
+    const err = thrown(() =>
+      createIpam(base).mapRemoteNetworks("x", { podCidr: "10.0.0.0/8", externalCidr: "10.1.0.0/16" }),
+    );
     expect(err.code).toBe("OverlappingNetworks");
     expect(err.message).toContain("externalCIDR of cluster x 10.1.0.0/16");
   });
@@ -114,7 +148,12 @@ describe("translation", () => {
     expect(ipam.endpointIpFor("a", podInC)).toBe("10.210.0.2");
     expect(ipam.endpointIpFor("a", "10.0.0.9")).toBe("10.200.0.9");
     expect(ipam.natMappings()).toEqual([
-      { clusterId: "a", podCidr: "10.60.0.0/16", externalCidr: "10.210.0.0/16", clusterMappings: { [podInC]: "10.210.0.2" } },
+      {
+        clusterId: "a",
+        podCidr: "10.60.0.0/16",
+        externalCidr: "10.210.0.0/16",
+        clusterMappings: { [podInC]: "10.210.0.2" },
+      },
       { clusterId: "c", podCidr: "10.200.0.0/16", externalCidr: "10.61.0.0/16", clusterMappings: {} },
     ]);
     const other = "192.168.7.7";

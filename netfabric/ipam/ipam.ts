@@ -1,11 +1,26 @@
 // IP address management for one cluster: which networks are in use, how each peer's networks are
 // remapped when they collide, and address translation for offloaded pods and reflected endpoints.
 import {
-  IpamError, externalCidrExhausted, outOfRange, overlapping, poolExhausted, remappingUnknown, unknownCluster,
+  IpamError,
+  externalCidrExhausted,
+  outOfRange,
+  overlapping,
+  poolExhausted,
+  remappingUnknown,
+  unknownCluster,
 } from "./errors.ts";
 import { defaultPools, findFreeNetwork, isFree } from "./free-network.ts";
 import {
-  contains, formatCidr, formatIpv4, lastOf, overlaps, parseCidr, parseIpv4, remapIp, sameCidr, type Cidr,
+  contains,
+  formatCidr,
+  formatIpv4,
+  lastOf,
+  overlaps,
+  parseCidr,
+  parseIpv4,
+  remapIp,
+  sameCidr,
+  type Cidr,
 } from "./ipv4.ts";
 import { parseSnapshot, toSnapshot, type IpamSnapshot } from "./snapshot.ts";
 import { externalReservedHosts, type ClusterEntry, type IpamState } from "./state.ts";
@@ -71,7 +86,11 @@ export function createIpam(options: IpamOptions): Ipam {
   const pod = parseCidr(options.podCidr, "podCIDR");
   const service = parseCidr(options.serviceCidr, "serviceCIDR");
   const reserved = (options.reserved ?? []).map((r) => parseCidr(r, "reservedSubnets"));
-  const fixed: [Cidr, string][] = [[pod, "podCIDR"], [service, "serviceCIDR"], ...reserved.map((r): [Cidr, string] => [r, "reserved subnet"])];
+  const fixed: [Cidr, string][] = [
+    [pod, "podCIDR"],
+    [service, "serviceCIDR"],
+    ...reserved.map((r): [Cidr, string] => [r, "reserved subnet"]),
+  ];
   for (let i = 0; i < fixed.length; i++) {
     for (let j = i + 1; j < fixed.length; j++) {
       const [a, aRole] = fixed[i]!;
@@ -82,13 +101,27 @@ export function createIpam(options: IpamOptions): Ipam {
   let external: Cidr;
   if (options.externalCidr !== undefined) {
     external = parseCidr(options.externalCidr, "externalCIDR");
-    for (const [c, role] of fixed) if (overlaps(c, external)) throw overlapping(options.externalCidr, "externalCIDR", formatCidr(c), role);
+    for (const [c, role] of fixed)
+      if (overlaps(c, external)) throw overlapping(options.externalCidr, "externalCIDR", formatCidr(c), role);
   } else {
-    const found = findFreeNetwork(pools, fixed.map(([c]) => c), pod.prefix);
+    const found = findFreeNetwork(
+      pools,
+      fixed.map(([c]) => c),
+      pod.prefix,
+    );
     if (!found) throw poolExhausted("local", `0.0.0.0/${pod.prefix}`, pools.map(formatCidr));
     external = found;
   }
-  return ipamOver({ pools, pod, service, external, reserved, clusters: new Map(), endpoints: new Map(), externalInUse: new Map() });
+  return ipamOver({
+    pools,
+    pod,
+    service,
+    external,
+    reserved,
+    clusters: new Map(),
+    endpoints: new Map(),
+    externalInUse: new Map(),
+  });
 }
 
 /** Rebuilds an IPAM from a snapshot (e.g. the IpamStorage resource), validating every field. */
@@ -181,8 +214,12 @@ function ipamOver(state: IpamState): Ipam {
 
     setLocalNetworksSeenBy(clusterId, seen) {
       const c = cluster(clusterId);
-      const natPod = seen.podCidr === "None" ? state.pod : parseCidr(seen.podCidr, `podCIDR NAT reported by ${clusterId}`);
-      const natExternal = seen.externalCidr === "None" ? state.external : parseCidr(seen.externalCidr, `externalCIDR NAT reported by ${clusterId}`);
+      const natPod =
+        seen.podCidr === "None" ? state.pod : parseCidr(seen.podCidr, `podCIDR NAT reported by ${clusterId}`);
+      const natExternal =
+        seen.externalCidr === "None"
+          ? state.external
+          : parseCidr(seen.externalCidr, `externalCIDR NAT reported by ${clusterId}`);
       if (natPod.prefix !== state.pod.prefix || natExternal.prefix !== state.external.prefix) {
         throw new IpamError(
           `cluster ${clusterId} reported our networks as ${seen.podCidr} and ${seen.externalCidr}, but ours are ` +
@@ -209,7 +246,8 @@ function ipamOver(state: IpamState): Ipam {
     remotePodIp(clusterId, ipText) {
       const c = cluster(clusterId);
       const ip = parseIpv4(ipText, `pod IP from cluster ${clusterId}`);
-      if (!contains(c.remotePod, ip)) throw outOfRange(ipText, formatCidr(c.remotePod), `the podCIDR of cluster ${clusterId}`);
+      if (!contains(c.remotePod, ip))
+        throw outOfRange(ipText, formatCidr(c.remotePod), `the podCIDR of cluster ${clusterId}`);
       return formatIpv4(remapIp(ip, c.remotePod, c.pod));
     },
 
@@ -258,7 +296,10 @@ function ipamOver(state: IpamState): Ipam {
         ...state.reserved.map((r) => ({ cidr: formatCidr(r), owner: "reserved" })),
       ];
       for (const [id, c] of state.clusters) {
-        out.push({ cidr: formatCidr(c.pod), owner: `podCIDR of ${id}` }, { cidr: formatCidr(c.external), owner: `externalCIDR of ${id}` });
+        out.push(
+          { cidr: formatCidr(c.pod), owner: `podCIDR of ${id}` },
+          { cidr: formatCidr(c.external), owner: `externalCIDR of ${id}` },
+        );
       }
       return out;
     },

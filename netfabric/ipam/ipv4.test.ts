@@ -22,7 +22,13 @@ describe("parseIpv4 / formatIpv4", () => {
     ["", "1 dot-separated"],
     ["10.0.0.1/32", "not a decimal"],
   ])("refuses %p", (text, why) => {
-    const err = (() => { try { parseIpv4(text, "podIP"); } catch (e) { return e; } })() as IpamError;
+    const err = (() => {
+      try {
+        parseIpv4(text, "podIP");
+      } catch (e) {
+        return e;
+      }
+    })() as IpamError;
     expect(err).toBeInstanceOf(IpamError);
     expect(err.code).toBe("InvalidAddress");
     expect(err.message).toContain(`podIP: "${text}"`);
@@ -54,7 +60,13 @@ describe("parseCidr", () => {
 });
 
 describe("bit arithmetic at the edges", () => {
-  test.each([[0, 0], [1, 0x80000000], [8, 0xff000000], [31, 0xfffffffe], [32, 0xffffffff]])("mask /%d", (p, m) => {
+  test.each([
+    [0, 0],
+    [1, 0x80000000],
+    [8, 0xff000000],
+    [31, 0xfffffffe],
+    [32, 0xffffffff],
+  ])("mask /%d", (p, m) => {
     expect(maskOf(p)).toBe(m);
   });
   test("last address of the top network does not wrap", () => {

@@ -18,7 +18,8 @@ export function parseIpv4(text: string, field = "address"): number {
   if (parts.length !== 4) throw invalidAddress(text, field, `${parts.length} dot-separated parts instead of 4`);
   let value = 0;
   for (const part of parts) {
-    if (!octet.test(part)) throw invalidAddress(text, field, `octet "${part}" is not a decimal number without leading zeros`);
+    if (!octet.test(part))
+      throw invalidAddress(text, field, `octet "${part}" is not a decimal number without leading zeros`);
     const n = Number(part);
     if (n > 255) throw invalidAddress(text, field, `octet ${n} is above 255`);
     value = value * 256 + n;

@@ -39,7 +39,12 @@ function assertDisjoint(ipam: Ipam) {
 describe.each([1, 7, 42, 1234, 987654])("random peering cycles, seed %d", (seed) => {
   test("no two networks overlap, translations stay inside the mapped networks, snapshots restore", () => {
     const rand = mulberry32(seed);
-    let ipam = createIpam({ podCidr: "10.200.0.0/16", serviceCidr: "10.96.0.0/12", externalCidr: "10.210.0.0/16", pools: ["10.0.0.0/10", "192.168.0.0/16"] });
+    let ipam = createIpam({
+      podCidr: "10.200.0.0/16",
+      serviceCidr: "10.96.0.0/12",
+      externalCidr: "10.210.0.0/16",
+      pools: ["10.0.0.0/10", "192.168.0.0/16"],
+    });
     const clusters = Array.from({ length: 12 }, (_, i) => `c${i}`);
     let exhausted = 0;
     let remapped = 0;
@@ -47,7 +52,10 @@ describe.each([1, 7, 42, 1234, 987654])("random peering cycles, seed %d", (seed)
       const id = clusters[Math.floor(rand() * clusters.length)]!;
       const roll = rand();
       if (roll < 0.5) {
-        const remote = { podCidr: randomCidr(rand, 14 + Math.floor(rand() * 6)), externalCidr: randomCidr(rand, 16 + Math.floor(rand() * 8)) };
+        const remote = {
+          podCidr: randomCidr(rand, 14 + Math.floor(rand() * 6)),
+          externalCidr: randomCidr(rand, 16 + Math.floor(rand() * 8)),
+        };
         if (overlaps(parseCidr(remote.podCidr), parseCidr(remote.externalCidr))) continue;
         try {
           const mapped = ipam.mapRemoteNetworks(id, remote);

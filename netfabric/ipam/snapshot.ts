@@ -60,11 +60,16 @@ export function toSnapshot(state: IpamState): IpamSnapshot {
 }
 
 function bad(message: string, input: string): IpamError {
-  return new IpamError(`IPAM snapshot: ${message}; restore from an intact IpamStorage or delete it to start empty`, "InvalidSnapshot", input);
+  return new IpamError(
+    `IPAM snapshot: ${message}; restore from an intact IpamStorage or delete it to start empty`,
+    "InvalidSnapshot",
+    input,
+  );
 }
 
 function record(value: unknown, field: string): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw bad(`${field} must be an object`, field);
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw bad(`${field} must be an object`, field);
   return value as Record<string, unknown>;
 }
 
@@ -92,8 +97,12 @@ export function parseSnapshot(input: unknown): IpamState {
     endpoints: new Map(),
     externalInUse: new Map(),
   };
-  const taken: [Cidr, string][] = [[state.pod, "podCidr"], [state.service, "serviceCidr"], [state.external, "externalCidr"],
-    ...state.reserved.map((r, i): [Cidr, string] => [r, `reserved[${i}]`])];
+  const taken: [Cidr, string][] = [
+    [state.pod, "podCidr"],
+    [state.service, "serviceCidr"],
+    [state.external, "externalCidr"],
+    ...state.reserved.map((r, i): [Cidr, string] => [r, `reserved[${i}]`]),
+  ];
   for (const [id, raw] of Object.entries(record(s.clusters, "clusters"))) {
     const c = record(raw, `clusters.${id}`);
     const entry: ClusterEntry = {
@@ -103,8 +112,12 @@ export function parseSnapshot(input: unknown): IpamState {
       external: cidrAt(c.externalCidr, `clusters.${id}.externalCidr`),
     };
     if (c.localNatPodCidr !== undefined) entry.natPod = cidrAt(c.localNatPodCidr, `clusters.${id}.localNatPodCidr`);
-    if (c.localNatExternalCidr !== undefined) entry.natExternal = cidrAt(c.localNatExternalCidr, `clusters.${id}.localNatExternalCidr`);
-    for (const [net, field] of [[entry.pod, `clusters.${id}.podCidr`], [entry.external, `clusters.${id}.externalCidr`]] as const) {
+    if (c.localNatExternalCidr !== undefined)
+      entry.natExternal = cidrAt(c.localNatExternalCidr, `clusters.${id}.localNatExternalCidr`);
+    for (const [net, field] of [
+      [entry.pod, `clusters.${id}.podCidr`],
+      [entry.external, `clusters.${id}.externalCidr`],
+    ] as const) {
       const clash = taken.find(([t]) => overlaps(t, net));
       if (clash) throw bad(`${field} ${formatCidr(net)} overlaps ${clash[1]} ${formatCidr(clash[0])}`, field);
       taken.push([net, field]);
@@ -117,11 +130,16 @@ export function parseSnapshot(input: unknown): IpamState {
     if (typeof e.externalIp !== "string") throw bad(`endpoints.${ipText}.externalIp must be a string`, ipText);
     const external = parseIpv4(e.externalIp, `snapshot endpoints.${ipText}.externalIp`);
     if (!contains(state.external, external) || external < state.external.base + externalReservedHosts) {
-      throw bad(`endpoints.${ipText}.externalIp ${e.externalIp} is not an assignable address of ${formatCidr(state.external)}`, ipText);
+      throw bad(
+        `endpoints.${ipText}.externalIp ${e.externalIp} is not an assignable address of ${formatCidr(state.external)}`,
+        ipText,
+      );
     }
-    if (state.externalInUse.has(external)) throw bad(`external address ${e.externalIp} is given to two endpoints`, e.externalIp);
+    if (state.externalInUse.has(external))
+      throw bad(`external address ${e.externalIp} is given to two endpoints`, e.externalIp);
     const clusters = list(e.clusters, `endpoints.${ipText}.clusters`).map(String);
-    for (const id of clusters) if (!state.clusters.has(id)) throw bad(`endpoints.${ipText} names unknown cluster ${id}`, id);
+    for (const id of clusters)
+      if (!state.clusters.has(id)) throw bad(`endpoints.${ipText} names unknown cluster ${id}`, id);
     state.externalInUse.set(external, endpoint);
     state.endpoints.set(endpoint, { external, clusters: new Set(clusters) });
   }

@@ -19,7 +19,11 @@ export function peersOfForeignClusters(fcs: Fc[]): Peer[] {
     const id = fc.spec?.clusterIdentity?.clusterID;
     const tenant = fc.status?.tenantNamespace?.local;
     if (!id || !tenant || fc.spec.networkingEnabled === "No" || fc.metadata.deletionTimestamp) continue;
-    peers.set(id, { remoteClusterId: id, remoteClusterName: fc.spec.clusterIdentity?.clusterName || fc.metadata.name!, tenantNamespace: tenant });
+    peers.set(id, {
+      remoteClusterId: id,
+      remoteClusterName: fc.spec.clusterIdentity?.clusterName || fc.metadata.name!,
+      tenantNamespace: tenant,
+    });
   }
   return [...peers.values()].sort((a, b) => a.remoteClusterId.localeCompare(b.remoteClusterId));
 }
@@ -31,9 +35,17 @@ export interface ForeignClusterPeersOptions {
   logger?: Logger;
 }
 
-export function watchForeignClusterPeers(o: ForeignClusterPeersOptions): { start(): Promise<void>; stop(): Promise<void> } {
+export function watchForeignClusterPeers(o: ForeignClusterPeersOptions): {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+} {
   const log = (o.logger ?? silentLogger).child({ component: "fc-peers" });
-  const fcs = createInformer<Fc>({ client: o.client, resource: ForeignClusterResource, resyncMs: o.resyncMs ?? 30_000, logger: log });
+  const fcs = createInformer<Fc>({
+    client: o.client,
+    resource: ForeignClusterResource,
+    resyncMs: o.resyncMs ?? 30_000,
+    logger: log,
+  });
   let last = "";
   const recompute = () => {
     const peers = peersOfForeignClusters(fcs.list());

@@ -6,7 +6,11 @@ import { NAT_MAPPING_LABEL } from "../../core/apis/net/natmapping.ts";
 import type { NetworkConfig, NetworkConfigSpec, NetworkConfigStatus } from "../../core/apis/net/networkconfig.ts";
 import type { TunnelEndpointSpec } from "../../core/apis/net/tunnelendpoint.ts";
 import {
-  OWNERSHIP_LABEL, REPLICATION_DESTINATION_LABEL, REPLICATION_ORIGIN_LABEL, REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL,
+  OWNERSHIP_LABEL,
+  REPLICATION_DESTINATION_LABEL,
+  REPLICATION_ORIGIN_LABEL,
+  REPLICATION_REQUESTED_LABEL,
+  REPLICATION_STATUS_LABEL,
 } from "../../core/apis/labels.ts";
 import { formatIpv4, parseCidr, parseIpv4, remapIp, type MappedNetworks, type NatMappingSpec } from "../ipam/index.ts";
 
@@ -77,7 +81,9 @@ export function localNetworkConfig(peer: Peer, p: LocalNetworkParameters): Netwo
 }
 
 /** Which peering a NetworkConfig belongs to and whether we sent it or received it; undefined when neither. */
-export function networkConfigRole(labels: Record<string, string> | undefined): { clusterId: string; local: boolean } | undefined {
+export function networkConfigRole(
+  labels: Record<string, string> | undefined,
+): { clusterId: string; local: boolean } | undefined {
   if (!labels) return undefined;
   if (labels[REPLICATION_REQUESTED_LABEL] === "true" && labels[REPLICATION_DESTINATION_LABEL]) {
     return { clusterId: labels[REPLICATION_DESTINATION_LABEL]!, local: true };
@@ -144,10 +150,14 @@ export function natMappingSpec(ipam: NatMappingSpec, peerPodCidrHere: string, lo
 }
 
 /** The reverse, for the gateway: endpoint → address in our own external CIDR (netfabric/gateway's PeerTunnel.natMappings). */
-export function gatewayNatMappings(spec: { externalCIDR: string; clusterMappings: Record<string, string> }, localExternalCidr: string): Record<string, string> {
+export function gatewayNatMappings(
+  spec: { externalCIDR: string; clusterMappings: Record<string, string> },
+  localExternalCidr: string,
+): Record<string, string> {
   const own = parseCidr(localExternalCidr, "local externalCIDR");
   const seen = parseCidr(spec.externalCIDR, "NatMapping externalCIDR");
   const out: Record<string, string> = {};
-  for (const [endpoint, external] of Object.entries(spec.clusterMappings)) out[endpoint] = formatIpv4(remapIp(parseIpv4(external), seen, own));
+  for (const [endpoint, external] of Object.entries(spec.clusterMappings))
+    out[endpoint] = formatIpv4(remapIp(parseIpv4(external), seen, own));
   return out;
 }

@@ -5,10 +5,28 @@ export { createIpTranslator, type TranslatorOptions } from "./translator.ts";
 export { networkManagerViews } from "./views.ts";
 export { parsePeers, PeersFileError } from "./peers-file.ts";
 export {
-  uniqueName, localNetworkConfig, remoteNetworkConfigStatus, tunnelEndpointSpec, natMappingSpec, gatewayNatMappings,
-  networkConfigRole, bothProcessed, KEYS_LABEL, PUBLIC_KEY_FIELD, CLUSTER_ID_LABEL, NETCFG_OWNER, type Peer, type LocalNetworkParameters,
+  uniqueName,
+  localNetworkConfig,
+  remoteNetworkConfigStatus,
+  tunnelEndpointSpec,
+  natMappingSpec,
+  gatewayNatMappings,
+  networkConfigRole,
+  bothProcessed,
+  KEYS_LABEL,
+  PUBLIC_KEY_FIELD,
+  CLUSTER_ID_LABEL,
+  NETCFG_OWNER,
+  type Peer,
+  type LocalNetworkParameters,
 } from "./forge.ts";
 export { desiredNatMappings, natMappingName } from "./natmappings.ts";
 export type { PeerState, PeerPhase } from "./peering.ts";
-export { createTranslationWatcher, translateWith, TranslationError, type TranslationWatcher, type TranslationSources } from "./translation-watch.ts";
+export {
+  createTranslationWatcher,
+  translateWith,
+  TranslationError,
+  type TranslationWatcher,
+  type TranslationSources,
+} from "./translation-watch.ts";
 export { peersOfForeignClusters, watchForeignClusterPeers } from "./fc-peers.ts";

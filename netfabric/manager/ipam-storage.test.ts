@@ -5,7 +5,12 @@ import { canonicalJson, ipamSpecFromSnapshot, snapshotFromIpamSpec } from "./ipa
 
 /** A state with every kind of entry: a remapped and a kept peer, reported NATs, an endpoint. */
 function busyIpam() {
-  const ipam = createIpam({ podCidr: "10.200.0.0/16", serviceCidr: "10.50.0.0/16", externalCidr: "10.210.0.0/16", reserved: ["10.0.0.0/15"] });
+  const ipam = createIpam({
+    podCidr: "10.200.0.0/16",
+    serviceCidr: "10.50.0.0/16",
+    externalCidr: "10.210.0.0/16",
+    reserved: ["10.0.0.0/15"],
+  });
   ipam.mapRemoteNetworks("milan", { podCidr: "10.200.0.0/16", externalCidr: "10.210.0.0/16" });
   ipam.mapRemoteNetworks("turin", { podCidr: "10.120.0.0/16", externalCidr: "10.121.0.0/16" });
   ipam.setLocalNetworksSeenBy("milan", { podCidr: "10.3.0.0/16", externalCidr: "None" });
@@ -26,10 +31,16 @@ describe("ipamSpecFromSnapshot", () => {
     expect(spec.externalCIDR).toBe("10.210.0.0/16");
     expect(spec.reservedSubnets).toEqual(["10.0.0.0/15"]);
     expect(spec.clusterSubnets.milan).toEqual({
-      remotePodCIDR: milan.podCidr, remoteExternalCIDR: milan.externalCidr, localNATPodCIDR: "10.3.0.0/16", localNATExternalCIDR: "None",
+      remotePodCIDR: milan.podCidr,
+      remoteExternalCIDR: milan.externalCidr,
+      localNATPodCIDR: "10.3.0.0/16",
+      localNATExternalCIDR: "None",
     });
     expect(spec.clusterSubnets.turin).toEqual({
-      remotePodCIDR: "10.120.0.0/16", remoteExternalCIDR: "10.121.0.0/16", localNATPodCIDR: "None", localNATExternalCIDR: "None",
+      remotePodCIDR: "10.120.0.0/16",
+      remoteExternalCIDR: "10.121.0.0/16",
+      localNATPodCIDR: "None",
+      localNATExternalCIDR: "None",
     });
   });
 
@@ -73,27 +84,82 @@ describe("snapshotFromIpamSpec", () => {
   });
 
   test("Liqo's own IpamStorage (no declared networks in prefixes) restores with used = declared", () => {
-    const snap = snapshotFromIpamSpec({
-      prefixes: { "10.0.0.0/8": Buffer.from("go-ipam state").toString("base64") },
-      pools: ["10.0.0.0/8"], reservedSubnets: [],
-      clusterSubnets: { milan: { remotePodCIDR: "10.60.0.0/16", remoteExternalCIDR: "10.61.0.0/16", localNATPodCIDR: "None", localNATExternalCIDR: "" } },
-      externalCIDR: "10.201.0.0/16", endpointMappings: {}, natMappingsConfigured: {}, podCIDR: "10.200.0.0/16", serviceCIDR: "10.96.0.0/12",
-    }, "ipamstorage-abc");
-    expect(snap.clusters.milan).toEqual({ remotePodCidr: "10.60.0.0/16", remoteExternalCidr: "10.61.0.0/16", podCidr: "10.60.0.0/16", externalCidr: "10.61.0.0/16", localNatPodCidr: "10.200.0.0/16" });
+    const snap = snapshotFromIpamSpec(
+      {
+        prefixes: { "10.0.0.0/8": Buffer.from("go-ipam state").toString("base64") },
+        pools: ["10.0.0.0/8"],
+        reservedSubnets: [],
+        clusterSubnets: {
+          milan: {
+            remotePodCIDR: "10.60.0.0/16",
+            remoteExternalCIDR: "10.61.0.0/16",
+            localNATPodCIDR: "None",
+            localNATExternalCIDR: "",
+          },
+        },
+        externalCIDR: "10.201.0.0/16",
+        endpointMappings: {},
+        natMappingsConfigured: {},
+        podCIDR: "10.200.0.0/16",
+        serviceCIDR: "10.96.0.0/12",
+      },
+      "ipamstorage-abc",
+    );
+    expect(snap.clusters.milan).toEqual({
+      remotePodCidr: "10.60.0.0/16",
+      remoteExternalCidr: "10.61.0.0/16",
+      podCidr: "10.60.0.0/16",
+      externalCidr: "10.61.0.0/16",
+      localNatPodCidr: "10.200.0.0/16",
+    });
   });
 
   const base = () => ipamSpecFromSnapshot(busyIpam().snapshot());
   test.each([
-    ["an empty podCIDR", (s: ReturnType<typeof base>) => { s.podCIDR = ""; }, /spec.podCIDR is empty/],
-    ["two peers on one network", (s: ReturnType<typeof base>) => { s.clusterSubnets.turin!.remotePodCIDR = s.clusterSubnets.milan!.remotePodCIDR; }, /overlaps/],
-    ["a peer without networks", (s: ReturnType<typeof base>) => { s.clusterSubnets.turin!.remotePodCIDR = ""; }, /clusterSubnets\["turin"\] has no remotePodCIDR/],
-    ["an endpoint address outside the external CIDR", (s: ReturnType<typeof base>) => { s.endpointMappings["10.2.0.9"]!.ip = "10.99.0.1"; }, /not an assignable address/],
-    ["an endpoint reflected to an unknown peer", (s: ReturnType<typeof base>) => { s.endpointMappings["10.2.0.9"]!.clusterMappings = { rome: {} }; }, /unknown cluster rome/],
+    [
+      "an empty podCIDR",
+      (s: ReturnType<typeof base>) => {
+        s.podCIDR = "";
+      },
+      /spec.podCIDR is empty/,
+    ],
+    [
+      "two peers on one network",
+      (s: ReturnType<typeof base>) => {
+        s.clusterSubnets.turin!.remotePodCIDR = s.clusterSubnets.milan!.remotePodCIDR;
+      },
+      /overlaps/,
+    ],
+    [
+      "a peer without networks",
+      (s: ReturnType<typeof base>) => {
+        s.clusterSubnets.turin!.remotePodCIDR = "";
+      },
+      /clusterSubnets\["turin"\] has no remotePodCIDR/,
+    ],
+    [
+      "an endpoint address outside the external CIDR",
+      (s: ReturnType<typeof base>) => {
+        s.endpointMappings["10.2.0.9"]!.ip = "10.99.0.1";
+      },
+      /not an assignable address/,
+    ],
+    [
+      "an endpoint reflected to an unknown peer",
+      (s: ReturnType<typeof base>) => {
+        s.endpointMappings["10.2.0.9"]!.clusterMappings = { rome: {} };
+      },
+      /unknown cluster rome/,
+    ],
   ])("rejects %s, naming the object and the fix", (_, mutate, message) => {
     const spec = base();
     mutate(spec);
     let error: unknown;
-    try { snapshotFromIpamSpec(spec, "ipamstorage-liqo"); } catch (err) { error = err; }
+    try {
+      snapshotFromIpamSpec(spec, "ipamstorage-liqo");
+    } catch (err) {
+      error = err;
+    }
     expect(error).toBeInstanceOf(IpamError);
     expect((error as Error).message).toMatch(message);
     expect((error as Error).message).toContain("IpamStorage ipamstorage-liqo");

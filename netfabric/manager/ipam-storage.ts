@@ -17,7 +17,8 @@ export interface PeerPrefix {
   declared: string;
 }
 
-const encode = (p: PeerPrefix) => Buffer.from(JSON.stringify({ cluster: p.cluster, role: p.role, declared: p.declared })).toString("base64");
+const encode = (p: PeerPrefix) =>
+  Buffer.from(JSON.stringify({ cluster: p.cluster, role: p.role, declared: p.declared })).toString("base64");
 
 /** Liqo writes "None" when the peer kept our network and "" before it reported. */
 function natField(value: string | undefined, own: string): string {
@@ -77,8 +78,14 @@ function readPrefixes(object: string, prefixes: Record<string, string> | undefin
       continue;
     }
     const p = parsed as Partial<PeerPrefix>;
-    if (typeof p !== "object" || p === null || typeof p.cluster !== "string" || typeof p.declared !== "string") continue;
-    if (p.role !== "podCIDR" && p.role !== "externalCIDR") throw invalid(object, `spec.prefixes["${key}"] has role ${JSON.stringify(p.role)}, expected podCIDR or externalCIDR`, key);
+    if (typeof p !== "object" || p === null || typeof p.cluster !== "string" || typeof p.declared !== "string")
+      continue;
+    if (p.role !== "podCIDR" && p.role !== "externalCIDR")
+      throw invalid(
+        object,
+        `spec.prefixes["${key}"] has role ${JSON.stringify(p.role)}, expected podCIDR or externalCIDR`,
+        key,
+      );
     out.set(`${p.cluster}|${p.role}|${key}`, p as PeerPrefix);
   }
   return out;
@@ -100,11 +107,17 @@ export function snapshotFromIpamSpec(spec: IpamSpec, object = "(unnamed)"): Ipam
   const prefixes = readPrefixes(object, spec.prefixes);
   const clusters: Record<string, ClusterSnapshot> = {};
   for (const [id, subnets] of Object.entries(spec.clusterSubnets ?? {})) {
-    if (!subnets.remotePodCIDR || !subnets.remoteExternalCIDR || subnets.remotePodCIDR === NO_NAT_CIDR || subnets.remoteExternalCIDR === NO_NAT_CIDR) {
+    if (
+      !subnets.remotePodCIDR ||
+      !subnets.remoteExternalCIDR ||
+      subnets.remotePodCIDR === NO_NAT_CIDR ||
+      subnets.remoteExternalCIDR === NO_NAT_CIDR
+    ) {
       throw invalid(object, `spec.clusterSubnets["${id}"] has no remotePodCIDR/remoteExternalCIDR`, id);
     }
     const declaredPod = prefixes.get(`${id}|podCIDR|${subnets.remotePodCIDR}`)?.declared ?? subnets.remotePodCIDR;
-    const declaredExternal = prefixes.get(`${id}|externalCIDR|${subnets.remoteExternalCIDR}`)?.declared ?? subnets.remoteExternalCIDR;
+    const declaredExternal =
+      prefixes.get(`${id}|externalCIDR|${subnets.remoteExternalCIDR}`)?.declared ?? subnets.remoteExternalCIDR;
     const entry: ClusterSnapshot = {
       remotePodCidr: declaredPod,
       remoteExternalCidr: declaredExternal,
@@ -143,6 +156,11 @@ export function snapshotFromIpamSpec(spec: IpamSpec, object = "(unnamed)"): Ipam
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_, v) =>
     v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
-      : v);
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
+      : v,
+  );
 }

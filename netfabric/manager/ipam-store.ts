@@ -2,7 +2,12 @@
 // the resourceVersion it was based on, and only then becomes the state the manager acts on
 // ("write, then use"); a Conflict means another writer got there first, so the object is read
 // again and the change re-applied to what it holds.
-import { IpamStorageResource, IPAM_STORAGE_LABEL, parseIpamStorage, type IpamStorage } from "../../core/apis/net/ipamstorage.ts";
+import {
+  IpamStorageResource,
+  IPAM_STORAGE_LABEL,
+  parseIpamStorage,
+  type IpamStorage,
+} from "../../core/apis/net/ipamstorage.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { silentLogger, type Logger } from "../../core/log.ts";
@@ -39,7 +44,8 @@ export interface IpamStore {
 function sameNetworks(a: IpamSnapshot, b: IpamSnapshot): string | undefined {
   if (a.podCidr !== b.podCidr) return `podCIDR ${a.podCidr} (configured: ${b.podCidr})`;
   if (a.serviceCidr !== b.serviceCidr) return `serviceCIDR ${a.serviceCidr} (configured: ${b.serviceCidr})`;
-  if (canonicalJson([...a.reserved].sort()) !== canonicalJson([...b.reserved].sort())) return `reserved subnets ${a.reserved.join(",") || "(none)"} (configured: ${b.reserved.join(",") || "(none)"})`;
+  if (canonicalJson([...a.reserved].sort()) !== canonicalJson([...b.reserved].sort()))
+    return `reserved subnets ${a.reserved.join(",") || "(none)"} (configured: ${b.reserved.join(",") || "(none)"})`;
   return undefined;
 }
 
@@ -67,10 +73,16 @@ export function createIpamStore(options: IpamStoreOptions): IpamStore {
   };
 
   async function read(): Promise<IpamStorage | undefined> {
-    const list = await client.list<IpamStorage>(IpamStorageResource, { labelSelector: `${IPAM_STORAGE_LABEL.key}=${IPAM_STORAGE_LABEL.value}` });
+    const list = await client.list<IpamStorage>(IpamStorageResource, {
+      labelSelector: `${IPAM_STORAGE_LABEL.key}=${IPAM_STORAGE_LABEL.value}`,
+    });
     if (list.items.length > 1) {
       const names = list.items.map((i) => i.metadata.name).join(", ");
-      throw new IpamError(`found ${list.items.length} IpamStorage objects (${names}); a cluster has one, delete the extra ones`, "InvalidSnapshot", names);
+      throw new IpamError(
+        `found ${list.items.length} IpamStorage objects (${names}); a cluster has one, delete the extra ones`,
+        "InvalidSnapshot",
+        names,
+      );
     }
     const raw = list.items[0];
     return raw && (parseIpamStorage(raw) as IpamStorage);
@@ -83,7 +95,12 @@ export function createIpamStore(options: IpamStoreOptions): IpamStore {
     try {
       const body = object
         ? { ...object, spec }
-        : { apiVersion: "net.liqo.io/v1alpha1", kind: "IpamStorage", metadata: { name: IPAM_STORAGE_NAME, labels: { [IPAM_STORAGE_LABEL.key]: IPAM_STORAGE_LABEL.value } }, spec };
+        : {
+            apiVersion: "net.liqo.io/v1alpha1",
+            kind: "IpamStorage",
+            metadata: { name: IPAM_STORAGE_NAME, labels: { [IPAM_STORAGE_LABEL.key]: IPAM_STORAGE_LABEL.value } },
+            spec,
+          };
       const stored = object
         ? await client.replace<IpamStorage>(IpamStorageResource, body as IpamStorage)
         : await client.create<IpamStorage>(IpamStorageResource, body as IpamStorage);
@@ -114,39 +131,55 @@ export function createIpamStore(options: IpamStoreOptions): IpamStore {
   }
 
   const store: IpamStore = {
-    get ipam() { return current; },
-    get object() { return object; },
+    get ipam() {
+      return current;
+    },
+    get object() {
+      return object;
+    },
     stats,
 
-    load: () => serialized(async () => {
-      const obj = await read();
-      if (!obj) {
-        const created = await write(configured);
-        if (created) adopt(created);
-        else await reread();
-        log.info("IpamStorage created", { key: object?.metadata.name });
-        return;
-      }
-      adopt(obj);
-      const stored = current.snapshot();
-      const mismatch = sameNetworks(stored, configured.snapshot());
-      if (mismatch) {
-        if (Object.keys(stored.clusters).length > 0) {
-          throw new IpamError(
-            `IpamStorage ${obj.metadata.name} records ${mismatch} while peerings use it; unpeer every cluster before changing ` +
-              `the cluster's networks, or start the network manager with the recorded ones`,
-            "OverlappingNetworks",
-            obj.metadata.name ?? "",
-          );
+    load: () =>
+      serialized(async () => {
+        const obj = await read();
+        if (!obj) {
+          const created = await write(configured);
+          if (created) adopt(created);
+          else await reread();
+          log.info("IpamStorage created", { key: object?.metadata.name });
+          return;
         }
-        // No peer depends on the recorded networks yet: start over from the configured ones.
-        log.warn("IpamStorage networks differ from the configuration and no peer uses them; resetting", { key: obj.metadata.name, recorded: mismatch });
-        const next = await write(configured);
-        if (!next) throw new IpamError(`IpamStorage ${obj.metadata.name} changed while being reset; restart the network manager`, "InvalidSnapshot", obj.metadata.name ?? "");
-        adopt(next);
-      }
-      log.info("IpamStorage restored", { key: obj.metadata.name, peers: Object.keys(current.snapshot().clusters).length });
-    }),
+        adopt(obj);
+        const stored = current.snapshot();
+        const mismatch = sameNetworks(stored, configured.snapshot());
+        if (mismatch) {
+          if (Object.keys(stored.clusters).length > 0) {
+            throw new IpamError(
+              `IpamStorage ${obj.metadata.name} records ${mismatch} while peerings use it; unpeer every cluster before changing ` +
+                `the cluster's networks, or start the network manager with the recorded ones`,
+              "OverlappingNetworks",
+              obj.metadata.name ?? "",
+            );
+          }
+          // No peer depends on the recorded networks yet: start over from the configured ones.
+          log.warn("IpamStorage networks differ from the configuration and no peer uses them; resetting", {
+            key: obj.metadata.name,
+            recorded: mismatch,
+          });
+          const next = await write(configured);
+          if (!next)
+            throw new IpamError(
+              `IpamStorage ${obj.metadata.name} changed while being reset; restart the network manager`,
+              "InvalidSnapshot",
+              obj.metadata.name ?? "",
+            );
+          adopt(next);
+        }
+        log.info("IpamStorage restored", {
+          key: obj.metadata.name,
+          peers: Object.keys(current.snapshot().clusters).length,
+        });
+      }),
 
     update<T>(what: string, change: (draft: Ipam) => T): Promise<T> {
       return serialized(async () => {
@@ -167,7 +200,11 @@ export function createIpamStore(options: IpamStoreOptions): IpamStore {
           }
           replays = pending.concat(replays);
           if (attempt >= maxConflicts) {
-            throw new IpamError(`IpamStorage ${object?.metadata.name ?? IPAM_STORAGE_NAME}: gave up "${what}" after ${attempt + 1} conflicting writes; is another network manager running?`, "InvalidSnapshot", what);
+            throw new IpamError(
+              `IpamStorage ${object?.metadata.name ?? IPAM_STORAGE_NAME}: gave up "${what}" after ${attempt + 1} conflicting writes; is another network manager running?`,
+              "InvalidSnapshot",
+              what,
+            );
           }
           log.info("IpamStorage changed underneath; re-reading", { key: object?.metadata.name, what });
           await reread();
@@ -184,7 +221,9 @@ export function createIpamStore(options: IpamStoreOptions): IpamStore {
       replays.push(replay);
       if (flushScheduled) return;
       flushScheduled = true;
-      queueMicrotask(() => void store.flush().catch((err) => log.error("persisting endpoint addresses failed", { err })));
+      queueMicrotask(
+        () => void store.flush().catch((err) => log.error("persisting endpoint addresses failed", { err })),
+      );
     },
 
     onChange(listener) {

@@ -14,7 +14,14 @@ import type { Registry } from "../../core/metrics/index.ts";
 import type { IpTranslator } from "../../core/reflection/abi.ts";
 import { createEventRecorder } from "../../core/reflection/engine/events.ts";
 import type { IpamOptions } from "../ipam/index.ts";
-import { CLUSTER_ID_LABEL, KEYS_LABEL, PUBLIC_KEY_FIELD, networkConfigRole, type LocalNetworkParameters, type Peer } from "./forge.ts";
+import {
+  CLUSTER_ID_LABEL,
+  KEYS_LABEL,
+  PUBLIC_KEY_FIELD,
+  networkConfigRole,
+  type LocalNetworkParameters,
+  type Peer,
+} from "./forge.ts";
 import { createIpamStore, type IpamStore } from "./ipam-store.ts";
 import { desiredNatMappings, dropEndpointRequests, syncNatMappings } from "./natmappings.ts";
 import { reconcilePeer, type PeerState } from "./peering.ts";
@@ -59,10 +66,13 @@ const peerKey = (id: string) => `peer:${id}`;
 function decodePublicKey(secret: KubeObject): string {
   const data = (secret as { data?: Record<string, string> }).data ?? {};
   const encoded = data[PUBLIC_KEY_FIELD];
-  if (!encoded) throw new Error(`Secret ${secret.metadata.namespace}/${secret.metadata.name} has no data.${PUBLIC_KEY_FIELD}`);
+  if (!encoded)
+    throw new Error(`Secret ${secret.metadata.namespace}/${secret.metadata.name} has no data.${PUBLIC_KEY_FIELD}`);
   const key = Buffer.from(encoded, "base64").toString("utf8").trim();
   if (Buffer.from(key, "base64").length !== 32) {
-    throw new Error(`Secret ${secret.metadata.namespace}/${secret.metadata.name}: ${PUBLIC_KEY_FIELD} is not a base64 WireGuard public key (32 bytes); let the gateway regenerate it by deleting the Secret`);
+    throw new Error(
+      `Secret ${secret.metadata.namespace}/${secret.metadata.name}: ${PUBLIC_KEY_FIELD} is not a base64 WireGuard public key (32 bytes); let the gateway regenerate it by deleting the Secret`,
+    );
   }
   return key;
 }
@@ -93,22 +103,54 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
 
   const informers = {
     networkConfigs: createInformer<NetworkConfig>({ client, resource: NetworkConfigResource, resyncMs, logger: log }),
-    tunnelEndpoints: createInformer<TunnelEndpoint>({ client, resource: TunnelEndpointResource, labelSelector: CLUSTER_ID_LABEL, resyncMs, logger: log }),
-    natMappings: createInformer({ client, resource: NatMappingResource, labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value}`, resyncMs, logger: log }),
-    keys: createInformer({ client, resource: Resources.secrets, namespace: options.liqoNamespace, labelSelector: KEYS_LABEL, logger: log }),
+    tunnelEndpoints: createInformer<TunnelEndpoint>({
+      client,
+      resource: TunnelEndpointResource,
+      labelSelector: CLUSTER_ID_LABEL,
+      resyncMs,
+      logger: log,
+    }),
+    natMappings: createInformer({
+      client,
+      resource: NatMappingResource,
+      labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value}`,
+      resyncMs,
+      logger: log,
+    }),
+    keys: createInformer({
+      client,
+      resource: Resources.secrets,
+      namespace: options.liqoNamespace,
+      labelSelector: KEYS_LABEL,
+      logger: log,
+    }),
   };
 
-  const reconciles = options.registry?.counter({ name: "liqo_network_manager_reconciles_total", help: "Peering and NatMapping reconciles by outcome.", labelNames: ["outcome"] as const });
+  const reconciles = options.registry?.counter({
+    name: "liqo_network_manager_reconciles_total",
+    help: "Peering and NatMapping reconciles by outcome.",
+    labelNames: ["outcome"] as const,
+  });
   options.registry?.callbackGauge({
-    name: "liqo_network_manager_peers", help: "Peers by phase.", labelNames: ["phase"] as const,
+    name: "liqo_network_manager_peers",
+    help: "Peers by phase.",
+    labelNames: ["phase"] as const,
     collect: () => {
       const counts = new Map<string, number>();
       for (const s of states.values()) counts.set(s.phase, (counts.get(s.phase) ?? 0) + 1);
       return [...counts].map(([phase, value]) => ({ labels: { phase }, value }));
     },
   });
-  options.registry?.callbackCounter({ name: "liqo_network_manager_ipam_writes_total", help: "IpamStorage writes.", collect: () => store.stats.writes });
-  options.registry?.callbackCounter({ name: "liqo_network_manager_ipam_conflicts_total", help: "IpamStorage writes that met a newer version and were retried.", collect: () => store.stats.conflicts });
+  options.registry?.callbackCounter({
+    name: "liqo_network_manager_ipam_writes_total",
+    help: "IpamStorage writes.",
+    collect: () => store.stats.writes,
+  });
+  options.registry?.callbackCounter({
+    name: "liqo_network_manager_ipam_conflicts_total",
+    help: "IpamStorage writes that met a newer version and were retried.",
+    collect: () => store.stats.conflicts,
+  });
 
   function localParameters(): LocalNetworkParameters | string {
     const secrets = informers.keys.list();
@@ -147,12 +189,14 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
    */
   async function fulfilEndpointRequests() {
     const wanted: { clusterId: string; ip: string; name: string }[] = [];
-    const mapped = (clusterId: string) => store.ipam.natMappings().find((n) => n.clusterId === clusterId)?.clusterMappings ?? {};
+    const mapped = (clusterId: string) =>
+      store.ipam.natMappings().find((n) => n.clusterId === clusterId)?.clusterMappings ?? {};
     for (const m of informers.natMappings.list()) {
       const clusterId = m.metadata.labels?.[CLUSTER_ID_LABEL];
       if (!clusterId || !peers.has(clusterId)) continue;
       const known = mapped(clusterId);
-      for (const ip of requestedEndpoints(m.metadata.annotations)) if (known[ip] === undefined) wanted.push({ clusterId, ip, name: m.metadata.name! });
+      for (const ip of requestedEndpoints(m.metadata.annotations))
+        if (known[ip] === undefined) wanted.push({ clusterId, ip, name: m.metadata.name! });
     }
     if (wanted.length === 0) return;
     const errors = new Map<string, string>();
@@ -186,18 +230,28 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
     handler: async (key) => {
       if (key === NATMAPPINGS_KEY) {
         await fulfilEndpointRequests();
-        await syncNatMappings(client, desiredNatMappings(store.ipam, (id) => peers.has(id)), log);
+        await syncNatMappings(
+          client,
+          desiredNatMappings(store.ipam, (id) => peers.has(id)),
+          log,
+        );
         return;
       }
       const clusterId = key.slice("peer:".length);
-      const state = await reconcilePeer({ client, store, events, logger: log.child({ peer: clusterId }), localParameters }, clusterId, peers.get(clusterId));
+      const state = await reconcilePeer(
+        { client, store, events, logger: log.child({ peer: clusterId }), localParameters },
+        clusterId,
+        peers.get(clusterId),
+      );
       if (state.phase === "Removed") states.delete(clusterId);
       else states.set(clusterId, state);
       queue.add(NATMAPPINGS_KEY);
     },
   });
 
-  const enqueuePeer = (id: string | undefined) => { if (id) queue.add(peerKey(id)); };
+  const enqueuePeer = (id: string | undefined) => {
+    if (id) queue.add(peerKey(id));
+  };
   informers.networkConfigs.on({
     add: (o) => enqueuePeer(networkConfigRole(o.metadata.labels)?.clusterId),
     update: (_, o) => enqueuePeer(networkConfigRole(o.metadata.labels)?.clusterId),
@@ -207,7 +261,9 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
   informers.tunnelEndpoints.on({ add: byClusterLabel, update: (_, o) => byClusterLabel(o), delete: byClusterLabel });
   const natChanged = () => queue.add(NATMAPPINGS_KEY);
   informers.natMappings.on({ add: natChanged, update: natChanged, delete: natChanged });
-  const allPeers = () => { for (const id of peers.keys()) enqueuePeer(id); };
+  const allPeers = () => {
+    for (const id of peers.keys()) enqueuePeer(id);
+  };
   informers.keys.on({ add: allPeers, update: allPeers, delete: allPeers });
   store.onChange(natChanged);
 
@@ -222,11 +278,19 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
       queue.start();
       // Everything we may have left behind for a peer that is gone is found and cleaned up.
       const known = new Set<string>([...peers.keys(), ...Object.keys(store.ipam.snapshot().clusters)]);
-      for (const o of informers.networkConfigs.list()) { const r = networkConfigRole(o.metadata.labels); if (r) known.add(r.clusterId); }
-      for (const o of informers.tunnelEndpoints.list()) if (o.metadata.labels?.[CLUSTER_ID_LABEL]) known.add(o.metadata.labels[CLUSTER_ID_LABEL]!);
+      for (const o of informers.networkConfigs.list()) {
+        const r = networkConfigRole(o.metadata.labels);
+        if (r) known.add(r.clusterId);
+      }
+      for (const o of informers.tunnelEndpoints.list())
+        if (o.metadata.labels?.[CLUSTER_ID_LABEL]) known.add(o.metadata.labels[CLUSTER_ID_LABEL]!);
       for (const id of known) enqueuePeer(id);
       queue.add(NATMAPPINGS_KEY);
-      log.info("network manager started", { peers: peers.size, podCidr: store.ipam.localPodCidr, externalCidr: store.ipam.localExternalCidr });
+      log.info("network manager started", {
+        peers: peers.size,
+        podCidr: store.ipam.localPodCidr,
+        externalCidr: store.ipam.localExternalCidr,
+      });
     },
     async stop() {
       await queue.shutdown();
@@ -243,10 +307,12 @@ export function createNetworkManager(options: NetworkManagerOptions): NetworkMan
     },
     peers: () => [...peers.values()],
     peerStates: () => [...states.values()].sort((a, b) => a.clusterId.localeCompare(b.clusterId)),
-    translator: (remoteClusterId) => createIpTranslator(() => store.ipam, remoteClusterId, {
-      onAllocate: (replay) => store.noteInPlaceChange(replay),
-      onError: (err, ip, direction) => log.warn("address not translated", { peer: remoteClusterId, ip, direction, err: err.message }),
-    }),
+    translator: (remoteClusterId) =>
+      createIpTranslator(() => store.ipam, remoteClusterId, {
+        onAllocate: (replay) => store.noteInPlaceChange(replay),
+        onError: (err, ip, direction) =>
+          log.warn("address not translated", { peer: remoteClusterId, ip, direction, err: err.message }),
+      }),
     synced: () => started && Object.values(informers).every((i: Informer<KubeObject>) => i.synced),
     idle: () => queue.idle(),
     networkConfigs: () => informers.networkConfigs.list(),

@@ -17,7 +17,10 @@ export function natMappingName(clusterId: string): string {
 }
 
 /** The NatMapping specs the IPAM implies, by cluster ID; only peers in `wanted` that reported how they see us. */
-export function desiredNatMappings(ipam: Ipam, wanted: (clusterId: string) => boolean): Map<string, NatMappingObjectSpec> {
+export function desiredNatMappings(
+  ipam: Ipam,
+  wanted: (clusterId: string) => boolean,
+): Map<string, NatMappingObjectSpec> {
   const snapshot = ipam.snapshot();
   const out = new Map<string, NatMappingObjectSpec>();
   for (const m of ipam.natMappings()) {
@@ -28,8 +31,16 @@ export function desiredNatMappings(ipam: Ipam, wanted: (clusterId: string) => bo
   return out;
 }
 
-export async function syncNatMappings(client: KubeClient, desired: Map<string, NatMappingObjectSpec>, logger: Logger): Promise<void> {
-  const existing = (await client.list<NatMapping>(NatMappingResource, { labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value}` })).items;
+export async function syncNatMappings(
+  client: KubeClient,
+  desired: Map<string, NatMappingObjectSpec>,
+  logger: Logger,
+): Promise<void> {
+  const existing = (
+    await client.list<NatMapping>(NatMappingResource, {
+      labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value}`,
+    })
+  ).items;
   const seen = new Set<string>();
   for (const obj of existing) {
     const clusterId = obj.metadata.labels?.[CLUSTER_ID_LABEL] ?? obj.spec?.clusterID;
@@ -41,7 +52,12 @@ export async function syncNatMappings(client: KubeClient, desired: Map<string, N
     }
     seen.add(clusterId);
     if (canonicalJson(obj.spec) !== canonicalJson(spec)) {
-      await client.replace(NatMappingResource, { ...obj, apiVersion: "net.liqo.io/v1alpha1", kind: "NatMapping", spec });
+      await client.replace(NatMappingResource, {
+        ...obj,
+        apiVersion: "net.liqo.io/v1alpha1",
+        kind: "NatMapping",
+        spec,
+      });
       logger.info("NatMapping updated", { key: obj.metadata.name, peer: clusterId });
     }
     // Requests (translation-watch.ts) the spec answers are done; each key is removed alone, so a
@@ -52,7 +68,8 @@ export async function syncNatMappings(client: KubeClient, desired: Map<string, N
   for (const [clusterId, spec] of desired) {
     if (seen.has(clusterId)) continue;
     await client.create(NatMappingResource, {
-      apiVersion: "net.liqo.io/v1alpha1", kind: "NatMapping",
+      apiVersion: "net.liqo.io/v1alpha1",
+      kind: "NatMapping",
       metadata: { name: natMappingName(clusterId), labels: natMappingLabels(clusterId) },
       spec,
     });

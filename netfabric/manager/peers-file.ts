@@ -7,14 +7,19 @@ import * as v from "valibot";
 import { clusterId, clusterName } from "../../core/apis/fields.ts";
 import type { Peer } from "./forge.ts";
 
-const namespace = v.pipe(v.string(), v.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name (DNS-1123 label)"));
+const namespace = v.pipe(
+  v.string(),
+  v.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a namespace name (DNS-1123 label)"),
+);
 
 const PeersFile = v.object({
-  peers: v.array(v.object({
-    remoteClusterId: clusterId(),
-    remoteClusterName: v.optional(clusterName()),
-    tenantNamespace: namespace,
-  })),
+  peers: v.array(
+    v.object({
+      remoteClusterId: clusterId(),
+      remoteClusterName: v.optional(clusterName()),
+      tenantNamespace: namespace,
+    }),
+  ),
 });
 
 export class PeersFileError extends Error {
@@ -31,20 +36,28 @@ export function parsePeers(text: string, source = "peers file"): Peer[] {
   }
   // An empty file, or `peers:` with nothing under it, means no peers.
   if (raw === null || raw === undefined) raw = { peers: [] };
-  if (typeof raw === "object" && !Array.isArray(raw) && (raw as { peers?: unknown }).peers === null) raw = { ...raw, peers: [] };
+  if (typeof raw === "object" && !Array.isArray(raw) && (raw as { peers?: unknown }).peers === null)
+    raw = { ...raw, peers: [] };
   const parsed = v.safeParse(PeersFile, raw);
   if (!parsed.success) {
     const issue = parsed.issues[0];
     const at = issue.path?.map((p) => p.key).join(".") ?? "";
-    throw new PeersFileError(`${source}: ${at ? at + ": " : ""}${issue.message}; expected peers: [{remoteClusterId, remoteClusterName, tenantNamespace}]`);
+    throw new PeersFileError(
+      `${source}: ${at ? at + ": " : ""}${issue.message}; expected peers: [{remoteClusterId, remoteClusterName, tenantNamespace}]`,
+    );
   }
   const seen = new Set<string>();
   return parsed.output.peers.map((p, i) => {
-    if (seen.has(p.remoteClusterId)) throw new PeersFileError(`${source}: peers.${i}: cluster ${p.remoteClusterId} is listed twice; list each peer once`);
+    if (seen.has(p.remoteClusterId))
+      throw new PeersFileError(
+        `${source}: peers.${i}: cluster ${p.remoteClusterId} is listed twice; list each peer once`,
+      );
     seen.add(p.remoteClusterId);
     const name = p.remoteClusterName ?? p.remoteClusterId;
     if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name)) {
-      throw new PeersFileError(`${source}: peers.${i}: remoteClusterName is required when remoteClusterId (${p.remoteClusterId}) is not a DNS label`);
+      throw new PeersFileError(
+        `${source}: peers.${i}: remoteClusterName is required when remoteClusterId (${p.remoteClusterId}) is not a DNS label`,
+      );
     }
     return { remoteClusterId: p.remoteClusterId, remoteClusterName: name, tenantNamespace: p.tenantNamespace };
   });

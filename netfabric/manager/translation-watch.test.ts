@@ -4,7 +4,13 @@
 import { describe, expect, test } from "bun:test";
 import { createIpam, type Ipam } from "../ipam/index.ts";
 import { natMappingSpec, remoteNetworkConfigStatus } from "./forge.ts";
-import { endpointRequestKey, requestedEndpoints, translateWith, TranslationError, type TranslationSources } from "./translation-watch.ts";
+import {
+  endpointRequestKey,
+  requestedEndpoints,
+  translateWith,
+  TranslationError,
+  type TranslationSources,
+} from "./translation-watch.ts";
 import { createIpTranslator } from "./translator.ts";
 
 const milanDeclared = { podCidr: "10.200.0.0/16", externalCidr: "10.211.0.0/16" };
@@ -28,9 +34,18 @@ function sourcesOf(ipam: Ipam, id: string, declared: { podCidr: string; external
   const backend = { backendType: "wireguard", backend_config: {}, endpointIP: "1.2.3.4" };
   return {
     remoteClusterId: id,
-    local: { spec: { cluster, podCIDR: ipam.localPodCidr, externalCIDR: ipam.localExternalCidr, ...backend },
-      status: { processed: true, podCIDRNAT: c.localNatPodCidr === ipam.localPodCidr ? "None" : c.localNatPodCidr, externalCIDRNAT: c.localNatExternalCidr === ipam.localExternalCidr ? "None" : c.localNatExternalCidr } },
-    remote: { spec: { cluster, podCIDR: declared.podCidr, externalCIDR: declared.externalCidr, ...backend }, status: remoteNetworkConfigStatus(mapped) },
+    local: {
+      spec: { cluster, podCIDR: ipam.localPodCidr, externalCIDR: ipam.localExternalCidr, ...backend },
+      status: {
+        processed: true,
+        podCIDRNAT: c.localNatPodCidr === ipam.localPodCidr ? "None" : c.localNatPodCidr,
+        externalCIDRNAT: c.localNatExternalCidr === ipam.localExternalCidr ? "None" : c.localNatExternalCidr,
+      },
+    },
+    remote: {
+      spec: { cluster, podCIDR: declared.podCidr, externalCIDR: declared.externalCidr, ...backend },
+      status: remoteNetworkConfigStatus(mapped),
+    },
     natMapping: nat ? { spec: natMappingSpec(nat, mapped.podCidr, ipam.localExternalCidr) } : undefined,
   };
 }
@@ -43,8 +58,10 @@ describe("translateWith agrees with the in-process translator", () => {
   const viaManager = manager(turinEndpoint, "forward");
   const sources = sourcesOf(ipam, "milan", milanDeclared);
   test.each([
-    ["backward", "10.200.3.4"], ["backward", "10.200.255.254"],
-    ["forward", "10.200.0.1"], ["forward", "10.200.77.9"],
+    ["backward", "10.200.3.4"],
+    ["backward", "10.200.255.254"],
+    ["forward", "10.200.0.1"],
+    ["forward", "10.200.77.9"],
     ["forward", ipam.remotePodIp("milan", "10.200.9.9")],
     ["forward", turinEndpoint],
   ] as const)("%s %s", (direction, ip) => {
@@ -66,9 +83,27 @@ describe("what the watcher cannot answer is a clear error", () => {
   const sources = sourcesOf(rome(), "milan", milanDeclared);
   test.each([
     ["no peer NetworkConfig", { ...sources, remote: undefined }, "10.200.0.1", "backward", /has no networks here yet/],
-    ["outside the peer's pod CIDR", sources, "10.99.0.1", "backward", /outside the podCIDR of cluster milan \(10.200.0.0\/16\)/],
-    ["our status not reported", { ...sources, local: { ...sources.local!, status: { processed: false } } }, "10.200.0.1", "forward", /has not reported how it remapped/],
-    ["endpoint with no NatMapping", { ...sources, natMapping: undefined }, "10.120.0.99", "forward", /no NatMapping entry for 10.120.0.99/],
+    [
+      "outside the peer's pod CIDR",
+      sources,
+      "10.99.0.1",
+      "backward",
+      /outside the podCIDR of cluster milan \(10.200.0.0\/16\)/,
+    ],
+    [
+      "our status not reported",
+      { ...sources, local: { ...sources.local!, status: { processed: false } } },
+      "10.200.0.1",
+      "forward",
+      /has not reported how it remapped/,
+    ],
+    [
+      "endpoint with no NatMapping",
+      { ...sources, natMapping: undefined },
+      "10.120.0.99",
+      "forward",
+      /no NatMapping entry for 10.120.0.99/,
+    ],
     ["not an address", sources, "10.1", "forward", /10.1/],
   ] as const)("%s", (_name, s, ip, direction, message) => {
     expect(() => translateWith(s as TranslationSources, ip, direction)).toThrow(message);
@@ -81,7 +116,12 @@ describe("what the watcher cannot answer is a clear error", () => {
 describe("requests for third-cluster addresses", () => {
   const sources = sourcesOf(rome(), "milan", milanDeclared);
   const code = (s: TranslationSources, ip: string, d: "forward" | "backward") => {
-    try { translateWith(s, ip, d); return "ok"; } catch (err) { return (err as TranslationError).code; }
+    try {
+      translateWith(s, ip, d);
+      return "ok";
+    } catch (err) {
+      return (err as TranslationError).code;
+    }
   };
   test("only a missing NatMapping entry is requestable; the rest is NotReady or Invalid", () => {
     expect(code({ ...sources, natMapping: undefined }, "10.120.0.99", "forward")).toBe("NoMapping");
@@ -91,7 +131,13 @@ describe("requests for third-cluster addresses", () => {
   });
   test("the request annotations name one address each and are read back", () => {
     expect(endpointRequestKey("10.120.0.99")).toBe("endpoint-request.net.liqo.io/10.120.0.99");
-    expect(requestedEndpoints({ [endpointRequestKey("10.120.0.99")]: "", [endpointRequestKey("10.120.0.7")]: "", other: "x" }).sort()).toEqual(["10.120.0.7", "10.120.0.99"]);
+    expect(
+      requestedEndpoints({
+        [endpointRequestKey("10.120.0.99")]: "",
+        [endpointRequestKey("10.120.0.7")]: "",
+        other: "x",
+      }).sort(),
+    ).toEqual(["10.120.0.7", "10.120.0.99"]);
     expect(requestedEndpoints(undefined)).toEqual([]);
   });
 });

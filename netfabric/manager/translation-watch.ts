@@ -33,7 +33,10 @@ export interface TranslationSources {
 export class TranslationError extends Error {
   override name = "TranslationError";
   /** NoMapping: translatable, but the network manager has not allocated the address yet. */
-  constructor(message: string, readonly code: "NotReady" | "NoMapping" | "Invalid" = "NotReady") {
+  constructor(
+    message: string,
+    readonly code: "NotReady" | "NoMapping" | "Invalid" = "NotReady",
+  ) {
     super(message);
   }
 }
@@ -44,32 +47,45 @@ export const endpointRequestKey = (ip: string) => `${ENDPOINT_REQUEST_PREFIX}${i
 
 /** The endpoint addresses requested on a NatMapping (malformed keys are ignored: the manager reports them). */
 export function requestedEndpoints(annotations: Record<string, string> | undefined): string[] {
-  return Object.keys(annotations ?? {}).filter((k) => k.startsWith(ENDPOINT_REQUEST_PREFIX)).map((k) => k.slice(ENDPOINT_REQUEST_PREFIX.length));
+  return Object.keys(annotations ?? {})
+    .filter((k) => k.startsWith(ENDPOINT_REQUEST_PREFIX))
+    .map((k) => k.slice(ENDPOINT_REQUEST_PREFIX.length));
 }
 
 /** Pure: one translation from the sources; throws TranslationError naming what is missing. */
 export function translateWith(s: TranslationSources, ip: string, direction: Direction): string {
   const id = s.remoteClusterId;
-  const address = parseIpv4(ip, direction === "backward" ? `pod IP from cluster ${id}` : `endpoint IP reflected to ${id}`);
+  const address = parseIpv4(
+    ip,
+    direction === "backward" ? `pod IP from cluster ${id}` : `endpoint IP reflected to ${id}`,
+  );
   const remote = s.remote;
-  if (!remote?.status?.processed) throw new TranslationError(`cluster ${id} has no networks here yet: its NetworkConfig is missing or not processed`);
+  if (!remote?.status?.processed)
+    throw new TranslationError(`cluster ${id} has no networks here yet: its NetworkConfig is missing or not processed`);
   const remotePod = parseCidr(remote.spec.podCIDR, "remote podCIDR");
   const podHere = parseCidr(natOf(remote.status.podCIDRNAT ?? "", remote.spec.podCIDR), "remote podCIDRNAT");
   if (direction === "backward") {
-    if (!contains(remotePod, address)) throw new TranslationError(`${ip} is outside the podCIDR of cluster ${id} (${remote.spec.podCIDR})`, "Invalid");
+    if (!contains(remotePod, address))
+      throw new TranslationError(`${ip} is outside the podCIDR of cluster ${id} (${remote.spec.podCIDR})`, "Invalid");
     return formatIpv4(remapIp(address, remotePod, podHere));
   }
   const local = s.local;
   if (!local?.status?.processed || !local.status.podCIDRNAT || !local.status.externalCIDRNAT) {
-    throw new TranslationError(`cluster ${id} has not reported how it remapped our networks (status of our NetworkConfig)`);
+    throw new TranslationError(
+      `cluster ${id} has not reported how it remapped our networks (status of our NetworkConfig)`,
+    );
   }
   const ourPod: Cidr = parseCidr(local.spec.podCIDR, "local podCIDR");
-  if (contains(ourPod, address)) return formatIpv4(remapIp(address, ourPod, parseCidr(natOf(local.status.podCIDRNAT, local.spec.podCIDR))));
+  if (contains(ourPod, address))
+    return formatIpv4(remapIp(address, ourPod, parseCidr(natOf(local.status.podCIDRNAT, local.spec.podCIDR))));
   // The destination's own pod: its real address, not a hairpin through us.
   if (contains(podHere, address)) return formatIpv4(remapIp(address, podHere, remotePod));
   const mapped = s.natMapping?.spec.clusterMappings?.[ip];
   if (mapped) return mapped;
-  throw new TranslationError(`no NatMapping entry for ${ip} towards cluster ${id} yet; requested from the network manager (annotation ${endpointRequestKey(ip)})`, "NoMapping");
+  throw new TranslationError(
+    `no NatMapping entry for ${ip} towards cluster ${id} yet; requested from the network manager (annotation ${endpointRequestKey(ip)})`,
+    "NoMapping",
+  );
 }
 
 export interface TranslationWatcherOptions {
@@ -96,23 +112,32 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
   const log = (o.logger ?? silentLogger).child({ component: "translation-watch", peer: o.remoteClusterId });
   const configs = createInformer<NetworkConfig>({ client: o.client, resource: NetworkConfigResource, logger: log });
   const mappings = createInformer<NatMapping>({
-    client: o.client, resource: NatMappingResource,
-    labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value},${CLUSTER_ID_LABEL}=${o.remoteClusterId}`, logger: log,
+    client: o.client,
+    resource: NatMappingResource,
+    labelSelector: `${NAT_MAPPING_LABEL.key}=${NAT_MAPPING_LABEL.value},${CLUSTER_ID_LABEL}=${o.remoteClusterId}`,
+    logger: log,
   });
   function sources(): TranslationSources {
     const s: TranslationSources = { remoteClusterId: o.remoteClusterId };
     for (const c of configs.list()) {
       const role = networkConfigRole(c.metadata.labels);
       if (role?.clusterId !== o.remoteClusterId) continue;
-      if (role.local) s.local = c; else s.remote = c;
+      if (role.local) s.local = c;
+      else s.remote = c;
     }
     s.natMapping = mappings.list()[0];
     return s;
   }
   const listeners = new Set<() => void>();
-  const changed = () => { for (const l of listeners) l(); };
+  const changed = () => {
+    for (const l of listeners) l();
+  };
   const isPeer = (c: NetworkConfig) => networkConfigRole(c.metadata.labels)?.clusterId === o.remoteClusterId;
-  configs.on({ add: (c) => isPeer(c) && changed(), update: (_, c) => isPeer(c) && changed(), delete: (c) => isPeer(c) && changed() });
+  configs.on({
+    add: (c) => isPeer(c) && changed(),
+    update: (_, c) => isPeer(c) && changed(),
+    delete: (c) => isPeer(c) && changed(),
+  });
   mappings.on({ add: changed, update: changed, delete: changed });
 
   // Requests in flight or written, so a hot path asking for one address patches once; an address
@@ -122,11 +147,17 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
     if (o.requestMissing === false || !mapping?.metadata?.name || requested.has(ip)) return;
     if (mapping.metadata.annotations?.[endpointRequestKey(ip)] !== undefined) return;
     requested.add(ip);
-    o.client.mergePatch(NatMappingResource, mapping.metadata.name, undefined, { metadata: { annotations: { [endpointRequestKey(ip)]: "" } } })
+    o.client
+      .mergePatch(NatMappingResource, mapping.metadata.name, undefined, {
+        metadata: { annotations: { [endpointRequestKey(ip)]: "" } },
+      })
       .then(() => log.info("endpoint address requested from the network manager", { ip, key: mapping.metadata.name }))
       .catch((err) => {
         requested.delete(ip);
-        log.warn("requesting an endpoint address failed; retried on the next reflection", { ip, err: (err as Error).message });
+        log.warn("requesting an endpoint address failed; retried on the next reflection", {
+          ip,
+          err: (err as Error).message,
+        });
       });
   }
   return {
@@ -137,7 +168,8 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
         requested.delete(ip);
         return out;
       } catch (err) {
-        if (err instanceof TranslationError && err.code === "NoMapping") request(ip, s.natMapping as NatMapping | undefined);
+        if (err instanceof TranslationError && err.code === "NoMapping")
+          request(ip, s.natMapping as NatMapping | undefined);
         // Called inside a plugin call: never throw, pass the address through and say why.
         const error = err as Error;
         if (o.onError) o.onError(error, ip, direction);
@@ -150,7 +182,9 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
       mappings.start();
       await Promise.all([configs.waitForSync(120_000), mappings.waitForSync(120_000)]);
     },
-    async stop() { await Promise.all([configs.stop(), mappings.stop()]); },
+    async stop() {
+      await Promise.all([configs.stop(), mappings.stop()]);
+    },
     synced: () => configs.synced && mappings.synced,
     sources,
     onChange(listener) {

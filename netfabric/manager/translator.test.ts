@@ -30,7 +30,9 @@ describe("createIpTranslator", () => {
     expect(replays).toHaveLength(1);
     const other = rome();
     replays[0]!(other);
-    expect(other.natMappings().find((m) => m.clusterId === "milan")?.clusterMappings).toEqual({ "10.120.0.7": "10.210.0.2" });
+    expect(other.natMappings().find((m) => m.clusterId === "milan")?.clusterMappings).toEqual({
+      "10.120.0.7": "10.210.0.2",
+    });
     // Our own pods never allocate.
     t("10.200.0.1", "forward");
     expect(replays).toHaveLength(1);
@@ -39,7 +41,9 @@ describe("createIpTranslator", () => {
     const errors: string[] = [];
     const t = createIpTranslator(rome(), "venice", { onError: (e, ip, d) => errors.push(`${d} ${ip}: ${e.message}`) });
     expect(t("10.200.0.1", "backward")).toBe("10.200.0.1");
-    expect(createIpTranslator(rome(), "milan", { onError: (e) => errors.push(e.message) })("10.99.0.1", "backward")).toBe("10.99.0.1");
+    expect(
+      createIpTranslator(rome(), "milan", { onError: (e) => errors.push(e.message) })("10.99.0.1", "backward"),
+    ).toBe("10.99.0.1");
     expect(errors[0]).toMatch(/backward 10.200.0.1: cluster venice has no networks/);
     expect(errors[1]).toMatch(/outside the podCIDR of cluster milan/);
   });
@@ -58,7 +62,10 @@ describe("parsePeers", () => {
     ["peers:\n- remoteClusterId: milan\n", /peers.0.tenantNamespace/],
     ["peers:\n- remoteClusterId: Milan_ID\n  tenantNamespace: t\n", /remoteClusterName is required/],
     ["peers:\n- remoteClusterId: milan\n  tenantNamespace: Bad_NS\n", /must be a namespace name/],
-    ["peers:\n- {remoteClusterId: milan, tenantNamespace: a}\n- {remoteClusterId: milan, tenantNamespace: b}\n", /listed twice/],
+    [
+      "peers:\n- {remoteClusterId: milan, tenantNamespace: a}\n- {remoteClusterId: milan, tenantNamespace: b}\n",
+      /listed twice/,
+    ],
   ])("rejects %p", (text, message) => {
     expect(() => parsePeers(text)).toThrow(PeersFileError);
     expect(() => parsePeers(text)).toThrow(message);

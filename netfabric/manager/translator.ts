@@ -17,7 +17,11 @@ export interface TranslatorOptions {
 }
 
 /** `ipam` may be a function, so a translator outlives restores of the IPAM (the store's `ipam` getter). */
-export function createIpTranslator(ipam: Ipam | (() => Ipam), remoteClusterId: string, options: TranslatorOptions = {}): IpTranslator {
+export function createIpTranslator(
+  ipam: Ipam | (() => Ipam),
+  remoteClusterId: string,
+  options: TranslatorOptions = {},
+): IpTranslator {
   const current = typeof ipam === "function" ? ipam : () => ipam;
   return (ip, direction) => {
     const state = current();

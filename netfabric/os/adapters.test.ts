@@ -30,7 +30,9 @@ describe("ip adapter", () => {
     const ip = createIp(runner);
     await ip.batch([]);
     await ip.batch(["link set lo up", "addr add 10.0.0.1/32 dev lo"]);
-    expect(calls).toEqual([{ argv: ["ip", "-batch", "-"], options: { stdin: "link set lo up\naddr add 10.0.0.1/32 dev lo\n" } }]);
+    expect(calls).toEqual([
+      { argv: ["ip", "-batch", "-"], options: { stdin: "link set lo up\naddr add 10.0.0.1/32 dev lo\n" } },
+    ]);
   });
 
   test("empty output is an empty list", async () => {
@@ -46,15 +48,19 @@ describe("nft adapter", () => {
   });
 
   test("parses chains and rules with their comments", () => {
-    const text = JSON.stringify({ nftables: [
-      { metainfo: { version: "1.0.6" } },
-      { table: { family: "ip", name: "t", handle: 1 } },
-      { chain: { family: "ip", table: "t", name: "prerouting", handle: 1 } },
-      { rule: { family: "ip", table: "t", chain: "prerouting", handle: 4, comment: "B/pod-dnat/abc", expr: [] } },
-      { rule: { family: "ip", table: "t", chain: "prerouting", handle: 5, expr: [{ accept: null }] } },
-    ] });
+    const text = JSON.stringify({
+      nftables: [
+        { metainfo: { version: "1.0.6" } },
+        { table: { family: "ip", name: "t", handle: 1 } },
+        { chain: { family: "ip", table: "t", name: "prerouting", handle: 1 } },
+        { rule: { family: "ip", table: "t", chain: "prerouting", handle: 4, comment: "B/pod-dnat/abc", expr: [] } },
+        { rule: { family: "ip", table: "t", chain: "prerouting", handle: 5, expr: [{ accept: null }] } },
+      ],
+    });
     expect(parseTable("ip", "t", text)).toEqual({
-      family: "ip", name: "t", chains: ["prerouting"],
+      family: "ip",
+      name: "t",
+      chains: ["prerouting"],
       rules: [
         { chain: "prerouting", handle: 4, comment: "B/pod-dnat/abc", expr: [] },
         { chain: "prerouting", handle: 5, comment: undefined, expr: [{ accept: null }] },
@@ -65,7 +71,9 @@ describe("nft adapter", () => {
 
 describe("command runner", () => {
   test("a failing command is a CommandError with argv, exit code and stderr", async () => {
-    const err = await createCommandRunner().run(["sh", "-c", "echo oops >&2; exit 3"]).catch((e) => e);
+    const err = await createCommandRunner()
+      .run(["sh", "-c", "echo oops >&2; exit 3"])
+      .catch((e) => e);
     expect(err).toBeInstanceOf(CommandError);
     expect(err.exitCode).toBe(3);
     expect(err.stderr).toBe("oops\n");
@@ -77,7 +85,9 @@ describe("command runner", () => {
   });
 
   test("a missing binary is a CommandError that says what to install", async () => {
-    const err = await createCommandRunner().run(["no-such-binary-liqo"]).catch((e) => e);
+    const err = await createCommandRunner()
+      .run(["no-such-binary-liqo"])
+      .catch((e) => e);
     expect(err).toBeInstanceOf(CommandError);
     expect(err.message).toContain("scripts/debian-packages.txt");
   });

@@ -51,7 +51,13 @@ export function parseTable(family: string, name: string, text: string): NftTable
   const table: NftTable = { family, name, chains: [], rules: [] };
   for (const item of items) {
     if (item.chain) table.chains.push(item.chain.name);
-    if (item.rule) table.rules.push({ chain: item.rule.chain, handle: item.rule.handle, comment: item.rule.comment, expr: item.rule.expr });
+    if (item.rule)
+      table.rules.push({
+        chain: item.rule.chain,
+        handle: item.rule.handle,
+        comment: item.rule.comment,
+        expr: item.rule.expr,
+      });
   }
   return table;
 }

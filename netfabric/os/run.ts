@@ -25,7 +25,13 @@ export function createCommandRunner(): CommandRunner {
           stderr: "pipe",
         });
       } catch (err) {
-        throw new CommandError(full, 127, `cannot start ${full[0]}: ${(err as Error).message}; install it (see scripts/debian-packages.txt)`, options.netns, { cause: err });
+        throw new CommandError(
+          full,
+          127,
+          `cannot start ${full[0]}: ${(err as Error).message}; install it (see scripts/debian-packages.txt)`,
+          options.netns,
+          { cause: err },
+        );
       }
       const [stdout, stderr, exitCode] = await Promise.all([
         new Response(proc.stdout).text(),

@@ -23,8 +23,14 @@ export interface StartOptions {
 }
 
 export async function startWireguardGo(options: StartOptions): Promise<WireguardGoDevice> {
-  if (options.name.length > 15) throw new TypeError(`interface name "${options.name}" is longer than 15 characters; Linux refuses it`);
-  const argv = [...(options.dieWithParent ? ["setpriv", "--pdeathsig", "KILL"] : []), options.binary ?? "wireguard-go", "-f", options.name];
+  if (options.name.length > 15)
+    throw new TypeError(`interface name "${options.name}" is longer than 15 characters; Linux refuses it`);
+  const argv = [
+    ...(options.dieWithParent ? ["setpriv", "--pdeathsig", "KILL"] : []),
+    options.binary ?? "wireguard-go",
+    "-f",
+    options.name,
+  ];
   const full = options.netns ? ["ip", "netns", "exec", options.netns, ...argv] : argv;
   const socketPath = socketPathOf(options.name);
   // A socket left by a killed device would pass the readiness check below before the new one listens.
@@ -36,7 +42,12 @@ export async function startWireguardGo(options: StartOptions): Promise<Wireguard
       proc.kill();
       await proc.exited;
       const stderr = await new Response(proc.stderr).text();
-      throw new CommandError(full, proc.exitCode ?? -1, stderr || `no UAPI socket at ${socketPath} after ${options.timeoutMs ?? 5000} ms`, options.netns);
+      throw new CommandError(
+        full,
+        proc.exitCode ?? -1,
+        stderr || `no UAPI socket at ${socketPath} after ${options.timeoutMs ?? 5000} ms`,
+        options.netns,
+      );
     }
     await Bun.sleep(10); // polling the socket's appearance, bounded by the deadline above
   }

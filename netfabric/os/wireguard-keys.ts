@@ -13,7 +13,9 @@ const pkcs8X25519 = Buffer.from("302e020100300506032b656e04220420", "hex");
 function raw(key: string, field: string): Buffer {
   const bytes = Buffer.from(key, "base64");
   if (bytes.length !== 32 || bytes.toString("base64") !== key) {
-    throw new TypeError(`${field} "${key}" is not a base64 WireGuard key (32 bytes); generate one with generateKeyPair() or \`wg genkey\``);
+    throw new TypeError(
+      `${field} "${key}" is not a base64 WireGuard key (32 bytes); generate one with generateKeyPair() or \`wg genkey\``,
+    );
   }
   return bytes;
 }
@@ -36,7 +38,11 @@ export function clampPrivateKey(privateKey: string): string {
 }
 
 export function publicKeyOf(privateKey: string): string {
-  const key = createPrivateKey({ key: Buffer.concat([pkcs8X25519, raw(privateKey, "private key")]), format: "der", type: "pkcs8" });
+  const key = createPrivateKey({
+    key: Buffer.concat([pkcs8X25519, raw(privateKey, "private key")]),
+    format: "der",
+    type: "pkcs8",
+  });
   return Buffer.from(createPublicKey(key).export({ format: "jwk" }).x!, "base64url").toString("base64");
 }
 

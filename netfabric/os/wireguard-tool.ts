@@ -5,14 +5,21 @@ import type { UapiClient, WireguardConfig, WireguardStatus } from "./wireguard-u
 
 /** `wg show dump`: the interface line, then one tab-separated line per peer. */
 export function parseDump(text: string): WireguardStatus {
-  const [iface, ...peers] = text.split("\n").filter(Boolean).map((l) => l.split("\t"));
+  const [iface, ...peers] = text
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => l.split("\t"));
   const none = (v: string | undefined) => (v === undefined || v === "(none)" || v === "off" ? undefined : v);
   return {
     privateKey: none(iface?.[0]),
     listenPort: iface?.[2] === undefined ? undefined : Number(iface[2]),
     peers: peers.map((p) => ({
-      publicKey: p[0]!, endpoint: none(p[2]), allowedIps: none(p[3])?.split(",") ?? [],
-      lastHandshakeSec: Number(p[4] ?? 0), rxBytes: Number(p[5] ?? 0), txBytes: Number(p[6] ?? 0),
+      publicKey: p[0]!,
+      endpoint: none(p[2]),
+      allowedIps: none(p[3])?.split(",") ?? [],
+      lastHandshakeSec: Number(p[4] ?? 0),
+      rxBytes: Number(p[5] ?? 0),
+      txBytes: Number(p[6] ?? 0),
       persistentKeepalive: Number(none(p[7]) ?? 0),
     })),
   };
@@ -34,7 +41,11 @@ export function renderConf(config: WireguardConfig): string {
 export function createWgToolClient(device: string, runner: CommandRunner, netns?: string): UapiClient {
   return {
     device,
-    async get() { return parseDump(await runner.run(["wg", "show", device, "dump"], { netns })); },
-    async set(config) { await runner.run(["wg", "setconf", device, "/dev/stdin"], { netns, stdin: renderConf(config) }); },
+    async get() {
+      return parseDump(await runner.run(["wg", "show", device, "dump"], { netns }));
+    },
+    async set(config) {
+      await runner.run(["wg", "setconf", device, "/dev/stdin"], { netns, stdin: renderConf(config) });
+    },
   };
 }

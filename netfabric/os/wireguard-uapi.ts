@@ -55,23 +55,43 @@ export function parseGet(text: string, device: string): WireguardStatus {
     const key = line.slice(0, eq);
     const value = line.slice(eq + 1);
     switch (key) {
-      case "private_key": status.privateKey = keyFromHex(value); break;
-      case "listen_port": status.listenPort = Number(value); break;
+      case "private_key":
+        status.privateKey = keyFromHex(value);
+        break;
+      case "listen_port":
+        status.listenPort = Number(value);
+        break;
       case "public_key":
         peer = { publicKey: keyFromHex(value), allowedIps: [], lastHandshakeSec: 0, rxBytes: 0, txBytes: 0 };
         status.peers.push(peer);
         break;
-      case "endpoint": if (peer) peer.endpoint = value; break;
-      case "allowed_ip": peer?.allowedIps.push(value); break;
-      case "persistent_keepalive_interval": if (peer) peer.persistentKeepalive = Number(value); break;
-      case "last_handshake_time_sec": if (peer) peer.lastHandshakeSec = Number(value); break;
-      case "rx_bytes": if (peer) peer.rxBytes = Number(value); break;
-      case "tx_bytes": if (peer) peer.txBytes = Number(value); break;
-      case "errno": errno = Number(value); break;
-      default: break; // fwmark, protocol_version, preshared_key, …: not needed by the gateway
+      case "endpoint":
+        if (peer) peer.endpoint = value;
+        break;
+      case "allowed_ip":
+        peer?.allowedIps.push(value);
+        break;
+      case "persistent_keepalive_interval":
+        if (peer) peer.persistentKeepalive = Number(value);
+        break;
+      case "last_handshake_time_sec":
+        if (peer) peer.lastHandshakeSec = Number(value);
+        break;
+      case "rx_bytes":
+        if (peer) peer.rxBytes = Number(value);
+        break;
+      case "tx_bytes":
+        if (peer) peer.txBytes = Number(value);
+        break;
+      case "errno":
+        errno = Number(value);
+        break;
+      default:
+        break; // fwmark, protocol_version, preshared_key, …: not needed by the gateway
     }
   }
-  if (errno !== undefined && errno !== 0) throw new WireguardError(`get on ${device} failed with errno ${errno}`, device, errno);
+  if (errno !== undefined && errno !== 0)
+    throw new WireguardError(`get on ${device} failed with errno ${errno}`, device, errno);
   return status;
 }
 
@@ -96,15 +116,27 @@ async function request(socketPath: string, device: string, body: string): Promis
       socket: {
         data(s, chunk) {
           received += decoder.decode(chunk, { stream: true });
-          if (received.endsWith("\n\n")) { answer.resolve(received); s.end(); }
+          if (received.endsWith("\n\n")) {
+            answer.resolve(received);
+            s.end();
+          }
         },
-        close() { answer.resolve(received); },
-        error(_s, err) { answer.reject(err); },
+        close() {
+          answer.resolve(received);
+        },
+        error(_s, err) {
+          answer.reject(err);
+        },
       },
     });
     socket.write(body);
   } catch (err) {
-    throw new WireguardError(`cannot reach ${socketPath} (${(err as Error).message}); is wireguard-go running for ${device}?`, device, -1, { cause: err });
+    throw new WireguardError(
+      `cannot reach ${socketPath} (${(err as Error).message}); is wireguard-go running for ${device}?`,
+      device,
+      -1,
+      { cause: err },
+    );
   }
   return answer.promise;
 }
@@ -119,7 +151,11 @@ export function createUapiClient(device: string, socketPath = socketPathOf(devic
       const answer = await request(socketPath, device, renderSet(config));
       const errno = Number(/errno=(-?\d+)/.exec(answer)?.[1] ?? NaN);
       if (errno !== 0) {
-        throw new WireguardError(`set on ${device} failed (${answer.trim() || "no answer"}); check keys, port and allowed IPs`, device, Number.isNaN(errno) ? -1 : errno);
+        throw new WireguardError(
+          `set on ${device} failed (${answer.trim() || "no answer"}); check keys, port and allowed IPs`,
+          device,
+          Number.isNaN(errno) ? -1 : errno,
+        );
       }
     },
   };

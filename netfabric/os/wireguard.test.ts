@@ -26,9 +26,12 @@ describe("keys", () => {
     expect(keyFromHex(keyToHex(key))).toBe(key);
   });
 
-  test.each(["", "abc", "YGbyMPpWKvqfCg8wD1TchmBPBFWCE4USd0ut7dl0i1M", Buffer.alloc(31).toString("base64")])("refuses key %p", (bad) => {
-    expect(() => keyToHex(bad, "peer public key")).toThrow(`peer public key "${bad}" is not a base64 WireGuard key`);
-  });
+  test.each(["", "abc", "YGbyMPpWKvqfCg8wD1TchmBPBFWCE4USd0ut7dl0i1M", Buffer.alloc(31).toString("base64")])(
+    "refuses key %p",
+    (bad) => {
+      expect(() => keyToHex(bad, "peer public key")).toThrow(`peer public key "${bad}" is not a base64 WireGuard key`);
+    },
+  );
 });
 
 describe("UAPI text protocol", () => {
@@ -36,24 +39,70 @@ describe("UAPI text protocol", () => {
   const peer = hex("01".repeat(32));
 
   test("set replaces peers and their allowed IPs", () => {
-    expect(renderSet({ privateKey: priv, listenPort: 51820, peers: [{ publicKey: peer, endpoint: "198.18.0.2:51820", allowedIps: ["10.0.0.0/16", "10.1.0.0/16"], persistentKeepalive: 25 }] })).toBe(
+    expect(
+      renderSet({
+        privateKey: priv,
+        listenPort: 51820,
+        peers: [
+          {
+            publicKey: peer,
+            endpoint: "198.18.0.2:51820",
+            allowedIps: ["10.0.0.0/16", "10.1.0.0/16"],
+            persistentKeepalive: 25,
+          },
+        ],
+      }),
+    ).toBe(
       [
-        "set=1", `private_key=${"a8".repeat(32)}`, "listen_port=51820", "replace_peers=true",
-        `public_key=${"01".repeat(32)}`, "endpoint=198.18.0.2:51820", "persistent_keepalive_interval=25",
-        "replace_allowed_ips=true", "allowed_ip=10.0.0.0/16", "allowed_ip=10.1.0.0/16", "", "",
+        "set=1",
+        `private_key=${"a8".repeat(32)}`,
+        "listen_port=51820",
+        "replace_peers=true",
+        `public_key=${"01".repeat(32)}`,
+        "endpoint=198.18.0.2:51820",
+        "persistent_keepalive_interval=25",
+        "replace_allowed_ips=true",
+        "allowed_ip=10.0.0.0/16",
+        "allowed_ip=10.1.0.0/16",
+        "",
+        "",
       ].join("\n"),
     );
   });
 
   test("get is parsed into a typed status", () => {
     const text = [
-      `private_key=${"a8".repeat(32)}`, "listen_port=51820", `public_key=${"01".repeat(32)}`, `preshared_key=${"00".repeat(32)}`,
-      "protocol_version=1", "endpoint=198.18.0.2:51820", "last_handshake_time_sec=1700000000", "last_handshake_time_nsec=5",
-      "tx_bytes=100", "rx_bytes=200", "persistent_keepalive_interval=25", "allowed_ip=10.0.0.0/16", "allowed_ip=10.1.0.0/16", "errno=0", "", "",
+      `private_key=${"a8".repeat(32)}`,
+      "listen_port=51820",
+      `public_key=${"01".repeat(32)}`,
+      `preshared_key=${"00".repeat(32)}`,
+      "protocol_version=1",
+      "endpoint=198.18.0.2:51820",
+      "last_handshake_time_sec=1700000000",
+      "last_handshake_time_nsec=5",
+      "tx_bytes=100",
+      "rx_bytes=200",
+      "persistent_keepalive_interval=25",
+      "allowed_ip=10.0.0.0/16",
+      "allowed_ip=10.1.0.0/16",
+      "errno=0",
+      "",
+      "",
     ].join("\n");
     expect(parseGet(text, "wg0")).toEqual({
-      privateKey: priv, listenPort: 51820,
-      peers: [{ publicKey: peer, endpoint: "198.18.0.2:51820", allowedIps: ["10.0.0.0/16", "10.1.0.0/16"], persistentKeepalive: 25, lastHandshakeSec: 1700000000, rxBytes: 200, txBytes: 100 }],
+      privateKey: priv,
+      listenPort: 51820,
+      peers: [
+        {
+          publicKey: peer,
+          endpoint: "198.18.0.2:51820",
+          allowedIps: ["10.0.0.0/16", "10.1.0.0/16"],
+          persistentKeepalive: 25,
+          lastHandshakeSec: 1700000000,
+          rxBytes: 200,
+          txBytes: 100,
+        },
+      ],
     });
   });
 

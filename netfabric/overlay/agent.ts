@@ -39,23 +39,41 @@ export interface RouteAgentState {
 
 export function createRouteAgent(o: RouteAgentOptions) {
   const log = (o.logger ?? silentLogger).child({ component: "route-agent", node: o.nodeName });
-  const teps = createInformer<TunnelEndpoint>({ client: o.client, resource: TunnelEndpointResource, labelSelector: CLUSTER_ID_LABEL, logger: log });
-  const services = createInformer({ client: o.client, resource: Resources.services, namespace: o.liqoNamespace, fieldSelector: `metadata.name=${GATEWAY_SERVICE_NAME}`, logger: log });
+  const teps = createInformer<TunnelEndpoint>({
+    client: o.client,
+    resource: TunnelEndpointResource,
+    labelSelector: CLUSTER_ID_LABEL,
+    logger: log,
+  });
+  const services = createInformer({
+    client: o.client,
+    resource: Resources.services,
+    namespace: o.liqoNamespace,
+    fieldSelector: `metadata.name=${GATEWAY_SERVICE_NAME}`,
+    logger: log,
+  });
   const state: RouteAgentState = { node: o.nodeName, lastChanges: [], passes: 0, repairs: 0 };
-  const changesTotal = o.registry?.counter({ name: "liqo_route_changes_total", help: "Overlay changes applied (creation and drift repair)." });
+  const changesTotal = o.registry?.counter({
+    name: "liqo_route_changes_total",
+    help: "Overlay changes applied (creation and drift repair).",
+  });
   let announced = false;
 
   async function announce() {
     // Our VTEP address on our Node, for the gateway's side of the overlay.
     const node = await o.client.get<KubeObject>(Resources.nodes, o.nodeName);
     if (node.metadata.annotations?.[NODE_VTEP_ANNOTATION] !== o.end.vtepIp) {
-      await o.client.mergePatch(Resources.nodes, o.nodeName, undefined, { metadata: { annotations: { [NODE_VTEP_ANNOTATION]: o.end.vtepIp } } });
+      await o.client.mergePatch(Resources.nodes, o.nodeName, undefined, {
+        metadata: { annotations: { [NODE_VTEP_ANNOTATION]: o.end.vtepIp } },
+      });
     }
     announced = true;
   }
 
   const loop = createLoop({
-    name: "route", intervalMs: o.intervalMs ?? 5_000, logger: log,
+    name: "route",
+    intervalMs: o.intervalMs ?? 5_000,
+    logger: log,
     async pass() {
       if (!announced) await announce();
       const svc = services.list()[0];
@@ -72,7 +90,9 @@ export function createRouteAgent(o: RouteAgentOptions) {
       state.lastChanges = changes.length > 0 ? changes : state.lastChanges;
       state.lastError = undefined;
     },
-    onError(err) { state.lastError = err.message; },
+    onError(err) {
+      state.lastError = err.message;
+    },
   });
   for (const i of [teps, services]) i.on({ add: loop.kick, update: loop.kick, delete: loop.kick });
 

@@ -24,7 +24,16 @@ export interface VxlanSpec {
 
 /** What the adapter reads back, reduced to the fields the plan compares. */
 export interface VxlanObserved {
-  link?: { vni: number; localIp?: string; port: number; dev?: string; mtu: number; up: boolean; kind: string; mac?: string };
+  link?: {
+    vni: number;
+    localIp?: string;
+    port: number;
+    dev?: string;
+    mtu: number;
+    up: boolean;
+    kind: string;
+    mac?: string;
+  };
   addresses: string[];
   fdbDsts: string[];
   routes: { to: string; via?: string }[];
@@ -39,10 +48,13 @@ export function planVxlan(spec: VxlanSpec, observed: VxlanObserved): { ip: strin
   const port = spec.port ?? 4789;
   const link = observed.link;
   // VNI, local address and port cannot be changed on a live vxlan link: recreate it.
-  const recreate = !link || link.kind !== "vxlan" || link.vni !== spec.vni || link.localIp !== spec.localIp || link.port !== port;
+  const recreate =
+    !link || link.kind !== "vxlan" || link.vni !== spec.vni || link.localIp !== spec.localIp || link.port !== port;
   if (recreate) {
     if (link) ip.push(`link del ${spec.name}`);
-    ip.push(`link add ${spec.name}${spec.mac ? ` address ${spec.mac}` : ""} type vxlan id ${spec.vni} local ${spec.localIp} dstport ${port} dev ${spec.dev} nolearning`);
+    ip.push(
+      `link add ${spec.name}${spec.mac ? ` address ${spec.mac}` : ""} type vxlan id ${spec.vni} local ${spec.localIp} dstport ${port} dev ${spec.dev} nolearning`,
+    );
   } else if (spec.mac && link!.mac !== spec.mac) {
     ip.push(`link set ${spec.name} address ${spec.mac}`);
   }
@@ -53,19 +65,25 @@ export function planVxlan(spec: VxlanSpec, observed: VxlanObserved): { ip: strin
   for (const a of addresses) if (a !== spec.address) ip.push(`addr del ${a} dev ${spec.name}`);
   const routes = recreate ? [] : observed.routes;
   for (const r of spec.routes) {
-    if (!routes.some((o) => o.to === r.to && o.via === r.via)) ip.push(`route replace ${r.to} via ${r.via} dev ${spec.name} onlink`);
+    if (!routes.some((o) => o.to === r.to && o.via === r.via))
+      ip.push(`route replace ${r.to} via ${r.via} dev ${spec.name} onlink`);
   }
   for (const o of routes) {
     if (o.via && !spec.routes.some((r) => r.to === o.to)) ip.push(`route del ${o.to} dev ${spec.name}`);
   }
   const fdb = recreate ? [] : observed.fdbDsts;
-  for (const dst of spec.remoteVteps) if (!fdb.includes(dst)) bridge.push(["fdb", "append", zeroMac, "dev", spec.name, "dst", dst]);
-  for (const dst of fdb) if (!spec.remoteVteps.includes(dst)) bridge.push(["fdb", "del", zeroMac, "dev", spec.name, "dst", dst]);
+  for (const dst of spec.remoteVteps)
+    if (!fdb.includes(dst)) bridge.push(["fdb", "append", zeroMac, "dev", spec.name, "dst", dst]);
+  for (const dst of fdb)
+    if (!spec.remoteVteps.includes(dst)) bridge.push(["fdb", "del", zeroMac, "dev", spec.name, "dst", dst]);
   return { ip, bridge };
 }
 
 interface LinkJson {
-  ifname: string; mtu: number; flags: string[]; address?: string;
+  ifname: string;
+  mtu: number;
+  flags: string[];
+  address?: string;
   linkinfo?: { info_kind: string; info_data?: { id: number; local?: string; port: number } };
   addr_info?: { family: string; local: string; prefixlen: number; scope: string }[];
 }

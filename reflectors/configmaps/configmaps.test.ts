@@ -23,12 +23,20 @@ describe("configmaps: remote ConfigMap", () => {
   test("drops generation", () => expect(out.metadata).not.toHaveProperty("generation"));
   test("matches the twin", () => expect(out).toEqual((remoteConfigMap(configMap, null, ctx) as any).object));
   test("never reflects kube-root-ca.crt", async () => {
-    const d = await plugin.forward({ ...configMap, metadata: { ...configMap.metadata, name: "kube-root-ca.crt" } }, null, ctx);
+    const d = await plugin.forward(
+      { ...configMap, metadata: { ...configMap.metadata, name: "kube-root-ca.crt" } },
+      null,
+      ctx,
+    );
     expect(d.decision).toBe("skip");
   });
   test("the peer's own kube-root-ca.crt is not reported as a conflict", async () => {
     const rootCa = { ...configMap, metadata: { ...configMap.metadata, name: "kube-root-ca.crt" } };
-    const theirs = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "kube-root-ca.crt", namespace: ctx.remoteNamespace } };
+    const theirs = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "kube-root-ca.crt", namespace: ctx.remoteNamespace },
+    };
     const d = await plugin.forward(rootCa, theirs, ctx);
     expect(d.decision).toBe("skip");
     expect(d.reason).not.toMatch(/conflict/i);
@@ -36,14 +44,21 @@ describe("configmaps: remote ConfigMap", () => {
   });
   test("skip-reflection=false reflects; any other value (even a near miss) deletes", async () => {
     // The SDK compares the annotation's input bytes in place (Value.is): check it both ways.
-    const with_ = (v: string) => ({ ...configMap, metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": v } } });
+    const with_ = (v: string) => ({
+      ...configMap,
+      metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": v } },
+    });
     expect((await plugin.forward(with_("false"), null, ctx)).decision).toBe("apply");
-    for (const v of ["falsey", "fals", "False", "f\u0061lse-ish", "\"false\""]) {
+    for (const v of ["falsey", "fals", "False", "f\u0061lse-ish", '"false"']) {
       expect((await plugin.forward(with_(v), null, ctx)).decision).toBe("delete");
     }
   });
   test("skip-reflection deletes the remote copy", async () => {
-    const d = await plugin.forward({ ...configMap, metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": "" } } }, null, ctx);
+    const d = await plugin.forward(
+      { ...configMap, metadata: { ...configMap.metadata, annotations: { "liqo.io/skip-reflection": "" } } },
+      null,
+      ctx,
+    );
     expect(d.decision).toBe("delete");
   });
 });

@@ -25,9 +25,12 @@ describe("endpointslices: remote EndpointSlice", () => {
   test("drops nodeName", () => expect(eps()[0]).not.toHaveProperty("nodeName"));
   test("drops targetRef", () => expect(eps()[0]).not.toHaveProperty("targetRef"));
   test("keeps the service-name label", () => expect(out.metadata?.labels?.["kubernetes.io/service-name"]).toBe("web"));
-  test("is not managed by the remote endpointslice controller", () => expect(out.metadata?.labels?.["endpointslice.kubernetes.io/managed-by"]).toBe("endpointslice.reflection.liqo.io"));
-  test("keeps ports and addressType", () => expect([out.ports, out.addressType]).toEqual([endpointSlice.ports, "IPv4"]));
-  test("matches the twin", () => expect(out).toEqual((remoteEndpointSlice(endpointSlice, null, ctx, translateIp) as any).object));
+  test("is not managed by the remote endpointslice controller", () =>
+    expect(out.metadata?.labels?.["endpointslice.kubernetes.io/managed-by"]).toBe("endpointslice.reflection.liqo.io"));
+  test("keeps ports and addressType", () =>
+    expect([out.ports, out.addressType]).toEqual([endpointSlice.ports, "IPv4"]));
+  test("matches the twin", () =>
+    expect(out).toEqual((remoteEndpointSlice(endpointSlice, null, ctx, translateIp) as any).object));
 });
 
 await testReflectorPlugin(await builtinWasm("endpointslices"), { samples: [endpointSlice], context: ctx });

@@ -19,7 +19,8 @@ describe("ingresses: remote Ingress", () => {
   test("lives in the remote namespace", () => expect(out.metadata?.namespace).toBe(ctx.remoteNamespace));
   test("empties ingressClassName", () => expect(out.spec).not.toHaveProperty("ingressClassName"));
   test("keeps rules verbatim", () => expect((out.spec as any).rules).toEqual((ingress.spec as any).rules));
-  test("carries the origin label", () => expect(out.metadata?.labels?.["liqo.io/origin-cluster-id"]).toBe(ctx.localClusterId));
+  test("carries the origin label", () =>
+    expect(out.metadata?.labels?.["liqo.io/origin-cluster-id"]).toBe(ctx.localClusterId));
   test("matches the twin", () => expect(out).toEqual((remoteIngress(ingress, null, ctx) as any).object));
 });
 

@@ -5,5 +5,9 @@ export const remoteIngress: Twin = (local, remote, ctx) => {
   const guard = forwardGuards(local, remote, ctx);
   if (guard) return guard;
   const out = baseRemote(local!, ctx);
-  return { decision: "apply", reason: "", object: { ...out, spec: without(local!.spec as Record<string, unknown>, ["ingressClassName"]) } };
+  return {
+    decision: "apply",
+    reason: "",
+    object: { ...out, spec: without(local!.spec as Record<string, unknown>, ["ingressClassName"]) },
+  };
 };

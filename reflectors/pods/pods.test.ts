@@ -6,7 +6,8 @@ import { builtinWasm, loadBuiltin } from "../index.ts";
 import { ctx, pod, remotePod, serviceAccount } from "../samples.ts";
 import { localPodStatus, remotePodWith } from "./twin.ts";
 
-const lookup: CacheLookup = (req) => (req.kind === "ServiceAccount" && req.name === "builder" && req.namespace === "shop" ? serviceAccount : null);
+const lookup: CacheLookup = (req) =>
+  req.kind === "ServiceAccount" && req.name === "builder" && req.namespace === "shop" ? serviceAccount : null;
 const translateIp = (ip: string, dir: string) => (dir === "backward" ? ip.replace(/^10\.250\./, "10.123.") : ip);
 const statusCtx = { ...ctx, remoteRestarts: 2 };
 let plugin: ReflectorPlugin;
@@ -23,7 +24,15 @@ afterAll(() => plugin.close());
 
 const spec = () => out.spec as Record<string, any>;
 describe("pods: remote pod spec", () => {
-  for (const f of ["affinity", "nodeSelector", "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy"]) {
+  for (const f of [
+    "affinity",
+    "nodeSelector",
+    "nodeName",
+    "schedulerName",
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+  ]) {
     test(`drops ${f}`, () => expect(spec()).not.toHaveProperty(f));
   }
   test("forces hostNetwork off", () => expect(spec().hostNetwork).toBe(false));
@@ -31,12 +40,21 @@ describe("pods: remote pod spec", () => {
   test("forces hostPID off", () => expect(spec().hostPID).toBe(false));
   test("does not automount the remote token", () => expect(spec().automountServiceAccountToken).toBe(false));
   test("drops the service account (absent remotely)", () => expect(spec()).not.toHaveProperty("serviceAccountName"));
-  test("mounts the reflected token secret instead of the projected token", () => expect(spec().volumes[1]).toEqual({ name: "kube-api-access-9x8lq", secret: { secretName: "builder-token-x7k2" } }));
-  test("keeps other volumes", () => expect(spec().volumes[0]).toEqual({ name: "settings", configMap: { name: "settings" } }));
+  test("mounts the reflected token secret instead of the projected token", () =>
+    expect(spec().volumes[1]).toEqual({ name: "kube-api-access-9x8lq", secret: { secretName: "builder-token-x7k2" } }));
+  test("keeps other volumes", () =>
+    expect(spec().volumes[0]).toEqual({ name: "settings", configMap: { name: "settings" } }));
   test("keeps containers verbatim", () => expect(spec().containers).toEqual((pod.spec as any).containers));
   test("keeps tolerations", () => expect(spec().tolerations).toEqual((pod.spec as any).tolerations));
   test("drops status", () => expect(out).not.toHaveProperty("status"));
-  test("matches the twin", () => expect(out).toEqual((remotePodWith((sa) => lookup({ cluster: "local", apiVersion: "v1", kind: "ServiceAccount", namespace: "shop", name: sa }))(pod, null, ctx) as any).object));
+  test("matches the twin", () =>
+    expect(out).toEqual(
+      (
+        remotePodWith((sa) =>
+          lookup({ cluster: "local", apiVersion: "v1", kind: "ServiceAccount", namespace: "shop", name: sa }),
+        )(pod, null, ctx) as any
+      ).object,
+    ));
   test("waits when the token secret is not cached yet", async () => {
     const p = await loadBuiltin("pods");
     const d = await p.forward(pod, null, ctx);
@@ -51,11 +69,16 @@ describe("pods: local pod status (backward)", () => {
   test("translates podIPs", () => expect(st().podIPs).toEqual([{ ip: "10.123.3.4" }]));
   test("reports the virtual kubelet as hostIP", () => expect(st().hostIP).toBe("10.0.0.77"));
   test("reports the virtual kubelet as hostIPs", () => expect(st().hostIPs).toEqual([{ ip: "10.0.0.77" }]));
-  test("adds remote re-creations to restart counts", () => expect(st().containerStatuses.map((c: any) => c.restartCount)).toEqual([3, 2]));
+  test("adds remote re-creations to restart counts", () =>
+    expect(st().containerStatuses.map((c: any) => c.restartCount)).toEqual([3, 2]));
   test("keeps the phase", () => expect(st().phase).toBe("Running"));
   test("addresses the local pod", () => expect(status.metadata).toEqual({ name: "web-7d9-abcde", namespace: "shop" }));
-  test("carries status only", () => expect(Object.keys(status).sort()).toEqual(["apiVersion", "kind", "metadata", "status"]));
-  test("matches the twin", () => expect(status).toEqual((localPodStatus(remotePod, pod, statusCtx, (ip) => translateIp(ip, "backward")) as any).object));
+  test("carries status only", () =>
+    expect(Object.keys(status).sort()).toEqual(["apiVersion", "kind", "metadata", "status"]));
+  test("matches the twin", () =>
+    expect(status).toEqual(
+      (localPodStatus(remotePod, pod, statusCtx, (ip) => translateIp(ip, "backward")) as any).object,
+    ));
 });
 
 await testReflectorPlugin(await builtinWasm("pods"), { samples: [pod], context: ctx, lookup });

@@ -19,8 +19,10 @@ describe("secrets: remote service-account token Secret", () => {
   test("keeps the name (a valid name remotely)", () => expect(out.metadata?.name).toBe("builder-token-x7k2"));
   test("becomes Opaque, which the remote token controller leaves alone", () => expect(out.type).toBe("Opaque"));
   test("keeps the token data", () => expect(out.data).toEqual(saSecret.data));
-  test("keeps the service-account name annotation", () => expect(out.metadata?.annotations?.["kubernetes.io/service-account.name"]).toBe("builder"));
-  test("drops the origin service-account uid annotation", () => expect(out.metadata?.annotations).not.toHaveProperty("kubernetes.io/service-account.uid"));
+  test("keeps the service-account name annotation", () =>
+    expect(out.metadata?.annotations?.["kubernetes.io/service-account.name"]).toBe("builder"));
+  test("drops the origin service-account uid annotation", () =>
+    expect(out.metadata?.annotations).not.toHaveProperty("kubernetes.io/service-account.uid"));
   test("matches the twin", () => expect(out).toEqual((remoteSecret(saSecret, null, ctx) as any).object));
   test("an Opaque secret keeps its type", async () => {
     const d = await plugin.forward({ ...saSecret, type: "Opaque" }, null, ctx);

@@ -21,8 +21,10 @@ const spec = () => out.spec as Record<string, any>;
 describe("services: remote Service", () => {
   test("lives in the remote namespace", () => expect(out.metadata?.namespace).toBe(ctx.remoteNamespace));
   test("keeps the local labels", () => expect(out.metadata?.labels?.app).toBe("shop"));
-  test("is labelled managed-by reflection", () => expect(out.metadata?.labels?.["liqo.io/managed-by"]).toBe("reflection"));
-  test("is labelled with the origin cluster", () => expect(out.metadata?.labels?.["liqo.io/origin-cluster-id"]).toBe(ctx.localClusterId));
+  test("is labelled managed-by reflection", () =>
+    expect(out.metadata?.labels?.["liqo.io/managed-by"]).toBe("reflection"));
+  test("is labelled with the origin cluster", () =>
+    expect(out.metadata?.labels?.["liqo.io/origin-cluster-id"]).toBe(ctx.localClusterId));
   test("keeps annotations", () => expect(out.metadata?.annotations?.owner).toBe("team-a"));
   test("drops uid", () => expect(out.metadata).not.toHaveProperty("uid"));
   test("drops resourceVersion", () => expect(out.metadata).not.toHaveProperty("resourceVersion"));
@@ -34,12 +36,18 @@ describe("services: remote Service", () => {
   test("empties loadBalancerIP", () => expect(spec()).not.toHaveProperty("loadBalancerIP"));
   test("empties healthCheckNodePort", () => expect(spec()).not.toHaveProperty("healthCheckNodePort"));
   test("empties nodePorts", () => expect(spec().ports.map((p: any) => p.nodePort)).toEqual([undefined, undefined]));
-  test("keeps ports otherwise", () => expect(spec().ports[1]).toEqual({ name: "https", port: 443, targetPort: 8443, protocol: "TCP" }));
-  test("keeps type and selector verbatim", () => expect([spec().type, spec().selector]).toEqual(["LoadBalancer", { app: "shop" }]));
+  test("keeps ports otherwise", () =>
+    expect(spec().ports[1]).toEqual({ name: "https", port: 443, targetPort: 8443, protocol: "TCP" }));
+  test("keeps type and selector verbatim", () =>
+    expect([spec().type, spec().selector]).toEqual(["LoadBalancer", { app: "shop" }]));
   test("does not mutate the cached local object", () => expect((service.spec as any).ports[0].nodePort).toBe(30080));
-  test("matches the plain-TypeScript twin", () => expect(out).toEqual((remoteService(service, null, ctx) as Extract<Decision, { decision: "apply" }>).object));
+  test("matches the plain-TypeScript twin", () =>
+    expect(out).toEqual((remoteService(service, null, ctx) as Extract<Decision, { decision: "apply" }>).object));
   test("keeps nodePorts with liqo.io/force-remote-node-port=true", async () => {
-    const forced = { ...service, metadata: { ...service.metadata, annotations: { "liqo.io/force-remote-node-port": "true" } } };
+    const forced = {
+      ...service,
+      metadata: { ...service.metadata, annotations: { "liqo.io/force-remote-node-port": "true" } },
+    };
     const d = await plugin.forward(forced, null, ctx);
     expect(d.decision === "apply" && (d.object.spec as any).ports[0].nodePort).toBe(30080);
   });

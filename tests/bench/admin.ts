@@ -63,21 +63,24 @@ function adminLoad(url: string, mode: { rate: number } | { clients: number }): L
     }
     latencies.get(path)!.push(performance.now() - t);
   };
-  const workers = "rate" in mode
-    ? [(async () => {
-        const inFlight = new Set<Promise<void>>();
-        for (let i = 0; running && sent < MAX_REQUESTS; i++) {
-          const due = started + (i * 1000) / mode.rate;
-          const wait = due - performance.now();
-          if (wait > 0) await Bun.sleep(wait);
-          const p = one().finally(() => inFlight.delete(p));
-          inFlight.add(p);
-        }
-        await Promise.all(inFlight);
-      })()]
-    : Array.from({ length: mode.clients }, async () => {
-        while (running && sent < MAX_REQUESTS) await one();
-      });
+  const workers =
+    "rate" in mode
+      ? [
+          (async () => {
+            const inFlight = new Set<Promise<void>>();
+            for (let i = 0; running && sent < MAX_REQUESTS; i++) {
+              const due = started + (i * 1000) / mode.rate;
+              const wait = due - performance.now();
+              if (wait > 0) await Bun.sleep(wait);
+              const p = one().finally(() => inFlight.delete(p));
+              inFlight.add(p);
+            }
+            await Promise.all(inFlight);
+          })(),
+        ]
+      : Array.from({ length: mode.clients }, async () => {
+          while (running && sent < MAX_REQUESTS) await one();
+        });
   return {
     async stop() {
       running = false;
@@ -88,17 +91,23 @@ function adminLoad(url: string, mode: { rate: number } | { clients: number }): L
 }
 
 async function ensureNamespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+  if (!(await client.find(Resources.namespaces, name)))
+    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 async function createConfigMaps(client: KubeClient, namespace: string) {
   let next = 0;
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < N) {
-      const i = next++;
-      await client.create(Resources.configMaps, { metadata: { name: `cm-${i}`, namespace, labels: { bench: "admin" } }, data: { i: String(i), pad: "x".repeat(256) } } as KubeObject);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < N) {
+        const i = next++;
+        await client.create(Resources.configMaps, {
+          metadata: { name: `cm-${i}`, namespace, labels: { bench: "admin" } },
+          data: { i: String(i), pad: "x".repeat(256) },
+        } as KubeObject);
+      }
+    }),
+  );
 }
 
 /**
@@ -128,9 +137,22 @@ async function reflectPhase(url: string, local: KubeClient, remote: KubeClient, 
   const seen = new Set<string>();
   let done!: () => void;
   const all = new Promise<void>((resolve) => (done = resolve));
-  const informer = createInformer<KubeObject>({ client: remote, resource: Resources.configMaps, namespace: `${ns}-rome`, labelSelector: "bench=admin" });
+  const informer = createInformer<KubeObject>({
+    client: remote,
+    resource: Resources.configMaps,
+    namespace: `${ns}-rome`,
+    labelSelector: "bench=admin",
+  });
   let endedAt = 0;
-  informer.on({ add: (o) => { seen.add(o.metadata.name!); if (seen.size >= N && !endedAt) { endedAt = performance.now(); done(); } } });
+  informer.on({
+    add: (o) => {
+      seen.add(o.metadata.name!);
+      if (seen.size >= N && !endedAt) {
+        endedAt = performance.now();
+        done();
+      }
+    },
+  });
   await informer.start();
   await informer.waitForSync();
   const t = await pair(url, ns);
@@ -141,8 +163,17 @@ async function reflectPhase(url: string, local: KubeClient, remote: KubeClient, 
   try {
     while (!finished && performance.now() - t < PHASE_TIMEOUT_MS) {
       await Promise.race([all, Bun.sleep(1000)]);
-      const plugin = ((await (await fetch(`${url}/views/plugins`)).json()) as { name: string; state: string; quarantineReason?: string }[]).find((p) => p.name === "configmaps");
-      if (plugin?.state !== "ready") throw new Error(`the configmaps plugin is ${plugin?.state ?? "gone"}: ${plugin?.quarantineReason ?? ""}; numbers after this point would mean nothing`);
+      const plugin = (
+        (await (await fetch(`${url}/views/plugins`)).json()) as {
+          name: string;
+          state: string;
+          quarantineReason?: string;
+        }[]
+      ).find((p) => p.name === "configmaps");
+      if (plugin?.state !== "ready")
+        throw new Error(
+          `the configmaps plugin is ${plugin?.state ?? "gone"}: ${plugin?.quarantineReason ?? ""}; numbers after this point would mean nothing`,
+        );
     }
   } finally {
     await informer.stop();
@@ -156,7 +187,10 @@ function printLoad(label: string, result: Awaited<ReturnType<Load["stop"]>>) {
   const all = [...result.latencies.values()].flat();
   row(`${label}: admin requests`, all.length);
   row(`${label}: admin requests/s`, all.length / result.seconds, "req/s");
-  row(`${label}: non-2xx answers`, [...result.errors.values()].reduce((a, b) => a + b, 0));
+  row(
+    `${label}: non-2xx answers`,
+    [...result.errors.values()].reduce((a, b) => a + b, 0),
+  );
   for (const [key, n] of result.errors) row(`${label}:   ${key}`, n);
   for (const [path, samples] of result.latencies) {
     const s = summarize(samples);
@@ -181,12 +215,28 @@ try {
   }
   row("created", (phases.length * N) / ((performance.now() - t) / 1000), "creates/s");
 
-  proc = Bun.spawn([
-    join(root, "node_modules/.bin/bun"), "cli/liqo.ts", "reflection", "--builtins", "configmaps",
-    "--kubeconfig", rig.clusters[0]!.kubeconfig, "--remote-kubeconfig", rig.clusters[1]!.kubeconfig,
-    "--local-cluster-id", "rome-bench", "--remote-cluster-id", "milan-bench", "--pairs-file", pairsFile,
-    "--admin-address", "127.0.0.1:0",
-  ], { cwd: root, stdout: "pipe", stderr: "ignore" });
+  proc = Bun.spawn(
+    [
+      join(root, "node_modules/.bin/bun"),
+      "cli/liqo.ts",
+      "reflection",
+      "--builtins",
+      "configmaps",
+      "--kubeconfig",
+      rig.clusters[0]!.kubeconfig,
+      "--remote-kubeconfig",
+      rig.clusters[1]!.kubeconfig,
+      "--local-cluster-id",
+      "rome-bench",
+      "--remote-cluster-id",
+      "milan-bench",
+      "--pairs-file",
+      pairsFile,
+      "--admin-address",
+      "127.0.0.1:0",
+    ],
+    { cwd: root, stdout: "pipe", stderr: "ignore" },
+  );
   let out = "";
   const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
   while (!/admin API on (\S+)/.test(out)) {
@@ -195,14 +245,20 @@ try {
     out += new TextDecoder().decode(value);
   }
   const url = /admin API on (\S+)/.exec(out)![1]!;
-  void (async () => { while (!(await reader.read()).done); })();
+  void (async () => {
+    while (!(await reader.read()).done);
+  })();
 
   heading(`reflection throughput (${N} ConfigMaps per phase) with and without admin load`);
   const throughput: Record<string, number> = {};
   const loads: Array<[string, Awaited<ReturnType<Load["stop"]>>]> = [];
   for (const p of phases) {
     const paced = p.startsWith("paced");
-    const load = paced ? adminLoad(url, { rate: RATE }) : p === "saturating" ? adminLoad(url, { clients: CONCURRENCY }) : undefined;
+    const load = paced
+      ? adminLoad(url, { rate: RATE })
+      : p === "saturating"
+        ? adminLoad(url, { clients: CONCURRENCY })
+        : undefined;
     throughput[p] = await reflectPhase(url, local, remote, `bench-${p}`);
     if (load) loads.push([paced ? `${p} ${RATE}/s` : `${CONCURRENCY} clients`, await load.stop()]);
     row(`${p}`, throughput[p]!, "objects/s");
@@ -213,8 +269,13 @@ try {
     return throughput[p]! / ((throughput[phases[i - 1]!]! + throughput[phases[i + 1]!]!) / 2);
   };
   const pacedRatios = phases.filter((p) => p.startsWith("paced-")).map(bracketed);
-  for (const p of phases.filter((x) => x.startsWith("paced-"))) row(`ratio ${p} / its neighbouring idle phases`, bracketed(p), "x");
-  row(`ratio paced (${RATE} req/s) / idle, mean (target >= 0.95)`, pacedRatios.reduce((a, b) => a + b, 0) / pacedRatios.length, "x");
+  for (const p of phases.filter((x) => x.startsWith("paced-")))
+    row(`ratio ${p} / its neighbouring idle phases`, bracketed(p), "x");
+  row(
+    `ratio paced (${RATE} req/s) / idle, mean (target >= 0.95)`,
+    pacedRatios.reduce((a, b) => a + b, 0) / pacedRatios.length,
+    "x",
+  );
   row(`ratio saturating (${CONCURRENCY} clients) / its neighbouring idle phases`, bracketed("saturating"), "x");
 
   heading("admin API while reflection is busy (loopback)");
@@ -225,7 +286,8 @@ try {
   const value = (name: string) => families.find((f) => f.name === name)?.samples[0]?.value ?? NaN;
   row("resident memory", value("process_resident_memory_bytes") / (1 << 20), "MiB");
   row("CPU time", value("process_cpu_seconds_total"), "s");
-  for (const s of families.find((f) => f.name === "liqo_kube_client_requests_total")?.samples ?? []) row(`API requests (${s.labels.cluster})`, s.value);
+  for (const s of families.find((f) => f.name === "liqo_kube_client_requests_total")?.samples ?? [])
+    row(`API requests (${s.labels.cluster})`, s.value);
 } finally {
   if (proc && proc.exitCode === null) {
     proc.kill("SIGTERM");

@@ -21,7 +21,11 @@ row("cold start (empty cache: build + start)", Number.isNaN(buildSeconds) ? "n/a
 row("warm start, 2 clusters x 2 nodes (cached binaries)", warm, "s");
 for (const c of rig.clusters) {
   const parts = Object.entries(c.pids).map(([k, pid]) => [k, rssMiB(pid!)] as const);
-  row(`RSS ${c.name} (all components)`, parts.reduce((a, [, v]) => a + v, 0), "MiB");
+  row(
+    `RSS ${c.name} (all components)`,
+    parts.reduce((a, [, v]) => a + v, 0),
+    "MiB",
+  );
   for (const [k, v] of parts) row(`  ${k}`, v, "MiB");
 }
 
@@ -32,12 +36,17 @@ try {
   async function throughput(inFlight: number, prefix: string): Promise<number> {
     let next = 0;
     const started = performance.now();
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < creates) {
-        const i = next++;
-        await client.create(Resources.configMaps, { metadata: { name: `${prefix}-${i}`, namespace: "bench" }, data: { i: String(i) } });
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: inFlight }, async () => {
+        while (next < creates) {
+          const i = next++;
+          await client.create(Resources.configMaps, {
+            metadata: { name: `${prefix}-${i}`, namespace: "bench" },
+            data: { i: String(i) },
+          });
+        }
+      }),
+    );
     return creates / ((performance.now() - started) / 1000);
   }
 
@@ -66,7 +75,12 @@ async function watchLatency(client: KubeClient, n: number): Promise<number[]> {
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
   const watching = (async () => {
-    for await (const ev of client.watch<KubeObject>(Resources.configMaps, { namespace: "bench", resourceVersion: list.metadata.resourceVersion, signal: abort.signal, allowWatchBookmarks: true })) {
+    for await (const ev of client.watch<KubeObject>(Resources.configMaps, {
+      namespace: "bench",
+      resourceVersion: list.metadata.resourceVersion,
+      signal: abort.signal,
+      allowWatchBookmarks: true,
+    })) {
       const at = sent.get(ev.object.metadata.name ?? "");
       if (ev.type === "ADDED" && at !== undefined) {
         got.push(performance.now() - at);

@@ -30,16 +30,26 @@ try {
   for (const t of allTargets) {
     const started = performance.now();
     const out = await buildLiqoctl(t, work);
-    row(`liqoctl-${t} size`, (statSync(out).size / 1e6).toFixed(1), `MB (built in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    row(
+      `liqoctl-${t} size`,
+      (statSync(out).size / 1e6).toFixed(1),
+      `MB (built in ${((performance.now() - started) / 1000).toFixed(1)} s)`,
+    );
     if (t === hostTarget()) host = out;
   }
   await Bun.write(join(work, "empty.ts"), "export {};\n");
   const empty = join(work, "empty");
-  await Bun.build({ entrypoints: [join(work, "empty.ts")], compile: { target: `bun-${hostTarget()}` as never, outfile: empty } });
+  await Bun.build({
+    entrypoints: [join(work, "empty.ts")],
+    compile: { target: `bun-${hostTarget()}` as never, outfile: empty },
+  });
   row(`empty Bun program (${hostTarget()}) size`, (statSync(empty).size / 1e6).toFixed(1), "MB");
 
   heading(`start time, ${RUNS} runs each, interleaved`);
-  for (let i = 0; i < 3; i++) { await timeRun([empty]); await timeRun([host, "version", "--client"]); } // page cache warm
+  for (let i = 0; i < 3; i++) {
+    await timeRun([empty]);
+    await timeRun([host, "version", "--client"]);
+  } // page cache warm
   const a: number[] = [];
   const b: number[] = [];
   const c: number[] = [];

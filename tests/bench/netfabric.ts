@@ -15,21 +15,28 @@ function opsPerSecond(label: string, n: number, fn: (i: number) => void) {
   const start = performance.now();
   for (let i = 0; i < n; i++) fn(i);
   const ms = performance.now() - start;
-  console.log(`${label.padEnd(44)} ${Math.round((n / ms) * 1000).toLocaleString("en")} ops/s (${n} ops, ${ms.toFixed(0)} ms)`);
+  console.log(
+    `${label.padEnd(44)} ${Math.round((n / ms) * 1000).toLocaleString("en")} ops/s (${n} ops, ${ms.toFixed(0)} ms)`,
+  );
 }
 
 function ipamBench() {
   const ipam = createIpam({ podCidr: "10.200.0.0/16", serviceCidr: "10.96.0.0/12", externalCidr: "10.210.0.0/16" });
   // Every peer collides with the local pod CIDR, so each map is a real pool search; 50 peers stay mapped.
-  for (let i = 0; i < 50; i++) ipam.mapRemoteNetworks(`keep${i}`, { podCidr: "10.200.0.0/16", externalCidr: "10.210.0.0/16" });
+  for (let i = 0; i < 50; i++)
+    ipam.mapRemoteNetworks(`keep${i}`, { podCidr: "10.200.0.0/16", externalCidr: "10.210.0.0/16" });
   opsPerSecond("IPAM map+release colliding peer (50 in use)", 20000, (i) => {
     ipam.mapRemoteNetworks(`p${i}`, { podCidr: "10.200.0.0/16", externalCidr: "10.210.0.0/16" });
     ipam.releaseCluster(`p${i}`);
   });
   ipam.setLocalNetworksSeenBy("keep0", { podCidr: "10.99.0.0/16", externalCidr: "None" });
   opsPerSecond("IPAM remotePodIp", 500000, (i) => ipam.remotePodIp("keep0", `10.200.${(i >> 8) & 255}.${i & 255}`));
-  opsPerSecond("IPAM endpointIpFor (local pod)", 500000, (i) => ipam.endpointIpFor("keep0", `10.200.${(i >> 8) & 255}.${i & 255}`));
-  opsPerSecond("IPAM endpointIpFor (new external endpoint)", 20000, (i) => ipam.endpointIpFor("keep0", `192.168.${(i >> 8) & 255}.${i & 255}`));
+  opsPerSecond("IPAM endpointIpFor (local pod)", 500000, (i) =>
+    ipam.endpointIpFor("keep0", `10.200.${(i >> 8) & 255}.${i & 255}`),
+  );
+  opsPerSecond("IPAM endpointIpFor (new external endpoint)", 20000, (i) =>
+    ipam.endpointIpFor("keep0", `192.168.${(i >> 8) & 255}.${i & 255}`),
+  );
 }
 
 async function throughputBench() {
@@ -46,12 +53,21 @@ async function throughputBench() {
     const run = async (label: string, ns: string, target: string): Promise<number> => {
       let best = { mbit: 0, bytes: 0, ms: 0 };
       for (let i = 0; i < 3; i++) {
-        const out = await lab.sh(ns, [process.execPath, join(fixtures, "blast.ts"), target, "7100", String(64 * 1024 * 1024), "3000"]);
+        const out = await lab.sh(ns, [
+          process.execPath,
+          join(fixtures, "blast.ts"),
+          target,
+          "7100",
+          String(64 * 1024 * 1024),
+          "3000",
+        ]);
         const { bytes, ms } = JSON.parse(out) as { bytes: number; ms: number };
         const mbit = (bytes * 8) / (ms / 1000) / 1e6;
         if (mbit > best.mbit) best = { mbit, bytes, ms };
       }
-      console.log(`${label.padEnd(44)} ${best.mbit.toFixed(0)} Mbit/s (best of 3; ${(best.bytes / 1048576).toFixed(1)} MiB in ${best.ms.toFixed(0)} ms)`);
+      console.log(
+        `${label.padEnd(44)} ${best.mbit.toFixed(0)} Mbit/s (best of 3; ${(best.bytes / 1048576).toFixed(1)} MiB in ${best.ms.toFixed(0)} ms)`,
+      );
       return best.mbit;
     };
     await run("TCP over plain veth (gateway ↔ gateway)", a.gw, b.underlayFor.get("A")!);
@@ -73,14 +89,57 @@ async function handTunnel(lab: Lab, aNs: string, bNs: string, aUnderlay: string,
   const [ka, kb] = [generateKeyPair(), generateKeyPair()];
   const da = (await lab.wireguard(aNs, "ha")).name;
   const db = (await lab.wireguard(bNs, "hb")).name;
-  const setup = async (ns: string, dev: string, key: string, port: number, peer: string, endpoint: string, self: string, other: string, extra: string[]) => {
-    await lab.sh(ns, ["wg", "set", dev, "private-key", "/dev/stdin", "listen-port", String(port), "peer", peer, "endpoint", endpoint, "allowed-ips", [`${other}/32`, ...extra].join(",")], key);
-    await createIp(runner, ns).batch([`addr add ${self}/32 dev ${dev}`, `link set ${dev} mtu 1440 up`, `route add ${other}/32 dev ${dev}`, ...extra.map((e) => `route add ${e} dev ${dev}`)]);
+  const setup = async (
+    ns: string,
+    dev: string,
+    key: string,
+    port: number,
+    peer: string,
+    endpoint: string,
+    self: string,
+    other: string,
+    extra: string[],
+  ) => {
+    await lab.sh(
+      ns,
+      [
+        "wg",
+        "set",
+        dev,
+        "private-key",
+        "/dev/stdin",
+        "listen-port",
+        String(port),
+        "peer",
+        peer,
+        "endpoint",
+        endpoint,
+        "allowed-ips",
+        [`${other}/32`, ...extra].join(","),
+      ],
+      key,
+    );
+    await createIp(runner, ns).batch([
+      `addr add ${self}/32 dev ${dev}`,
+      `link set ${dev} mtu 1440 up`,
+      `route add ${other}/32 dev ${dev}`,
+      ...extra.map((e) => `route add ${e} dev ${dev}`),
+    ]);
   };
-  await setup(aNs, da, ka.privateKey, 51900, kb.publicKey, `${aUnderlay}:51901`, "10.99.0.1", "10.99.0.2", ["10.98.0.0/16"]);
+  await setup(aNs, da, ka.privateKey, 51900, kb.publicKey, `${aUnderlay}:51901`, "10.99.0.1", "10.99.0.2", [
+    "10.98.0.0/16",
+  ]);
   await setup(bNs, db, kb.privateKey, 51901, ka.publicKey, `${bUnderlay}:51900`, "10.99.0.2", "10.99.0.1", []);
-  await lab.sh(bNs, ["nft", "-f", "-"], `table ip bench_nat {\n chain prerouting { type nat hook prerouting priority dstnat; policy accept; iifname "${db}" ip daddr 10.98.0.2 dnat ip to ${bPod}; }\n}\n`);
-  await lab.sh(aNs, ["nft", "-f", "-"], `table ip bench_nat {\n chain postrouting { type nat hook postrouting priority srcnat; policy accept; oifname "${da}" ip saddr 10.200.0.0/16 snat ip to 10.99.0.1; }\n}\n`);
+  await lab.sh(
+    bNs,
+    ["nft", "-f", "-"],
+    `table ip bench_nat {\n chain prerouting { type nat hook prerouting priority dstnat; policy accept; iifname "${db}" ip daddr 10.98.0.2 dnat ip to ${bPod}; }\n}\n`,
+  );
+  await lab.sh(
+    aNs,
+    ["nft", "-f", "-"],
+    `table ip bench_nat {\n chain postrouting { type nat hook postrouting priority srcnat; policy accept; oifname "${da}" ip saddr 10.200.0.0/16 snat ip to 10.99.0.1; }\n}\n`,
+  );
   return { da, db };
 }
 
@@ -108,16 +167,35 @@ async function peeringToFirstPacket() {
       await installCrds(client, { timeoutMs: 120_000 });
       for (const ns of ["liqo", "liqo-tenant"]) await ensureNamespace(client, ns);
       const pod = await realPod(client, `bench-${name}`);
-      const side = await buildSide(lab, { name, id: `bench-${name}`, client, tenant: "liqo-tenant", nodeName: pod.node, podIp: pod.ip, nodeVtep: `172.16.${i + 1}.1`, gwVtep: `172.16.${i + 1}.2`, publicIp: `198.18.0.${i + 1}`, device: `lq${process.pid.toString(36)}-${lab.id.slice(-3)}${name[0]}` });
+      const side = await buildSide(lab, {
+        name,
+        id: `bench-${name}`,
+        client,
+        tenant: "liqo-tenant",
+        nodeName: pod.node,
+        podIp: pod.ip,
+        nodeVtep: `172.16.${i + 1}.1`,
+        gwVtep: `172.16.${i + 1}.2`,
+        publicIp: `198.18.0.${i + 1}`,
+        device: `lq${process.pid.toString(36)}-${lab.id.slice(-3)}${name[0]}`,
+      });
       const cluster = rig.clusters.find((c) => c.name === name)!;
-      const manager = createNetworkManager({ client, liqoNamespace: "liqo", resyncMs: 5_000, ipam: { podCidr: cluster.podCIDR, serviceCidr: cluster.serviceCIDR, externalCidr: "10.210.0.0/16" } });
+      const manager = createNetworkManager({
+        client,
+        liqoNamespace: "liqo",
+        resyncMs: 5_000,
+        ipam: { podCidr: cluster.podCIDR, serviceCidr: cluster.serviceCIDR, externalCidr: "10.210.0.0/16" },
+      });
       await manager.start();
       stops.push(() => manager.stop());
       sides.push({ ...side, manager });
     }
-    const [r, m] = sides as [typeof sides[0], typeof sides[0]];
+    const [r, m] = sides as [(typeof sides)[0], (typeof sides)[0]];
     await joinGateways(lab, r, m);
-    for (const s of sides) { const plane = await startDataPlane(s); stops.push(() => plane.stop()); }
+    for (const s of sides) {
+      const plane = await startDataPlane(s);
+      stops.push(() => plane.stop());
+    }
     // The gateways publish their keys and endpoints before the peering: what an installed cluster has.
     const t0 = performance.now();
     r.manager.setPeers([{ remoteClusterId: m.id, remoteClusterName: m.name, tenantNamespace: "liqo-tenant" }]);
@@ -126,15 +204,30 @@ async function peeringToFirstPacket() {
     for (;;) {
       await exchangeNetworkConfigs(r, m);
       if (tunnelEndpoints === undefined) {
-        const both = await Promise.all([r, m].map(async (s) => (await s.client.list(TunnelEndpointResource, { namespace: "liqo-tenant" })).items.length));
+        const both = await Promise.all(
+          [r, m].map(
+            async (s) => (await s.client.list(TunnelEndpointResource, { namespace: "liqo-tenant" })).items.length,
+          ),
+        );
         if (both.every((n) => n > 0)) tunnelEndpoints = performance.now() - t0;
       }
       const target = r.manager.translator(m.id)(m.podIp, "backward");
-      if (target !== m.podIp && (await lab.sh(r.pod, ["ping", "-c", "1", "-W", "1", target]).then(() => true, () => false))) break;
+      if (
+        target !== m.podIp &&
+        (await lab.sh(r.pod, ["ping", "-c", "1", "-W", "1", target]).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
       if (performance.now() - t0 > 120_000) throw new Error("no packet through the tunnel 120 s after the peering");
     }
-    console.log(`${"peering established → TunnelEndpoints".padEnd(44)} ${tunnelEndpoints?.toFixed(0)} ms (NetworkConfigs exchanged and processed)`);
-    console.log(`${"peering established → first packet".padEnd(44)} ${(performance.now() - t0).toFixed(0)} ms (ping pod → remapped pod; gateway resync 2 s, wireguard-go)`);
+    console.log(
+      `${"peering established → TunnelEndpoints".padEnd(44)} ${tunnelEndpoints?.toFixed(0)} ms (NetworkConfigs exchanged and processed)`,
+    );
+    console.log(
+      `${"peering established → first packet".padEnd(44)} ${(performance.now() - t0).toFixed(0)} ms (ping pod → remapped pod; gateway resync 2 s, wireguard-go)`,
+    );
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     await lab.cleanup();

@@ -15,7 +15,13 @@ import { loadRig, rigProcesses } from "../rig/rig.ts";
 import { heading, row, summarize } from "./stats.ts";
 import { waitFor } from "../support/wait.ts";
 
-const Deployments: ResourceRef = { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true };
+const Deployments: ResourceRef = {
+  group: "apps",
+  version: "v1",
+  kind: "Deployment",
+  plural: "deployments",
+  namespaced: true,
+};
 const scale = Number(process.env.BENCH_SCALE ?? 1);
 const SMALL = Math.round(100 * scale);
 const LARGE = Math.round(1000 * scale);
@@ -24,19 +30,34 @@ const HUGE = Math.round(10000 * scale);
 const HUGE_BUDGET_S = Number(process.env.BENCH_HUGE_BUDGET_S ?? 900);
 type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
 
-const r = await startOffloadingRig([{ name: "rome", region: "north" }, { name: "milan", region: "south" }]);
+const r = await startOffloadingRig([
+  { name: "rome", region: "north" },
+  { name: "milan", region: "south" },
+]);
 const rome = r.consumer.client;
 const milan = r.providers[0]!.client;
 
 /** A kwok node big enough for the largest run, so capacity never decides the timings. */
 async function bigNode(client: KubeClient, name: string) {
   await client.create(Resources.nodes, {
-    apiVersion: "v1", kind: "Node",
-    metadata: { name, annotations: { "kwok.x-k8s.io/node": "fake" }, labels: { "kubernetes.io/hostname": name, type: "kwok", bench: "big" } },
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name,
+      annotations: { "kwok.x-k8s.io/node": "fake" },
+      labels: { "kubernetes.io/hostname": name, type: "kwok", bench: "big" },
+    },
     spec: {},
     status: {
-      capacity: { cpu: "2000", memory: "8Ti", pods: "20000" }, allocatable: { cpu: "2000", memory: "8Ti", pods: "20000" },
-      nodeInfo: { architecture: "amd64", operatingSystem: "linux", kubeletVersion: "fake", kubeProxyVersion: "fake", containerRuntimeVersion: "kwok" },
+      capacity: { cpu: "2000", memory: "8Ti", pods: "20000" },
+      allocatable: { cpu: "2000", memory: "8Ti", pods: "20000" },
+      nodeInfo: {
+        architecture: "amd64",
+        operatingSystem: "linux",
+        kubeletVersion: "fake",
+        kubeProxyVersion: "fake",
+        containerRuntimeVersion: "kwok",
+      },
     },
   } as KubeObject);
 }
@@ -49,18 +70,33 @@ function procOf(name: string): number {
 }
 function usage(pid: number) {
   if (!existsSync(`/proc/${pid}/stat`)) return { cpuS: NaN, peakMiB: NaN, rssMiB: NaN };
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /, "")
+    .split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14, 15 of stat)
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (field: string) => { const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status); return m ? Number(m[1]) / 1024 : NaN; };
+  const kib = (field: string) => {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
+    return m ? Number(m[1]) / 1024 : NaN;
+  };
   return { cpuS: ticks / 100, peakMiB: kib("VmHWM"), rssMiB: kib("VmRSS") };
 }
 
 // When this process first saw each pod pass each stage, by pod name: where offloading spends time.
-const stages = ["local created", "local bound", "ShadowPod", "remote created", "remote Running", "local Running"] as const;
+const stages = [
+  "local created",
+  "local bound",
+  "ShadowPod",
+  "remote created",
+  "remote Running",
+  "local Running",
+] as const;
 type Stage = (typeof stages)[number];
 const seen = new Map<Stage, Map<string, number>>(stages.map((s) => [s, new Map()]));
-const mark = (stage: Stage, name: string) => { const m = seen.get(stage)!; if (!m.has(name)) m.set(name, performance.now()); };
+const mark = (stage: Stage, name: string) => {
+  const m = seen.get(stage)!;
+  if (!m.has(name)) m.set(name, performance.now());
+};
 /** For "local Running" and "remote Running": how long after the API server recorded the write that
  * made the pod Running this process saw it (managedFields time, 1 s resolution): a watch's delay,
  * as opposed to the writer's. */
@@ -69,40 +105,72 @@ function noteWriteLag(stage: Stage, p: Pod, manager: string) {
   const k = `${stage}/${p.metadata.name}`;
   if (seenLag.has(k)) return;
   const t = (p.metadata.managedFields as { manager?: string; subresource?: string; time?: string }[] | undefined)
-    ?.filter((f) => f.manager === manager && f.subresource === "status" && f.time).map((f) => Date.parse(f.time!)).sort().pop();
+    ?.filter((f) => f.manager === manager && f.subresource === "status" && f.time)
+    .map((f) => Date.parse(f.time!))
+    .sort()
+    .pop();
   if (t) seenLag.set(k, Date.now() - t);
 }
 const remoteRunning = seen.get("remote Running")!;
 const localRunning = seen.get("local Running")!;
 /** Writes seen per kind of object (each watch event is one write): what offloading costs the API servers. */
 const writes = new Map<string, number>();
-const watch = (client: KubeClient, resource: ResourceRef, namespace: string, onObject: (o: Pod) => void, label: string) => {
+const watch = (
+  client: KubeClient,
+  resource: ResourceRef,
+  namespace: string,
+  onObject: (o: Pod) => void,
+  label: string,
+) => {
   const inf = createInformer<Pod>({ client, resource, namespace });
-  const count = (o: Pod) => { if (o.metadata.name?.startsWith("large-")) writes.set(label, (writes.get(label) ?? 0) + 1); };
-  inf.on({ add: (o) => { count(o); onObject(o); }, update: (_o, n) => { count(n); onObject(n); } });
+  const count = (o: Pod) => {
+    if (o.metadata.name?.startsWith("large-")) writes.set(label, (writes.get(label) ?? 0) + 1);
+  };
+  inf.on({
+    add: (o) => {
+      count(o);
+      onObject(o);
+    },
+    update: (_o, n) => {
+      count(n);
+      onObject(n);
+    },
+  });
   inf.start();
   return inf;
 };
 
 /** For one Deployment: when the last pod reached each stage, from the Deployment's creation. */
 function stageReport(prefix: string, started: number) {
-  heading(`offloading stages of ${prefix}*: when the last pod got there (s after the Deployment was created); median step`);
+  heading(
+    `offloading stages of ${prefix}*: when the last pod got there (s after the Deployment was created); median step`,
+  );
   let previous: Map<string, number> | undefined;
   for (const stage of stages) {
     const times = [...seen.get(stage)!].filter(([n]) => n.startsWith(prefix));
     const last = Math.max(...times.map(([, t]) => t));
     const steps = previous ? times.flatMap(([n, t]) => (previous!.has(n) ? [t - previous!.get(n)!] : [])) : [];
-    row(`${stage} (${times.length} pods)`, (last - started) / 1000, previous ? `s; step p50 ${summarize(steps).p50.toFixed(0)} ms` : "s");
+    row(
+      `${stage} (${times.length} pods)`,
+      (last - started) / 1000,
+      previous ? `s; step p50 ${summarize(steps).p50.toFixed(0)} ms` : "s",
+    );
     previous = new Map(times);
   }
 }
 
 async function deploy(namespace: string, name: string, replicas: number, nodeSelector?: Record<string, string>) {
   await rome.create(Deployments, {
-    apiVersion: "apps/v1", kind: "Deployment", metadata: { name, namespace },
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace },
     spec: {
-      replicas, selector: { matchLabels: { app: name } },
-      template: { metadata: { labels: { app: name } }, spec: { nodeSelector, containers: [{ name: "app", image: "nginx" }] } },
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: { nodeSelector, containers: [{ name: "app", image: "nginx" }] },
+      },
     },
   });
 }
@@ -123,15 +191,22 @@ async function timeToRunning(namespace: string, name: string, replicas: number, 
   const started = performance.now();
   await deploy(namespace, name, replicas, nodeSelector);
   const count = () => runningLocally.get(`${namespace}/${name}`)?.size ?? 0;
-  await waitFor(`${namespace}/${name}: all ${replicas} pods Running`, () => count() >= replicas,
-    { timeoutMs: 3_600_000, intervalMs: 100, describe: () => `${count()}/${replicas} Running` });
+  await waitFor(`${namespace}/${name}: all ${replicas} pods Running`, () => count() >= replicas, {
+    timeoutMs: 3_600_000,
+    intervalMs: 100,
+    describe: () => `${count()}/${replicas} Running`,
+  });
   return (performance.now() - started) / 1000;
 }
 
 /** CPU-seconds so far of every process of the rig (components and liqo's roles), by name. */
 function cpuOfAll(): Map<string, number> {
   const rig = loadRig(r.rig.dir)!;
-  return new Map(rigProcesses(rig).map((p) => [p.cluster === "-" ? p.component : `${p.cluster}/${p.component}`, usage(p.pid).cpuS] as const));
+  return new Map(
+    rigProcesses(rig).map(
+      (p) => [p.cluster === "-" ? p.component : `${p.cluster}/${p.component}`, usage(p.pid).cpuS] as const,
+    ),
+  );
 }
 /** Where a phase's CPU went: the processes that used most between two samples. */
 function cpuReport(what: string, before: Map<string, number>, after: Map<string, number>) {
@@ -142,7 +217,11 @@ function cpuReport(what: string, before: Map<string, number>, after: Map<string,
 
 function report(pods: number) {
   heading(`resources at ${pods} offloaded pods (peak RSS since start; CPU-seconds cumulative)`);
-  for (const [who, name] of [["virtual kubelet (rome)", "rome/virtual-kubelet-milan"], ["controller-manager (rome)", "rome/controller-manager"], ["controller-manager (milan, ShadowPods)", "milan/controller-manager"]]) {
+  for (const [who, name] of [
+    ["virtual kubelet (rome)", "rome/virtual-kubelet-milan"],
+    ["controller-manager (rome)", "rome/controller-manager"],
+    ["controller-manager (milan, ShadowPods)", "milan/controller-manager"],
+  ]) {
     const u = usage(procOf(name!));
     row(`${who}: peak RSS`, u.peakMiB, "MiB");
     row(`${who}: RSS now`, u.rssMiB, "MiB");
@@ -157,24 +236,56 @@ try {
   await rome.create(Resources.namespaces, { metadata: { name: "off" } });
   const off = await r.liqoctl("offload", "namespace", "off", "--pod-offloading-strategy=Remote");
   if (off.code !== 0) throw new Error(`liqoctl offload failed: ${off.err}`);
-  const twin: string = await waitFor("namespace off to be offloaded (Ready)", async () => {
-    const o = await rome.find<any>({ group: "offloading.liqo.io", version: "v1alpha1", kind: "NamespaceOffloading", plural: "namespaceoffloadings", namespaced: true }, "offloading", "off");
-    return o?.status?.offloadingPhase === "Ready" ? o.status.remoteNamespaceName : undefined;
-  }, { timeoutMs: 180_000, intervalMs: 500 });
+  const twin: string = await waitFor(
+    "namespace off to be offloaded (Ready)",
+    async () => {
+      const o = await rome.find<any>(
+        {
+          group: "offloading.liqo.io",
+          version: "v1alpha1",
+          kind: "NamespaceOffloading",
+          plural: "namespaceoffloadings",
+          namespaced: true,
+        },
+        "offloading",
+        "off",
+      );
+      return o?.status?.offloadingPhase === "Ready" ? o.status.remoteNamespaceName : undefined;
+    },
+    { timeoutMs: 180_000, intervalMs: 500 },
+  );
   // Remote objects carry the local pod's name; local pods are named after their Deployment.
   const informers = [
     watch(rome, Resources.pods, "phys", noteLocal, "physical pod (rome)"),
-    watch(rome, Resources.pods, "off", (p) => {
-      noteLocal(p);
-      mark("local created", p.metadata.name!);
-      if (p.spec?.nodeName) mark("local bound", p.metadata.name!);
-      if (p.status?.phase === "Running") { mark("local Running", p.metadata.name!); noteWriteLag("local Running", p, "liqo-virtual-kubelet"); }
-    }, "local pod (rome)"),
+    watch(
+      rome,
+      Resources.pods,
+      "off",
+      (p) => {
+        noteLocal(p);
+        mark("local created", p.metadata.name!);
+        if (p.spec?.nodeName) mark("local bound", p.metadata.name!);
+        if (p.status?.phase === "Running") {
+          mark("local Running", p.metadata.name!);
+          noteWriteLag("local Running", p, "liqo-virtual-kubelet");
+        }
+      },
+      "local pod (rome)",
+    ),
     watch(milan, ShadowPodResource, twin, (p) => mark("ShadowPod", p.metadata.name!), "ShadowPod (milan)"),
-    watch(milan, Resources.pods, twin, (p) => {
-      mark("remote created", p.metadata.name!);
-      if (p.status?.phase === "Running") { mark("remote Running", p.metadata.name!); noteWriteLag("remote Running", p, "kwok"); }
-    }, "remote pod (milan)"),
+    watch(
+      milan,
+      Resources.pods,
+      twin,
+      (p) => {
+        mark("remote created", p.metadata.name!);
+        if (p.status?.phase === "Running") {
+          mark("remote Running", p.metadata.name!);
+          noteWriteLag("remote Running", p, "kwok");
+        }
+      },
+      "remote pod (milan)",
+    ),
   ];
   await Promise.all(informers.map((i) => i.waitForSync()));
 
@@ -205,12 +316,25 @@ try {
     // Pod creations the ReplicaSet controller had to retry (e.g. the webhook timing out) slow "local created".
     for (const ns of ["phys", "off"]) {
       // Only a hint: at 10,000 pods this list once timed out on the busy API server, which must not lose the rest of the report.
-      const failed = await rome.list<any>(Resources.events, { namespace: ns, fieldSelector: "reason=FailedCreate" }).then((l) => l.items, (err: Error) => err);
-      if (failed instanceof Error) row(`FailedCreate Events in ${ns}`, NaN, `not read: ${failed.message.slice(0, 120)}`);
-      else row(`FailedCreate Events in ${ns}`, failed.reduce((n, e) => n + (e.count ?? 1), 0), failed[0] ? `e.g. ${String(failed[0].message).slice(0, 160)}` : "");
+      const failed = await rome
+        .list<any>(Resources.events, { namespace: ns, fieldSelector: "reason=FailedCreate" })
+        .then(
+          (l) => l.items,
+          (err: Error) => err,
+        );
+      if (failed instanceof Error)
+        row(`FailedCreate Events in ${ns}`, NaN, `not read: ${failed.message.slice(0, 120)}`);
+      else
+        row(
+          `FailedCreate Events in ${ns}`,
+          failed.reduce((n, e) => n + (e.count ?? 1), 0),
+          failed[0] ? `e.g. ${String(failed[0].message).slice(0, 160)}` : "",
+        );
     }
 
-    const latencies = [...localRunning].flatMap(([name, t]) => (remoteRunning.has(name) ? [t - remoteRunning.get(name)!] : []));
+    const latencies = [...localRunning].flatMap(([name, t]) =>
+      remoteRunning.has(name) ? [t - remoteRunning.get(name)!] : [],
+    );
     const s = summarize(latencies);
     heading("status propagation: remote pod Running → local pod Running");
     row("samples", s.n);
@@ -218,18 +342,25 @@ try {
     row("p99", s.p99, "ms");
     row("max", s.max, "ms");
     // The slowest few, stage by stage (ms after their local creation): what the tail waits on.
-    const slow = [...localRunning].filter(([n]) => remoteRunning.has(n)).sort((a, b) => (b[1] - remoteRunning.get(b[0])!) - (a[1] - remoteRunning.get(a[0])!)).slice(0, 3);
+    const slow = [...localRunning]
+      .filter(([n]) => remoteRunning.has(n))
+      .sort((a, b) => b[1] - remoteRunning.get(b[0])! - (a[1] - remoteRunning.get(a[0])!))
+      .slice(0, 3);
     for (const [name] of slow) {
       const t0 = seen.get("local created")!.get(name) ?? 0;
-      console.log(`  ${name} (created ${((t0 - largeStarted) / 1000).toFixed(1)} s after its Deployment): ${stages.map((st) => `${st} +${((seen.get(st)!.get(name) ?? NaN) - t0).toFixed(0)}`).join(", ")};` +
-        ` seen ${seenLag.get(`remote Running/${name}`)} ms after kwok's write, ${seenLag.get(`local Running/${name}`)} ms after the virtual kubelet's (1 s resolution)`);
+      console.log(
+        `  ${name} (created ${((t0 - largeStarted) / 1000).toFixed(1)} s after its Deployment): ${stages.map((st) => `${st} +${((seen.get(st)!.get(name) ?? NaN) - t0).toFixed(0)}`).join(", ")};` +
+          ` seen ${seenLag.get(`remote Running/${name}`)} ms after kwok's write, ${seenLag.get(`local Running/${name}`)} ms after the virtual kubelet's (1 s resolution)`,
+      );
     }
 
     const projected = (phys + offloaded) * (HUGE / LARGE);
     heading(`Deployment of ${HUGE} replicas`);
     if (projected > HUGE_BUDGET_S && !process.env.BENCH_HUGE) {
-      console.log(`  skipped: projected from the ${LARGE} run it needs ~${projected.toFixed(0)}s (budget ${HUGE_BUDGET_S}s, BENCH_HUGE_BUDGET_S) on this machine;` +
-        ` the largest size that ran is ${LARGE} (+${SMALL}). Set BENCH_HUGE=1 to run it anyway.`);
+      console.log(
+        `  skipped: projected from the ${LARGE} run it needs ~${projected.toFixed(0)}s (budget ${HUGE_BUDGET_S}s, BENCH_HUGE_BUDGET_S) on this machine;` +
+          ` the largest size that ran is ${LARGE} (+${SMALL}). Set BENCH_HUGE=1 to run it anyway.`,
+      );
     } else {
       const physHuge = await timeToRunning("phys", "huge", HUGE, { "kubernetes.io/hostname": "rome-big" });
       row(`physical: all ${HUGE} Running`, physHuge, "s");

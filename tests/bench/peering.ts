@@ -16,7 +16,13 @@
 import { readFileSync } from "node:fs";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
-import { generatedPeerCommand, liqoctl, startConsumerProcesses, startLiqoSide, type LiqoSide } from "../e2e/peering-rig.ts";
+import {
+  generatedPeerCommand,
+  liqoctl,
+  startConsumerProcesses,
+  startLiqoSide,
+  type LiqoSide,
+} from "../e2e/peering-rig.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -40,16 +46,22 @@ async function rounds(n: number) {
       const p = await liqoctl(rome, ...args, "--timeout=300s");
       if (p.code !== 0) throw new Error(`round ${round}: liqoctl peer out-of-band failed: ${p.err}`);
       peer.push(performance.now() - t);
-      if (!(await rome.client.find(Resources.nodes, "liqo-milan"))) throw new Error("liqoctl succeeded but liqo-milan is missing");
+      if (!(await rome.client.find(Resources.nodes, "liqo-milan")))
+        throw new Error("liqoctl succeeded but liqo-milan is missing");
       t = performance.now();
       const u = await liqoctl(rome, "unpeer", "out-of-band", "milan", "--timeout=300s");
       if (u.code !== 0) throw new Error(`round ${round}: liqoctl unpeer out-of-band failed: ${u.err}`);
       unpeer.push(performance.now() - t);
       // The next round starts once milan has finished revoking rome's identity (not counted).
-      await waitFor("milan to revoke rome's identity", async () => !(await findTenantNamespace(milan.client, rome.identity.clusterId)), { timeoutMs: 180_000, intervalMs: 250 });
+      await waitFor(
+        "milan to revoke rome's identity",
+        async () => !(await findTenantNamespace(milan.client, rome.identity.clusterId)),
+        { timeoutMs: 180_000, intervalMs: 250 },
+      );
       console.log(`round ${round}: peer -> Ready node ${s(peer.at(-1)!)}, unpeer ${s(unpeer.at(-1)!)}`);
     }
-    const fmt = (xs: number[]) => `min ${s(Math.min(...xs))}  median ${s(xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!)}  max ${s(Math.max(...xs))}`;
+    const fmt = (xs: number[]) =>
+      `min ${s(Math.min(...xs))}  median ${s(xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!)}  max ${s(Math.max(...xs))}`;
     console.log(`liqoctl peer out-of-band -> Ready virtual node (${n} rounds): ${fmt(peer)}`);
     console.log(`liqoctl unpeer out-of-band (${n} rounds): ${fmt(unpeer)}`);
   } finally {
@@ -78,7 +90,8 @@ async function hub(n: number) {
   const rigs: TestRig[] = [];
   const providers: LiqoSide[] = [];
   try {
-    for (let i = 0; i < all.length; i += 8) rigs.push(await startTestRig({ clusters: Math.min(8, all.length - i), names: all.slice(i, i + 8), nodes: 1 }));
+    for (let i = 0; i < all.length; i += 8)
+      rigs.push(await startTestRig({ clusters: Math.min(8, all.length - i), names: all.slice(i, i + 8), nodes: 1 }));
     const rig = rigs[0]!;
     const rigOf = (name: string) => rigs.find((r) => r.clusters.some((c) => c.name === name))!;
     console.log(`hub: ${rigs.length} rig(s) of ${n + 1} clusters up in ${s(performance.now() - t)}`);
@@ -92,23 +105,37 @@ async function hub(n: number) {
     console.log(`hub: controller manager (pid ${pid}) before peering: RSS ${idle.rss.toFixed(0)} MiB`);
 
     let peak = idle.rss;
-    const sampler = setInterval(() => { try { peak = Math.max(peak, memoryOf(pid).rss); } catch { /* exited: reported below */ } }, 250);
+    const sampler = setInterval(() => {
+      try {
+        peak = Math.max(peak, memoryOf(pid).rss);
+      } catch {
+        /* exited: reported below */
+      }
+    }, 250);
     t = performance.now();
-    const exits = commands.map((args, i) => liqoctl(hub, ...args, "--timeout=900s").then((r) => {
-      if (r.code !== 0) throw new Error(`liqoctl peer out-of-band ${names[i]} failed (${r.code}): ${r.err}`);
-      return performance.now() - t;
-    }));
-    await waitFor(`${n} Ready virtual nodes on the hub`, async () => {
-      const nodes = (await client.list<Node>(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items;
-      return nodes.filter(ready).length === n;
-    }, { timeoutMs: 900_000, intervalMs: 250 });
+    const exits = commands.map((args, i) =>
+      liqoctl(hub, ...args, "--timeout=900s").then((r) => {
+        if (r.code !== 0) throw new Error(`liqoctl peer out-of-band ${names[i]} failed (${r.code}): ${r.err}`);
+        return performance.now() - t;
+      }),
+    );
+    await waitFor(
+      `${n} Ready virtual nodes on the hub`,
+      async () => {
+        const nodes = (await client.list<Node>(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items;
+        return nodes.filter(ready).length === n;
+      },
+      { timeoutMs: 900_000, intervalMs: 250 },
+    );
     const allReady = performance.now() - t;
     const done = await Promise.all(exits);
     clearInterval(sampler);
     const after = memoryOf(pid);
     console.log(`hub: ${n} providers, first liqoctl peer out-of-band -> all ${n} virtual nodes Ready: ${s(allReady)}`);
     console.log(`hub: liqoctl exits: first ${s(Math.min(...done))}, last ${s(Math.max(...done))}`);
-    console.log(`hub: controller manager RSS: peak ${Math.max(peak, after.rss).toFixed(0)} MiB sampled, ${after.peak.toFixed(0)} MiB VmHWM, ${after.rss.toFixed(0)} MiB now (${idle.rss.toFixed(0)} MiB before peering)`);
+    console.log(
+      `hub: controller manager RSS: peak ${Math.max(peak, after.rss).toFixed(0)} MiB sampled, ${after.peak.toFixed(0)} MiB VmHWM, ${after.rss.toFixed(0)} MiB now (${idle.rss.toFixed(0)} MiB before peering)`,
+    );
   } finally {
     for (const p of providers) await p.stop();
     for (const r of rigs) await r.down();

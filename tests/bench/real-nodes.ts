@@ -22,55 +22,123 @@ import { percentile } from "./stats.ts";
 
 const podsPerSide = Number(process.env.BENCH_PODS ?? 50);
 const offloadedPods = Number(process.env.BENCH_OFFLOADED ?? 100);
-type PodObject = KubeObject & { status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string; lastTransitionTime?: string }[] } };
+type PodObject = KubeObject & {
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string; lastTransitionTime?: string }[];
+  };
+};
 
 async function kubectl(q: InClusterQuickstart, cluster: string, ...args: string[]): Promise<string> {
-  const p = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
   if ((await p.exited) !== 0) throw new Error(`kubectl ${args.join(" ")}: ${err}`);
   return out;
 }
 
-const onVirtual = { nodeSelector: { "liqo.io/type": "virtual-node" }, tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }] };
+const onVirtual = {
+  nodeSelector: { "liqo.io/type": "virtual-node" },
+  tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }],
+};
 
 function pod(name: string, spec: Record<string, unknown>, command?: string[]): KubeObject {
   return {
-    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "liqo-demo", labels: { bench: "real-nodes" } },
-    spec: { ...spec, terminationGracePeriodSeconds: 1, containers: [{ name: "c", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent", ...(command ? { command } : {}) }] },
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "liqo-demo", labels: { bench: "real-nodes" } },
+    spec: {
+      ...spec,
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: "c", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent", ...(command ? { command } : {}) },
+      ],
+    },
   } as KubeObject;
 }
 
 async function running(q: InClusterQuickstart, name: string): Promise<PodObject> {
-  return waitFor(`${name} Running`, async () => {
-    const p = await q.rome.find<PodObject>(Resources.pods, name, "liqo-demo");
-    return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
-  }, { timeoutMs: 300_000, intervalMs: 250 });
+  return waitFor(
+    `${name} Running`,
+    async () => {
+      const p = await q.rome.find<PodObject>(Resources.pods, name, "liqo-demo");
+      return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
+    },
+    { timeoutMs: 300_000, intervalMs: 250 },
+  );
 }
 
 /** iperf3 for 10 s from rome's client pod; Gbit/s. And ping's average RTT in ms. */
 async function measure(q: InClusterQuickstart, target: string): Promise<{ gbps: number; rttMs: number }> {
-  const j = JSON.parse(await kubectl(q, "rome", "exec", "-n", "liqo-demo", "bench-client", "--", "iperf3", "-c", target, "-t", "10", "-J"));
-  const ping = await kubectl(q, "rome", "exec", "-n", "liqo-demo", "bench-client", "--", "ping", "-c", "20", "-i", "0.2", "-q", target);
-  return { gbps: j.end.sum_received.bits_per_second / 1e9, rttMs: Number(/= [\d.]+\/([\d.]+)\//.exec(ping)?.[1] ?? Number.NaN) };
+  const j = JSON.parse(
+    await kubectl(q, "rome", "exec", "-n", "liqo-demo", "bench-client", "--", "iperf3", "-c", target, "-t", "10", "-J"),
+  );
+  const ping = await kubectl(
+    q,
+    "rome",
+    "exec",
+    "-n",
+    "liqo-demo",
+    "bench-client",
+    "--",
+    "ping",
+    "-c",
+    "20",
+    "-i",
+    "0.2",
+    "-q",
+    target,
+  );
+  return {
+    gbps: j.end.sum_received.bits_per_second / 1e9,
+    rttMs: Number(/= [\d.]+\/([\d.]+)\//.exec(ping)?.[1] ?? Number.NaN),
+  };
 }
 
 /** Seconds from creation to the Ready condition, as the API server recorded them. */
-async function startLatencies(q: InClusterQuickstart, prefix: string, n: number, spec: Record<string, unknown>): Promise<number[]> {
+async function startLatencies(
+  q: InClusterQuickstart,
+  prefix: string,
+  n: number,
+  spec: Record<string, unknown>,
+): Promise<number[]> {
   for (let i = 0; i < n; i++) await q.rome.create(Resources.pods, pod(`${prefix}-${i}`, spec, ["sleep", "infinity"]));
-  const pods = await waitFor(`${n} ${prefix} pods Ready`, async () => {
-    const all = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo-demo", labelSelector: "bench=real-nodes" })).items.filter((p) => p.metadata.name!.startsWith(`${prefix}-`));
-    return all.length === n && all.every((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")) ? all : undefined;
-  }, { timeoutMs: 900_000, intervalMs: 1000 });
-  return pods.map((p) => (Date.parse(p.status!.conditions!.find((c) => c.type === "Ready")!.lastTransitionTime!) - Date.parse(p.metadata.creationTimestamp!)) / 1000);
+  const pods = await waitFor(
+    `${n} ${prefix} pods Ready`,
+    async () => {
+      const all = (
+        await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo-demo", labelSelector: "bench=real-nodes" })
+      ).items.filter((p) => p.metadata.name!.startsWith(`${prefix}-`));
+      return all.length === n &&
+        all.every((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+        ? all
+        : undefined;
+    },
+    { timeoutMs: 900_000, intervalMs: 1000 },
+  );
+  return pods.map(
+    (p) =>
+      (Date.parse(p.status!.conditions!.find((c) => c.type === "Ready")!.lastTransitionTime!) -
+        Date.parse(p.metadata.creationTimestamp!)) /
+      1000,
+  );
 }
 
 async function liqoMemory(q: InClusterQuickstart): Promise<string[]> {
   const rows: string[] = [];
-  for (const [name, client] of [["rome", q.rome], ["milan", q.milan]] as const) {
+  for (const [name, client] of [
+    ["rome", q.rome],
+    ["milan", q.milan],
+  ] as const) {
     const netns = q.rig.clusters.find((c) => c.name === name)!.realNodeStates!.map((n) => n.netns);
     for (const p of (await client.list<PodObject>(Resources.pods, { namespace: "liqo" })).items) {
       const m = podMemory(p.metadata.uid!, netns);
-      rows.push(`  ${name.padEnd(6)} ${p.metadata.name!.padEnd(44)} ${String(m?.rssMiB ?? "?").padStart(4)} MiB RSS  ${String(m?.cgroupRssMiB ?? "?").padStart(4)} MiB anon`);
+      rows.push(
+        `  ${name.padEnd(6)} ${p.metadata.name!.padEnd(44)} ${String(m?.rssMiB ?? "?").padStart(4)} MiB RSS  ${String(m?.cgroupRssMiB ?? "?").padStart(4)} MiB anon`,
+      );
     }
   }
   return rows;
@@ -83,16 +151,37 @@ const fmt = (xs: number[]) => `p50 ${p(xs, 50).toFixed(2)}s  p99 ${p(xs, 99).toF
 const root = join(tmpdir(), "liqo-rig-bench");
 mkdirSync(root, { recursive: true });
 // milan offers all it has (Liqo's default 30% of two nodes' 220 pods is 66, fewer than the load).
-const q = await runInClusterQuickstart({ dir: mkdtempSync(join(root, "rig-")), owner: process.pid, sharingPercentage: 100, progress: (m) => console.error(`[bench] ${m}`) });
+const q = await runInClusterQuickstart({
+  dir: mkdtempSync(join(root, "rig-")),
+  owner: process.pid,
+  sharingPercentage: 100,
+  progress: (m) => console.error(`[bench] ${m}`),
+});
 process.on("exit", () => killRigNow(q.rig));
 try {
-  console.log(`in-cluster quick start: ${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(1)}s`).join(", ")}`);
-  console.log(`liqoctl install → all liqo pods Ready (both clusters in parallel, helm --wait): ${q.timings.install!.toFixed(1)}s`);
+  console.log(
+    `in-cluster quick start: ${Object.entries(q.timings)
+      .map(([k, v]) => `${k} ${v.toFixed(1)}s`)
+      .join(", ")}`,
+  );
+  console.log(
+    `liqoctl install → all liqo pods Ready (both clusters in parallel, helm --wait): ${q.timings.install!.toFixed(1)}s`,
+  );
   console.log("liqo pods, idle:");
   for (const r of await liqoMemory(q)) console.log(r);
 
   // 1. Throughput and RTT.
-  const notVirtual = { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] }] } } } };
+  const notVirtual = {
+    affinity: {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] },
+          ],
+        },
+      },
+    },
+  };
   const rome = q.rig.clusters[0]!.realNodeStates!;
   const milan = q.rig.clusters[1]!.realNodeStates!;
   await q.rome.create(Resources.pods, pod("bench-client", { nodeName: rome[0]!.name }, ["sleep", "infinity"]));
@@ -104,20 +193,38 @@ try {
   const sameCluster = await measure(q, localServer.status!.podIP!);
   const fabric = await measure(q, remoteServer.status!.podIP!);
   // The same wireguard-go build as the gateways (the image's, from its Go module).
-  const wireguardGo = await wireguardGoBinary(join(homedir(), ".cache/liqo-bun/image"), dockerfileRuntime().wireguardGo, (m) => console.error(`[bench] ${m}`));
-  const byHand = await handMadeTunnel({ netns: rome[0]!.netns, ip: rome[0]!.ip }, { netns: milan[0]!.netns, ip: milan[0]!.ip }, wireguardGo);
+  const wireguardGo = await wireguardGoBinary(
+    join(homedir(), ".cache/liqo-bun/image"),
+    dockerfileRuntime().wireguardGo,
+    (m) => console.error(`[bench] ${m}`),
+  );
+  const byHand = await handMadeTunnel(
+    { netns: rome[0]!.netns, ip: rome[0]!.ip },
+    { netns: milan[0]!.netns, ip: milan[0]!.ip },
+    wireguardGo,
+  );
   console.log("TCP throughput (iperf3 10 s) and RTT (ping, 20 probes):");
-  console.log(`  rome pod → rome pod, other node        ${sameCluster.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${sameCluster.rttMs.toFixed(3)} ms`);
-  console.log(`  rome pod → milan pod, liqo's fabric     ${fabric.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${fabric.rttMs.toFixed(3)} ms`);
-  console.log(`  rome node → milan node, wireguard-go    ${byHand.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${byHand.rttMs.toFixed(3)} ms`);
-  console.log(`  fabric ÷ same cluster: ${(fabric.gbps / sameCluster.gbps).toFixed(3)}   fabric ÷ hand-made tunnel: ${(fabric.gbps / byHand.gbps).toFixed(3)}`);
+  console.log(
+    `  rome pod → rome pod, other node        ${sameCluster.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${sameCluster.rttMs.toFixed(3)} ms`,
+  );
+  console.log(
+    `  rome pod → milan pod, liqo's fabric     ${fabric.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${fabric.rttMs.toFixed(3)} ms`,
+  );
+  console.log(
+    `  rome node → milan node, wireguard-go    ${byHand.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${byHand.rttMs.toFixed(3)} ms`,
+  );
+  console.log(
+    `  fabric ÷ same cluster: ${(fabric.gbps / sameCluster.gbps).toFixed(3)}   fabric ÷ hand-made tunnel: ${(fabric.gbps / byHand.gbps).toFixed(3)}`,
+  );
 
   // 2. Start latency.
   const local = await startLatencies(q, "start-local", podsPerSide, notVirtual);
   const offloaded = await startLatencies(q, "start-offloaded", podsPerSide, onVirtual);
   console.log(`pod start (created → Ready), real containers: local ${fmt(local)}`);
   console.log(`                                         offloaded ${fmt(offloaded)}`);
-  console.log(`  offloaded ÷ local: p50 ${(p(offloaded, 50) / p(local, 50)).toFixed(2)}×  p99 ${(p(offloaded, 99) / p(local, 99)).toFixed(2)}×`);
+  console.log(
+    `  offloaded ÷ local: p50 ${(p(offloaded, 50) / p(local, 50)).toFixed(2)}×  p99 ${(p(offloaded, 99) / p(local, 99)).toFixed(2)}×`,
+  );
 
   // 3. Memory with offloaded pods running.
   const more = Math.max(0, offloadedPods - podsPerSide);

@@ -34,24 +34,47 @@ const engineRemote = createKubeClient({ kubeconfig: rig.clusters[1]!.kubeconfig 
 type Batch = [ResourceRef, KubeObject[]][];
 
 function objects(namespace: string, withSlices: boolean): Batch {
-  const cms = Array.from({ length: configMaps }, (_, i) => ({ metadata: { name: `cm-${i}`, namespace }, data: { payload: "x".repeat(256), i: String(i) } }));
-  const svcs = Array.from({ length: services }, (_, i) => ({ metadata: { name: `svc-${i}`, namespace }, spec: { selector: { app: `a${i}` }, ports: [{ port: 80 }] } }));
+  const cms = Array.from({ length: configMaps }, (_, i) => ({
+    metadata: { name: `cm-${i}`, namespace },
+    data: { payload: "x".repeat(256), i: String(i) },
+  }));
+  const svcs = Array.from({ length: services }, (_, i) => ({
+    metadata: { name: `svc-${i}`, namespace },
+    spec: { selector: { app: `a${i}` }, ports: [{ port: 80 }] },
+  }));
   // What the reflector writes for a Service's slice while it has no pods: labels, no endpoints.
   const slices = Array.from({ length: withSlices ? services : 0 }, (_, i) => ({
-    metadata: { name: `svc-${i}-raw`, namespace, labels: { "kubernetes.io/service-name": `svc-${i}`, "endpointslice.kubernetes.io/managed-by": "endpointslice.reflection.liqo.io" } },
-    addressType: "IPv4", ports: [{ name: "", port: 80, protocol: "TCP" }], endpoints: [],
+    metadata: {
+      name: `svc-${i}-raw`,
+      namespace,
+      labels: {
+        "kubernetes.io/service-name": `svc-${i}`,
+        "endpointslice.kubernetes.io/managed-by": "endpointslice.reflection.liqo.io",
+      },
+    },
+    addressType: "IPv4",
+    ports: [{ name: "", port: 80, protocol: "TCP" }],
+    endpoints: [],
   }));
-  return [[Resources.configMaps, cms], [Resources.services, svcs], [Resources.endpointSlices, slices]];
+  return [
+    [Resources.configMaps, cms],
+    [Resources.services, svcs],
+    [Resources.endpointSlices, slices],
+  ];
 }
 
 /** Every kind at once, `inFlight` requests per kind: the engine's shape (one queue per reflector). */
 async function writeAll(client: KubeClient, batch: Batch, inFlight: number): Promise<void> {
-  await Promise.all(batch.map(async ([res, items]) => {
-    let next = 0;
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-      while (next < items.length) await client.create(res, items[next++]!);
-    }));
-  }));
+  await Promise.all(
+    batch.map(async ([res, items]) => {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+          while (next < items.length) await client.create(res, items[next++]!);
+        }),
+      );
+    }),
+  );
 }
 
 // Arrivals are counted by watches on milan that run through every phase, so all phases pay for them.
@@ -85,28 +108,50 @@ async function arrival(keys: string[], deadlineMs = 15 * 60_000): Promise<number
   return keys.length - pending.size;
 }
 
-const keysOf = (ns: string, batch: Batch) => batch.flatMap(([res, items]) => items.map((o) => `${ns}/${res.kind}/${o.metadata.name}`));
+const keysOf = (ns: string, batch: Batch) =>
+  batch.flatMap(([res, items]) => items.map((o) => `${ns}/${res.kind}/${o.metadata.name}`));
 
 try {
   await Promise.all(counters.map((c) => c.waitForSync()));
-  const engine = createReflectionEngine({ local: engineLocal, remote: engineRemote, localClusterId: "rome-id", remoteClusterId: "milan-id", workers });
-  for (const b of ["configmaps", "services", "endpointslices"] as const) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: b });
+  const engine = createReflectionEngine({
+    local: engineLocal,
+    remote: engineRemote,
+    localClusterId: "rome-id",
+    remoteClusterId: "milan-id",
+    workers,
+  });
+  for (const b of ["configmaps", "services", "endpointslices"] as const)
+    await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: b });
 
   const raw = { objects: 0, seconds: 0 };
   const refl = { objects: 0, seconds: 0, cpu: 0, requests: 0, expected: 0 };
   let peakRss = process.memoryUsage.rss();
-  const sampler = setInterval(() => { peakRss = Math.max(peakRss, process.memoryUsage.rss()); }, 250);
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+  }, 250);
   const pairRatios: number[] = [];
-  heading(`${rounds} rounds of ${configMaps} ConfigMaps + ${services} Services (+ their EndpointSlices); ${workers} in flight per kind`);
+  heading(
+    `${rounds} rounds of ${configMaps} ConfigMaps + ${services} Services (+ their EndpointSlices); ${workers} in flight per kind`,
+  );
   // milan's EndpointSlice controller makes a slice for every Service written there, and keeps at it
   // after a phase has counted its own objects: each phase starts once that backlog is gone, so no
   // phase pays for the one before it.
-  const settled = () => waitFor("milan's EndpointSlice controller to catch up", () => {
-    const svcs = counters[1]!.list().filter((o) => /^(raw|bench)-/.test(o.metadata.namespace ?? "")).length;
-    const made = counters[2]!.list().filter((o) => o.metadata.labels?.["endpointslice.kubernetes.io/managed-by"] === "endpointslice-controller.k8s.io"
-      && /^(raw|bench)-/.test(o.metadata.namespace ?? "")).length;
-    return made >= svcs;
-  }, { timeoutMs: 600_000, intervalMs: 250 });
+  const settled = () =>
+    waitFor(
+      "milan's EndpointSlice controller to catch up",
+      () => {
+        const svcs = counters[1]!.list().filter((o) => /^(raw|bench)-/.test(o.metadata.namespace ?? "")).length;
+        const made = counters[2]!
+          .list()
+          .filter(
+            (o) =>
+              o.metadata.labels?.["endpointslice.kubernetes.io/managed-by"] === "endpointslice-controller.k8s.io" &&
+              /^(raw|bench)-/.test(o.metadata.namespace ?? ""),
+          ).length;
+        return made >= svcs;
+      },
+      { timeoutMs: 600_000, intervalMs: 250 },
+    );
 
   const rawPhase = async (r: number): Promise<number> => {
     const rawNs = `raw-${r}`;
@@ -116,7 +161,8 @@ try {
     await writeAll(remote, rawBatch, workers);
     const rawDone = await arrival(keysOf(rawNs, rawBatch));
     const rawSec = (performance.now() - t) / 1000;
-    raw.objects += rawDone; raw.seconds += rawSec;
+    raw.objects += rawDone;
+    raw.seconds += rawSec;
     row(`round ${r + 1}: raw API writes`, rawDone / rawSec, "objects/s");
     return rawDone / rawSec;
   };
@@ -130,7 +176,9 @@ try {
     const done = await arrival(expected);
     const sec = (performance.now() - t) / 1000;
     const cpu = process.cpuUsage(cpu0);
-    refl.objects += done; refl.seconds += sec; refl.expected += expected.length;
+    refl.objects += done;
+    refl.seconds += sec;
+    refl.expected += expected.length;
     refl.cpu += (cpu.user + cpu.system) / 1e6;
     refl.requests += engineRemote.stats.requests + engineLocal.stats.requests - req0;
     row(`round ${r + 1}: reflection`, done / sec, "objects/s");
@@ -148,13 +196,24 @@ try {
     const batch = objects(ns, false);
     await writeAll(local, batch, workers);
     const slices = async () => (await local.list(Resources.endpointSlices, { namespace: ns })).items;
-    await waitFor(`${services} EndpointSlices in ${ns}`, async () => (await slices()).length >= services, { timeoutMs: 600_000, intervalMs: 500 });
-    const expected = [...keysOf(`${ns}-rome`, batch), ...(await slices()).map((x) => `${ns}-rome/EndpointSlice/${x.metadata.name}`)];
+    await waitFor(`${services} EndpointSlices in ${ns}`, async () => (await slices()).length >= services, {
+      timeoutMs: 600_000,
+      intervalMs: 500,
+    });
+    const expected = [
+      ...keysOf(`${ns}-rome`, batch),
+      ...(await slices()).map((x) => `${ns}-rome/EndpointSlice/${x.metadata.name}`),
+    ];
 
     // The order alternates, so neither phase is always the one after the other's leftovers.
     let rawRate: number, reflRate: number;
-    if (r % 2 === 0) { rawRate = await rawPhase(r); reflRate = await reflectPhase(r, ns, expected); }
-    else { reflRate = await reflectPhase(r, ns, expected); rawRate = await rawPhase(r); }
+    if (r % 2 === 0) {
+      rawRate = await rawPhase(r);
+      reflRate = await reflectPhase(r, ns, expected);
+    } else {
+      reflRate = await reflectPhase(r, ns, expected);
+      rawRate = await rawPhase(r);
+    }
     pairRatios.push(reflRate / rawRate);
   }
   clearInterval(sampler);
@@ -167,16 +226,19 @@ try {
   row("reflection throughput", reflRate, "objects/s");
   row("ratio to raw API writes (target >= 0.8)", reflRate / rawRate, "x");
   const sorted = pairRatios.slice().sort((a, b) => a - b);
-  const median = sorted.length % 2 ? sorted[sorted.length >> 1]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  const median =
+    sorted.length % 2 ? sorted[sorted.length >> 1]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
   row("per-round ratios (reflection / raw of the same round)", pairRatios.map((x) => x.toFixed(2)).join(" "));
   row("median per-round ratio", median, "x");
   row("engine API requests per reflected object", refl.requests / Math.max(1, refl.objects), "req");
   row("bench process peak RSS (engine + counters)", peakRss / 2 ** 20, "MiB");
   row("CPU-seconds (user+system) while reflecting", refl.cpu, "s");
-  for (const p of engine.plugins()) row(`plugin ${p.name}: runs / memo answers / recycles`, `${p.calls} / ${p.memoHits} / ${p.recycles}`);
+  for (const p of engine.plugins())
+    row(`plugin ${p.name}: runs / memo answers / recycles`, `${p.calls} / ${p.memoHits} / ${p.recycles}`);
   for (const x of engine.reflectors()) row(`reflector ${x.name}: handled / failed`, `${x.handled} / ${x.failed}`);
   // Outcomes say where requests went: apply = a write, unchanged = a write avoided.
-  for (const line of (await engine.registry.expose()).split("\n")) if (line.startsWith("liqo_reflection_reconciles_total{")) process.stdout.write(`  ${line}\n`);
+  for (const line of (await engine.registry.expose()).split("\n"))
+    if (line.startsWith("liqo_reflection_reconciles_total{")) process.stdout.write(`  ${line}\n`);
   await Promise.all(counters.map((c) => c.stop()));
   await engine.stop();
 } finally {

@@ -46,19 +46,83 @@ const ITER = arg("iterations", 20000);
 const WARMUP = arg("warmup", 5000);
 const MEMORY_CALLS = arg("calls", 1_000_000);
 
-const lookup = (req: { kind: string; name: string }) => (req.kind === "ServiceAccount" && req.name === "builder" ? s.serviceAccount : null);
+const lookup = (req: { kind: string; name: string }) =>
+  req.kind === "ServiceAccount" && req.name === "builder" ? s.serviceAccount : null;
 const ctx: ReflectionContext = { ...s.ctx, remoteRestarts: 1 };
 
-interface Case { label: string; plugin: BuiltinName; direction: "forward" | "backward"; source: KubeObject; target: KubeObject | null; twin: Twin }
+interface Case {
+  label: string;
+  plugin: BuiltinName;
+  direction: "forward" | "backward";
+  source: KubeObject;
+  target: KubeObject | null;
+  twin: Twin;
+}
 const cases: Case[] = [
-  { label: "pods forward (4 KB pod)", plugin: "pods", direction: "forward", source: s.pod, target: null, twin: remotePodWith((sa) => lookup({ kind: "ServiceAccount", name: sa })) },
-  { label: "pods backward (status)", plugin: "pods", direction: "backward", source: s.remotePod, target: s.pod, twin: localPodStatus },
-  { label: "services forward", plugin: "services", direction: "forward", source: s.service, target: null, twin: remoteService },
-  { label: "endpointslices forward", plugin: "endpointslices", direction: "forward", source: s.endpointSlice, target: null, twin: remoteEndpointSlice },
-  { label: "ingresses forward", plugin: "ingresses", direction: "forward", source: s.ingress, target: null, twin: remoteIngress },
-  { label: "storage forward (PVC)", plugin: "storage", direction: "forward", source: s.pvc, target: null, twin: remotePvc },
-  { label: "configmaps forward", plugin: "configmaps", direction: "forward", source: s.configMap, target: null, twin: remoteConfigMap },
-  { label: "secrets forward (SA token)", plugin: "secrets", direction: "forward", source: s.saSecret, target: null, twin: remoteSecret },
+  {
+    label: "pods forward (4 KB pod)",
+    plugin: "pods",
+    direction: "forward",
+    source: s.pod,
+    target: null,
+    twin: remotePodWith((sa) => lookup({ kind: "ServiceAccount", name: sa })),
+  },
+  {
+    label: "pods backward (status)",
+    plugin: "pods",
+    direction: "backward",
+    source: s.remotePod,
+    target: s.pod,
+    twin: localPodStatus,
+  },
+  {
+    label: "services forward",
+    plugin: "services",
+    direction: "forward",
+    source: s.service,
+    target: null,
+    twin: remoteService,
+  },
+  {
+    label: "endpointslices forward",
+    plugin: "endpointslices",
+    direction: "forward",
+    source: s.endpointSlice,
+    target: null,
+    twin: remoteEndpointSlice,
+  },
+  {
+    label: "ingresses forward",
+    plugin: "ingresses",
+    direction: "forward",
+    source: s.ingress,
+    target: null,
+    twin: remoteIngress,
+  },
+  {
+    label: "storage forward (PVC)",
+    plugin: "storage",
+    direction: "forward",
+    source: s.pvc,
+    target: null,
+    twin: remotePvc,
+  },
+  {
+    label: "configmaps forward",
+    plugin: "configmaps",
+    direction: "forward",
+    source: s.configMap,
+    target: null,
+    twin: remoteConfigMap,
+  },
+  {
+    label: "secrets forward (SA token)",
+    plugin: "secrets",
+    direction: "forward",
+    source: s.saSecret,
+    target: null,
+    twin: remoteSecret,
+  },
 ];
 
 function pct(samples: number[], p: number): number {
@@ -88,7 +152,11 @@ function measurePair(a: () => unknown, b: () => unknown, between: () => void = (
   // Warm-up: both sides reach the engine's optimizing tiers. The wasm side's hot code is generated
   // after its first calls (replays, finishers) and needs its own thousands of calls to tier up;
   // with 500 the first case of a process measured that climb, not a steady state.
-  for (let i = 0; i < WARMUP; i++) { a(); b(); between(); }
+  for (let i = 0; i < WARMUP; i++) {
+    a();
+    b();
+    between();
+  }
   const ta: number[] = new Array(ITER);
   const tb: number[] = new Array(ITER);
   for (let i = 0; i < ITER; i++) {
@@ -111,12 +179,17 @@ function measurePair(a: () => unknown, b: () => unknown, between: () => void = (
  * cache footprint out of each call. The single-call table above shows the other extreme.
  */
 const BATCH = 32;
-function measureBatches(a: (o: KubeObject) => unknown, b: (o: KubeObject) => unknown, next: () => KubeObject): [number[], number[]] {
+function measureBatches(
+  a: (o: KubeObject) => unknown,
+  b: (o: KubeObject) => unknown,
+  next: () => KubeObject,
+): [number[], number[]] {
   const rounds = Math.max(100, Math.floor(ITER / 8));
   const ta: number[] = [];
   const tb: number[] = [];
   const objs: KubeObject[] = new Array(BATCH);
-  for (let r = -Math.ceil(WARMUP / BATCH); r < rounds; r++) { // the first rounds warm both sides up
+  for (let r = -Math.ceil(WARMUP / BATCH); r < rounds; r++) {
+    // the first rounds warm both sides up
     for (let i = 0; i < BATCH; i++) objs[i] = next();
     let t0 = performance.now();
     for (let i = 0; i < BATCH; i++) a(objs[i]!);
@@ -124,7 +197,10 @@ function measureBatches(a: (o: KubeObject) => unknown, b: (o: KubeObject) => unk
     t0 = performance.now();
     for (let i = 0; i < BATCH; i++) b(objs[i]!);
     const db = (performance.now() - t0) / BATCH;
-    if (r >= 0) { ta.push(da); tb.push(db); }
+    if (r >= 0) {
+      ta.push(da);
+      tb.push(db);
+    }
   }
   return [ta, tb];
 }
@@ -134,10 +210,18 @@ const pad = (x: string, n: number) => x.padEnd(n);
 const f1 = (n: number) => n.toFixed(1).padStart(7);
 const rt = (n: number) => `${n.toFixed(2).padStart(5)}x`;
 
-console.log(`reflector call cost, ${ITER} single calls each, the two sides interleaved call by call, µs; wasm = built-in plugin through the host (forwardSync/backwardSync)`);
-console.log(`every cell = transform + JSON.stringify of the result (the body the engine sends); each ratio is against the twin timed in the same interleaved pair`);
-console.log(`new = a changed version (annotation + resourceVersion); unread = only a new resourceVersion; warm = the same object; run = new with the memo off (live wire); json = the same over the JSON wire (see the header of this file)`);
-console.log(`${pad("case", 28)} ${pad("   ts p50", 9)} ${pad("  new p50", 9)} ${pad(" ratio", 6)} ${pad("unread p50", 10)} ${pad(" ratio", 6)} ${pad(" warm p50", 9)} ${pad(" ratio", 6)} ${pad("  run p50", 9)} ${pad(" ratio", 6)} ${pad(" json p50", 9)} ${pad(" ratio", 6)} | ${pad("   ts p99", 9)} ${pad("  new p99", 9)} ${pad("  run p99", 9)}`);
+console.log(
+  `reflector call cost, ${ITER} single calls each, the two sides interleaved call by call, µs; wasm = built-in plugin through the host (forwardSync/backwardSync)`,
+);
+console.log(
+  `every cell = transform + JSON.stringify of the result (the body the engine sends); each ratio is against the twin timed in the same interleaved pair`,
+);
+console.log(
+  `new = a changed version (annotation + resourceVersion); unread = only a new resourceVersion; warm = the same object; run = new with the memo off (live wire); json = the same over the JSON wire (see the header of this file)`,
+);
+console.log(
+  `${pad("case", 28)} ${pad("   ts p50", 9)} ${pad("  new p50", 9)} ${pad(" ratio", 6)} ${pad("unread p50", 10)} ${pad(" ratio", 6)} ${pad(" warm p50", 9)} ${pad(" ratio", 6)} ${pad("  run p50", 9)} ${pad(" ratio", 6)} ${pad(" json p50", 9)} ${pad(" ratio", 6)} | ${pad("   ts p99", 9)} ${pad("  new p99", 9)} ${pad("  run p99", 9)}`,
+);
 const ratios: Array<[string, number, number, number, number, number]> = [];
 const batchRows: string[] = [];
 const batchRatios: Array<[string, number, number, number, number, number]> = [];
@@ -146,14 +230,16 @@ for (const c of cases) {
   let p = plugins.get(c.plugin);
   if (!p) plugins.set(c.plugin, (p = await loadBuiltin(c.plugin, { lookup, memoEntries: 8192 })));
   const plugin = p;
-  const call = (src: KubeObject) => (c.direction === "forward" ? plugin.forwardSync(src, c.target, ctx) : plugin.backwardSync(src, c.target, ctx));
+  const call = (src: KubeObject) =>
+    c.direction === "forward" ? plugin.forwardSync(src, c.target, ctx) : plugin.backwardSync(src, c.target, ctx);
   // The same plugin with the memo off (every call runs it), over the live wire and over JSON.
   const unmemoized = async (live: boolean) => {
     const key = `${c.plugin}/${live}`;
     let q = running.get(key);
     if (!q) running.set(key, (q = await loadBuiltin(c.plugin, { lookup, memoEntries: 0, live })));
     const r = q;
-    return (src: KubeObject) => (c.direction === "forward" ? r.forwardSync(src, c.target, ctx) : r.backwardSync(src, c.target, ctx));
+    return (src: KubeObject) =>
+      c.direction === "forward" ? r.forwardSync(src, c.target, ctx) : r.backwardSync(src, c.target, ctx);
   };
   const runCall = await unmemoized(true);
   const jsonCall = await unmemoized(false);
@@ -164,13 +250,36 @@ for (const c of cases) {
   let cur = nextNew();
   // nextNew/nextUnread also feed the runs below (any fresh object will do there).
   let unread = nextUnread();
-  const fresh = () => { cur = nextNew(); };
-  const freshUnread = () => { unread = nextUnread(); };
-  const [ts, cold] = measurePair(() => body(twinCall(cur)), () => body(call(cur)), fresh);
-  const [, memo] = measurePair(() => body(twinCall(unread)), () => body(call(unread)), freshUnread);
-  const [, warm] = measurePair(() => body(twinCall(c.source)), () => body(call(c.source)));
-  const [tsRun, run] = measurePair(() => body(twinCall(cur)), () => body(runCall(cur)), fresh);
-  const [tsJson, json] = measurePair(() => body(twinCall(cur)), () => body(jsonCall(cur)), fresh);
+  const fresh = () => {
+    cur = nextNew();
+  };
+  const freshUnread = () => {
+    unread = nextUnread();
+  };
+  const [ts, cold] = measurePair(
+    () => body(twinCall(cur)),
+    () => body(call(cur)),
+    fresh,
+  );
+  const [, memo] = measurePair(
+    () => body(twinCall(unread)),
+    () => body(call(unread)),
+    freshUnread,
+  );
+  const [, warm] = measurePair(
+    () => body(twinCall(c.source)),
+    () => body(call(c.source)),
+  );
+  const [tsRun, run] = measurePair(
+    () => body(twinCall(cur)),
+    () => body(runCall(cur)),
+    fresh,
+  );
+  const [tsJson, json] = measurePair(
+    () => body(twinCall(cur)),
+    () => body(jsonCall(cur)),
+    fresh,
+  );
   {
     const twinB = (o: KubeObject) => body(twinCall(o));
     const sameObj = () => c.source;
@@ -180,9 +289,18 @@ for (const c of cases) {
     const [bts4, brun] = measureBatches(twinB, (o) => body(runCall(o)), nextNew);
     const [bts5, bjson] = measureBatches(twinB, (o) => body(jsonCall(o)), nextNew);
     const r = (x: number[], t: number[]) => pct(x, 50) / pct(t, 50);
-    const row: [string, number, number, number, number, number] = [c.label, r(bnew, bts), r(bunread, bts2), r(bwarm, bts3), r(brun, bts4), r(bjson, bts5)];
+    const row: [string, number, number, number, number, number] = [
+      c.label,
+      r(bnew, bts),
+      r(bunread, bts2),
+      r(bwarm, bts3),
+      r(brun, bts4),
+      r(bjson, bts5),
+    ];
     batchRatios.push(row);
-    batchRows.push(`${pad(c.label, 28)} ${f1(pct(bts, 50))}   ${f1(pct(bnew, 50))} ${rt(row[1])} ${f1(pct(bunread, 50))}    ${rt(row[2])} ${f1(pct(bwarm, 50))} ${rt(row[3])} ${f1(pct(brun, 50))}   ${rt(row[4])} ${f1(pct(bjson, 50))}   ${rt(row[5])} | ${f1(pct(bts, 99))}   ${f1(pct(bnew, 99))}   ${f1(pct(brun, 99))}`);
+    batchRows.push(
+      `${pad(c.label, 28)} ${f1(pct(bts, 50))}   ${f1(pct(bnew, 50))} ${rt(row[1])} ${f1(pct(bunread, 50))}    ${rt(row[2])} ${f1(pct(bwarm, 50))} ${rt(row[3])} ${f1(pct(brun, 50))}   ${rt(row[4])} ${f1(pct(bjson, 50))}   ${rt(row[5])} | ${f1(pct(bts, 99))}   ${f1(pct(bnew, 99))}   ${f1(pct(brun, 99))}`,
+    );
   }
   const rc = pct(cold, 50) / pct(ts, 50);
   const ru = pct(memo, 50) / pct(ts, 50);
@@ -191,7 +309,9 @@ for (const c of cases) {
   const rr = pct(run, 50) / pct(tsRun, 50);
   const rj = pct(json, 50) / pct(tsJson, 50);
   ratios.push([c.label, rc, ru, rw, rr, rj]);
-  console.log(`${pad(c.label, 28)} ${f1(pct(ts, 50))}   ${f1(pct(cold, 50))} ${rt(rc)} ${f1(pct(memo, 50))}    ${rt(ru)} ${f1(pct(warm, 50))} ${rt(rw)} ${f1(pct(run, 50))}   ${rt(rr)} ${f1(pct(json, 50))}   ${rt(rj)} | ${f1(pct(ts, 99))}   ${f1(pct(cold, 99))}   ${f1(pct(run, 99))}`);
+  console.log(
+    `${pad(c.label, 28)} ${f1(pct(ts, 50))}   ${f1(pct(cold, 50))} ${rt(rc)} ${f1(pct(memo, 50))}    ${rt(ru)} ${f1(pct(warm, 50))} ${rt(rw)} ${f1(pct(run, 50))}   ${rt(rr)} ${f1(pct(json, 50))}   ${rt(rj)} | ${f1(pct(ts, 99))}   ${f1(pct(cold, 99))}   ${f1(pct(run, 99))}`,
+  );
 }
 const summary = (rows: typeof ratios) => {
   const worst = (i: 1 | 2 | 3 | 4 | 5) => rows.reduce((a, b) => (b[i] > a[i] ? b : a));
@@ -199,11 +319,18 @@ const summary = (rows: typeof ratios) => {
   return `worst new ${w(1)}, worst unread ${w(2)}, worst warm ${w(3)}; plugin runs: worst live ${w(4)}, worst json ${w(5)}`;
 };
 console.log(summary(ratios));
-console.log(`\nthe same in runs of ${BATCH} calls per side, alternating (per-call mean of each run; p50/p99 over runs), µs`);
-console.log(`${pad("case", 28)} ${pad("   ts p50", 9)} ${pad("  new p50", 9)} ${pad(" ratio", 6)} ${pad("unread p50", 10)} ${pad(" ratio", 6)} ${pad(" warm p50", 9)} ${pad(" ratio", 6)} ${pad("  run p50", 9)} ${pad(" ratio", 6)} ${pad(" json p50", 9)} ${pad(" ratio", 6)} | ${pad("   ts p99", 9)} ${pad("  new p99", 9)} ${pad("  run p99", 9)}`);
+console.log(
+  `\nthe same in runs of ${BATCH} calls per side, alternating (per-call mean of each run; p50/p99 over runs), µs`,
+);
+console.log(
+  `${pad("case", 28)} ${pad("   ts p50", 9)} ${pad("  new p50", 9)} ${pad(" ratio", 6)} ${pad("unread p50", 10)} ${pad(" ratio", 6)} ${pad(" warm p50", 9)} ${pad(" ratio", 6)} ${pad("  run p50", 9)} ${pad(" ratio", 6)} ${pad(" json p50", 9)} ${pad(" ratio", 6)} | ${pad("   ts p99", 9)} ${pad("  new p99", 9)} ${pad("  run p99", 9)}`,
+);
 for (const row of batchRows) console.log(row);
 console.log(summary(batchRatios));
-for (const [name, p] of plugins) { const st = p.stats(); console.log(`  ${name}: ${st.calls} plugin runs, ${st.memoHits} answered by the decision memo`); }
+for (const [name, p] of plugins) {
+  const st = p.stats();
+  console.log(`  ${name}: ${st.calls} plugin runs, ${st.memoHits} answered by the decision memo`);
+}
 for (const p of running.values()) await p.close();
 
 if (!process.argv.includes("--skip-breakdown")) await breakdown(cases, ctx, lookup, ITER);
@@ -213,7 +340,12 @@ if (!process.argv.includes("--skip-breakdown")) await breakdown(cases, ctx, look
   const plugin = plugins.get("services")!;
   const next = freshObjects(s.service, true);
   const t: number[] = [];
-  for (let i = 0; i < ITER; i++) { const obj = next(); const t0 = performance.now(); await plugin.forward(obj, null, ctx); t.push(performance.now() - t0); }
+  for (let i = 0; i < ITER; i++) {
+    const obj = next();
+    const t0 = performance.now();
+    await plugin.forward(obj, null, ctx);
+    t.push(performance.now() - t0);
+  }
   console.log(`services forward via async forward(), new objects: p50 ${f1(pct(t, 50))} µs  p99 ${f1(pct(t, 99))} µs`);
 }
 
@@ -234,7 +366,9 @@ if (!process.argv.includes("--skip-memory")) {
     if (i % step === 0) {
       Bun.gc(false);
       const st = plugin.stats();
-      console.log(`  ${i.toLocaleString().padStart(10)} calls  rss ${mb(process.memoryUsage().rss).padStart(7)} MB  heap ${mb(process.memoryUsage().heapUsed).padStart(6)} MB  wasm memory ${mb(st.memoryBytes).padStart(5)} MB  recycles ${st.recycles}  ${((performance.now() - started) / i * 1000).toFixed(1)} µs/call`);
+      console.log(
+        `  ${i.toLocaleString().padStart(10)} calls  rss ${mb(process.memoryUsage().rss).padStart(7)} MB  heap ${mb(process.memoryUsage().heapUsed).padStart(6)} MB  wasm memory ${mb(st.memoryBytes).padStart(5)} MB  recycles ${st.recycles}  ${(((performance.now() - started) / i) * 1000).toFixed(1)} µs/call`,
+      );
     }
   }
 }

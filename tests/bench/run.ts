@@ -4,8 +4,10 @@ import { join } from "node:path";
 
 const only = process.argv.slice(2);
 const dir = import.meta.dir;
-const files = readdirSync(dir).filter((f) => f.endsWith(".ts") && !["run.ts", "stats.ts"].includes(f) && !f.endsWith(".test.ts"))
-  .filter((f) => only.length === 0 || only.some((o) => f.includes(o))).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith(".ts") && !["run.ts", "stats.ts"].includes(f) && !f.endsWith(".test.ts"))
+  .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .sort();
 let failed = 0;
 for (const file of files) {
   console.log(`\n######## ${file}`);

@@ -25,12 +25,57 @@ function openssl(...args: string[]) {
 
 /** A CA, and certificates it signs: leaf(name, subject, extension). */
 function ca(name: string) {
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", `/CN=${name}`, "-keyout", `${name}.key`, "-out", `${name}.crt`);
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    `/CN=${name}`,
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.crt`,
+  );
 }
 function leaf(caName: string, name: string, subject: string, ext: string) {
-  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", subject, "-keyout", `${name}.key`, "-out", `${name}.csr`);
+  openssl(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-nodes",
+    "-subj",
+    subject,
+    "-keyout",
+    `${name}.key`,
+    "-out",
+    `${name}.csr`,
+  );
   writeFileSync(path(`${name}.ext`), ext);
-  openssl("x509", "-req", "-in", `${name}.csr`, "-CA", `${caName}.crt`, "-CAkey", `${caName}.key`, "-CAcreateserial", "-days", "1", "-extfile", `${name}.ext`, "-out", `${name}.crt`);
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    `${name}.csr`,
+    "-CA",
+    `${caName}.crt`,
+    "-CAkey",
+    `${caName}.key`,
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-extfile",
+    `${name}.ext`,
+    "-out",
+    `${name}.crt`,
+  );
 }
 
 beforeAll(() => {
@@ -53,7 +98,9 @@ afterAll(async () => {
 async function serve(flags: Partial<AdminFlags>) {
   const registry = createRegistry();
   const server = await serveAdmin({
-    args: { "admin-address": "127.0.0.1:0", ...flags }, registry, logger: silentLogger,
+    args: { "admin-address": "127.0.0.1:0", ...flags },
+    registry,
+    logger: silentLogger,
     views: { things: () => [{ name: "a" }] },
     checks: { "caches-synced": () => true },
   });
@@ -65,14 +112,22 @@ async function serve(flags: Partial<AdminFlags>) {
 type Client = { token?: string; cert?: string };
 async function call(url: string, method: string, route: string, who: Client = {}) {
   const headers: Record<string, string> = who.token ? { authorization: `Bearer ${who.token}` } : {};
-  const tls = url.startsWith("https") ? { ca: await pem("admin-ca.crt"), ...(who.cert ? { cert: await pem(`${who.cert}.crt`), key: await pem(`${who.cert}.key`) } : {}) } : undefined;
+  const tls = url.startsWith("https")
+    ? {
+        ca: await pem("admin-ca.crt"),
+        ...(who.cert ? { cert: await pem(`${who.cert}.crt`), key: await pem(`${who.cert}.key`) } : {}),
+      }
+    : undefined;
   const res = await fetch(`${url}${route}`, { method, headers, tls });
   return { status: res.status, body: await res.text() };
 }
 
 describe("tokens from files", () => {
   test("no token, wrong token, read-only and write tokens over plain loopback HTTP", async () => {
-    const server = await serve({ "admin-token-file": path("write.token"), "admin-read-token-file": path("read.token") });
+    const server = await serve({
+      "admin-token-file": path("write.token"),
+      "admin-read-token-file": path("read.token"),
+    });
     expect((await call(server.url, "GET", "/healthz")).status).toBe(200);
     expect((await call(server.url, "GET", "/readyz")).status).toBe(200);
     const none = await call(server.url, "GET", "/views/things");
@@ -94,9 +149,15 @@ describe("tokens from files", () => {
     const at = (flags: Partial<AdminFlags>) => () => adminSecurity({ "admin-address": "127.0.0.1:0", ...flags });
     expect(at({ "admin-token-file": path("short.token") })).toThrow("--admin-token-file");
     expect(at({ "admin-token-file": path("short.token") })).toThrow("openssl rand -hex 32");
-    expect(at({ "admin-read-token-file": path("missing.token") })).toThrow(`--admin-read-token-file ${path("missing.token")} does not exist`);
-    expect(at({ "admin-token-file": path("write.token"), "admin-read-token-file": path("write.token") })).toThrow("the same token");
-    expect(at({ "admin-tls-cert-file": path("server.crt") })).toThrow("--admin-tls-cert-file and --admin-tls-key-file go together");
+    expect(at({ "admin-read-token-file": path("missing.token") })).toThrow(
+      `--admin-read-token-file ${path("missing.token")} does not exist`,
+    );
+    expect(at({ "admin-token-file": path("write.token"), "admin-read-token-file": path("write.token") })).toThrow(
+      "the same token",
+    );
+    expect(at({ "admin-tls-cert-file": path("server.crt") })).toThrow(
+      "--admin-tls-cert-file and --admin-tls-key-file go together",
+    );
     expect(at({ "admin-client-ca-file": path("admin-ca.crt") })).toThrow("--admin-client-ca-file needs HTTPS");
     expect(at({ "admin-address": "localhost" })).toThrow("--admin-address must be host:port");
   });
@@ -106,9 +167,15 @@ describe("exposure beyond loopback", () => {
   const exposed = (flags: Partial<AdminFlags>) => () => adminSecurity({ "admin-address": "0.0.0.0:0", ...flags });
   test("refused without TLS, without a credential, or both, each naming the missing flags", () => {
     expect(exposed({})).toThrow(CliError);
-    expect(exposed({})).toThrow(/without TLS \(--admin-tls-cert-file and --admin-tls-key-file\) and without a credential \(--admin-token-file, --admin-read-token-file or --admin-client-ca-file\)/);
-    expect(exposed({ "admin-token-file": path("write.token") })).toThrow(/without TLS \(--admin-tls-cert-file and --admin-tls-key-file\); give them/);
-    expect(exposed({ "admin-tls-cert-file": path("server.crt"), "admin-tls-key-file": path("server.key") })).toThrow(/^refusing .* without a credential \(--admin-token-file/);
+    expect(exposed({})).toThrow(
+      /without TLS \(--admin-tls-cert-file and --admin-tls-key-file\) and without a credential \(--admin-token-file, --admin-read-token-file or --admin-client-ca-file\)/,
+    );
+    expect(exposed({ "admin-token-file": path("write.token") })).toThrow(
+      /without TLS \(--admin-tls-cert-file and --admin-tls-key-file\); give them/,
+    );
+    expect(exposed({ "admin-tls-cert-file": path("server.crt"), "admin-tls-key-file": path("server.key") })).toThrow(
+      /^refusing .* without a credential \(--admin-token-file/,
+    );
   });
 
   test("accepted with TLS and a token, or TLS and a client CA", () => {
@@ -121,8 +188,22 @@ describe("exposure beyond loopback", () => {
 
   test("a real role process exits with the refusal and a usage exit code", async () => {
     const root = join(import.meta.dir, "../..");
-    const proc = Bun.spawn([join(root, "node_modules/.bin/bun"), join(root, "cli/liqo.ts"), "webhook", "--kubeconfig", path("missing.kubeconfig"),
-      "--tls-cert-file", path("server.crt"), "--tls-key-file", path("server.key"), "--admin-address", "0.0.0.0:0"], { stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn(
+      [
+        join(root, "node_modules/.bin/bun"),
+        join(root, "cli/liqo.ts"),
+        "webhook",
+        "--kubeconfig",
+        path("missing.kubeconfig"),
+        "--tls-cert-file",
+        path("server.crt"),
+        "--tls-key-file",
+        path("server.key"),
+        "--admin-address",
+        "0.0.0.0:0",
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
     expect(err).toContain("refusing to serve the admin API on 0.0.0.0:0 beyond loopback");
     expect(err).toContain("--admin-tls-cert-file");
@@ -133,8 +214,10 @@ describe("exposure beyond loopback", () => {
 describe("client certificates", () => {
   test("signed by the client CA: accepted, O=liqo-admin:write may write, others read; foreign or absent ones are refused", async () => {
     const server = await serve({
-      "admin-tls-cert-file": path("server.crt"), "admin-tls-key-file": path("server.key"),
-      "admin-client-ca-file": path("admin-ca.crt"), "admin-read-token-file": path("read.token"),
+      "admin-tls-cert-file": path("server.crt"),
+      "admin-tls-key-file": path("server.key"),
+      "admin-client-ca-file": path("admin-ca.crt"),
+      "admin-read-token-file": path("read.token"),
     });
     expect(server.url).toStartWith("https://127.0.0.1:");
     expect((await call(server.url, "GET", "/healthz")).status).toBe(200);
@@ -147,7 +230,9 @@ describe("client certificates", () => {
     expect(JSON.parse(viewer.body)).toEqual([{ name: "a" }]);
     const viewerWrite = await call(server.url, "DELETE", "/views/things", { cert: "viewer" });
     expect(viewerWrite.status).toBe(403);
-    expect(JSON.parse(viewerWrite.body).detail).toContain("client certificate viewer is read-only; DELETE needs the organization liqo-admin:write");
+    expect(JSON.parse(viewerWrite.body).detail).toContain(
+      "client certificate viewer is read-only; DELETE needs the organization liqo-admin:write",
+    );
     expect((await call(server.url, "DELETE", "/views/things", { cert: "operator" })).status).toBe(404);
 
     const intruder = await call(server.url, "GET", "/views/things", { cert: "intruder" });
@@ -161,7 +246,9 @@ describe("client certificates", () => {
 
   test("queries and HEAD pass through the certificate path unchanged", async () => {
     const server = await serve({
-      "admin-tls-cert-file": path("server.crt"), "admin-tls-key-file": path("server.key"), "admin-client-ca-file": path("admin-ca.crt"),
+      "admin-tls-cert-file": path("server.crt"),
+      "admin-tls-key-file": path("server.key"),
+      "admin-client-ca-file": path("admin-ca.crt"),
     });
     const res = await fetch(`${server.url}/readyz?bogus=1`, { tls: { ca: await pem("admin-ca.crt") } });
     expect(res.status).toBe(400);

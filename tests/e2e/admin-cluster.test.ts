@@ -7,10 +7,23 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  ForeignClusterResource, installCrds, IpamStorageResource, NamespaceOffloadingResource, REMOTE_CLUSTER_ID_LABEL, TunnelEndpointResource, TYPE_LABEL, VIRTUAL_NODE_TYPE,
+  ForeignClusterResource,
+  installCrds,
+  IpamStorageResource,
+  NamespaceOffloadingResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  TunnelEndpointResource,
+  TYPE_LABEL,
+  VIRTUAL_NODE_TYPE,
 } from "../../core/apis/index.ts";
 import {
-  MILAN, sampleForeignCluster, sampleForeignClusterStatus, sampleIpamStorage, sampleNamespaceOffloading, sampleNamespaceOffloadingStatus, sampleTunnelEndpoint,
+  MILAN,
+  sampleForeignCluster,
+  sampleForeignClusterStatus,
+  sampleIpamStorage,
+  sampleNamespaceOffloading,
+  sampleNamespaceOffloadingStatus,
+  sampleTunnelEndpoint,
 } from "../../core/apis/samples.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
@@ -36,7 +49,16 @@ const view = async <T = any>(path: string): Promise<T> => {
 };
 const FIELD_MANAGER = { fieldManager: "admin-cluster-test", force: true };
 const setStatus = (res: ResourceRef, obj: KubeObject, status: unknown) =>
-  client.apply(res, { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace }, status } as KubeObject, { ...FIELD_MANAGER, subresource: "status" });
+  client.apply(
+    res,
+    {
+      apiVersion: obj.apiVersion,
+      kind: obj.kind,
+      metadata: { name: obj.metadata.name, namespace: obj.metadata.namespace },
+      status,
+    } as KubeObject,
+    { ...FIELD_MANAGER, subresource: "status" },
+  );
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 1, names: ["rome"], nodes: 1 });
@@ -47,7 +69,10 @@ beforeAll(async () => {
   writeFileSync(join(work, "token"), TOKEN);
   admin = await serveAdmin({
     args: { "admin-address": "127.0.0.1:0", "admin-token-file": join(work, "token") },
-    registry: createRegistry(), logger: silentLogger, client: adminClient, title: "liqo test role",
+    registry: createRegistry(),
+    logger: silentLogger,
+    client: adminClient,
+    title: "liqo test role",
     views: { tunnels: () => [{ own: true }] }, // a role's own view wins over the cluster view of that name
   });
 }, 600_000);
@@ -62,9 +87,17 @@ describe("cluster views", () => {
   test("empty cluster: every view answers an empty list, behind the token", async () => {
     expect((await fetch(`${admin.url}/views/peerings`)).status).toBe(401);
     const { views } = await view<{ views: string[] }>("/views");
-    expect(views).toEqual(["ipam", "offloaded-namespaces", "peerings", "reflector-plugins", "tunnels", "virtual-nodes"]);
+    expect(views).toEqual([
+      "ipam",
+      "offloaded-namespaces",
+      "peerings",
+      "reflector-plugins",
+      "tunnels",
+      "virtual-nodes",
+    ]);
     // Just-installed CRDs may answer 429 while their storage initialises: that view fails alone, then recovers.
-    for (const name of ["peerings", "virtual-nodes", "offloaded-namespaces", "ipam", "reflector-plugins"]) expect(await waitFor(`the ${name} view`, () => view<unknown[]>(`/views/${name}`))).toEqual([]);
+    for (const name of ["peerings", "virtual-nodes", "offloaded-namespaces", "ipam", "reflector-plugins"])
+      expect(await waitFor(`the ${name} view`, () => view<unknown[]>(`/views/${name}`))).toEqual([]);
     expect(await view("/views/tunnels")).toEqual([{ own: true }]);
   });
 
@@ -78,37 +111,87 @@ describe("cluster views", () => {
     await client.create(IpamStorageResource, sampleIpamStorage() as KubeObject);
     await client.create(TunnelEndpointResource, sampleTunnelEndpoint() as KubeObject, tenant);
     const node = await client.create(Resources.nodes, {
-      metadata: { name: "liqo-milan", labels: { [TYPE_LABEL]: VIRTUAL_NODE_TYPE, [REMOTE_CLUSTER_ID_LABEL]: MILAN.clusterID } },
+      metadata: {
+        name: "liqo-milan",
+        labels: { [TYPE_LABEL]: VIRTUAL_NODE_TYPE, [REMOTE_CLUSTER_ID_LABEL]: MILAN.clusterID },
+      },
       spec: { taints: [{ key: "virtual-node.liqo.io/not-allowed", value: "true", effect: "NoExecute" }] },
     } as KubeObject);
-    await setStatus(Resources.nodes, { ...node, apiVersion: "v1", kind: "Node" }, {
-      capacity: { cpu: "4", memory: "8Gi", pods: "110" }, allocatable: { cpu: "4", memory: "8Gi", pods: "110" },
-      conditions: [{ type: "Ready", status: "True", reason: "RemoteReachable", message: "remote API server answers", lastHeartbeatTime: new Date().toISOString(), lastTransitionTime: new Date().toISOString() }],
-    });
+    await setStatus(
+      Resources.nodes,
+      { ...node, apiVersion: "v1", kind: "Node" },
+      {
+        capacity: { cpu: "4", memory: "8Gi", pods: "110" },
+        allocatable: { cpu: "4", memory: "8Gi", pods: "110" },
+        conditions: [
+          {
+            type: "Ready",
+            status: "True",
+            reason: "RemoteReachable",
+            message: "remote API server answers",
+            lastHeartbeatTime: new Date().toISOString(),
+            lastTransitionTime: new Date().toISOString(),
+          },
+        ],
+      },
+    );
     // A plain node of the rig is not a virtual node.
-    const peerings = await waitFor("the peering in the view", async () => (await view<any[]>("/views/peerings")).find((p) => p.clusterId === MILAN.clusterID && p.conditions.length));
-    expect(peerings).toMatchObject({ name: "milan", clusterName: "milan", state: "Established", outgoing: "Established", incoming: "None", network: "Established", authentication: "Established" });
+    const peerings = await waitFor("the peering in the view", async () =>
+      (await view<any[]>("/views/peerings")).find((p) => p.clusterId === MILAN.clusterID && p.conditions.length),
+    );
+    expect(peerings).toMatchObject({
+      name: "milan",
+      clusterName: "milan",
+      state: "Established",
+      outgoing: "Established",
+      incoming: "None",
+      network: "Established",
+      authentication: "Established",
+    });
     expect(peerings.tenantNamespace).toEqual({ local: tenant, remote: "liqo-tenant-rome-8a1b2c" });
     expect(peerings.conditions).toHaveLength(4);
 
-    const nodes = await waitFor("the virtual node in the view", async () => (await view<any[]>("/views/virtual-nodes")).find((n) => n.cpu === "4"));
+    const nodes = await waitFor("the virtual node in the view", async () =>
+      (await view<any[]>("/views/virtual-nodes")).find((n) => n.cpu === "4"),
+    );
     expect(nodes).toMatchObject({ name: "liqo-milan", clusterId: MILAN.clusterID, memory: "8Gi", pods: "110" });
     // The node lifecycle controller may turn a kubelet-less node Unknown meanwhile; either way the view says which and why.
-    expect(nodes.ready === "Ready" ? nodes.readyReason : typeof nodes.readyReason).toBe(nodes.ready === "Ready" ? null : "string");
+    expect(nodes.ready === "Ready" ? nodes.readyReason : typeof nodes.readyReason).toBe(
+      nodes.ready === "Ready" ? null : "string",
+    );
     expect((await view<any[]>("/views/virtual-nodes")).map((n) => n.name)).toEqual(["liqo-milan"]);
 
-    const offloaded = await waitFor("the offloaded namespace in the view", async () => (await view<any[]>("/views/offloaded-namespaces")).find((n) => n.phase === "Ready"));
-    expect(offloaded).toMatchObject({ namespace: "liqo-demo", remoteNamespace: "liqo-demo", podOffloadingStrategy: "Remote", namespaceMappingStrategy: "EnforceSameName" });
+    const offloaded = await waitFor("the offloaded namespace in the view", async () =>
+      (await view<any[]>("/views/offloaded-namespaces")).find((n) => n.phase === "Ready"),
+    );
+    expect(offloaded).toMatchObject({
+      namespace: "liqo-demo",
+      remoteNamespace: "liqo-demo",
+      podOffloadingStrategy: "Remote",
+      namespaceMappingStrategy: "EnforceSameName",
+    });
     expect(offloaded.clusters).toEqual([
       { clusterId: "florence-539f8b", required: "False", ready: "Unknown", reason: "ClusterNotSelected" },
       { clusterId: "naples-7881be", required: "True", ready: "True", reason: "RemoteNamespaceCreated" },
     ]);
 
-    const ipam = await waitFor("the IPAM allocation in the view", async () => { const rows = await view<any[]>("/views/ipam"); return rows.length ? rows : undefined; });
-    expect(ipam).toEqual([{
-      storage: "ipamstorage-rome", clusterId: MILAN.clusterID, podCidr: "10.200.0.0/16", externalCidr: "10.201.0.0/16",
-      remotePodCidr: "10.60.0.0/16", localNatPodCidr: "10.50.0.0/16", remoteExternalCidr: "10.201.0.0/16", localNatExternalCidr: "None", endpointMappings: 1,
-    }]);
+    const ipam = await waitFor("the IPAM allocation in the view", async () => {
+      const rows = await view<any[]>("/views/ipam");
+      return rows.length ? rows : undefined;
+    });
+    expect(ipam).toEqual([
+      {
+        storage: "ipamstorage-rome",
+        clusterId: MILAN.clusterID,
+        podCidr: "10.200.0.0/16",
+        externalCidr: "10.201.0.0/16",
+        remotePodCidr: "10.60.0.0/16",
+        localNatPodCidr: "10.50.0.0/16",
+        remoteExternalCidr: "10.201.0.0/16",
+        localNatExternalCidr: "None",
+        endpointMappings: 1,
+      },
+    ]);
   });
 
   test("queries filter and are validated; a bad one is a problem naming the parameter", async () => {
@@ -125,7 +208,9 @@ describe("cluster views", () => {
     const unknown = await bad("/views/peerings?bogus=1");
     expect(unknown.reason).toBe("Invalid");
     expect(unknown.issues[0]!.message).toContain("peerings takes clusterId");
-    expect((await bad("/views/offloaded-namespaces?phase=Nope")).issues[0]!.message).toContain("must be an offloading phase");
+    expect((await bad("/views/offloaded-namespaces?phase=Nope")).issues[0]!.message).toContain(
+      "must be an offloading phase",
+    );
     expect((await bad("/views/virtual-nodes?clusterId=a%20b")).issues[0]!.message).toContain("cluster ID");
     expect((await bad("/views/ipam?clusterId=")).reason).toBe("Invalid");
   });
@@ -134,9 +219,18 @@ describe("cluster views", () => {
     const res = await get("/");
     expect(res.status).toBe(200);
     const html = await res.text();
-    for (const title of ["Peerings", "Virtual nodes", "Offloaded namespaces", "IPAM allocations"]) expect(html).toContain(`<h2>${title} `);
+    for (const title of ["Peerings", "Virtual nodes", "Offloaded namespaces", "IPAM allocations"])
+      expect(html).toContain(`<h2>${title} `);
     expect(html).not.toContain("<h2>Tunnels "); // the role's own tunnels view replaced the cluster one, and has no section
-    for (const cell of ["liqo-milan", MILAN.clusterID, "liqo-demo", "10.60.0.0/16", "naples-7881be: ready", "florence-539f8b: not selected"]) expect(html).toContain(cell);
+    for (const cell of [
+      "liqo-milan",
+      MILAN.clusterID,
+      "liqo-demo",
+      "10.60.0.0/16",
+      "naples-7881be: ready",
+      "florence-539f8b: not selected",
+    ])
+      expect(html).toContain(cell);
     expect(html).toContain("liqo test role");
   });
 
@@ -150,11 +244,27 @@ describe("cluster views", () => {
 
 async function chromium(args: string[]): Promise<string> {
   const profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
-  const browser = Bun.spawn([
-    "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", `--user-data-dir=${profile}`, "--window-size=1280,1000", ...args,
-  ], { stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(browser.stdout).text(), new Response(browser.stderr).text(), browser.exited]);
+  const browser = Bun.spawn(
+    [
+      "chromium",
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      `--user-data-dir=${profile}`,
+      "--window-size=1280,1000",
+      ...args,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+  const [out, err, code] = await Promise.all([
+    new Response(browser.stdout).text(),
+    new Response(browser.stderr).text(),
+    browser.exited,
+  ]);
   rmSync(profile, { recursive: true, force: true });
   if (code !== 0) throw new Error(`chromium exited with ${code}: ${err.slice(-2000)}`);
   return out;
@@ -162,21 +272,45 @@ async function chromium(args: string[]): Promise<string> {
 
 describe("tunnels view", () => {
   test("TunnelEndpoints with their connection status, and the page in a browser", async () => {
-    const own = await serveAdmin({ args: { "admin-address": "127.0.0.1:0" }, registry: createRegistry(), logger: silentLogger, client: adminClient });
+    const own = await serveAdmin({
+      args: { "admin-address": "127.0.0.1:0" },
+      registry: createRegistry(),
+      logger: silentLogger,
+      client: adminClient,
+    });
     try {
       const tep = (await client.list(TunnelEndpointResource)).items[0]!;
-      await setStatus(TunnelEndpointResource, tep, { connection: { status: "Connected", statusMessage: "handshake 3s ago" }, tunnelIFaceName: "liqo.wg0" });
+      await setStatus(TunnelEndpointResource, tep, {
+        connection: { status: "Connected", statusMessage: "handshake 3s ago" },
+        tunnelIFaceName: "liqo.wg0",
+      });
       const row = await waitFor("the tunnel's status", async () => {
         const rows = (await (await fetch(`${own.url}/views/tunnels`)).json()) as any[];
         return rows.find((r) => r.status === "Connected");
       });
-      expect(row).toMatchObject({ clusterId: MILAN.clusterID, endpoint: "172.18.0.2", backend: "wireguard", message: "handshake 3s ago", remotePodCidr: "10.60.0.0/16", interface: "liqo.wg0" });
+      expect(row).toMatchObject({
+        clusterId: MILAN.clusterID,
+        endpoint: "172.18.0.2",
+        backend: "wireguard",
+        message: "handshake 3s ago",
+        remotePodCidr: "10.60.0.0/16",
+        interface: "liqo.wg0",
+      });
       const html = await (await fetch(`${own.url}/status`)).text();
-      expect(html).toContain("<h2>Tunnels <span class=\"muted\">(1)</span>");
+      expect(html).toContain('<h2>Tunnels <span class="muted">(1)</span>');
       expect(html).toContain("handshake 3s ago");
       // What a person sees: headless Chromium renders every cluster section; the screenshot is kept.
       const dom = await chromium(["--dump-dom", `${own.url}/`]);
-      for (const text of ["Peerings", "Virtual nodes", "Offloaded namespaces", "IPAM allocations", "Tunnels", "liqo-milan", "Connected"]) expect(dom).toContain(text);
+      for (const text of [
+        "Peerings",
+        "Virtual nodes",
+        "Offloaded namespaces",
+        "IPAM allocations",
+        "Tunnels",
+        "liqo-milan",
+        "Connected",
+      ])
+        expect(dom).toContain(text);
       const shot = join(artifacts, "admin-cluster-status.png");
       mkdirSync(artifacts, { recursive: true });
       rmSync(shot, { force: true });

@@ -34,12 +34,14 @@ async function drain(stream: ReadableStream<Uint8Array>) {
 }
 
 async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+  if (!(await client.find(Resources.namespaces, name)))
+    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 const api = (path: string, init?: RequestInit) => fetch(`${url}${path}`, init);
 const json = async <T = any>(path: string): Promise<T> => (await api(path)).json() as Promise<T>;
-const put = (body: Uint8Array, name = pluginName) => api(`/api/plugins/${name}`, { method: "PUT", body, headers: { "content-type": "application/wasm" } });
+const put = (body: Uint8Array, name = pluginName) =>
+  api(`/api/plugins/${name}`, { method: "PUT", body, headers: { "content-type": "application/wasm" } });
 
 beforeAll(async () => {
   await ensureBuilt(["networkpolicy"]);
@@ -57,20 +59,42 @@ beforeAll(async () => {
   const pairs = join(work, "pairs.yaml");
   writeFileSync(pairs, "pairs:\n  - localNamespace: web\n    remoteNamespace: web-rome\n");
 
-  proc = Bun.spawn([
-    join(root, "node_modules/.bin/bun"), "cli/liqo.ts", "reflection",
-    "--kubeconfig", rig.clusters[0]!.kubeconfig, "--remote-kubeconfig", rig.clusters[1]!.kubeconfig,
-    "--local-cluster-id", "rome-admin-id", "--remote-cluster-id", "milan-admin-id",
-    "--pairs-file", pairs, "--plugin-dir", pluginDir, "--admin-address", "127.0.0.1:0",
-  ], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  proc = Bun.spawn(
+    [
+      join(root, "node_modules/.bin/bun"),
+      "cli/liqo.ts",
+      "reflection",
+      "--kubeconfig",
+      rig.clusters[0]!.kubeconfig,
+      "--remote-kubeconfig",
+      rig.clusters[1]!.kubeconfig,
+      "--local-cluster-id",
+      "rome-admin-id",
+      "--remote-cluster-id",
+      "milan-admin-id",
+      "--pairs-file",
+      pairs,
+      "--plugin-dir",
+      pluginDir,
+      "--admin-address",
+      "127.0.0.1:0",
+    ],
+    { cwd: root, stdout: "pipe", stderr: "pipe" },
+  );
   void drain(proc.stdout as ReadableStream<Uint8Array>);
   void drain(proc.stderr as ReadableStream<Uint8Array>);
-  url = await waitFor("the process to print its admin URL", () => {
-    if (proc.exitCode !== null) throw new Error(`liqo reflection exited with ${proc.exitCode}: ${output.slice(-2000)}`);
-    return /admin API on (http:\/\/\S+)/.exec(output)?.[1];
-  }, { timeoutMs: 120_000 });
+  url = await waitFor(
+    "the process to print its admin URL",
+    () => {
+      if (proc.exitCode !== null)
+        throw new Error(`liqo reflection exited with ${proc.exitCode}: ${output.slice(-2000)}`);
+      return /admin API on (http:\/\/\S+)/.exec(output)?.[1];
+    },
+    { timeoutMs: 120_000 },
+  );
   await waitFor("the reflection process to be ready", async () => (await api("/readyz")).status === 200, {
-    timeoutMs: 120_000, describe: async () => (await api("/readyz?verbose")).json(),
+    timeoutMs: 120_000,
+    describe: async () => (await api("/readyz?verbose")).json(),
   });
 }, 600_000);
 
@@ -86,7 +110,12 @@ afterAll(async () => {
 describe("views of a running reflection process", () => {
   test("plugins, reflectors and pairs show the built-ins and the pair from the file", async () => {
     const plugins = await json<{ name: string; trust: string; state: string }[]>("/views/plugins");
-    expect(plugins.filter((p) => p.trust === "builtin").map((p) => p.name).sort()).toEqual(["configmaps", "endpointslices", "ingresses", "secrets", "services"]);
+    expect(
+      plugins
+        .filter((p) => p.trust === "builtin")
+        .map((p) => p.name)
+        .sort(),
+    ).toEqual(["configmaps", "endpointslices", "ingresses", "secrets", "services"]);
     expect(plugins.every((p) => p.state === "ready")).toBe(true);
     expect(await json("/views/pairs")).toEqual([{ localNamespace: "web", remoteNamespace: "web-rome" }]);
 
@@ -118,14 +147,26 @@ describe("plugin management over HTTP", () => {
 
   test("an uploaded drop-in reflects NetworkPolicies, can be replaced, and stops when removed", async () => {
     const created = await put(wasm);
-    const body = await created.json() as any;
-    expect({ status: created.status, body }).toMatchObject({ status: 201, body: { file: `${pluginName}.wasm`, replaced: false, plugin: { name: pluginName, trust: "dropin", state: "ready" } } });
+    const body = (await created.json()) as any;
+    expect({ status: created.status, body }).toMatchObject({
+      status: 201,
+      body: {
+        file: `${pluginName}.wasm`,
+        replaced: false,
+        plugin: { name: pluginName, trust: "dropin", state: "ready" },
+      },
+    });
     expect(created.headers.get("location")).toBe(`/api/plugins/${pluginName}`);
     // Written atomically: only the final file, no temporary left behind.
     expect(readdirSync(pluginDir)).toEqual([`${pluginName}.wasm`]);
 
-    await local.create(Resources.networkPolicies, { metadata: { name: "allow-web", namespace: "web" }, spec: { podSelector: {}, ingress: [{ from: [{ podSelector: {} }] }] } } as KubeObject);
-    const copy = await waitFor("the remote NetworkPolicy", () => remote.find(Resources.networkPolicies, "allow-web", "web-rome"));
+    await local.create(Resources.networkPolicies, {
+      metadata: { name: "allow-web", namespace: "web" },
+      spec: { podSelector: {}, ingress: [{ from: [{ podSelector: {} }] }] },
+    } as KubeObject);
+    const copy = await waitFor("the remote NetworkPolicy", () =>
+      remote.find(Resources.networkPolicies, "allow-web", "web-rome"),
+    );
     expect(copy.metadata.labels?.["liqo.io/origin-cluster-id"]).toBe("rome-admin-id");
 
     const replaced = await put(wasm);
@@ -141,7 +182,10 @@ describe("plugin management over HTTP", () => {
     expect((await api(`/api/plugins/${pluginName}`)).status).toBe(404);
 
     // Nothing reflects NetworkPolicies now: a later one stays home while a later ConfigMap travels.
-    await local.create(Resources.networkPolicies, { metadata: { name: "later", namespace: "web" }, spec: { podSelector: {} } } as KubeObject);
+    await local.create(Resources.networkPolicies, {
+      metadata: { name: "later", namespace: "web" },
+      spec: { podSelector: {} },
+    } as KubeObject);
     await local.create(Resources.configMaps, { metadata: { name: "marker", namespace: "web" } });
     await waitFor("a later ConfigMap to be reflected", () => remote.find(Resources.configMaps, "marker", "web-rome"));
     expect(await remote.find(Resources.networkPolicies, "later", "web-rome")).toBeUndefined();
@@ -151,12 +195,28 @@ describe("plugin management over HTTP", () => {
 describe("status page and metrics", () => {
   async function chromium(args: string[]): Promise<string> {
     const profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
-    const browser = Bun.spawn([
-      "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync", `--user-data-dir=${profile}`,
-      "--window-size=1280,900", ...args,
-    ], { stdout: "pipe", stderr: "pipe" });
-    const [out, err, code] = await Promise.all([new Response(browser.stdout).text(), new Response(browser.stderr).text(), browser.exited]);
+    const browser = Bun.spawn(
+      [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        `--user-data-dir=${profile}`,
+        "--window-size=1280,900",
+        ...args,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    const [out, err, code] = await Promise.all([
+      new Response(browser.stdout).text(),
+      new Response(browser.stderr).text(),
+      browser.exited,
+    ]);
     rmSync(profile, { recursive: true, force: true });
     if (code !== 0) throw new Error(`chromium exited with ${code}: ${err.slice(-2000)}`);
     return out;
@@ -165,7 +225,8 @@ describe("status page and metrics", () => {
   test("headless Chromium renders the status page with the reflectors and a screenshot is kept", async () => {
     const dom = await chromium(["--dump-dom", `${url}/`]);
     expect(dom).toContain("liqo reflection: rome-admin-id → milan-admin-id");
-    for (const text of ["Reflectors", "configmaps/ConfigMap", "Namespace pairs", "web-rome", "Health", "caches-synced"]) expect(dom).toContain(text);
+    for (const text of ["Reflectors", "configmaps/ConfigMap", "Namespace pairs", "web-rome", "Health", "caches-synced"])
+      expect(dom).toContain(text);
     mkdirSync(artifacts, { recursive: true });
     const shot = join(artifacts, "admin-status.png");
     rmSync(shot, { force: true });
@@ -186,13 +247,22 @@ describe("status page and metrics", () => {
       return f;
     };
     const value = (name: string, labels: Record<string, string>, sample = name) =>
-      family(name).samples.find((s) => s.name === sample && Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+      family(name).samples.find((s) => s.name === sample && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+        ?.value;
 
     expect(family("liqo_reflection_queue_depth").type).toBe("gauge");
     expect(value("liqo_reflection_queue_depth", { reflector: "configmaps/ConfigMap" })).toBeGreaterThanOrEqual(0);
     expect(family("liqo_reflection_reconcile_seconds").type).toBe("histogram");
-    expect(value("liqo_reflection_reconcile_seconds", { reflector: "configmaps/ConfigMap" }, "liqo_reflection_reconcile_seconds_count")).toBeGreaterThanOrEqual(2);
-    expect(value("liqo_reflection_reconciles_total", { reflector: "configmaps/ConfigMap", outcome: "apply" })).toBeGreaterThanOrEqual(2);
+    expect(
+      value(
+        "liqo_reflection_reconcile_seconds",
+        { reflector: "configmaps/ConfigMap" },
+        "liqo_reflection_reconcile_seconds_count",
+      ),
+    ).toBeGreaterThanOrEqual(2);
+    expect(
+      value("liqo_reflection_reconciles_total", { reflector: "configmaps/ConfigMap", outcome: "apply" }),
+    ).toBeGreaterThanOrEqual(2);
     expect(value("liqo_reflection_plugin_calls_total", { plugin: "configmaps" })).toBeGreaterThanOrEqual(2);
     expect(value("liqo_reflection_plugin_uploads_total", { outcome: "created" })).toBe(1);
     expect(value("liqo_reflection_plugin_uploads_total", { outcome: "replaced" })).toBe(1);

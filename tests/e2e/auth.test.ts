@@ -6,7 +6,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  ForeignClusterResource, installCrds, ResourceOfferResource, ResourceRequestResource, REMOTE_CLUSTER_ID_LABEL, REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION,
+  ForeignClusterResource,
+  installCrds,
+  ResourceOfferResource,
+  ResourceRequestResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION,
 } from "../../core/apis/index.ts";
 import { sampleResourceOffer, sampleResourceRequest } from "../../core/apis/samples.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
@@ -14,7 +19,14 @@ import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import { CLUSTER_ID_CONFIGMAP, ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
 import {
-  AUTH_TOKEN_SECRET, createAuthServer, ensureAuthToken, generateAuthToken, remoteServiceAccountName, revokeIdentity, type AuthServer, type IdentityResponse,
+  AUTH_TOKEN_SECRET,
+  createAuthServer,
+  ensureAuthToken,
+  generateAuthToken,
+  remoteServiceAccountName,
+  revokeIdentity,
+  type AuthServer,
+  type IdentityResponse,
 } from "../../core/peering/auth/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
@@ -37,9 +49,12 @@ function openssl(...args: string[]) {
 
 function startServer(extra: Partial<Parameters<typeof createAuthServer>[0]> = {}) {
   return createAuthServer({
-    client: milan, clusterIdentity: milanId,
-    apiServerUrl: rig.clusters[1]!.server, apiServerCa: readFileSync(rig.clusters[1]!.pki.ca.cert, "utf8"),
-    tls: { cert: join(dir, "tls.crt"), key: join(dir, "tls.key") }, port: 0,
+    client: milan,
+    clusterIdentity: milanId,
+    apiServerUrl: rig.clusters[1]!.server,
+    apiServerCa: readFileSync(rig.clusters[1]!.pki.ca.cert, "utf8"),
+    tls: { cert: join(dir, "tls.crt"), key: join(dir, "tls.key") },
+    port: 0,
     ...extra,
   });
 }
@@ -52,11 +67,17 @@ async function call(path: string, init: { method?: string; body?: unknown; raw?:
     headers: { "content-type": "application/json" },
     tls: { ca: serverCa },
   } as RequestInit);
-  return { status: res.status, headers: res.headers, body: await res.json() as any };
+  return { status: res.status, headers: res.headers, body: (await res.json()) as any };
 }
 
-const exchange = (t = token, cluster: { clusterID: string; clusterName: string } = { clusterID: romeId.clusterId, clusterName: romeId.clusterName }, url?: string) =>
-  call("/identity", { body: { cluster, token: t } }, url);
+const exchange = (
+  t = token,
+  cluster: { clusterID: string; clusterName: string } = {
+    clusterID: romeId.clusterId,
+    clusterName: romeId.clusterName,
+  },
+  url?: string,
+) => call("/identity", { body: { cluster, token: t } }, url);
 
 function peerClient(kubeconfig: string, name: string): KubeClient {
   const file = join(dir, `${name}.kubeconfig`);
@@ -64,19 +85,66 @@ function peerClient(kubeconfig: string, name: string): KubeClient {
   return createKubeClient({ kubeconfig: file });
 }
 
-
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });
   rome = rig.client("rome");
   milan = rig.client("milan");
   await installCrds(milan);
-  milanId = await ensureClusterIdentity(milan, { clusterName: "milan", clusterLabels: { "topology.liqo.io/region": "north" } });
+  milanId = await ensureClusterIdentity(milan, {
+    clusterName: "milan",
+    clusterLabels: { "topology.liqo.io/region": "north" },
+  });
   romeId = await ensureClusterIdentity(rome, { clusterName: "rome" });
   token = await ensureAuthToken(milan);
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=auth-ca", "-keyout", "ca.key", "-out", "ca.crt");
-  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=liqo-auth", "-keyout", "tls.key", "-out", "tls.csr");
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=auth-ca",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+  );
+  openssl(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-subj",
+    "/CN=liqo-auth",
+    "-keyout",
+    "tls.key",
+    "-out",
+    "tls.csr",
+  );
   writeFileSync(join(dir, "ext"), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-extfile", "ext", "-out", "tls.crt");
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    "tls.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-extfile",
+    "ext",
+    "-out",
+    "tls.crt",
+  );
   serverCa = readFileSync(join(dir, "ca.crt"), "utf8");
   server = await startServer();
 }, 600_000);
@@ -91,7 +159,11 @@ describe("cluster identity", () => {
   test("is the kube-system UID and the install-time name, in Liqo's ConfigMap", async () => {
     const kubeSystem = await milan.get(Resources.namespaces, "kube-system");
     expect(milanId.clusterId).toBe(kubeSystem.metadata.uid!);
-    expect(milanId).toEqual({ clusterId: kubeSystem.metadata.uid!, clusterName: "milan", clusterLabels: { "topology.liqo.io/region": "north" } });
+    expect(milanId).toEqual({
+      clusterId: kubeSystem.metadata.uid!,
+      clusterName: "milan",
+      clusterLabels: { "topology.liqo.io/region": "north" },
+    });
     const cm = await milan.get(Resources.configMaps, CLUSTER_ID_CONFIGMAP, "liqo");
     expect(cm.data).toMatchObject({ CLUSTER_ID: milanId.clusterId, CLUSTER_NAME: "milan" });
     expect(cm.metadata.labels).toMatchObject({ "app.kubernetes.io/name": "clusterid-configmap" });
@@ -113,7 +185,9 @@ describe("cluster identity", () => {
   });
 
   test("a bad name is refused with the flag to fix", async () => {
-    await expect(ensureClusterIdentity(milan, { liqoNamespace: "liqo-bad", clusterName: "Not_A_Name" })).rejects.toThrow("--cluster-name");
+    await expect(
+      ensureClusterIdentity(milan, { liqoNamespace: "liqo-bad", clusterName: "Not_A_Name" }),
+    ).rejects.toThrow("--cluster-name");
   });
 });
 
@@ -145,9 +219,14 @@ describe("POST /identity", () => {
   test("creates the tenant namespace with Liqo's name and labels", async () => {
     expect(issued.namespace).toMatch(/^liqo-tenant-rome-[0-9a-f]{6}$/);
     const ns = await milan.get(Resources.namespaces, issued.namespace);
-    expect(ns.metadata.labels).toMatchObject({ "discovery.liqo.io/cluster-id": romeId.clusterId, "discovery.liqo.io/tenant-namespace": "true" });
+    expect(ns.metadata.labels).toMatchObject({
+      "discovery.liqo.io/cluster-id": romeId.clusterId,
+      "discovery.liqo.io/tenant-namespace": "true",
+    });
     expect(issued.apiServerUrl).toBe(rig.clusters[1]!.server);
-    expect(Buffer.from(issued.apiServerCA!, "base64").toString()).toBe(readFileSync(rig.clusters[1]!.pki.ca.cert, "utf8"));
+    expect(Buffer.from(issued.apiServerCA!, "base64").toString()).toBe(
+      readFileSync(rig.clusters[1]!.pki.ca.cert, "utf8"),
+    );
   });
 
   test("the kubeconfig works in the tenant namespace: ResourceRequest yes, ResourceOffer read-only", async () => {
@@ -155,7 +234,10 @@ describe("POST /identity", () => {
     const created = await peer.create(ResourceRequestResource, rr);
     expect(created.metadata.namespace).toBe(issued.namespace);
     // Right after CRDs are installed the API server may answer 429 while its watch cache warms up.
-    await waitFor("rome may list ResourceOffers in its tenant namespace", async () => (await statusOf(peer.list(ResourceOfferResource, { namespace: issued.namespace }))) === 200);
+    await waitFor(
+      "rome may list ResourceOffers in its tenant namespace",
+      async () => (await statusOf(peer.list(ResourceOfferResource, { namespace: issued.namespace }))) === 200,
+    );
     const offer = { ...sampleResourceOffer(), metadata: { name: "forged", namespace: issued.namespace } };
     expect(await statusOf(peer.create(ResourceOfferResource, offer))).toBe(403);
   });
@@ -167,31 +249,61 @@ describe("POST /identity", () => {
     expect(await statusOf(peer.list(Resources.pods))).toBe(403);
     const rr = { ...sampleResourceRequest(), metadata: { name: "elsewhere", namespace: "default" } };
     expect(await statusOf(peer.create(ResourceRequestResource, rr))).toBe(403);
-    expect(await statusOf(peer.create(Resources.configMaps, { metadata: { name: "x", namespace: "default" } }))).toBe(403);
+    expect(await statusOf(peer.create(Resources.configMaps, { metadata: { name: "x", namespace: "default" } }))).toBe(
+      403,
+    );
   });
 
   test("twin namespaces: only its own, and then it may work in them", async () => {
-    const twin = (name: string, id: string) => ({ metadata: { name, labels: { [REMOTE_CLUSTER_ID_LABEL]: id }, annotations: { [REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION]: "rome/nm" } } });
+    const twin = (name: string, id: string) => ({
+      metadata: {
+        name,
+        labels: { [REMOTE_CLUSTER_ID_LABEL]: id },
+        annotations: { [REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION]: "rome/nm" },
+      },
+    });
     // RBAC allows creating namespaces; the admission policy is what refuses this one, and says why.
-    const refused = await peer.create(Resources.namespaces, { metadata: { name: "unlabelled" } }).catch((e) => e as KubeApiError);
+    const refused = await peer
+      .create(Resources.namespaces, { metadata: { name: "unlabelled" } })
+      .catch((e) => e as KubeApiError);
     expect(refused).toBeInstanceOf(KubeApiError);
-    expect((refused as KubeApiError).message).toContain(`may only create or delete namespaces labelled ${REMOTE_CLUSTER_ID_LABEL}=${romeId.clusterId}`);
+    expect((refused as KubeApiError).message).toContain(
+      `may only create or delete namespaces labelled ${REMOTE_CLUSTER_ID_LABEL}=${romeId.clusterId}`,
+    );
     expect(await statusOf(peer.create(Resources.namespaces, twin("someone-elses", "another-cluster")))).toBe(403);
     await milan.create(Resources.namespaces, { metadata: { name: "precious" } });
     expect(await statusOf(peer.delete(Resources.namespaces, "precious"))).toBe(403);
 
     await peer.create(Resources.namespaces, twin("demo-rome", romeId.clusterId));
     // The binder grants liqo-virtual-kubelet-remote there shortly after.
-    await waitFor("rome may create a ConfigMap in its twin namespace", () =>
-      peer.create(Resources.configMaps, { metadata: { name: "cfg", namespace: "demo-rome" } }).then(() => true), { timeoutMs: 60_000 });
+    await waitFor(
+      "rome may create a ConfigMap in its twin namespace",
+      () => peer.create(Resources.configMaps, { metadata: { name: "cfg", namespace: "demo-rome" } }).then(() => true),
+      { timeoutMs: 60_000 },
+    );
     expect(await statusOf(peer.list(Resources.pods, { namespace: "demo-rome" }))).toBe(200);
-    expect(await statusOf(peer.create(Resources.pods, { metadata: { name: "p", namespace: "demo-rome" }, spec: { containers: [{ name: "c", image: "x" }] } }))).toBe(403);
+    expect(
+      await statusOf(
+        peer.create(Resources.pods, {
+          metadata: { name: "p", namespace: "demo-rome" },
+          spec: { containers: [{ name: "c", image: "x" }] },
+        }),
+      ),
+    ).toBe(403);
     // Deleting its offloaded pods (with the user's grace period) is allowed there, and only there.
-    await milan.create(Resources.pods, { metadata: { name: "offloaded", namespace: "demo-rome" }, spec: { containers: [{ name: "c", image: "x" }] } });
+    await milan.create(Resources.pods, {
+      metadata: { name: "offloaded", namespace: "demo-rome" },
+      spec: { containers: [{ name: "c", image: "x" }] },
+    });
     expect(await peer.delete(Resources.pods, "offloaded", "demo-rome")).toBe(true);
-    await milan.create(Resources.pods, { metadata: { name: "bystander", namespace: "precious" }, spec: { containers: [{ name: "c", image: "x" }] } });
+    await milan.create(Resources.pods, {
+      metadata: { name: "bystander", namespace: "precious" },
+      spec: { containers: [{ name: "c", image: "x" }] },
+    });
     expect(await statusOf(peer.delete(Resources.pods, "bystander", "precious"))).toBe(403);
-    expect(await statusOf(peer.create(Resources.configMaps, { metadata: { name: "cfg", namespace: "precious" } }))).toBe(403);
+    expect(
+      await statusOf(peer.create(Resources.configMaps, { metadata: { name: "cfg", namespace: "precious" } })),
+    ).toBe(403);
     expect(await peer.delete(Resources.namespaces, "demo-rome")).toBe(true);
   });
 
@@ -200,14 +312,20 @@ describe("POST /identity", () => {
     expect(again.status).toBe(202);
     expect(again.body.namespace).toBe(issued.namespace);
     expect(again.body.token).toBe(issued.token);
-    const sas = await milan.list(Resources.serviceAccounts, { namespace: issued.namespace, labelSelector: `discovery.liqo.io/cluster-id=${romeId.clusterId}` });
+    const sas = await milan.list(Resources.serviceAccounts, {
+      namespace: issued.namespace,
+      labelSelector: `discovery.liqo.io/cluster-id=${romeId.clusterId}`,
+    });
     expect(sas.items.length).toBe(1);
   });
 
   test("a wrong token gets 401 with a clear message", async () => {
     const res = await exchange("not-the-token");
     expect(res.status).toBe(401);
-    expect(res.body).toMatchObject({ error: "Unauthorized", message: expect.stringContaining("wrong or has been revoked") });
+    expect(res.body).toMatchObject({
+      error: "Unauthorized",
+      message: expect.stringContaining("wrong or has been revoked"),
+    });
     expect(JSON.stringify(res.body)).not.toContain("at ");
   });
 
@@ -218,7 +336,9 @@ describe("POST /identity", () => {
     const noId = await call("/identity", { body: { cluster: { clusterName: "rome" }, token } });
     expect(noId.status).toBe(400);
     expect(noId.body).toMatchObject({ field: "cluster.clusterID", message: "cluster.clusterID is required" });
-    const noToken = await call("/identity", { body: { cluster: { clusterID: romeId.clusterId, clusterName: "rome" } } });
+    const noToken = await call("/identity", {
+      body: { cluster: { clusterID: romeId.clusterId, clusterName: "rome" } },
+    });
     expect(noToken.body.field).toBe("token");
     expect((await call("/identity")).status).toBe(405);
   });
@@ -240,13 +360,19 @@ describe("POST /identity", () => {
       const s = await statusOf(fresh.list(ResourceRequestResource, { namespace: issued.namespace }));
       return s === 401 || s === 403;
     });
-    await waitFor("the tenant namespace to be gone", async () => !(await milan.find(Resources.namespaces, issued.namespace)), { timeoutMs: 120_000 });
+    await waitFor(
+      "the tenant namespace to be gone",
+      async () => !(await milan.find(Resources.namespaces, issued.namespace)),
+      { timeoutMs: 120_000 },
+    );
     expect(await revokeIdentity(milan, romeId.clusterId)).toEqual([]);
   });
 
   test("a rotated auth token revokes the old one; the new one works (re-peering)", async () => {
     const rotated = generateAuthToken();
-    await milan.mergePatch(Resources.secrets, AUTH_TOKEN_SECRET, "liqo", { data: { token: Buffer.from(rotated).toString("base64") } });
+    await milan.mergePatch(Resources.secrets, AUTH_TOKEN_SECRET, "liqo", {
+      data: { token: Buffer.from(rotated).toString("base64") },
+    });
     const old = await exchange(token);
     expect(old.status).toBe(401);
     const res = await exchange(rotated);
@@ -261,8 +387,16 @@ describe("POST /identity", () => {
     expect(res.status).toBe(202);
     const ns = res.body.namespace as string;
     await milan.create(ForeignClusterResource, {
-      apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: "rome" },
-      spec: { clusterIdentity: { clusterID: romeId.clusterId, clusterName: "rome" }, foreignAuthUrl: "https://127.0.0.1:1", outgoingPeeringEnabled: "Yes", incomingPeeringEnabled: "Auto", networkingEnabled: "No" },
+      apiVersion: "discovery.liqo.io/v1alpha1",
+      kind: "ForeignCluster",
+      metadata: { name: "rome" },
+      spec: {
+        clusterIdentity: { clusterID: romeId.clusterId, clusterName: "rome" },
+        foreignAuthUrl: "https://127.0.0.1:1",
+        outgoingPeeringEnabled: "Yes",
+        incomingPeeringEnabled: "Auto",
+        networkingEnabled: "No",
+      },
     });
     const deleted = await revokeIdentity(milan, romeId.clusterId);
     expect(deleted).not.toContain(`namespace/${ns}`);
@@ -276,7 +410,9 @@ describe("POST /identity", () => {
     // Once milan stops peering towards rome, the namespace goes with the last direction.
     await milan.delete(ForeignClusterResource, "rome");
     expect(await revokeIdentity(milan, romeId.clusterId)).toContain(`namespace/${ns}`);
-    await waitFor("the tenant namespace to be gone", async () => !(await milan.find(Resources.namespaces, ns)), { timeoutMs: 120_000 });
+    await waitFor("the tenant namespace to be gone", async () => !(await milan.find(Resources.namespaces, ns)), {
+      timeoutMs: 120_000,
+    });
   });
 });
 
@@ -299,30 +435,65 @@ describe("rate limiting and restarts", () => {
     await server.stop();
     milanId = await ensureClusterIdentity(milan, { clusterName: "milan" });
     server = await startServer();
-    expect((await call("/ids")).body.clusterId).toBe((await milan.get(Resources.namespaces, "kube-system")).metadata.uid!);
+    expect((await call("/ids")).body.clusterId).toBe(
+      (await milan.get(Resources.namespaces, "kube-system")).metadata.uid!,
+    );
   });
 });
 
 describe("liqo auth (the role)", () => {
   test("bad flags are refused before anything starts", async () => {
-    const p = Bun.spawn(["./node_modules/.bin/bun", "cli/liqo.ts", "auth", "--tls-cert-file", join(dir, "tls.crt"), "--tls-key-file", join(dir, "tls.key"), "--cluster-labels", "region"], { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(
+      [
+        "./node_modules/.bin/bun",
+        "cli/liqo.ts",
+        "auth",
+        "--tls-cert-file",
+        join(dir, "tls.crt"),
+        "--tls-key-file",
+        join(dir, "tls.key"),
+        "--cluster-labels",
+        "region",
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     const err = await new Response(p.stderr).text();
     expect(err).toContain("--cluster-labels");
     expect(await p.exited).toBe(2);
   });
 
   test("serves /ids and the admin API", async () => {
-    const p = Bun.spawn(["./node_modules/.bin/bun", "cli/liqo.ts", "auth", "--kubeconfig", rig.clusters[1]!.kubeconfig,
-      "--tls-cert-file", join(dir, "tls.crt"), "--tls-key-file", join(dir, "tls.key"), "--address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0"], { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn(
+      [
+        "./node_modules/.bin/bun",
+        "cli/liqo.ts",
+        "auth",
+        "--kubeconfig",
+        rig.clusters[1]!.kubeconfig,
+        "--tls-cert-file",
+        join(dir, "tls.crt"),
+        "--tls-key-file",
+        join(dir, "tls.key"),
+        "--address",
+        "127.0.0.1:0",
+        "--admin-address",
+        "127.0.0.1:0",
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     try {
       const reader = p.stdout.getReader();
       let out = "";
-      const line = await waitFor("the role to print its addresses", async () => {
-        const { value, done } = await reader.read();
-        if (done) throw new Error("liqo auth exited: " + await new Response(p.stderr).text());
-        out += new TextDecoder().decode(value);
-        return out.includes("admin API on") ? out : undefined;
-      }, { timeoutMs: 60_000 });
+      const line = await waitFor(
+        "the role to print its addresses",
+        async () => {
+          const { value, done } = await reader.read();
+          if (done) throw new Error("liqo auth exited: " + (await new Response(p.stderr).text()));
+          out += new TextDecoder().decode(value);
+          return out.includes("admin API on") ? out : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       const auth = line.match(/auth service on (https:\/\/\S+)/)![1]!;
       const admin = line.match(/admin API on (http\S+)/)![1]!;
       expect((await call("/ids", {}, auth)).body).toEqual({ clusterId: milanId.clusterId, clusterName: "milan" });

@@ -16,19 +16,55 @@ import { liqoctl, run } from "./liqoctl-run.ts";
 
 const NS = "liqo";
 const IMAGE = "ghcr.io/liqo-bun/liqo:0.1.0";
-const deployments = ["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook", "liqo-proxy"];
+const deployments = [
+  "liqo-auth",
+  "liqo-controller-manager",
+  "liqo-gateway",
+  "liqo-network-manager",
+  "liqo-webhook",
+  "liqo-proxy",
+];
 const workloads = [...deployments, "liqo-route"];
-const daemonSets: ResourceRef = { group: "apps", version: "v1", kind: "DaemonSet", plural: "daemonsets", namespaced: true };
-const rbac = (kind: string, plural: string): ResourceRef => ({ group: "rbac.authorization.k8s.io", version: "v1", kind, plural, namespaced: false });
-const admission = (kind: string, plural: string): ResourceRef => ({ group: "admissionregistration.k8s.io", version: "v1", kind, plural, namespaced: false });
+const daemonSets: ResourceRef = {
+  group: "apps",
+  version: "v1",
+  kind: "DaemonSet",
+  plural: "daemonsets",
+  namespaced: true,
+};
+const rbac = (kind: string, plural: string): ResourceRef => ({
+  group: "rbac.authorization.k8s.io",
+  version: "v1",
+  kind,
+  plural,
+  namespaced: false,
+});
+const admission = (kind: string, plural: string): ResourceRef => ({
+  group: "admissionregistration.k8s.io",
+  version: "v1",
+  kind,
+  plural,
+  namespaced: false,
+});
 
 type Pod = KubeObject & {
   spec: { serviceAccountName?: string; nodeName?: string; containers: { name: string; image: string }[] };
-  status?: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: { ready: boolean; image: string; imageID: string; restartCount: number }[] };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { ready: boolean; image: string; imageID: string; restartCount: number }[];
+  };
 };
 type Workload = KubeObject & {
   spec: { replicas?: number; template: { spec: { containers: { image: string; args: string[] }[] } } };
-  status?: { readyReplicas?: number; updatedReplicas?: number; numberReady?: number; desiredNumberScheduled?: number; observedGeneration?: number };
+  status?: {
+    readyReplicas?: number;
+    updatedReplicas?: number;
+    numberReady?: number;
+    desiredNumberScheduled?: number;
+    observedGeneration?: number;
+  };
 };
 type Service = KubeObject & { spec: { type: string; ports: { name?: string; nodePort?: number }[] } };
 
@@ -41,13 +77,19 @@ let nodeIp: string;
 let nodeNetns: string;
 const helm = findHelm();
 
-const isReady = (p: Pod) => p.status?.phase === "Running" && !!p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") && !p.metadata.deletionTimestamp;
+const isReady = (p: Pod) =>
+  p.status?.phase === "Running" &&
+  !!p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") &&
+  !p.metadata.deletionTimestamp;
 const podsOf = async (workload: string) =>
-  (await client.list<Pod>(Resources.pods, { namespace: NS, labelSelector: `app.kubernetes.io/name=${workload}` })).items;
+  (await client.list<Pod>(Resources.pods, { namespace: NS, labelSelector: `app.kubernetes.io/name=${workload}` }))
+    .items;
 const k = (...args: string[]) => run([kubectl, "--kubeconfig", kubeconfig, ...args]);
 
 async function workload(name: string): Promise<Workload | undefined> {
-  return name === "liqo-route" ? client.find<Workload>(daemonSets, name, NS) : client.find<Workload>(Resources.deployments, name, NS);
+  return name === "liqo-route"
+    ? client.find<Workload>(daemonSets, name, NS)
+    : client.find<Workload>(Resources.deployments, name, NS);
 }
 
 /** Every liqo workload has all its pods Ready (and only those: no terminating leftovers); returns the pods. */
@@ -56,16 +98,20 @@ async function allReady(): Promise<Pod[] | false> {
   for (const name of workloads) {
     const w = await workload(name);
     if (!w) return false;
-    const want = name === "liqo-route" ? w.status?.desiredNumberScheduled ?? 0 : w.spec.replicas ?? 1;
+    const want = name === "liqo-route" ? (w.status?.desiredNumberScheduled ?? 0) : (w.spec.replicas ?? 1);
     const mine = pods.filter((p) => p.metadata.labels?.["app.kubernetes.io/name"] === name);
     if (want < 1 || mine.length !== want || !mine.every(isReady)) return false;
   }
   return pods;
 }
 
-const podSummary = async () => (await client.list<Pod>(Resources.pods, { namespace: NS })).items.map((p) => ({
-  pod: p.metadata.name, phase: p.status?.phase, ready: isReady(p), restarts: p.status?.containerStatuses?.[0]?.restartCount,
-}));
+const podSummary = async () =>
+  (await client.list<Pod>(Resources.pods, { namespace: NS })).items.map((p) => ({
+    pod: p.metadata.name,
+    phase: p.status?.phase,
+    ready: isReady(p),
+    restarts: p.status?.containerStatuses?.[0]?.restartCount,
+  }));
 
 /** Runs a command in the (first) pod of a workload. */
 async function execIn(workloadName: string, cmd: string[]) {
@@ -97,17 +143,37 @@ afterAll(async () => {
 describe("the chart in-cluster on a real node", () => {
   test("liqoctl install: every role a Ready pod of the project's image, auth falling back to NodePort", async () => {
     const started = performance.now();
-    const r = await liqoctl(["install", "generic", "--kubeconfig", kubeconfig, "--cluster-name", "rome", "--pod-cidr", rig.clusters[0]!.podCIDR,
-      "--api-server-url", apiServerUrl, "--set", "proxy.enabled=true", "--timeout", "8m"]);
+    const r = await liqoctl([
+      "install",
+      "generic",
+      "--kubeconfig",
+      kubeconfig,
+      "--cluster-name",
+      "rome",
+      "--pod-cidr",
+      rig.clusters[0]!.podCIDR,
+      "--api-server-url",
+      apiServerUrl,
+      "--set",
+      "proxy.enabled=true",
+      "--timeout",
+      "8m",
+    ]);
     const liqoctlDone = performance.now();
     if (r.code !== 0) console.error(r.stderr, await podSummary());
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("liqo installed in namespace liqo (cluster rome)");
     // No load balancer controller on the rig: the probe Service got no address, the Services are NodePort.
     expect(r.stderr).toContain("auth and gateway Services fall back to NodePort");
-    const pods = await waitFor("every liqo workload Ready", allReady, { timeoutMs: 120_000, intervalMs: 250, describe: podSummary });
+    const pods = await waitFor("every liqo workload Ready", allReady, {
+      timeoutMs: 120_000,
+      intervalMs: 250,
+      describe: podSummary,
+    });
     const ready = performance.now();
-    console.log(`install → all liqo pods Ready: ${((ready - started) / 1000).toFixed(1)} s (liqoctl install returned after ${((liqoctlDone - started) / 1000).toFixed(1)} s, including a 20 s load balancer probe)`);
+    console.log(
+      `install → all liqo pods Ready: ${((ready - started) / 1000).toFixed(1)} s (liqoctl install returned after ${((liqoctlDone - started) / 1000).toFixed(1)} s, including a 20 s load balancer probe)`,
+    );
     console.log((await k("get", "pods", "-n", NS, "-o", "wide")).stdout);
 
     expect(await releaseStatus(helm, "liqo", { kubeconfig, namespace: NS })).toBe("deployed");
@@ -119,49 +185,87 @@ describe("the chart in-cluster on a real node", () => {
     for (const p of pods) {
       const status = p.status!.containerStatuses![0]!;
       // The container started from the image imported into the node (an image ID is a content digest).
-      expect({ pod: p.metadata.name, node: p.spec.nodeName, image: status.image, ready: status.ready, imageID: /sha256:[0-9a-f]{64}/.test(status.imageID) })
-        .toEqual({ pod: p.metadata.name, node: rig.clusters[0]!.realNodeStates![0]!.name, image: IMAGE, ready: true, imageID: true });
+      expect({
+        pod: p.metadata.name,
+        node: p.spec.nodeName,
+        image: status.image,
+        ready: status.ready,
+        imageID: /sha256:[0-9a-f]{64}/.test(status.imageID),
+      }).toEqual({
+        pod: p.metadata.name,
+        node: rig.clusters[0]!.realNodeStates![0]!.name,
+        image: IMAGE,
+        ready: true,
+        imageID: true,
+      });
     }
 
     const auth = await client.get<Service>(Resources.services, "liqo-auth", NS);
     expect(auth.spec.type).toBe("NodePort");
     expect((await client.get<Service>(Resources.services, "liqo-gateway", NS)).spec.type).toBe("NodePort");
     // The probe Service is gone.
-    expect((await client.list(Resources.services, { namespace: "default" })).items.map((s) => s.metadata.name).filter((n) => n!.startsWith("liqoctl-lb-probe"))).toEqual([]);
+    expect(
+      (await client.list(Resources.services, { namespace: "default" })).items
+        .map((s) => s.metadata.name)
+        .filter((n) => n!.startsWith("liqoctl-lb-probe")),
+    ).toEqual([]);
     const authArgs = (await workload("liqo-auth"))!.spec.template.spec.containers[0]!.args;
-    expect(authArgs.slice(authArgs.indexOf("--api-server-url"), authArgs.indexOf("--api-server-url") + 2)).toEqual(["--api-server-url", apiServerUrl]);
+    expect(authArgs.slice(authArgs.indexOf("--api-server-url"), authArgs.indexOf("--api-server-url") + 2)).toEqual([
+      "--api-server-url",
+      apiServerUrl,
+    ]);
   }, 900_000);
 
   test("the roles work: auth answers through its node port, the webhook through its Service, the gateway has its tunnel device", async () => {
     // The auth service from outside the cluster, as a peer reaches it: node address and node port.
     const nodePort = (await client.get<Service>(Resources.services, "liqo-auth", NS)).spec.ports[0]!.nodePort!;
     const uid = (await client.get(Resources.namespaces, "kube-system")).metadata.uid;
-    const ids = await waitFor("liqo-auth /ids through the node port", async () => {
-      const r = await run(["curl", "-sk", "--max-time", "5", `https://${nodeIp}:${nodePort}/ids`]);
-      return r.code === 0 && r.stdout.includes(uid!) && r.stdout;
-    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    const ids = await waitFor(
+      "liqo-auth /ids through the node port",
+      async () => {
+        const r = await run(["curl", "-sk", "--max-time", "5", `https://${nodeIp}:${nodePort}/ids`]);
+        return r.code === 0 && r.stdout.includes(uid!) && r.stdout;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     expect(ids).toContain(uid!);
 
     // The API server calls the pod webhook through the liqo-webhook Service. The answer is the
     // webhook's own: a namespace labelled for scheduling but not offloaded gets its pods refused
     // with the fix. (Unreachable, the API server would say "failed calling webhook" instead.)
-    await client.create(Resources.namespaces, { metadata: { name: "webhook-probe", labels: { "liqo.io/scheduling-enabled": "true" } } });
-    const refused = await client.create(Resources.pods, {
-      metadata: { name: "probe", namespace: "webhook-probe" },
-      spec: { containers: [{ name: "c", image: "ghcr.io/liqo-bun/hello:0.1.0", imagePullPolicy: "Never" }] },
-    } as KubeObject).then(() => "created", (err: Error) => err.message);
-    expect(refused).toContain(`admission webhook "pod.mutate.liqo.io" denied the request: namespace webhook-probe is labelled liqo.io/scheduling-enabled=true but is not offloaded`);
+    await client.create(Resources.namespaces, {
+      metadata: { name: "webhook-probe", labels: { "liqo.io/scheduling-enabled": "true" } },
+    });
+    const refused = await client
+      .create(Resources.pods, {
+        metadata: { name: "probe", namespace: "webhook-probe" },
+        spec: { containers: [{ name: "c", image: "ghcr.io/liqo-bun/hello:0.1.0", imagePullPolicy: "Never" }] },
+      } as KubeObject)
+      .then(
+        () => "created",
+        (err: Error) => err.message,
+      );
+    expect(refused).toContain(
+      `admission webhook "pod.mutate.liqo.io" denied the request: namespace webhook-probe is labelled liqo.io/scheduling-enabled=true but is not offloaded`,
+    );
     // Outside labelled namespaces the webhook is not called: the same pod is admitted.
     await client.create(Resources.namespaces, { metadata: { name: "webhook-free" } });
-    await client.create(Resources.pods, { metadata: { name: "probe", namespace: "webhook-free" }, spec: { containers: [{ name: "c", image: "ghcr.io/liqo-bun/hello:0.1.0", imagePullPolicy: "Never" }] } } as KubeObject);
+    await client.create(Resources.pods, {
+      metadata: { name: "probe", namespace: "webhook-free" },
+      spec: { containers: [{ name: "c", image: "ghcr.io/liqo-bun/hello:0.1.0", imagePullPolicy: "Never" }] },
+    } as KubeObject);
     for (const ns of ["webhook-probe", "webhook-free"]) await client.delete(Resources.namespaces, ns);
 
     // The gateway is active with its WireGuard device (wireguard-go: no kernel module here) and
     // forwarding on in its network namespace: /dev/net/tun, a writable /var/run/wireguard and /proc/sys.
-    const link = await waitFor("liqo.wg in the gateway pod", async () => {
-      const r = await execIn("liqo-gateway", ["ip", "-j", "link", "show", "liqo.wg"]);
-      return r.code === 0 && r.stdout;
-    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    const link = await waitFor(
+      "liqo.wg in the gateway pod",
+      async () => {
+        const r = await execIn("liqo-gateway", ["ip", "-j", "link", "show", "liqo.wg"]);
+        return r.code === 0 && r.stdout;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     expect(JSON.parse(link)[0].ifname).toBe("liqo.wg");
     expect((await execIn("liqo-gateway", ["cat", "/proc/sys/net/ipv4/ip_forward"])).stdout.trim()).toBe("1");
     expect((await execIn("liqo-gateway", ["ls", "/var/run/wireguard"])).stdout.trim()).toBe("liqo.wg.sock");
@@ -175,16 +279,44 @@ describe("the chart in-cluster on a real node", () => {
       const [pod] = await podsOf(`liqo-${role}`);
       expect({ role, sa: pod?.spec.serviceAccountName }).toEqual({ role, sa: `liqo-${role}` });
       // The token the kubelet mounted in that container: the API server names its owner, and refuses what RBAC does not grant.
-      const token = (await execIn(`liqo-${role}`, ["cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"])).stdout.trim();
+      const token = (
+        await execIn(`liqo-${role}`, ["cat", "/var/run/secrets/kubernetes.io/serviceaccount/token"])
+      ).stdout.trim();
       // No kubeconfig (its admin client certificate would win): just the server, its CA and the token.
-      const as = (...args: string[]) => run([kubectl, "--kubeconfig", "/dev/null", "--server", rig.clusters[0]!.server, "--certificate-authority", rig.clusters[0]!.pki.ca.cert, "--token", token, ...args]);
+      const as = (...args: string[]) =>
+        run([
+          kubectl,
+          "--kubeconfig",
+          "/dev/null",
+          "--server",
+          rig.clusters[0]!.server,
+          "--certificate-authority",
+          rig.clusters[0]!.pki.ca.cert,
+          "--token",
+          token,
+          ...args,
+        ]);
       const who = await as("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}");
       expect({ role, who: who.stdout }).toEqual({ role, who: `system:serviceaccount:liqo:liqo-${role}` });
-      const forbidden = await as("create", "deployment", "intruder", "--image", IMAGE, "-n", "kube-system", "--dry-run=server");
-      expect({ role, code: forbidden.code, forbidden: /forbidden/i.test(forbidden.stderr) }).toEqual({ role, code: 1, forbidden: true });
+      const forbidden = await as(
+        "create",
+        "deployment",
+        "intruder",
+        "--image",
+        IMAGE,
+        "-n",
+        "kube-system",
+        "--dry-run=server",
+      );
+      expect({ role, code: forbidden.code, forbidden: /forbidden/i.test(forbidden.stderr) }).toEqual({
+        role,
+        code: 1,
+        forbidden: true,
+      });
     }
     // What each role is denied and what it needs, as the API server's authorizer answers for the ServiceAccount.
-    const canI = async (sa: string, ...args: string[]) => (await k("auth", "can-i", `--as=system:serviceaccount:liqo:${sa}`, ...args)).stdout.trim();
+    const canI = async (sa: string, ...args: string[]) =>
+      (await k("auth", "can-i", `--as=system:serviceaccount:liqo:${sa}`, ...args)).stdout.trim();
     expect(await canI("liqo-webhook", "list", "secrets", "-n", "kube-system")).toBe("no");
     expect(await canI("liqo-gateway", "create", "clusterroles")).toBe("no");
     expect(await canI("liqo-proxy", "list", "pods", "-n", NS)).toBe("no");
@@ -195,14 +327,23 @@ describe("the chart in-cluster on a real node", () => {
 
   test("idle memory of each liqo pod (printed)", async () => {
     // Idle: every pod up for at least 30 s, nothing peered, no request but the probes.
-    const pods = await waitFor("every liqo pod Ready for 30 s", async () => {
-      const all = await allReady();
-      return all && all.every((p) => Date.now() - Date.parse(p.metadata.creationTimestamp!) > 30_000) && all;
-    }, { timeoutMs: 120_000, intervalMs: 1000 });
+    const pods = await waitFor(
+      "every liqo pod Ready for 30 s",
+      async () => {
+        const all = await allReady();
+        return all && all.every((p) => Date.now() - Date.parse(p.metadata.creationTimestamp!) > 30_000) && all;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
     expect(pods.length).toBe(workloads.length);
     const rows = pods.map((p) => ({ pod: p.metadata.name!, ...podMemory(p) }));
-    console.log("idle memory per liqo pod: VmRSS summed over the pod's processes (pause excluded) / the pod cgroup's total_rss");
-    for (const r of rows) console.log(`  ${r.pod.padEnd(44)} ${String(r.rssMiB ?? "?").padStart(4)} MiB / ${String(r.cgroupRssMiB ?? "?").padStart(4)} MiB  (${r.processes?.join(", ") ?? "cgroup not found"})`);
+    console.log(
+      "idle memory per liqo pod: VmRSS summed over the pod's processes (pause excluded) / the pod cgroup's total_rss",
+    );
+    for (const r of rows)
+      console.log(
+        `  ${r.pod.padEnd(44)} ${String(r.rssMiB ?? "?").padStart(4)} MiB / ${String(r.cgroupRssMiB ?? "?").padStart(4)} MiB  (${r.processes?.join(", ") ?? "cgroup not found"})`,
+      );
     // The measurement itself must have found the processes: a silent zero would be no measurement.
     expect(rows.every((r) => (r.rssMiB ?? 0) > 0)).toBe(true);
   }, 180_000);
@@ -213,24 +354,42 @@ describe("the chart in-cluster on a real node", () => {
       expect({ name, pods: before.length }).toEqual({ name, pods: 1 });
       const started = performance.now();
       expect((await k("delete", "pod", "-n", NS, "-l", `app.kubernetes.io/name=${name}`, "--wait=false")).code).toBe(0);
-      const fresh = await waitFor(`a new Ready pod of ${name}`, async () => {
-        const pods = await podsOf(name);
-        return pods.length === 1 && !before.includes(pods[0]!.metadata.uid) && isReady(pods[0]!) && pods[0]!;
-      }, { timeoutMs: 180_000, intervalMs: 250, describe: podSummary });
-      console.log(`${name}: new pod ${fresh.metadata.name} Ready ${((performance.now() - started) / 1000).toFixed(1)} s after the delete`);
+      const fresh = await waitFor(
+        `a new Ready pod of ${name}`,
+        async () => {
+          const pods = await podsOf(name);
+          return pods.length === 1 && !before.includes(pods[0]!.metadata.uid) && isReady(pods[0]!) && pods[0]!;
+        },
+        { timeoutMs: 180_000, intervalMs: 250, describe: podSummary },
+      );
+      console.log(
+        `${name}: new pod ${fresh.metadata.name} Ready ${((performance.now() - started) / 1000).toFixed(1)} s after the delete`,
+      );
     }
     await waitFor("every liqo workload Ready", allReady, { timeoutMs: 120_000, describe: podSummary });
     // Converged: the new gateway took the Lease and rebuilt its device; the new auth pod serves.
-    const link = await waitFor("liqo.wg in the new gateway pod", async () => (await execIn("liqo-gateway", ["ip", "link", "show", "liqo.wg"])).code === 0, { timeoutMs: 60_000, intervalMs: 1000 });
+    const link = await waitFor(
+      "liqo.wg in the new gateway pod",
+      async () => (await execIn("liqo-gateway", ["ip", "link", "show", "liqo.wg"])).code === 0,
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     expect(link).toBe(true);
-    const lease = await client.get<KubeObject & { spec: { holderIdentity?: string } }>({ group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true }, "liqo-gateway", NS);
+    const lease = await client.get<KubeObject & { spec: { holderIdentity?: string } }>(
+      { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases", namespaced: true },
+      "liqo-gateway",
+      NS,
+    );
     const gatewayPod = (await podsOf("liqo-gateway"))[0]!;
     expect(lease.spec.holderIdentity).toStartWith(gatewayPod.metadata.name!);
     const nodePort = (await client.get<Service>(Resources.services, "liqo-auth", NS)).spec.ports[0]!.nodePort!;
-    const ids = await waitFor("the new auth pod answering", async () => {
-      const r = await run(["curl", "-sk", "--max-time", "5", `https://${nodeIp}:${nodePort}/ids`]);
-      return r.code === 0 && r.stdout;
-    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    const ids = await waitFor(
+      "the new auth pod answering",
+      async () => {
+        const r = await run(["curl", "-sk", "--max-time", "5", `https://${nodeIp}:${nodePort}/ids`]);
+        return r.code === 0 && r.stdout;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     expect(ids).toContain((await client.get(Resources.namespaces, "kube-system")).metadata.uid!);
   }, 900_000);
 
@@ -240,24 +399,40 @@ describe("the chart in-cluster on a real node", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("liqo purged");
     expect(await releaseStatus(helm, "liqo", { kubeconfig, namespace: NS })).toBeUndefined();
-    const left = await waitFor("the liqo namespace to be gone", async () => (await client.find(Resources.namespaces, NS)) === undefined, { timeoutMs: 180_000, intervalMs: 500 });
+    const left = await waitFor(
+      "the liqo namespace to be gone",
+      async () => (await client.find(Resources.namespaces, NS)) === undefined,
+      { timeoutMs: 180_000, intervalMs: 500 },
+    );
     expect(left).toBe(true);
-    const crds = (await client.list<KubeObject & { spec: { group: string } }>(Resources.customResourceDefinitions)).items.filter((c) => c.spec.group.endsWith("liqo.io"));
+    const crds = (
+      await client.list<KubeObject & { spec: { group: string } }>(Resources.customResourceDefinitions)
+    ).items.filter((c) => c.spec.group.endsWith("liqo.io"));
     expect(crds.map((c) => c.metadata.name)).toEqual([]);
-    const named = async (res: ResourceRef) => (await client.list(res)).items
-      .filter((o) => o.metadata.name!.startsWith("liqo") || Object.values(o.metadata.labels ?? {}).some((v) => v === "liqo" || v.startsWith("liqo-")))
-      .map((o) => `${res.kind}/${o.metadata.name}`);
+    const named = async (res: ResourceRef) =>
+      (await client.list(res)).items
+        .filter(
+          (o) =>
+            o.metadata.name!.startsWith("liqo") ||
+            Object.values(o.metadata.labels ?? {}).some((v) => v === "liqo" || v.startsWith("liqo-")),
+        )
+        .map((o) => `${res.kind}/${o.metadata.name}`);
     expect([
-      ...await named(rbac("ClusterRole", "clusterroles")), ...await named(rbac("ClusterRoleBinding", "clusterrolebindings")),
-      ...await named(admission("MutatingWebhookConfiguration", "mutatingwebhookconfigurations")),
-      ...await named(admission("ValidatingWebhookConfiguration", "validatingwebhookconfigurations")),
-      ...await named(admission("ValidatingAdmissionPolicy", "validatingadmissionpolicies")),
-      ...await named(admission("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings")),
+      ...(await named(rbac("ClusterRole", "clusterroles"))),
+      ...(await named(rbac("ClusterRoleBinding", "clusterrolebindings"))),
+      ...(await named(admission("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"))),
+      ...(await named(admission("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"))),
+      ...(await named(admission("ValidatingAdmissionPolicy", "validatingadmissionpolicies"))),
+      ...(await named(admission("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"))),
     ]).toEqual([]);
     // No pod of liqo's image is left anywhere, nor a Lease or Role of liqo outside its namespace.
-    const pods = (await client.list<Pod>(Resources.pods)).items.filter((p) => p.spec.containers.some((c) => c.image === IMAGE));
+    const pods = (await client.list<Pod>(Resources.pods)).items.filter((p) =>
+      p.spec.containers.some((c) => c.image === IMAGE),
+    );
     expect(pods.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual([]);
-    const roles = (await client.list({ ...rbac("Role", "roles"), namespaced: true })).items.filter((o) => o.metadata.name!.startsWith("liqo"));
+    const roles = (await client.list({ ...rbac("Role", "roles"), namespaced: true })).items.filter((o) =>
+      o.metadata.name!.startsWith("liqo"),
+    );
     expect(roles.map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual([]);
   }, 600_000);
 });

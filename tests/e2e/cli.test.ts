@@ -38,7 +38,26 @@ const line = (n: CommandNode) => n.path.join(" ") || "(root)";
 describe("help and flag validation of every command", () => {
   test("the tree holds every command the brief lists", () => {
     const paths = allCommands(tree).map((n) => n.path.join(" "));
-    for (const p of ["version", "offload namespace", "unoffload namespace", "install kind", "install k3s", "install kubeadm", "install eks", "install gke", "install aks", "install openshift", "install generic", "uninstall", "completion", "docs", "plugin init", "plugin build", "plugin test", "plugin validate"]) {
+    for (const p of [
+      "version",
+      "offload namespace",
+      "unoffload namespace",
+      "install kind",
+      "install k3s",
+      "install kubeadm",
+      "install eks",
+      "install gke",
+      "install aks",
+      "install openshift",
+      "install generic",
+      "uninstall",
+      "completion",
+      "docs",
+      "plugin init",
+      "plugin build",
+      "plugin test",
+      "plugin validate",
+    ]) {
       expect(paths).toContain(p);
     }
   });
@@ -47,7 +66,8 @@ describe("help and flag validation of every command", () => {
     for (const n of allCommands(tree)) {
       const r = await liqoctl([...n.path, "--help"]);
       expect({ cmd: line(n), code: r.code }).toEqual({ cmd: line(n), code: 0 });
-      for (const f of n.flags) expect({ cmd: line(n), hasFlag: r.stdout.includes(`--${f.name}`) }).toEqual({ cmd: line(n), hasFlag: true });
+      for (const f of n.flags)
+        expect({ cmd: line(n), hasFlag: r.stdout.includes(`--${f.name}`) }).toEqual({ cmd: line(n), hasFlag: true });
       for (const s of n.subCommands) expect(r.stdout).toContain(s.path.at(-1)!);
     }
   }, 300_000);
@@ -56,7 +76,11 @@ describe("help and flag validation of every command", () => {
     for (const n of allCommands(tree).filter((c) => !c.subCommands.length)) {
       const args = n.args.filter((a) => a.required).map(() => "x");
       const r = await liqoctl([...n.path, ...args, "--no-such-flag"]);
-      expect({ cmd: line(n), code: r.code, err: r.stderr.includes("unknown flag: --no-such-flag") }).toEqual({ cmd: line(n), code: 2, err: true });
+      expect({ cmd: line(n), code: r.code, err: r.stderr.includes("unknown flag: --no-such-flag") }).toEqual({
+        cmd: line(n),
+        code: 2,
+        err: true,
+      });
     }
   }, 300_000);
 
@@ -64,7 +88,11 @@ describe("help and flag validation of every command", () => {
     for (const n of allCommands(tree).filter((c) => c.args.some((a) => a.required))) {
       const r = await liqoctl(n.path);
       const missing = n.args.find((a) => a.required)!.name;
-      expect({ cmd: line(n), code: r.code, named: r.stderr.toLowerCase().includes(missing.toLowerCase()) }).toEqual({ cmd: line(n), code: 2, named: true });
+      expect({ cmd: line(n), code: r.code, named: r.stderr.toLowerCase().includes(missing.toLowerCase()) }).toEqual({
+        cmd: line(n),
+        code: 2,
+        named: true,
+      });
     }
   }, 120_000);
 
@@ -77,7 +105,10 @@ describe("help and flag validation of every command", () => {
 
   // Each wrong value is refused before any cluster is contacted (no kubeconfig is needed).
   const bad: [string[], string][] = [
-    [["offload", "namespace", "x", "--namespace-mapping-strategy", "Same"], "--namespace-mapping-strategy Same: use one of DefaultName, EnforceSameName"],
+    [
+      ["offload", "namespace", "x", "--namespace-mapping-strategy", "Same"],
+      "--namespace-mapping-strategy Same: use one of DefaultName, EnforceSameName",
+    ],
     [["offload", "namespace", "x", "--pod-offloading-strategy", "Remotely"], "--pod-offloading-strategy Remotely"],
     [["offload", "namespace", "x", "--output", "xml"], "--output xml: use yaml or json"],
     [["offload", "namespace", "x", "--timeout", "soon"], "--timeout soon"],
@@ -86,12 +117,18 @@ describe("help and flag validation of every command", () => {
     [["completion", "tcsh"], "shell tcsh is not supported: use one of bash, zsh, fish, powershell"],
     [["plugin", "test", "pods", "--input", "x.json", "--direction", "sideways"], "--direction sideways"],
     [["install", "kind", "--sharing-percentage", "101"], "--sharing-percentage 101: use a whole number from 0 to 100"],
-    [["install", "generic", "--pod-cidr", "10.244.0.1/16"], "--pod-cidr: 10.244.0.1/16 has host bits set; the network is 10.244.0.0/16"],
+    [
+      ["install", "generic", "--pod-cidr", "10.244.0.1/16"],
+      "--pod-cidr: 10.244.0.1/16 has host bits set; the network is 10.244.0.0/16",
+    ],
     [["install", "generic", "--service-cidr", "10.96/12"], "--service-cidr: 10.96/12 is not an IPv4 CIDR"],
     [["install", "kind", "--reserved-subnets", "10.0.0.0/8,bogus"], "--reserved-subnets: bogus is not an IPv4 CIDR"],
-    [["install", "kind", "--cluster-name", "Rome_1"], "--cluster-name: cluster name \"Rome_1\" is not a DNS-1123 label"],
-    [["install", "kind", "--cluster-labels", "region"], "--cluster-labels: cluster label \"region\" is not key=value"],
-    [["install", "kind", "--api-server-url", "http://1.2.3.4:6443"], "--api-server-url http://1.2.3.4:6443: use the https:// URL"],
+    [["install", "kind", "--cluster-name", "Rome_1"], '--cluster-name: cluster name "Rome_1" is not a DNS-1123 label'],
+    [["install", "kind", "--cluster-labels", "region"], '--cluster-labels: cluster label "region" is not key=value'],
+    [
+      ["install", "kind", "--api-server-url", "http://1.2.3.4:6443"],
+      "--api-server-url http://1.2.3.4:6443: use the https:// URL",
+    ],
     [["install", "kind", "--set", "noequals"], "--set noequals: expected key=value"],
     [["install", "kind", "--timeout", "forever"], "--timeout forever"],
     [["install", "kind", "--local-chart-path", "/nonexistent"], "--local-chart-path /nonexistent: no Chart.yaml there"],
@@ -115,7 +152,14 @@ describe("version --client without citty", () => {
     expect(clientVersionFastPath(["version", "--client"])).toBe("text");
     expect(clientVersionFastPath(["version", "-o", "json", "--client"])).toBe("json");
     expect(clientVersionFastPath(["version", "--client", "--output=json"])).toBe("json");
-    for (const argv of [["version"], ["version", "--client", "-o", "xml"], ["version", "--client", "--help"], ["version", "--client", "--bogus"], ["status", "--client"], ["version", "--client", "-o"]]) {
+    for (const argv of [
+      ["version"],
+      ["version", "--client", "-o", "xml"],
+      ["version", "--client", "--help"],
+      ["version", "--client", "--bogus"],
+      ["status", "--client"],
+      ["version", "--client", "-o"],
+    ]) {
       expect({ argv, fast: clientVersionFastPath(argv) }).toEqual({ argv, fast: undefined });
     }
     for (const o of ["text", "json"]) {
@@ -132,19 +176,28 @@ describe("completion", () => {
   test("the bash script loads in bash and completes commands, subcommands and flags", async () => {
     const script = (await liqoctl(["completion", "bash"])).stdout;
     await Bun.write(join(tmp, "liqoctl.bash"), script);
-    const probe = (words: string[]) => `COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _liqoctl; echo "\${COMPREPLY[*]}"`;
-    const r = await run(["bash", "-c", [
-      `source ${join(tmp, "liqoctl.bash")} && complete -p liqoctl && complete -p kubectl-liqo`,
-      probe(["liqoctl", "un"]),
-      probe(["liqoctl", "install", ""]),
-      probe(["liqoctl", "install", "--namespace", "liqo", "ge"]),
-      probe(["liqoctl", "offload", "namespace", "demo", "--pod-"]),
-      probe(["liqoctl", "uninstall", "--p"]),
-    ].join("\n")]);
+    const probe = (words: string[]) =>
+      `COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _liqoctl; echo "\${COMPREPLY[*]}"`;
+    const r = await run([
+      "bash",
+      "-c",
+      [
+        `source ${join(tmp, "liqoctl.bash")} && complete -p liqoctl && complete -p kubectl-liqo`,
+        probe(["liqoctl", "un"]),
+        probe(["liqoctl", "install", ""]),
+        probe(["liqoctl", "install", "--namespace", "liqo", "ge"]),
+        probe(["liqoctl", "offload", "namespace", "demo", "--pod-"]),
+        probe(["liqoctl", "uninstall", "--p"]),
+      ].join("\n"),
+    ]);
     expect(r.stderr).toBe("");
     expect(r.stdout.split("\n")).toEqual([
-      "complete -F _liqoctl liqoctl", "complete -F _liqoctl kubectl-liqo",
-      tree.subCommands.map((s) => s.path[0]!).filter((n) => n.startsWith("un")).join(" "),
+      "complete -F _liqoctl liqoctl",
+      "complete -F _liqoctl kubectl-liqo",
+      tree.subCommands
+        .map((s) => s.path[0]!)
+        .filter((n) => n.startsWith("un"))
+        .join(" "),
       "kind k3s kubeadm openshift eks gke aks generic --help",
       "generic",
       "--pod-offloading-strategy",
@@ -178,13 +231,22 @@ zpty -d z
     const r = await run(["timeout", "60", "zsh", "-f", join(tmp, "zsh-driver.zsh"), script, ...lines]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    return r.stdout.split(/^PROBE \d+\n/m).slice(1).map((block) => block.split("\n").filter(Boolean));
+    return r.stdout
+      .split(/^PROBE \d+\n/m)
+      .slice(1)
+      .map((block) => block.split("\n").filter(Boolean));
   }
 
   test("the zsh script loads in a real zsh (compinit) and Tab completes commands, subcommands and flags", async () => {
     const path = join(tmp, "_liqoctl");
     await Bun.write(path, (await liqoctl(["completion", "zsh"])).stdout);
-    const got = await zshComplete(path, ["liqoctl un", "liqoctl install ", "kubectl-liqo offload namespace demo --pod-", "liqoctl uninstall --p", "liqoctl nosuch"]);
+    const got = await zshComplete(path, [
+      "liqoctl un",
+      "liqoctl install ",
+      "kubectl-liqo offload namespace demo --pod-",
+      "liqoctl uninstall --p",
+      "liqoctl nosuch",
+    ]);
     expect(got).toEqual([
       ["uninstall", "unoffload", "unpeer"],
       ["--help", "aks", "eks", "generic", "gke", "k3s", "kind", "kubeadm", "openshift"],
@@ -203,10 +265,32 @@ zpty -d z
   test("the fish script loads in a real fish and complete -C offers subcommands, flags and no files for plain values", async () => {
     const path = join(tmp, "liqoctl.fish");
     await Bun.write(path, (await liqoctl(["completion", "fish"])).stdout);
-    const probes = ["liqoctl off", "liqoctl install ", "liqoctl offload namespace demo --pod-", "kubectl-liqo uninstall --p", "liqoctl offload namespace demo --pod-offloading-strategy "];
-    const r = await run(["fish", "--no-config", "-c", [`source ${path}`, ...probes.map((p, i) => `echo PROBE ${i}; complete -C '${p}'`)].join("; ")], { env: { HOME: tmp } });
+    const probes = [
+      "liqoctl off",
+      "liqoctl install ",
+      "liqoctl offload namespace demo --pod-",
+      "kubectl-liqo uninstall --p",
+      "liqoctl offload namespace demo --pod-offloading-strategy ",
+    ];
+    const r = await run(
+      [
+        "fish",
+        "--no-config",
+        "-c",
+        [`source ${path}`, ...probes.map((p, i) => `echo PROBE ${i}; complete -C '${p}'`)].join("; "),
+      ],
+      { env: { HOME: tmp } },
+    );
     expect(r.stderr).toBe("");
-    const blocks = r.stdout.split(/^PROBE \d+\n/m).slice(1).map((b) => b.split("\n").filter(Boolean).map((l) => l.split("\t")[0]));
+    const blocks = r.stdout
+      .split(/^PROBE \d+\n/m)
+      .slice(1)
+      .map((b) =>
+        b
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => l.split("\t")[0]),
+      );
     expect(blocks).toEqual([
       ["offload"],
       ["aks", "eks", "generic", "gke", "k3s", "kind", "kubeadm", "openshift"],
@@ -214,7 +298,12 @@ zpty -d z
       ["--purge"],
       [],
     ]);
-    const kube = await run(["fish", "--no-config", "-c", `source ${path}; complete -C 'liqoctl status --kubeconfig ${join(repoRoot, "packa")}'`]);
+    const kube = await run([
+      "fish",
+      "--no-config",
+      "-c",
+      `source ${path}; complete -C 'liqoctl status --kubeconfig ${join(repoRoot, "packa")}'`,
+    ]);
     expect(kube.stdout).toContain("package.json");
   });
 
@@ -223,12 +312,17 @@ zpty -d z
   test("the powershell script covers every command and its quotes and brackets balance", async () => {
     const r = await liqoctl(["completion", "powershell"]);
     expect(r.code).toBe(0);
-    for (const n of allCommands(tree).filter((c) => c.path.length)) expect(r.stdout).toContain(`'/${n.path.join("/")}' = @(`);
-    const code = r.stdout.replace(/'(?:[^']|'')*'/g, "''").replace(/"(?:[^"`]|`.)*"/g, '""').replace(/#.*$/gm, "");
+    for (const n of allCommands(tree).filter((c) => c.path.length))
+      expect(r.stdout).toContain(`'/${n.path.join("/")}' = @(`);
+    const code = r.stdout
+      .replace(/'(?:[^']|'')*'/g, "''")
+      .replace(/"(?:[^"`]|`.)*"/g, '""')
+      .replace(/#.*$/gm, "");
     const stack: string[] = [];
     for (const ch of code) {
       if ("{([".includes(ch)) stack.push(ch);
-      else if ("})]".includes(ch)) expect({ ch, open: stack.pop() }).toEqual({ ch, open: { "}": "{", ")": "(", "]": "[" }[ch] });
+      else if ("})]".includes(ch))
+        expect({ ch, open: stack.pop() }).toEqual({ ch, open: { "}": "{", ")": "(", "]": "[" }[ch] });
     }
     expect(stack).toEqual([]);
     expect(code.replace(/''|""/g, "")).not.toMatch(/['"]/); // no string left open
@@ -241,11 +335,19 @@ describe("docs", () => {
     const r = await liqoctl(["docs", "--dir", dir]);
     expect(r.code).toBe(0);
     const files = readdirSync(dir).sort();
-    expect(files).toEqual(allCommands(tree).map((n) => docFileName(tree, n)).sort());
+    expect(files).toEqual(
+      allCommands(tree)
+        .map((n) => docFileName(tree, n))
+        .sort(),
+    );
     for (const n of allCommands(tree)) {
       const page = readFileSync(join(dir, docFileName(tree, n)), "utf8");
       expect(page).toStartWith(`# ${["liqoctl", ...n.path].join(" ")}\n`);
-      for (const f of n.flags) expect({ page: docFileName(tree, n), flag: page.includes(`\`--${f.name}\``) }).toEqual({ page: docFileName(tree, n), flag: true });
+      for (const f of n.flags)
+        expect({ page: docFileName(tree, n), flag: page.includes(`\`--${f.name}\``) }).toEqual({
+          page: docFileName(tree, n),
+          flag: true,
+        });
     }
   });
 
@@ -269,42 +371,92 @@ describe("chart", () => {
   });
 
   test("the values schema refuses unknown keys, bad enums and out-of-range numbers", async () => {
-    for (const [set, key] of [["sharingPercentage=200", "/sharingPercentage"], ["auth.service.type=Ingress", "/auth/service/type"], ["gatewy.replicas=2", "gatewy"], ["networking.podCIDR=10.0.0.0", "/networking/podCIDR"],
+    for (const [set, key] of [
+      ["sharingPercentage=200", "/sharingPercentage"],
+      ["auth.service.type=Ingress", "/auth/service/type"],
+      ["gatewy.replicas=2", "gatewy"],
+      ["networking.podCIDR=10.0.0.0", "/networking/podCIDR"],
       // A reflection policy for a kind that has none, or a mode that does not exist.
-      ["reflection.policy.pods=none", "/reflection/policy"], ["reflection.policy.secrets=some", "/reflection/policy/secrets"]]) {
+      ["reflection.policy.pods=none", "/reflection/policy"],
+      ["reflection.policy.secrets=some", "/reflection/policy/secrets"],
+    ]) {
       const r = await run([helm, "template", join(repoRoot, "chart"), ...chartSets, "--set", set!]);
       expect({ set, code: r.code, named: r.stderr.includes(key!) }).toEqual({ set, code: 1, named: true });
     }
   });
 
   test("every container's arguments are flags its `liqo <role>` accepts, required ones included", async () => {
-    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, "--set", "gateway.endpoint=203.0.113.7:30871"]);
-    const workloads = rendered.stdout.split(/^---$/m).map((d) => Bun.YAML.parse(d) as any).filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
-    expect(workloads.map((w) => w.metadata.name).sort()).toEqual(["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-route", "liqo-webhook"]);
+    const rendered = await run([
+      helm,
+      "template",
+      "liqo",
+      join(repoRoot, "chart"),
+      "--namespace",
+      "liqo",
+      ...chartSets,
+      "--set",
+      "gateway.endpoint=203.0.113.7:30871",
+    ]);
+    const workloads = rendered.stdout
+      .split(/^---$/m)
+      .map((d) => Bun.YAML.parse(d) as any)
+      .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
+    expect(workloads.map((w) => w.metadata.name).sort()).toEqual([
+      "liqo-auth",
+      "liqo-controller-manager",
+      "liqo-gateway",
+      "liqo-network-manager",
+      "liqo-route",
+      "liqo-webhook",
+    ]);
     const roles = await commandTree(liqo);
     for (const w of workloads) {
       const args: string[] = w.spec.template.spec.containers[0].args;
       const role = roles.subCommands.find((r) => r.path[0] === args[0]);
       expect({ workload: w.metadata.name, role: role?.name }).toEqual({ workload: w.metadata.name, role: args[0] });
       const roleDef = await (liqo.subCommands as Record<string, () => Promise<any>>)[args[0]!]!();
-      expect({ workload: w.metadata.name, unknown: await unknownFlags(roleDef, args.slice(1)) }).toEqual({ workload: w.metadata.name, unknown: [] });
+      expect({ workload: w.metadata.name, unknown: await unknownFlags(roleDef, args.slice(1)) }).toEqual({
+        workload: w.metadata.name,
+        unknown: [],
+      });
       const missing = role!.flags.filter((f) => f.required && !args.includes(`--${f.name}`)).map((f) => f.name);
       expect({ workload: w.metadata.name, missing }).toEqual({ workload: w.metadata.name, missing: [] });
     }
   });
 
   test("discovery.config on: liqo-discovery runs the discovery controllers with hostNetwork, with flags its role accepts; off by default", async () => {
-    const sets = ["discovery.config.enableAdvertisement=true", "discovery.config.enableDiscovery=true", "discovery.config.enableWanDiscovery=true",
-      "discovery.config.autojoin=false", "discovery.config.ttl=30", "discovery.config.dnsServer=10.96.0.10:53"].flatMap((x) => ["--set", x]);
-    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, ...sets]);
-    const docs = rendered.stdout.split(/^---$/m).map((d) => Bun.YAML.parse(d) as any).filter(Boolean);
+    const sets = [
+      "discovery.config.enableAdvertisement=true",
+      "discovery.config.enableDiscovery=true",
+      "discovery.config.enableWanDiscovery=true",
+      "discovery.config.autojoin=false",
+      "discovery.config.ttl=30",
+      "discovery.config.dnsServer=10.96.0.10:53",
+    ].flatMap((x) => ["--set", x]);
+    const rendered = await run([
+      helm,
+      "template",
+      "liqo",
+      join(repoRoot, "chart"),
+      "--namespace",
+      "liqo",
+      ...chartSets,
+      ...sets,
+    ]);
+    const docs = rendered.stdout
+      .split(/^---$/m)
+      .map((d) => Bun.YAML.parse(d) as any)
+      .filter(Boolean);
     const d = docs.find((x) => x.kind === "Deployment" && x.metadata.name === "liqo-discovery");
     expect(d.spec.template.spec.hostNetwork).toBe(true);
     expect(d.spec.template.spec.serviceAccountName).toBe("liqo-discovery");
     const args: string[] = d.spec.template.spec.containers[0].args;
     expect(args.slice(0, 3)).toEqual(["controller-manager", "--controllers", "discovery,searchdomain"]);
     expect(args).toContain("--discovery-autojoin=false");
-    expect(args.slice(args.indexOf("--dns-server"), args.indexOf("--dns-server") + 2)).toEqual(["--dns-server", "10.96.0.10:53"]);
+    expect(args.slice(args.indexOf("--dns-server"), args.indexOf("--dns-server") + 2)).toEqual([
+      "--dns-server",
+      "10.96.0.10:53",
+    ]);
     const roleDef = await (liqo.subCommands as Record<string, () => Promise<any>>)["controller-manager"]!();
     expect(await unknownFlags(roleDef, args.slice(1))).toEqual([]);
     expect(docs.some((x) => x.kind === "ClusterRole" && x.metadata.name === "liqo-discovery")).toBe(true);
@@ -313,19 +465,44 @@ describe("chart", () => {
   });
 
   test("roles.runInCluster=false: Deployments at zero, no route DaemonSet, the webhook called at roles.external.webhookUrl with 127.0.0.1 in the certificates", async () => {
-    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, "--set", "roles.runInCluster=false",
-      "--set", "roles.external.webhookUrl=https://127.0.0.1:9443", "--set", "roles.external.ips={127.0.0.1}"]);
+    const rendered = await run([
+      helm,
+      "template",
+      "liqo",
+      join(repoRoot, "chart"),
+      "--namespace",
+      "liqo",
+      ...chartSets,
+      "--set",
+      "roles.runInCluster=false",
+      "--set",
+      "roles.external.webhookUrl=https://127.0.0.1:9443",
+      "--set",
+      "roles.external.ips={127.0.0.1}",
+    ]);
     expect(rendered.stderr).toBe("");
-    const docs = rendered.stdout.split(/^---$/m).map((d) => Bun.YAML.parse(d) as any).filter(Boolean);
+    const docs = rendered.stdout
+      .split(/^---$/m)
+      .map((d) => Bun.YAML.parse(d) as any)
+      .filter(Boolean);
     const replicas = docs.filter((d) => d.kind === "Deployment").map((d) => [d.metadata.name, d.spec.replicas]);
-    expect(replicas.sort()).toEqual(["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook"].map((n) => [n, 0]));
+    expect(replicas.sort()).toEqual(
+      ["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook"].map((n) => [
+        n,
+        0,
+      ]),
+    );
     expect(docs.filter((d) => d.kind === "DaemonSet")).toEqual([]);
     expect(docs.filter((d) => d.kind === "ServiceAccount").length).toBe(6);
     const webhook = docs.find((d) => d.kind === "MutatingWebhookConfiguration");
     expect(webhook.webhooks[0].clientConfig.url).toBe("https://127.0.0.1:9443/mutate/pods");
     expect(webhook.webhooks[0].clientConfig.service).toBeUndefined();
     const secret = docs.find((d) => d.kind === "Secret" && d.metadata.name === "liqo-webhook-tls");
-    const text = (await run(["openssl", "x509", "-noout", "-ext", "subjectAltName"], { stdin: Buffer.from(secret.data["tls.crt"], "base64").toString() })).stdout;
+    const text = (
+      await run(["openssl", "x509", "-noout", "-ext", "subjectAltName"], {
+        stdin: Buffer.from(secret.data["tls.crt"], "base64").toString(),
+      })
+    ).stdout;
     expect(text).toContain("IP Address:127.0.0.1");
   });
 
@@ -333,7 +510,10 @@ describe("chart", () => {
     for (const [set, message] of [
       ["roles.external.webhookUrl=http://127.0.0.1:9443", "/roles/external/webhookUrl"],
       ["roles.external.ips={localhost}", "/roles/external/ips/0"],
-      ["roles.external.webhookUrl=https://127.0.0.1:9443", "roles.external.webhookUrl is for a webhook run outside the cluster: set roles.runInCluster=false too"],
+      [
+        "roles.external.webhookUrl=https://127.0.0.1:9443",
+        "roles.external.webhookUrl is for a webhook run outside the cluster: set roles.runInCluster=false too",
+      ],
     ]) {
       const r = await run([helm, "template", join(repoRoot, "chart"), ...chartSets, "--set", set!]);
       expect({ set, code: r.code, named: r.stderr.includes(message!) }).toEqual({ set, code: 1, named: true });
@@ -355,21 +535,30 @@ describe("against a rig cluster", () => {
   let kubectl: string;
 
   beforeAll(async () => {
-    [rig, binary] = await Promise.all([startTestRig({ clusters: 1, names: ["rome"], nodes: 1 }), buildLiqoctl(hostTarget(), join(tmp, "dist"))]);
+    [rig, binary] = await Promise.all([
+      startTestRig({ clusters: 1, names: ["rome"], nodes: 1 }),
+      buildLiqoctl(hostTarget(), join(tmp, "dist")),
+    ]);
     linkKubectlPlugin(binary, join(tmp, "dist"));
     client = rig.client("rome");
     kubeconfig = rig.clusters[0]!.kubeconfig;
     kubectl = join(helm, "../kubectl");
     await installCrds(client, { timeoutMs: 120_000 });
     // Established is not yet served: the API server answers 429 while a new CRD's storage initializes.
-    await waitFor("ForeignClusters listable", () => client.list(ForeignClusterResource).then(() => true), { timeoutMs: 60_000 });
+    await waitFor("ForeignClusters listable", () => client.list(ForeignClusterResource).then(() => true), {
+      timeoutMs: 60_000,
+    });
     await client.create(Resources.namespaces, { metadata: { name: "liqo" } });
   }, 600_000);
-  afterAll(async () => { await rig?.down(); });
+  afterAll(async () => {
+    await rig?.down();
+  });
 
   test("the compiled binary reports client and server versions (not installed yet)", async () => {
     const r = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
-    expect(r.stdout).toBe("Client version: 0.1.0 (bun 1.4.5, linux/x64)\nServer version: not installed (no liqo in namespace liqo; liqoctl install --help)\n");
+    expect(r.stdout).toBe(
+      "Client version: 0.1.0 (bun 1.4.5, linux/x64)\nServer version: not installed (no liqo in namespace liqo; liqoctl install --help)\n",
+    );
     expect(r.code).toBe(0);
   });
 
@@ -377,14 +566,19 @@ describe("against a rig cluster", () => {
     const before = await liqoctl(["status", "--kubeconfig", kubeconfig], { program: [binary] });
     expect(before.stderr).toContain("liqo is not installed here: no ConfigMap liqo/liqo-clusterid-configmap");
     expect(before.code).toBe(1);
-    await client.create(Resources.configMaps, { metadata: { name: "liqo-clusterid-configmap", namespace: "liqo" }, data: { CLUSTER_ID: "0d4f6b1e-0000-4000-8000-000000000001", CLUSTER_NAME: "rome" } });
+    await client.create(Resources.configMaps, {
+      metadata: { name: "liqo-clusterid-configmap", namespace: "liqo" },
+      data: { CLUSTER_ID: "0d4f6b1e-0000-4000-8000-000000000001", CLUSTER_NAME: "rome" },
+    });
     try {
       const after = await liqoctl(["status", "--kubeconfig", kubeconfig], { program: [binary] });
       expect(after.stderr).toBe("");
       expect(after.stdout).toContain("  name:      rome\n  ID:        0d4f6b1e-0000-4000-8000-000000000001\n");
       expect(after.code).toBe(0);
       const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
-      expect(version.stdout).toContain("Server version: unknown (no liqo Deployment carries app.kubernetes.io/version) (cluster rome, id 0d4f6b1e-0000-4000-8000-000000000001)");
+      expect(version.stdout).toContain(
+        "Server version: unknown (no liqo Deployment carries app.kubernetes.io/version) (cluster rome, id 0d4f6b1e-0000-4000-8000-000000000001)",
+      );
     } finally {
       await client.delete(Resources.configMaps, "liqo-clusterid-configmap", "liqo");
     }
@@ -404,34 +598,101 @@ describe("against a rig cluster", () => {
     expect(r.code).toBe(0);
     const sdk = join(dir, "vendor/plugin-sdk");
     expect((await Bun.file(join(sdk, "package.json")).json()).name).toBe("@liqo-bun/plugin-sdk");
-    for (const f of ["asconfig.json", "index.ts", "exports.ts", "assembly/runtime/arena.ts", "worker.ts"]) expect(await Bun.file(join(sdk, f)).exists()).toBe(true);
+    for (const f of ["asconfig.json", "index.ts", "exports.ts", "assembly/runtime/arena.ts", "worker.ts"])
+      expect(await Bun.file(join(sdk, f)).exists()).toBe(true);
     expect(await Bun.file(join(sdk, "testing.js")).text()).toContain("function testReflectorPlugin(");
   });
 
   test("offload namespace --output yaml from the binary passes a server-side dry run", async () => {
     await client.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });
-    const out = await liqoctl(["offload", "namespace", "liqo-demo", "--pod-offloading-strategy", "Remote", "--selector", "region in (eu)", "--output", "yaml"], { program: [binary] });
+    const out = await liqoctl(
+      [
+        "offload",
+        "namespace",
+        "liqo-demo",
+        "--pod-offloading-strategy",
+        "Remote",
+        "--selector",
+        "region in (eu)",
+        "--output",
+        "yaml",
+      ],
+      { program: [binary] },
+    );
     expect(out.code).toBe(0);
-    const r = await run([kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"], { stdin: out.stdout });
+    const r = await run([kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"], {
+      stdin: out.stdout,
+    });
     expect(r.stderr).toBe("");
     expect(r.stdout).toBe("namespaceoffloading.offloading.liqo.io/offloading created (server dry run)\n");
   });
 
   test("the rendered chart passes a server-side dry run once the CRDs are installed", async () => {
-    const rendered = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets, "--set", "auth.ingress.enabled=true", "--set", "auth.ingress.host=auth.rome.example"]);
+    const rendered = await run([
+      helm,
+      "template",
+      "liqo",
+      join(repoRoot, "chart"),
+      "--namespace",
+      "liqo",
+      ...chartSets,
+      "--set",
+      "auth.ingress.enabled=true",
+      "--set",
+      "auth.ingress.host=auth.rome.example",
+    ]);
     expect(rendered.stderr).toBe("");
-    const r = await run([kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"], { stdin: rendered.stdout });
+    const r = await run([kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "-f", "-"], {
+      stdin: rendered.stdout,
+    });
     expect(r.stderr).toBe("");
-    const kinds = r.stdout.trim().split("\n").map((l) => l.split("/")[0]);
-    for (const k of ["deployment.apps", "daemonset.apps", "service", "ingress.networking.k8s.io", "mutatingwebhookconfiguration.admissionregistration.k8s.io", "clusterrole.rbac.authorization.k8s.io", "role.rbac.authorization.k8s.io", "secret", "configmap", "serviceaccount"]) {
+    const kinds = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => l.split("/")[0]);
+    for (const k of [
+      "deployment.apps",
+      "daemonset.apps",
+      "service",
+      "ingress.networking.k8s.io",
+      "mutatingwebhookconfiguration.admissionregistration.k8s.io",
+      "clusterrole.rbac.authorization.k8s.io",
+      "role.rbac.authorization.k8s.io",
+      "secret",
+      "configmap",
+      "serviceaccount",
+    ]) {
       expect(kinds).toContain(k);
     }
-    expect(r.stdout.trim().split("\n").filter((l) => l.startsWith("deployment.apps/")).sort()).toEqual(
-      ["auth", "controller-manager", "gateway", "network-manager", "webhook"].map((c) => `deployment.apps/liqo-${c} created (server dry run)`));
+    expect(
+      r.stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l.startsWith("deployment.apps/"))
+        .sort(),
+    ).toEqual(
+      ["auth", "controller-manager", "gateway", "network-manager", "webhook"].map(
+        (c) => `deployment.apps/liqo-${c} created (server dry run)`,
+      ),
+    );
   });
 
   test("the compiled binary installs its embedded chart (no checkout needed)", async () => {
-    const r = await liqoctl(["install", "generic", "--kubeconfig", kubeconfig, "--pod-cidr", rig.clusters[0]!.podCIDR, "--cluster-name", "rome", "--timeout", "8m"], { program: [binary], cwd: tmp });
+    const r = await liqoctl(
+      [
+        "install",
+        "generic",
+        "--kubeconfig",
+        kubeconfig,
+        "--pod-cidr",
+        rig.clusters[0]!.podCIDR,
+        "--cluster-name",
+        "rome",
+        "--timeout",
+        "8m",
+      ],
+      { program: [binary], cwd: tmp },
+    );
     expect(r.stderr).toContain("liqo installed in namespace liqo (cluster rome)");
     expect(r.code).toBe(0);
     const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });

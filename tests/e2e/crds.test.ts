@@ -9,7 +9,10 @@ import { ForeignClusterResource, parseForeignCluster } from "../../core/apis/dis
 import { NamespaceOffloadingResource } from "../../core/apis/index.ts";
 import { allKinds } from "../../core/apis/kinds.ts";
 import {
-  sampleForeignCluster, sampleForeignClusterStatus, sampleNamespaceOffloadingStatus, samples,
+  sampleForeignCluster,
+  sampleForeignClusterStatus,
+  sampleNamespaceOffloadingStatus,
+  samples,
 } from "../../core/apis/samples.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
@@ -34,7 +37,9 @@ afterAll(async () => {
 type Crd = CustomResourceDefinition & { status?: { conditions?: { type: string; status: string }[] } };
 
 /** The same request as the client's, asking for the Table rendering kubectl prints. */
-async function getTable(path: string): Promise<{ columnDefinitions: { name: string; priority: number }[]; rows: { cells: unknown[] }[] }> {
+async function getTable(
+  path: string,
+): Promise<{ columnDefinitions: { name: string; priority: number }[]; rows: { cells: unknown[] }[] }> {
   const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer; headers?: Record<string, string> } = {};
   await client.kc.applyToHTTPSOptions(opts as never);
   const res = await fetch(client.server + path, {
@@ -52,7 +57,10 @@ describe("installCrds", () => {
     expect(names).toEqual(allCrds.map((c) => c.metadata.name));
     for (const name of names) {
       const crd = await client.get<Crd>(Resources.customResourceDefinitions, name);
-      expect({ name, established: crd.status?.conditions?.find((c) => c.type === "Established")?.status }).toEqual({ name, established: "True" });
+      expect({ name, established: crd.status?.conditions?.find((c) => c.type === "Established")?.status }).toEqual({
+        name,
+        established: "True",
+      });
       expect((crd.metadata.managedFields as { manager: string }[]).map((m) => m.manager)).toContain("liqo");
     }
     for (const kind of allKinds) {
@@ -61,10 +69,16 @@ describe("installCrds", () => {
   });
 
   test("is idempotent: a second install changes nothing", async () => {
-    const before = await Promise.all(allCrds.map((c) => client.get(Resources.customResourceDefinitions, c.metadata.name)));
+    const before = await Promise.all(
+      allCrds.map((c) => client.get(Resources.customResourceDefinitions, c.metadata.name)),
+    );
     await installCrds(client, { timeoutMs: 60_000 });
-    const after = await Promise.all(allCrds.map((c) => client.get(Resources.customResourceDefinitions, c.metadata.name)));
-    expect(after.map((c) => [c.metadata.name, c.metadata.resourceVersion])).toEqual(before.map((c) => [c.metadata.name, c.metadata.resourceVersion]));
+    const after = await Promise.all(
+      allCrds.map((c) => client.get(Resources.customResourceDefinitions, c.metadata.name)),
+    );
+    expect(after.map((c) => [c.metadata.name, c.metadata.resourceVersion])).toEqual(
+      before.map((c) => [c.metadata.name, c.metadata.resourceVersion]),
+    );
   });
 
   test("names the CRD whose names clash and why", async () => {
@@ -73,7 +87,10 @@ describe("installCrds", () => {
     clash.metadata.name = "offers.sharing.liqo.io";
     Object.assign(clash.spec.names, { kind: "Offer", listKind: "OfferList", plural: "offers", singular: "offer2" });
     try {
-      const err = await installCrds(client, { crds: [clash], timeoutMs: 30_000 }).then(() => undefined, (e: unknown) => e);
+      const err = await installCrds(client, { crds: [clash], timeoutMs: 30_000 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(CrdInstallError);
       expect((err as CrdInstallError).crd).toBe("offers.sharing.liqo.io");
       expect((err as CrdInstallError).message).toContain("was not accepted");
@@ -86,7 +103,10 @@ describe("installCrds", () => {
   test("a CRD the server refuses is reported by name with the server's reason", async () => {
     const bad = structuredClone(allCrds[0]!);
     bad.metadata.name = "wrongname.discovery.liqo.io";
-    const err = await installCrds(client, { crds: [bad], timeoutMs: 10_000 }).then(() => undefined, (e: unknown) => e);
+    const err = await installCrds(client, { crds: [bad], timeoutMs: 10_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(CrdInstallError);
     expect((err as CrdInstallError).crd).toBe("wrongname.discovery.liqo.io");
     expect((err as CrdInstallError).reason).toBe("Invalid");
@@ -114,22 +134,34 @@ describe("status", () => {
     ["ResourceOffer", () => ({})],
     ["ResourceRequest", () => ({})],
     ["NetworkConfig", () => ({ processed: true, podCIDRNAT: "10.60.0.0/16", externalCIDRNAT: "None" })],
-    ["TunnelEndpoint", () => ({ connection: { status: "Connected", statusMessage: "VPN connection established" }, gatewayIP: "10.200.0.4" })],
+    [
+      "TunnelEndpoint",
+      () => ({
+        connection: { status: "Connected", statusMessage: "VPN connection established" },
+        gatewayIP: "10.200.0.4",
+      }),
+    ],
     ["NamespaceMap", () => ({ currentMapping: { "liqo-demo": { remoteNamespace: "liqo-demo", phase: "Accepted" } } })],
   ];
-  test.each(cases)("of a %s is written through the status subresource with the defaults our parser fills", async (kindName, status) => {
-    const kind = allKinds.find((k) => k.kind === kindName)!;
-    const { name, namespace } = samples[kindName]!().metadata;
-    const current = await client.get(kind.resource, name!, namespace);
-    await client.replace(kind.resource, { ...current, status: status() }, "status");
-    const back = await client.get(kind.resource, name!, namespace);
-    expect(back.status).toEqual((kind.parse({ ...current, status: status() }) as KubeObject).status);
-  });
+  test.each(cases)(
+    "of a %s is written through the status subresource with the defaults our parser fills",
+    async (kindName, status) => {
+      const kind = allKinds.find((k) => k.kind === kindName)!;
+      const { name, namespace } = samples[kindName]!().metadata;
+      const current = await client.get(kind.resource, name!, namespace);
+      await client.replace(kind.resource, { ...current, status: status() }, "status");
+      const back = await client.get(kind.resource, name!, namespace);
+      expect(back.status).toEqual((kind.parse({ ...current, status: status() }) as KubeObject).status);
+    },
+  );
 });
 
 describe("the API server enforces Liqo's schema", () => {
   const invalid = async (obj: KubeObject) => {
-    const err = await client.create(ForeignClusterResource, obj).then(() => undefined, (e: unknown) => e);
+    const err = await client.create(ForeignClusterResource, obj).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(KubeApiError);
     return err as KubeApiError;
   };
@@ -145,13 +177,23 @@ describe("the API server enforces Liqo's schema", () => {
   });
 
   test("a missing foreignAuthUrl is a 422", async () => {
-    const err = await invalid({ apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: "noauth" }, spec: { clusterIdentity: { clusterID: "x", clusterName: "x" } } });
+    const err = await invalid({
+      apiVersion: "discovery.liqo.io/v1alpha1",
+      kind: "ForeignCluster",
+      metadata: { name: "noauth" },
+      spec: { clusterIdentity: { clusterID: "x", clusterName: "x" } },
+    });
     expect(err.status).toBe(422);
     expect(err.message).toContain("spec.foreignAuthUrl");
   });
 
   test("a minimal ForeignCluster gets the defaults parseForeignCluster fills", async () => {
-    const minimal = { apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: "naples" }, spec: { foreignAuthUrl: "https://auth.naples.example.com" } };
+    const minimal = {
+      apiVersion: "discovery.liqo.io/v1alpha1",
+      kind: "ForeignCluster",
+      metadata: { name: "naples" },
+      spec: { foreignAuthUrl: "https://auth.naples.example.com" },
+    };
     await client.create(ForeignClusterResource, minimal);
     const back = await client.get(ForeignClusterResource, "naples");
     expect(back.spec).toEqual(parseForeignCluster(minimal).spec);
@@ -162,17 +204,29 @@ describe("NamespaceOffloading's mapping strategy is immutable", () => {
   test("changing it is a 422 that says how; the pod offloading strategy may change", async () => {
     await client.create(Resources.namespaces, { metadata: { name: "immutable-demo" } });
     await client.create(NamespaceOffloadingResource, {
-      apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name: "offloading", namespace: "immutable-demo" },
+      apiVersion: "offloading.liqo.io/v1alpha1",
+      kind: "NamespaceOffloading",
+      metadata: { name: "offloading", namespace: "immutable-demo" },
       spec: { namespaceMappingStrategy: "DefaultName", podOffloadingStrategy: "LocalAndRemote" },
     });
-    const err = await client.mergePatch(NamespaceOffloadingResource, "offloading", "immutable-demo", { spec: { namespaceMappingStrategy: "EnforceSameName" } })
-      .then(() => undefined, (e: unknown) => e);
+    const err = await client
+      .mergePatch(NamespaceOffloadingResource, "offloading", "immutable-demo", {
+        spec: { namespaceMappingStrategy: "EnforceSameName" },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(KubeApiError);
     expect((err as KubeApiError).status).toBe(422);
     expect((err as KubeApiError).message).toContain("namespaceMappingStrategy is immutable");
     expect((err as KubeApiError).message).toContain("liqoctl unoffload namespace");
-    await client.mergePatch(NamespaceOffloadingResource, "offloading", "immutable-demo", { spec: { podOffloadingStrategy: "Remote" } });
-    const back = await client.get<KubeObject & { spec: { namespaceMappingStrategy: string; podOffloadingStrategy: string } }>(NamespaceOffloadingResource, "offloading", "immutable-demo");
+    await client.mergePatch(NamespaceOffloadingResource, "offloading", "immutable-demo", {
+      spec: { podOffloadingStrategy: "Remote" },
+    });
+    const back = await client.get<
+      KubeObject & { spec: { namespaceMappingStrategy: string; podOffloadingStrategy: string } }
+    >(NamespaceOffloadingResource, "offloading", "immutable-demo");
     expect(back.spec.namespaceMappingStrategy).toBe("DefaultName");
     expect(back.spec.podOffloadingStrategy).toBe("Remote");
   });
@@ -185,7 +239,15 @@ describe("what kubectl shows", () => {
     await client.replace(ForeignClusterResource, { ...milan0, status: sampleForeignClusterStatus() }, "status");
     const table = await getTable("/apis/discovery.liqo.io/v1alpha1/foreignclusters");
     const shown = table.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name.toUpperCase());
-    expect(shown).toEqual(["NAME", "OUTGOING PEERING", "INCOMING PEERING", "NETWORKING", "AUTHENTICATION", "DISCOVERY", "AGE"]);
+    expect(shown).toEqual([
+      "NAME",
+      "OUTGOING PEERING",
+      "INCOMING PEERING",
+      "NETWORKING",
+      "AUTHENTICATION",
+      "DISCOVERY",
+      "AGE",
+    ]);
     const wide = table.columnDefinitions.filter((c) => c.priority > 0).map((c) => c.name);
     expect(wide).toEqual(["ClusterID", "ClusterName"]);
     // Rows hold a cell for every column, wide ones included; keep those kubectl shows by default.
@@ -196,16 +258,36 @@ describe("what kubectl shows", () => {
 
   test("kubectl get foreignclusters prints that header", async () => {
     const cluster = rig.clusters[0]!;
-    const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", cluster.kubeconfig, "get", "foreignclusters"], { stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", cluster.kubeconfig, "get", "foreignclusters"], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [out, errOut] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-    expect(out.split("\n")[0]!.split(/\s{2,}/)).toEqual(["NAME", "OUTGOING PEERING", "INCOMING PEERING", "NETWORKING", "AUTHENTICATION", "DISCOVERY", "AGE"]);
+    expect(out.split("\n")[0]!.split(/\s{2,}/)).toEqual([
+      "NAME",
+      "OUTGOING PEERING",
+      "INCOMING PEERING",
+      "NETWORKING",
+      "AUTHENTICATION",
+      "DISCOVERY",
+      "AGE",
+    ]);
     expect({ code: await proc.exited, errOut }).toEqual({ code: 0, errOut: "" });
   });
 
   test("short names and the liqo category are served", async () => {
-    const group = await client.request<{ resources: { name: string; shortNames?: string[]; categories?: string[] }[] }>("GET", "/apis/offloading.liqo.io/v1alpha1");
-    expect(group.resources.find((r) => r.name === "namespaceoffloadings")).toMatchObject({ shortNames: ["nsof"], categories: ["liqo"] });
-    const sharing = await client.request<{ resources: { name: string; shortNames?: string[] }[] }>("GET", "/apis/sharing.liqo.io/v1alpha1");
+    const group = await client.request<{ resources: { name: string; shortNames?: string[]; categories?: string[] }[] }>(
+      "GET",
+      "/apis/offloading.liqo.io/v1alpha1",
+    );
+    expect(group.resources.find((r) => r.name === "namespaceoffloadings")).toMatchObject({
+      shortNames: ["nsof"],
+      categories: ["liqo"],
+    });
+    const sharing = await client.request<{ resources: { name: string; shortNames?: string[] }[] }>(
+      "GET",
+      "/apis/sharing.liqo.io/v1alpha1",
+    );
     expect(sharing.resources.find((r) => r.name === "resourceoffers")?.shortNames).toEqual(["offer"]);
   });
 });

@@ -9,7 +9,11 @@ const root = join(import.meta.dir, "../..");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8"));
 
-interface Instruction { op: string; args: string; line: number }
+interface Instruction {
+  op: string;
+  args: string;
+  line: number;
+}
 
 /** Instructions with line continuations joined and comments dropped. */
 export function parseDockerfile(text: string): Instruction[] {
@@ -31,7 +35,10 @@ export function parseDockerfile(text: string): Instruction[] {
 }
 
 function ignored(path: string): boolean {
-  const patterns = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const patterns = readFileSync(join(root, ".dockerignore"), "utf8")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
   return patterns.some((p) => new Bun.Glob(p).match(path) || path.startsWith(`${p}/`));
 }
 
@@ -47,12 +54,16 @@ export function checkDockerfile(text: string): string[] {
       const image = s.args.split(/\s+/)[0]!;
       const bun = image.match(/^oven\/bun:(\d+\.\d+\.\d+)/);
       if (image.startsWith("oven/bun") && bun?.[1] !== pkg.devDependencies.bun) {
-        problems.push(`${at}: the Bun image must be oven/bun:${pkg.devDependencies.bun} (package.json devDependencies.bun)`);
+        problems.push(
+          `${at}: the Bun image must be oven/bun:${pkg.devDependencies.bun} (package.json devDependencies.bun)`,
+        );
       }
       const node = image.match(/^node:(\d+)/);
       // lockfileVersion 3 needs npm >= 7, i.e. Node >= 16 images; the rig's scripts use Node 20.
       if (image.startsWith("node:") && (!node || Number(node[1]) < 16 || lock.lockfileVersion !== 3)) {
-        problems.push(`${at}: a node image with npm >= 7 (node:16 or later) is needed for package-lock.json v${lock.lockfileVersion}`);
+        problems.push(
+          `${at}: a node image with npm >= 7 (node:16 or later) is needed for package-lock.json v${lock.lockfileVersion}`,
+        );
       }
     }
     if (s.op === "COPY" && !s.args.startsWith("--from")) {
@@ -66,8 +77,13 @@ export function checkDockerfile(text: string): string[] {
       if (parts.includes(".")) copied.add(".");
     }
     if (s.op === "RUN") {
-      if (/bun install[^&]*--frozen-lockfile/.test(s.args) && !["bun.lock", "bun.lockb"].some((f) => existsSync(join(root, f)))) {
-        problems.push(`${at}: --frozen-lockfile needs bun.lock, but the repository locks with package-lock.json; use npm ci`);
+      if (
+        /bun install[^&]*--frozen-lockfile/.test(s.args) &&
+        !["bun.lock", "bun.lockb"].some((f) => existsSync(join(root, f)))
+      ) {
+        problems.push(
+          `${at}: --frozen-lockfile needs bun.lock, but the repository locks with package-lock.json; use npm ci`,
+        );
       }
       if (/\bnpm ci\b/.test(s.args)) {
         if (!copied.has("package-lock.json")) problems.push(`${at}: npm ci runs before package-lock.json is copied`);
@@ -78,11 +94,13 @@ export function checkDockerfile(text: string): string[] {
       // Scripts the step runs from the checkout must exist (and be copied before it runs).
       for (const [file] of s.args.matchAll(/(?<![\w/.-])(?:[\w-]+\/)+[\w.-]+\.(?:ts|js|sh)\b/g)) {
         if (!existsSync(join(root, file))) problems.push(`${at}: ${file} does not exist in the repository`);
-        else if (s.op === "RUN" && !copied.has(".") && !copied.has(file)) problems.push(`${at}: ${file} is not copied before this step`);
+        else if (s.op === "RUN" && !copied.has(".") && !copied.has(file))
+          problems.push(`${at}: ${file} is not copied before this step`);
       }
     }
   }
-  if (!installedWithLock) problems.push("Dockerfile: no `npm ci` step installs the locked dependencies (package-lock.json)");
+  if (!installedWithLock)
+    problems.push("Dockerfile: no `npm ci` step installs the locked dependencies (package-lock.json)");
   if (!steps.some((s) => s.op === "FROM" && s.args.startsWith(`oven/bun:${pkg.devDependencies.bun}`))) {
     problems.push(`Dockerfile: the runtime stage must be oven/bun:${pkg.devDependencies.bun}`);
   }
@@ -107,7 +125,8 @@ describe("Dockerfile", () => {
   });
 
   test("wrong Dockerfiles are reported, naming the line and the fix", () => {
-    const old = "FROM oven/bun:1.4.5-debian AS build\nCOPY package.json package-lock.json bunfig.toml ./\nRUN bun install --frozen-lockfile\n";
+    const old =
+      "FROM oven/bun:1.4.5-debian AS build\nCOPY package.json package-lock.json bunfig.toml ./\nRUN bun install --frozen-lockfile\n";
     expect(checkDockerfile(old).join("\n")).toMatch(/Dockerfile:3 RUN .*needs bun\.lock.*use npm ci/);
     const bad = [
       "FROM node:14-slim AS build",
@@ -130,6 +149,10 @@ describe("Dockerfile", () => {
 
   test("a continued RUN with comments parses as one instruction", () => {
     const steps = parseDockerfile("FROM a\n# c\nRUN one \\\n # inner\n && two\nUSER 1\n");
-    expect(steps.map((s) => [s.op, s.args, s.line])).toEqual([["FROM", "a", 1], ["RUN", "one && two", 3], ["USER", "1", 6]]);
+    expect(steps.map((s) => [s.op, s.args, s.line])).toEqual([
+      ["FROM", "a", 1],
+      ["RUN", "one && two", 3],
+      ["USER", "1", 6],
+    ]);
   });
 });

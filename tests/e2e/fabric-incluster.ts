@@ -6,7 +6,12 @@ import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
-import { crossClusterAnswers, curlFromRome, runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import {
+  crossClusterAnswers,
+  curlFromRome,
+  runInClusterQuickstart,
+  type InClusterQuickstart,
+} from "../quickstart/in-cluster.ts";
 import { liqoctl } from "../quickstart/install.ts";
 import { stopRealNodeNow } from "../rig/nodes.ts";
 import { rigDown, killRigNow } from "../rig/rig.ts";
@@ -14,9 +19,20 @@ import { reapOrphanRigs } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 
-type PodObject = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string; podIP?: string; containerStatuses?: { restartCount?: number; state?: { waiting?: { reason?: string } } }[] } };
+type PodObject = KubeObject & {
+  spec?: { nodeName?: string };
+  status?: {
+    phase?: string;
+    podIP?: string;
+    containerStatuses?: { restartCount?: number; state?: { waiting?: { reason?: string } } }[];
+  };
+};
 
-export interface Exec { out: string; err: string; code: number }
+export interface Exec {
+  out: string;
+  err: string;
+  code: number;
+}
 
 /** overlapping: both clusters use 10.200.0.0/16; ha: liqo installed with --enable-ha (a standby gateway). */
 export function fabricSuite(overlapping: boolean, ha = false): void {
@@ -24,7 +40,10 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   const label = `${overlapping ? "overlapping" : "disjoint"} pod CIDRs${ha ? ", HA gateways" : ""}`;
 
   async function kubectl(cluster: string, ...args: string[]): Promise<Exec> {
-    const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
     return { out, err, code: await proc.exited };
   }
@@ -32,10 +51,14 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   /** Retries a command until its output matches, for paths that take a moment to converge. */
   async function until(what: string, run: () => Promise<Exec>, match: RegExp, timeoutMs = 120_000): Promise<Exec> {
     let last: Exec | undefined;
-    return waitFor(what, async () => {
-      last = await run();
-      return last.code === 0 && match.test(last.out) ? last : undefined;
-    }, { timeoutMs, intervalMs: 1000, describe: () => last });
+    return waitFor(
+      what,
+      async () => {
+        last = await run();
+        return last.code === 0 && match.test(last.out) ? last : undefined;
+      },
+      { timeoutMs, intervalMs: 1000, describe: () => last },
+    );
   }
 
   const twinNamespace = async () => {
@@ -46,9 +69,21 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   beforeAll(async () => {
     await reapOrphanRigs(testRigRoot);
     const dir = mkdtempSync(join(testRigRoot, "fabric-"));
-    process.on("exit", () => { if (q) killRigNow(q.rig); });
-    q = await runInClusterQuickstart({ dir, owner: process.pid, overlappingPodCidrs: overlapping, ha, progress: process.env.RIG_VERBOSE ? (m) => console.error(`[fabric] ${m}`) : undefined });
-    console.log(`in-cluster quick start (${label}): ${Object.entries(q.timings).map(([k, v]) => `${k} ${v.toFixed(0)}s`).join(", ")}`);
+    process.on("exit", () => {
+      if (q) killRigNow(q.rig);
+    });
+    q = await runInClusterQuickstart({
+      dir,
+      owner: process.pid,
+      overlappingPodCidrs: overlapping,
+      ha,
+      progress: process.env.RIG_VERBOSE ? (m) => console.error(`[fabric] ${m}`) : undefined,
+    });
+    console.log(
+      `in-cluster quick start (${label}): ${Object.entries(q.timings)
+        .map(([k, v]) => `${k} ${v.toFixed(0)}s`)
+        .join(", ")}`,
+    );
   }, 1_200_000);
 
   afterAll(async () => {
@@ -58,16 +93,39 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   /** kubectl on the virtual node's pods reaches the real containers in milan. */
   function virtualKubeletOnRealContainers() {
     test("kubectl logs -f follows the real container in milan", async () => {
-      const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig("rome")}`, "logs", "-f", "-n", "liqo-demo", "nginx-remote", "--tail=1"], { stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn(
+        [
+          q.kubectl,
+          `--kubeconfig=${q.kubeconfig("rome")}`,
+          "logs",
+          "-f",
+          "-n",
+          "liqo-demo",
+          "nginx-remote",
+          "--tail=1",
+        ],
+        { stdout: "pipe", stderr: "pipe" },
+      );
       const reader = proc.stdout.getReader();
       let seen = "";
       try {
-        await curlFromRome(q, "http://liqo-demo.liqo-demo.svc.cluster.local/followed-by-logs-f", /Server name: nginx-remote/);
-        await waitFor("the access line in the followed log", async () => {
-          const { value, done } = await Promise.race([reader.read(), Bun.sleep(2000).then(() => ({ value: undefined, done: false }))]);
-          if (value) seen += new TextDecoder().decode(value);
-          return !done && seen.includes("/followed-by-logs-f");
-        }, { timeoutMs: 60_000, describe: () => seen.slice(-500) });
+        await curlFromRome(
+          q,
+          "http://liqo-demo.liqo-demo.svc.cluster.local/followed-by-logs-f",
+          /Server name: nginx-remote/,
+        );
+        await waitFor(
+          "the access line in the followed log",
+          async () => {
+            const { value, done } = await Promise.race([
+              reader.read(),
+              Bun.sleep(2000).then(() => ({ value: undefined, done: false })),
+            ]);
+            if (value) seen += new TextDecoder().decode(value);
+            return !done && seen.includes("/followed-by-logs-f");
+          },
+          { timeoutMs: 60_000, describe: () => seen.slice(-500) },
+        );
       } finally {
         proc.kill();
       }
@@ -75,24 +133,62 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     }, 180_000);
 
     test("an image no node has shows as a pull error on the local pod; a crashing container's restarts are counted back", async () => {
-      const onVirtual = { nodeSelector: { "liqo.io/type": "virtual-node" }, tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }] };
-      await q.rome.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "ghost", namespace: "liqo-demo" },
-        spec: { ...onVirtual, containers: [{ name: "x", image: "example.invalid/nothing:1" }] } } as KubeObject);
-      await q.rome.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "crasher", namespace: "liqo-demo" },
-        spec: { ...onVirtual, containers: [{ name: "x", image: "ghcr.io/liqo-bun/hello:0.1.0", command: ["sh", "-c", "echo crashing; exit 3"] }] } } as KubeObject);
-      const reason = await waitFor("ghost's pull error on rome's pod", async () => {
-        const r = (await q.rome.find<PodObject>(Resources.pods, "ghost", "liqo-demo"))?.status?.containerStatuses?.[0]?.state?.waiting?.reason;
-        return r && /ErrImagePull|ImagePullBackOff/.test(r) ? r : undefined;
-      }, { timeoutMs: 180_000, describe: async () => (await q.rome.find<PodObject>(Resources.pods, "ghost", "liqo-demo"))?.status });
+      const onVirtual = {
+        nodeSelector: { "liqo.io/type": "virtual-node" },
+        tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }],
+      };
+      await q.rome.create(Resources.pods, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "ghost", namespace: "liqo-demo" },
+        spec: { ...onVirtual, containers: [{ name: "x", image: "example.invalid/nothing:1" }] },
+      } as KubeObject);
+      await q.rome.create(Resources.pods, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "crasher", namespace: "liqo-demo" },
+        spec: {
+          ...onVirtual,
+          containers: [
+            { name: "x", image: "ghcr.io/liqo-bun/hello:0.1.0", command: ["sh", "-c", "echo crashing; exit 3"] },
+          ],
+        },
+      } as KubeObject);
+      const reason = await waitFor(
+        "ghost's pull error on rome's pod",
+        async () => {
+          const r = (await q.rome.find<PodObject>(Resources.pods, "ghost", "liqo-demo"))?.status?.containerStatuses?.[0]
+            ?.state?.waiting?.reason;
+          return r && /ErrImagePull|ImagePullBackOff/.test(r) ? r : undefined;
+        },
+        {
+          timeoutMs: 180_000,
+          describe: async () => (await q.rome.find<PodObject>(Resources.pods, "ghost", "liqo-demo"))?.status,
+        },
+      );
       expect(reason).toMatch(/ErrImagePull|ImagePullBackOff/);
-      const restarts = await waitFor("crasher's restarts on rome's pod", async () => {
-        const n = (await q.rome.find<PodObject>(Resources.pods, "crasher", "liqo-demo"))?.status?.containerStatuses?.[0]?.restartCount ?? 0;
-        return n >= 2 ? n : undefined;
-      }, { timeoutMs: 180_000, describe: async () => (await q.rome.find<PodObject>(Resources.pods, "crasher", "liqo-demo"))?.status });
+      const restarts = await waitFor(
+        "crasher's restarts on rome's pod",
+        async () => {
+          const n =
+            (await q.rome.find<PodObject>(Resources.pods, "crasher", "liqo-demo"))?.status?.containerStatuses?.[0]
+              ?.restartCount ?? 0;
+          return n >= 2 ? n : undefined;
+        },
+        {
+          timeoutMs: 180_000,
+          describe: async () => (await q.rome.find<PodObject>(Resources.pods, "crasher", "liqo-demo"))?.status,
+        },
+      );
       expect(restarts).toBeGreaterThanOrEqual(2);
       // The previous instance's log, read through the virtual kubelet from milan's kubelet (retried:
       // between two restarts the kubelet may be swapping which instance is "previous").
-      const logs = await until("crasher's previous log", () => kubectl("rome", "logs", "-n", "liqo-demo", "crasher", "--previous"), /crashing/, 60_000);
+      const logs = await until(
+        "crasher's previous log",
+        () => kubectl("rome", "logs", "-n", "liqo-demo", "crasher", "--previous"),
+        /crashing/,
+        60_000,
+      );
       expect(logs.out).toContain("crashing");
       for (const name of ["ghost", "crasher"]) await q.rome.delete(Resources.pods, name, "liqo-demo");
     }, 400_000);
@@ -100,30 +196,53 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
 
   /** liqoctl test network from rome; stdout and stderr apart. */
   async function testNetwork(...args: string[]): Promise<Exec> {
-    const proc = Bun.spawn([...liqoctl, "test", "network", `--kubeconfig=${q.kubeconfig("rome")}`, ...args], { stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([...liqoctl, "test", "network", `--kubeconfig=${q.kubeconfig("rome")}`, ...args], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
     return { out, err, code: await proc.exited };
   }
 
   /** No namespace of the self-test in either cluster (rome's carries the label, milan's twin the name). */
   async function noTestNamespaces(): Promise<void> {
-    await waitFor("no liqoctl test network namespace in rome or milan", async () => {
-      const here = (await q.rome.list(Resources.namespaces, { labelSelector: "liqo.io/network-test=true" })).items;
-      const there = (await q.milan.list(Resources.namespaces)).items.filter((n) => n.metadata.name!.startsWith("liqo-netcheck-"));
-      return here.length === 0 && there.length === 0;
-    }, { timeoutMs: 120_000, describe: async () => [...(await q.rome.list(Resources.namespaces)).items, ...(await q.milan.list(Resources.namespaces)).items].map((n) => n.metadata.name).filter((n) => n!.startsWith("liqo-netcheck-")) });
+    await waitFor(
+      "no liqoctl test network namespace in rome or milan",
+      async () => {
+        const here = (await q.rome.list(Resources.namespaces, { labelSelector: "liqo.io/network-test=true" })).items;
+        const there = (await q.milan.list(Resources.namespaces)).items.filter((n) =>
+          n.metadata.name!.startsWith("liqo-netcheck-"),
+        );
+        return here.length === 0 && there.length === 0;
+      },
+      {
+        timeoutMs: 120_000,
+        describe: async () =>
+          [...(await q.rome.list(Resources.namespaces)).items, ...(await q.milan.list(Resources.namespaces)).items]
+            .map((n) => n.metadata.name)
+            .filter((n) => n!.startsWith("liqo-netcheck-")),
+      },
+    );
   }
 
   function networkSelfTest() {
     test("liqoctl test network: every check passes (pods both ways, Services both ways, node → pod, DF path MTU, 1 MiB TCP) and nothing stays behind", async () => {
       const r = await testNetwork("milan");
       expect(r.out).toContain("Network test of milan: all 14 checks passed");
-      for (const row of ["local pod → remote pod", "remote pod → local pod", "local pod → Service (remote endpoint)", "remote pod → reflected Service (local endpoint)", "local node → remote pod"]) {
+      for (const row of [
+        "local pod → remote pod",
+        "remote pod → local pod",
+        "local pod → Service (remote endpoint)",
+        "remote pod → reflected Service (local endpoint)",
+        "local node → remote pod",
+      ]) {
         expect(r.out).toMatch(new RegExp(`^${row.replace(/[()]/g, "\\$&")}\\s+passed\\s+answered by server-`, "m"));
       }
       // The tunnel's MTU (1500 on the gateway pod's eth0, minus 60) is what a DF ping finds, and one
       // byte more brings back "fragmentation needed" both ways.
-      expect(r.out).toMatch(/^large packets local → remote \(DF\)\s+passed\s+path MTU 1440; 1441 bytes with DF: fragmentation needed came back/m);
+      expect(r.out).toMatch(
+        /^large packets local → remote \(DF\)\s+passed\s+path MTU 1440; 1441 bytes with DF: fragmentation needed came back/m,
+      );
       expect(r.out).toMatch(/^large packets remote → local \(DF\)\s+passed\s+path MTU 1440;/m);
       expect(r.out).toMatch(/^TCP 1 MiB local → remote pod\s+passed\s+1048576 bytes received/m);
       if (overlapping) expect(r.err).toMatch(/remote at 10\.\d+\.\d+\.\d+ as seen here/);
@@ -141,12 +260,24 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       const inverted = await testNetwork("--timeout", "30s", "--check-timeout", "1m");
       expect(inverted.err).toContain("--check-timeout 1m must be shorter than --timeout 30s");
       expect(inverted.code).toBe(2);
-      const proc = Bun.spawn([...liqoctl, "test", "network", `--kubeconfig=${q.kubeconfig("rome")}`], { stdout: "pipe", stderr: "pipe" });
-      const ns = await waitFor("the self-test's server pods in rome", async () => {
-        const pods = (await q.rome.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/network-test=true" })).items;
-        return pods.length ? pods[0]!.metadata.namespace : undefined;
-      }, { timeoutMs: 120_000 });
-      await waitFor("its twin namespace in milan", async () => (await q.milan.list(Resources.namespaces)).items.some((n) => n.metadata.name!.startsWith(ns!)), { timeoutMs: 120_000 });
+      const proc = Bun.spawn([...liqoctl, "test", "network", `--kubeconfig=${q.kubeconfig("rome")}`], {
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const ns = await waitFor(
+        "the self-test's server pods in rome",
+        async () => {
+          const pods = (await q.rome.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/network-test=true" }))
+            .items;
+          return pods.length ? pods[0]!.metadata.namespace : undefined;
+        },
+        { timeoutMs: 120_000 },
+      );
+      await waitFor(
+        "its twin namespace in milan",
+        async () => (await q.milan.list(Resources.namespaces)).items.some((n) => n.metadata.name!.startsWith(ns!)),
+        { timeoutMs: 120_000 },
+      );
       proc.kill("SIGINT");
       const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
       expect(err).toContain(`interrupted: removing the test namespace`);
@@ -160,28 +291,59 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   /** The fabric down: the peer's gateway (only traffic can tell), then ours (the preflight tells). */
   function networkSelfTestFabricDown() {
     test("liqoctl test network with the fabric down: milan's gateway gone → the checks fail by their deadline naming the tunnel; rome's gone too → said at once, no pod started; both back → traffic again", async () => {
-      const scale = async (cluster: string, n: number) => expect((await kubectl(cluster, "scale", "-n", "liqo", "deploy/liqo-gateway", `--replicas=${n}`)).code).toBe(0);
+      const scale = async (cluster: string, n: number) =>
+        expect((await kubectl(cluster, "scale", "-n", "liqo", "deploy/liqo-gateway", `--replicas=${n}`)).code).toBe(0);
       const replicas = ha ? 2 : 1;
       await scale("milan", 0);
-      await waitFor("milan's gateway pods gone", async () => (await q.milan.list(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items.length === 0, { timeoutMs: 120_000 });
+      await waitFor(
+        "milan's gateway pods gone",
+        async () =>
+          (
+            await q.milan.list(Resources.pods, {
+              namespace: "liqo",
+              labelSelector: "app.kubernetes.io/name=liqo-gateway",
+            })
+          ).items.length === 0,
+        { timeoutMs: 120_000 },
+      );
       const dark = await testNetwork("--basic", "--check-timeout", "8s", "--timeout", "3m");
-      expect(dark.out).toMatch(/^local pod → remote pod\s+FAILED\s+.*likely cause: nothing crosses the tunnel \(the peer's pods are remapped to /m);
-      expect(dark.out).toMatch(/^remote pod → local pod\s+FAILED\s+.*likely cause: nothing crosses the tunnel from the peer/m);
+      expect(dark.out).toMatch(
+        /^local pod → remote pod\s+FAILED\s+.*likely cause: nothing crosses the tunnel \(the peer's pods are remapped to /m,
+      );
+      expect(dark.out).toMatch(
+        /^remote pod → local pod\s+FAILED\s+.*likely cause: nothing crosses the tunnel from the peer/m,
+      );
       expect(dark.out).toContain("Network test of milan: 2 of 7 checks failed");
       expect(dark.code).toBe(1);
       await noTestNamespaces();
       await scale("rome", 0);
-      await waitFor("rome's gateway pods gone", async () => (await q.rome.list(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items.length === 0, { timeoutMs: 120_000 });
+      await waitFor(
+        "rome's gateway pods gone",
+        async () =>
+          (
+            await q.rome.list(Resources.pods, {
+              namespace: "liqo",
+              labelSelector: "app.kubernetes.io/name=liqo-gateway",
+            })
+          ).items.length === 0,
+        { timeoutMs: 120_000 },
+      );
       const down = await testNetwork();
       expect(down.out).toContain("Network test of milan: the fabric is down, no pod was started");
-      expect(down.out).toMatch(/^active gateway here\s+FAILED\s+no Ready gateway pod labelled net\.liqo\.io\/gateway-role=active in liqo \(0 gateway pods/m);
+      expect(down.out).toMatch(
+        /^active gateway here\s+FAILED\s+no Ready gateway pod labelled net\.liqo\.io\/gateway-role=active in liqo \(0 gateway pods/m,
+      );
       expect(down.out).toMatch(/^local pod → remote pod\s+skipped/m);
       expect(down.code).toBe(1);
-      expect((await q.rome.list(Resources.namespaces, { labelSelector: "liqo.io/network-test=true" })).items).toEqual([]);
+      expect((await q.rome.list(Resources.namespaces, { labelSelector: "liqo.io/network-test=true" })).items).toEqual(
+        [],
+      );
       await scale("rome", replicas);
       await scale("milan", replicas);
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
-      expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-fabric-down`, /Server name: nginx-remote/, 240_000)).toContain("URI: /after-fabric-down");
+      expect(
+        await curlFromRome(q, `http://${remote.status!.podIP}/after-fabric-down`, /Server name: nginx-remote/, 240_000),
+      ).toContain("URI: /after-fabric-down");
     }, 600_000);
   }
 
@@ -193,41 +355,99 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       // offloaded pod's fate, not milan's liqo losing its controller manager or gateway for 5 minutes.
       expect((await kubectl("milan", "cordon", victim!.name)).code).toBe(0);
       for (const ns of ["liqo", "kube-system"]) {
-        const pods = (await q.milan.list<PodObject>(Resources.pods, { namespace: ns, fieldSelector: `spec.nodeName=${victim!.name}` })).items;
-        for (const p of pods.filter((x) => !x.metadata.name!.startsWith("liqo-route-"))) await q.milan.delete(Resources.pods, p.metadata.name!, ns);
+        const pods = (
+          await q.milan.list<PodObject>(Resources.pods, {
+            namespace: ns,
+            fieldSelector: `spec.nodeName=${victim!.name}`,
+          })
+        ).items;
+        for (const p of pods.filter((x) => !x.metadata.name!.startsWith("liqo-route-")))
+          await q.milan.delete(Resources.pods, p.metadata.name!, ns);
       }
-      await waitFor("milan's liqo and CoreDNS Ready again on the other node", async () => {
-        const pods = [...(await q.milan.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.pods, { namespace: "liqo" })).items,
-          ...(await q.milan.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(Resources.pods, { namespace: "kube-system" })).items]
-          .filter((p) => !p.metadata.name!.startsWith("liqo-route-"));
-        return pods.every((p) => p.spec?.nodeName === other!.name && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
-      }, { timeoutMs: 180_000 });
+      await waitFor(
+        "milan's liqo and CoreDNS Ready again on the other node",
+        async () => {
+          const pods = [
+            ...(
+              await q.milan.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+                Resources.pods,
+                { namespace: "liqo" },
+              )
+            ).items,
+            ...(
+              await q.milan.list<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+                Resources.pods,
+                { namespace: "kube-system" },
+              )
+            ).items,
+          ].filter((p) => !p.metadata.name!.startsWith("liqo-route-"));
+          return pods.every(
+            (p) =>
+              p.spec?.nodeName === other!.name &&
+              p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+          );
+        },
+        { timeoutMs: 180_000 },
+      );
       expect((await kubectl("milan", "uncordon", victim!.name)).code).toBe(0);
       expect((await kubectl("milan", "cordon", other!.name)).code).toBe(0);
       // Tolerates an unreachable node for 5 s (the default is 300 s), so milan evicts it soon after.
-      const quickEviction = ["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"].map((key) => ({ key, operator: "Exists", effect: "NoExecute", tolerationSeconds: 5 }));
-      await q.rome.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "survivor", namespace: "liqo-demo" },
-        spec: { nodeSelector: { "liqo.io/type": "virtual-node" }, tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }, ...quickEviction],
-          containers: [{ name: "web", image: "ghcr.io/liqo-bun/hello:0.1.0" }] } } as KubeObject);
+      const quickEviction = ["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"].map((key) => ({
+        key,
+        operator: "Exists",
+        effect: "NoExecute",
+        tolerationSeconds: 5,
+      }));
+      await q.rome.create(Resources.pods, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "survivor", namespace: "liqo-demo" },
+        spec: {
+          nodeSelector: { "liqo.io/type": "virtual-node" },
+          tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }, ...quickEviction],
+          containers: [{ name: "web", image: "ghcr.io/liqo-bun/hello:0.1.0" }],
+        },
+      } as KubeObject);
       type Ready = PodObject & { status?: { conditions?: { type: string; status: string }[] } };
       const ready = (p?: Ready) => !!p?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-      const first = await waitFor("survivor Ready in rome", async () => {
-        const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
-        return ready(p) && p!.status?.podIP ? p : undefined;
-      }, { timeoutMs: 180_000 });
-      const remoteFirst = (await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items.find((p) => p.metadata.name === "survivor")!;
+      const first = await waitFor(
+        "survivor Ready in rome",
+        async () => {
+          const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
+          return ready(p) && p!.status?.podIP ? p : undefined;
+        },
+        { timeoutMs: 180_000 },
+      );
+      const remoteFirst = (
+        await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
+      ).items.find((p) => p.metadata.name === "survivor")!;
       expect(remoteFirst.spec?.nodeName).toBe(victim!.name);
       expect((await kubectl("milan", "uncordon", other!.name)).code).toBe(0);
 
       expect(stopRealNodeNow(victim!)).toEqual([]);
-      await waitFor("survivor not Ready in rome", async () => !ready(await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo")), { timeoutMs: 240_000 });
-      const again = await waitFor("survivor Ready again in rome, at a new address", async () => {
-        const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
-        return ready(p) && p!.status?.podIP && p!.status.podIP !== first.status!.podIP ? p : undefined;
-      }, { timeoutMs: 420_000, describe: async () => (await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo"))?.status });
-      const remoteAgain = (await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items.find((p) => p.metadata.name === "survivor")!;
+      await waitFor(
+        "survivor not Ready in rome",
+        async () => !ready(await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo")),
+        { timeoutMs: 240_000 },
+      );
+      const again = await waitFor(
+        "survivor Ready again in rome, at a new address",
+        async () => {
+          const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
+          return ready(p) && p!.status?.podIP && p!.status.podIP !== first.status!.podIP ? p : undefined;
+        },
+        {
+          timeoutMs: 420_000,
+          describe: async () => (await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo"))?.status,
+        },
+      );
+      const remoteAgain = (
+        await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
+      ).items.find((p) => p.metadata.name === "survivor")!;
       expect(remoteAgain.spec?.nodeName).toBe(other!.name);
-      expect(await curlFromRome(q, `http://${again.status!.podIP}/after-node-death`, /Server name: survivor/, 180_000)).toContain("URI: /after-node-death");
+      expect(
+        await curlFromRome(q, `http://${again.status!.podIP}/after-node-death`, /Server name: survivor/, 180_000),
+      ).toContain("URI: /after-node-death");
     }, 900_000);
   }
 
@@ -236,10 +456,17 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       const fcs = await kubectl("rome", "get", "foreignclusters", "--no-headers");
       expect(fcs.out).toMatch(/^milan\s+Established\s+None\s+Established\s+Established/m);
       for (const client of [q.rome, q.milan]) {
-        const tep = await waitFor("a Connected TunnelEndpoint", async () => {
-          const t = (await client.list<TunnelEndpoint & KubeObject>(TunnelEndpointResource)).items[0];
-          return (t as { status?: { connection?: { status?: string } } } | undefined)?.status?.connection?.status === "Connected" ? t : undefined;
-        }, { timeoutMs: 120_000 });
+        const tep = await waitFor(
+          "a Connected TunnelEndpoint",
+          async () => {
+            const t = (await client.list<TunnelEndpoint & KubeObject>(TunnelEndpointResource)).items[0];
+            return (t as { status?: { connection?: { status?: string } } } | undefined)?.status?.connection?.status ===
+              "Connected"
+              ? t
+              : undefined;
+          },
+          { timeoutMs: 120_000 },
+        );
         if (overlapping) expect(tep.spec.remoteNATPodCIDR).not.toBe("None");
         else expect(tep.spec.remoteNATPodCIDR).toBe("None");
       }
@@ -247,7 +474,9 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
 
     test("rome's pod → nginx-remote's pod address and → the Service by DNS name, answered in milan", async () => {
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
-      const inMilan = (await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items.find((p) => p.metadata.name === "nginx-remote")!;
+      const inMilan = (
+        await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
+      ).items.find((p) => p.metadata.name === "nginx-remote")!;
       // With the same pod CIDR on both sides, rome sees milan's pod at a remapped address.
       if (overlapping) expect(remote.status!.podIP).not.toBe(inMilan.status!.podIP);
       else expect(remote.status!.podIP).toBe(inMilan.status!.podIP);
@@ -258,45 +487,149 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
 
     test("milan → rome: the offloaded container reaches nginx-local through the reflected Service, by name (exec through the virtual kubelet)", async () => {
       const ns = await twinNamespace();
-      const r = await until("nginx-local answering nginx-remote's curl of the reflected Service", () =>
-        kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "curl", "-sS", "--max-time", "5", `http://liqo-demo.${ns}.svc.cluster.local/`), /Server name: nginx-local/);
+      const r = await until(
+        "nginx-local answering nginx-remote's curl of the reflected Service",
+        () =>
+          kubectl(
+            "rome",
+            "exec",
+            "-n",
+            "liqo-demo",
+            "nginx-remote",
+            "--",
+            "curl",
+            "-sS",
+            "--max-time",
+            "5",
+            `http://liqo-demo.${ns}.svc.cluster.local/`,
+          ),
+        /Server name: nginx-local/,
+      );
       expect(r.out).toContain("Server name: nginx-local");
     }, 300_000);
 
     test("a rome node → the remote pod (node namespace, no pod in between)", async () => {
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
       const node = q.rig.clusters[0]!.realNodeStates![0]!;
-      const r = await until(`curl from node ${node.name}`, async () => {
-        const p = Bun.spawn(["nsenter", `--net=/var/run/netns/${node.netns}`, "--", "curl", "-sS", "--max-time", "5", `http://${remote.status!.podIP}/from-a-node`], { stdout: "pipe", stderr: "pipe" });
-        const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
-        return { out, err, code: await p.exited };
-      }, /Server name: nginx-remote/);
+      const r = await until(
+        `curl from node ${node.name}`,
+        async () => {
+          const p = Bun.spawn(
+            [
+              "nsenter",
+              `--net=/var/run/netns/${node.netns}`,
+              "--",
+              "curl",
+              "-sS",
+              "--max-time",
+              "5",
+              `http://${remote.status!.podIP}/from-a-node`,
+            ],
+            { stdout: "pipe", stderr: "pipe" },
+          );
+          const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+          return { out, err, code: await p.exited };
+        },
+        /Server name: nginx-remote/,
+      );
       expect(r.out).toContain("URI: /from-a-node");
     }, 300_000);
 
     test("10 MB both ways through the tunnel with the default MTUs, byte for byte", async () => {
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
       // milan → rome: the offloaded container serves 10 MB of random bytes; rome's client reads them.
-      const made = await kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c",
-        "head -c 10485760 /dev/urandom > /tmp/big && sha256sum /tmp/big | cut -d' ' -f1 && (nc -l -N -p 9000 < /tmp/big > /dev/null 2>&1 &)");
+      const made = await kubectl(
+        "rome",
+        "exec",
+        "-n",
+        "liqo-demo",
+        "nginx-remote",
+        "--",
+        "sh",
+        "-c",
+        "head -c 10485760 /dev/urandom > /tmp/big && sha256sum /tmp/big | cut -d' ' -f1 && (nc -l -N -p 9000 < /tmp/big > /dev/null 2>&1 &)",
+      );
       expect(made.code).toBe(0);
       const want = made.out.trim();
       expect(want).toMatch(/^[0-9a-f]{64}$/);
-      const got = await until("10 MB from nginx-remote", () =>
-        // -d: the client never reads stdin, so it never half-closes; the server closes after the file.
-        kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "sh", "-c", `nc -d -w 20 ${remote.status!.podIP} 9000 | sha256sum | cut -d' ' -f1`), /^[0-9a-f]{64}/, 60_000);
+      const got = await until(
+        "10 MB from nginx-remote",
+        () =>
+          // -d: the client never reads stdin, so it never half-closes; the server closes after the file.
+          kubectl(
+            "rome",
+            "exec",
+            "-n",
+            "liqo-demo",
+            "curl",
+            "--",
+            "sh",
+            "-c",
+            `nc -d -w 20 ${remote.status!.podIP} 9000 | sha256sum | cut -d' ' -f1`,
+          ),
+        /^[0-9a-f]{64}/,
+        60_000,
+      );
       expect(got.out.trim()).toBe(want);
       // rome → milan: rome's client uploads 10 MB; the offloaded container hashes what arrived.
-      const local = await kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "sh", "-c",
-        "head -c 10485760 /dev/urandom > /tmp/up && sha256sum /tmp/up | cut -d' ' -f1");
-      const listen = await kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c",
-        "rm -f /tmp/got; (nc -l -p 9001 > /tmp/got 2>/dev/null &) ; echo listening");
+      const local = await kubectl(
+        "rome",
+        "exec",
+        "-n",
+        "liqo-demo",
+        "curl",
+        "--",
+        "sh",
+        "-c",
+        "head -c 10485760 /dev/urandom > /tmp/up && sha256sum /tmp/up | cut -d' ' -f1",
+      );
+      const listen = await kubectl(
+        "rome",
+        "exec",
+        "-n",
+        "liqo-demo",
+        "nginx-remote",
+        "--",
+        "sh",
+        "-c",
+        "rm -f /tmp/got; (nc -l -p 9001 > /tmp/got 2>/dev/null &) ; echo listening",
+      );
       expect(listen.out).toContain("listening");
-      const sent = await until("10 MB to nginx-remote", () =>
-        kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "sh", "-c", `nc -N -w 20 ${remote.status!.podIP} 9001 < /tmp/up && echo sent`), /sent/, 60_000);
+      const sent = await until(
+        "10 MB to nginx-remote",
+        () =>
+          kubectl(
+            "rome",
+            "exec",
+            "-n",
+            "liqo-demo",
+            "curl",
+            "--",
+            "sh",
+            "-c",
+            `nc -N -w 20 ${remote.status!.podIP} 9001 < /tmp/up && echo sent`,
+          ),
+        /sent/,
+        60_000,
+      );
       expect(sent.code).toBe(0);
-      const arrived = await until("the upload hashed in milan", () =>
-        kubectl("rome", "exec", "-n", "liqo-demo", "nginx-remote", "--", "sh", "-c", "[ $(stat -c %s /tmp/got) = 10485760 ] && sha256sum /tmp/got | cut -d' ' -f1"), /^[0-9a-f]{64}/, 60_000);
+      const arrived = await until(
+        "the upload hashed in milan",
+        () =>
+          kubectl(
+            "rome",
+            "exec",
+            "-n",
+            "liqo-demo",
+            "nginx-remote",
+            "--",
+            "sh",
+            "-c",
+            "[ $(stat -c %s /tmp/got) = 10485760 ] && sha256sum /tmp/got | cut -d' ' -f1",
+          ),
+        /^[0-9a-f]{64}/,
+        60_000,
+      );
       expect(arrived.out.trim()).toBe(local.out.trim());
     }, 300_000);
 
@@ -306,34 +639,76 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
 
     if (!overlapping) virtualKubeletOnRealContainers();
 
-    test(ha ? "the active gateway pod deleted: the standby takes over and traffic resumes" : "the gateway pod deleted: a new one takes over and traffic resumes", async () => {
+    test(ha
+      ? "the active gateway pod deleted: the standby takes over and traffic resumes"
+      : "the gateway pod deleted: a new one takes over and traffic resumes", async () => {
       type Gw = PodObject & { status?: { conditions?: { type: string; status: string }[] } };
-      const gateways = async () => (await q.rome.list<Gw>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-gateway" })).items;
-      const activeOf = (pods: Gw[]) => pods.find((p) => p.metadata.labels?.["net.liqo.io/gateway-role"] === "active" && p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
-      const before = await waitFor("an active gateway pod", async () => activeOf(await gateways()), { timeoutMs: 60_000 });
+      const gateways = async () =>
+        (
+          await q.rome.list<Gw>(Resources.pods, {
+            namespace: "liqo",
+            labelSelector: "app.kubernetes.io/name=liqo-gateway",
+          })
+        ).items;
+      const activeOf = (pods: Gw[]) =>
+        pods.find(
+          (p) =>
+            p.metadata.labels?.["net.liqo.io/gateway-role"] === "active" &&
+            p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+        );
+      const before = await waitFor("an active gateway pod", async () => activeOf(await gateways()), {
+        timeoutMs: 60_000,
+      });
       const names = (await gateways()).map((p) => p.metadata.name);
       expect(names.length).toBe(ha ? 2 : 1);
       await q.rome.delete(Resources.pods, before.metadata.name!, "liqo");
-      const after = await waitFor("another active gateway pod", async () => {
-        const a = activeOf(await gateways());
-        return a && a.metadata.name !== before.metadata.name ? a : undefined;
-      }, { timeoutMs: 180_000 });
+      const after = await waitFor(
+        "another active gateway pod",
+        async () => {
+          const a = activeOf(await gateways());
+          return a && a.metadata.name !== before.metadata.name ? a : undefined;
+        },
+        { timeoutMs: 180_000 },
+      );
       // With a standby, the replica that was already running takes over (no new pod to wait for).
       if (ha) expect(names).toContain(after.metadata.name);
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
-      expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-failover`, /Server name: nginx-remote/, 180_000)).toContain("URI: /after-failover");
+      expect(
+        await curlFromRome(q, `http://${remote.status!.podIP}/after-failover`, /Server name: nginx-remote/, 180_000),
+      ).toContain("URI: /after-failover");
     }, 400_000);
 
     test("the route pods restarted: traffic resumes", async () => {
-      const before = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-route" })).items.map((p) => p.metadata.name);
+      const before = (
+        await q.rome.list<PodObject>(Resources.pods, {
+          namespace: "liqo",
+          labelSelector: "app.kubernetes.io/name=liqo-route",
+        })
+      ).items.map((p) => p.metadata.name);
       expect(before.length).toBe(2);
       for (const name of before) await q.rome.delete(Resources.pods, name!, "liqo");
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
-      await waitFor("two new route pods", async () => {
-        const pods = (await q.rome.list<PodObject>(Resources.pods, { namespace: "liqo", labelSelector: "app.kubernetes.io/name=liqo-route" })).items;
-        return pods.filter((p) => !before.includes(p.metadata.name) && p.status?.phase === "Running").length === 2;
-      }, { timeoutMs: 120_000 });
-      expect(await curlFromRome(q, `http://${remote.status!.podIP}/after-route-restart`, /Server name: nginx-remote/, 180_000)).toContain("URI: /after-route-restart");
+      await waitFor(
+        "two new route pods",
+        async () => {
+          const pods = (
+            await q.rome.list<PodObject>(Resources.pods, {
+              namespace: "liqo",
+              labelSelector: "app.kubernetes.io/name=liqo-route",
+            })
+          ).items;
+          return pods.filter((p) => !before.includes(p.metadata.name) && p.status?.phase === "Running").length === 2;
+        },
+        { timeoutMs: 120_000 },
+      );
+      expect(
+        await curlFromRome(
+          q,
+          `http://${remote.status!.podIP}/after-route-restart`,
+          /Server name: nginx-remote/,
+          180_000,
+        ),
+      ).toContain("URI: /after-route-restart");
     }, 400_000);
 
     if (!overlapping) nodeDeath();

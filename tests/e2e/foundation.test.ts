@@ -35,7 +35,8 @@ type ConfigMap = KubeObject & { data?: Record<string, string> };
 
 async function ensureNamespace(name: string, cluster: string) {
   const client = rig.client(cluster);
-  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+  if (!(await client.find(Resources.namespaces, name)))
+    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 describe.each(["rome", "milan"])("cluster %s", (name) => {
@@ -44,20 +45,43 @@ describe.each(["rome", "milan"])("cluster %s", (name) => {
     const cluster = rig.clusters.find((c) => c.name === name)!;
     await ensureNamespace("web", name);
     const labels = { app: "hello" };
-    await client.apply(Resources.deployments, {
-      apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "hello", namespace: "web" },
-      spec: { replicas: 3, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: "nginx", image: "nginx", ports: [{ containerPort: 80 }] }] } } },
-    }, { fieldManager: "e2e" });
-    await client.apply(Resources.services, {
-      apiVersion: "v1", kind: "Service", metadata: { name: "hello", namespace: "web" },
-      spec: { selector: labels, ports: [{ port: 80, targetPort: 80 }] },
-    }, { fieldManager: "e2e" });
+    await client.apply(
+      Resources.deployments,
+      {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "hello", namespace: "web" },
+        spec: {
+          replicas: 3,
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [{ name: "nginx", image: "nginx", ports: [{ containerPort: 80 }] }] },
+          },
+        },
+      },
+      { fieldManager: "e2e" },
+    );
+    await client.apply(
+      Resources.services,
+      {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "hello", namespace: "web" },
+        spec: { selector: labels, ports: [{ port: 80, targetPort: 80 }] },
+      },
+      { fieldManager: "e2e" },
+    );
 
-    const pods = await waitFor("3 Running pods with IPs", async () => {
-      const list = await client.list<Pod>(Resources.pods, { namespace: "web", labelSelector: "app=hello" });
-      const running = list.items.filter((p) => p.status?.phase === "Running" && p.status.podIP);
-      return running.length === 3 ? running : undefined;
-    }, { timeoutMs: 120_000 });
+    const pods = await waitFor(
+      "3 Running pods with IPs",
+      async () => {
+        const list = await client.list<Pod>(Resources.pods, { namespace: "web", labelSelector: "app=hello" });
+        const running = list.items.filter((p) => p.status?.phase === "Running" && p.status.podIP);
+        return running.length === 3 ? running : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
     const nodes = new Set((await client.list(Resources.nodes)).items.map((n) => n.metadata.name));
     for (const pod of pods) {
       expect(nodes.has(pod.spec.nodeName)).toBe(true);
@@ -66,11 +90,18 @@ describe.each(["rome", "milan"])("cluster %s", (name) => {
     const ips = pods.map((p) => p.status!.podIP!).sort();
     expect(new Set(ips).size).toBe(3);
 
-    const endpoints = await waitFor("an EndpointSlice with the 3 pod IPs", async () => {
-      const slices = await client.list<Slice>(Resources.endpointSlices, { namespace: "web", labelSelector: "kubernetes.io/service-name=hello" });
-      const addrs = slices.items.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses)).sort();
-      return addrs.length === 3 ? addrs : undefined;
-    }, { timeoutMs: 60_000 });
+    const endpoints = await waitFor(
+      "an EndpointSlice with the 3 pod IPs",
+      async () => {
+        const slices = await client.list<Slice>(Resources.endpointSlices, {
+          namespace: "web",
+          labelSelector: "kubernetes.io/service-name=hello",
+        });
+        const addrs = slices.items.flatMap((s) => (s.endpoints ?? []).flatMap((e) => e.addresses)).sort();
+        return addrs.length === 3 ? addrs : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(endpoints).toEqual(ips);
   });
 });
@@ -86,7 +117,14 @@ test("an informer follows 500 ConfigMaps created, updated and deleted, across an
   const cluster = rig.clusters.find((c) => c.name === "rome")!;
   const client = rig.client("rome");
   await ensureNamespace("informer", "rome");
-  const informer = createInformer<ConfigMap>({ client, resource: Resources.configMaps, namespace: "informer", labelSelector: "test=informer", backoffBaseMs: 100, backoffMaxMs: 1000 });
+  const informer = createInformer<ConfigMap>({
+    client,
+    resource: Resources.configMaps,
+    namespace: "informer",
+    labelSelector: "test=informer",
+    backoffBaseMs: 100,
+    backoffMaxMs: 1000,
+  });
   let events = 0;
   informer.on({ add: () => events++, update: () => events++, delete: () => events++ });
   informer.start();
@@ -95,14 +133,31 @@ test("an informer follows 500 ConfigMaps created, updated and deleted, across an
   const expected = new Map<string, string>();
   const name = (i: number) => `cm-${String(i).padStart(3, "0")}`;
   // Writes retry while the API server is down: the point is what the informer sees, not the writer.
-  const retry = async (fn: () => Promise<unknown>) => waitFor("a write to succeed", async () => { await fn(); return true; }, { timeoutMs: 60_000, intervalMs: 200 });
+  const retry = async (fn: () => Promise<unknown>) =>
+    waitFor(
+      "a write to succeed",
+      async () => {
+        await fn();
+        return true;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
   async function inParallel(items: number[], fn: (i: number) => Promise<unknown>) {
-    for (let at = 0; at < items.length; at += 16) await Promise.all(items.slice(at, at + 16).map((i) => retry(() => fn(i))));
+    for (let at = 0; at < items.length; at += 16)
+      await Promise.all(items.slice(at, at + 16).map((i) => retry(() => fn(i))));
   }
   const all = Array.from({ length: 500 }, (_, i) => i);
-  const create = (i: number) => client.apply(Resources.configMaps, {
-    apiVersion: "v1", kind: "ConfigMap", metadata: { name: name(i), namespace: "informer", labels: { test: "informer" } }, data: { v: "1" },
-  }, { fieldManager: "e2e" });
+  const create = (i: number) =>
+    client.apply(
+      Resources.configMaps,
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: name(i), namespace: "informer", labels: { test: "informer" } },
+        data: { v: "1" },
+      },
+      { fieldManager: "e2e" },
+    );
 
   await inParallel(all.slice(0, 250), create);
   await restartApiServer(cluster, rig.bin);
@@ -115,14 +170,25 @@ test("an informer follows 500 ConfigMaps created, updated and deleted, across an
   await inParallel(deleted, (i) => client.delete(Resources.configMaps, name(i), "informer"));
   for (const i of deleted) expected.delete(`informer/${name(i)}`);
 
-  const snapshot = () => new Map(informer.list().map((cm) => [`${cm.metadata.namespace}/${cm.metadata.name}`, cm.data?.v ?? ""]));
-  await waitFor("the informer's cache to match the expected final state", () => {
-    const got = snapshot();
-    return got.size === expected.size && [...expected].every(([k, v]) => got.get(k) === v);
-  }, { timeoutMs: 60_000, describe: () => ({ size: informer.list().length, expected: expected.size, stats: informer.stats }) });
+  const snapshot = () =>
+    new Map(informer.list().map((cm) => [`${cm.metadata.namespace}/${cm.metadata.name}`, cm.data?.v ?? ""]));
+  await waitFor(
+    "the informer's cache to match the expected final state",
+    () => {
+      const got = snapshot();
+      return got.size === expected.size && [...expected].every(([k, v]) => got.get(k) === v);
+    },
+    {
+      timeoutMs: 60_000,
+      describe: () => ({ size: informer.list().length, expected: expected.size, stats: informer.stats }),
+    },
+  );
 
   // The server agrees with the cache.
-  const server = await client.list<ConfigMap>(Resources.configMaps, { namespace: "informer", labelSelector: "test=informer" });
+  const server = await client.list<ConfigMap>(Resources.configMaps, {
+    namespace: "informer",
+    labelSelector: "test=informer",
+  });
   expect(new Map(server.items.map((cm) => [`informer/${cm.metadata.name}`, cm.data?.v ?? ""]))).toEqual(snapshot());
   expect(expected.size).toBe(400);
   // The restart really cut the watch: the informer had to reconnect (and maybe relist).
@@ -154,7 +220,10 @@ describe("server-side apply and UID-preconditioned delete", () => {
   });
 
   test("a NotFound is a typed error with the object's key", async () => {
-    const err = await rig.client("rome").get(Resources.configMaps, "missing", "default").catch((e) => e);
+    const err = await rig
+      .client("rome")
+      .get(Resources.configMaps, "missing", "default")
+      .catch((e) => e);
     expect(err).toBeInstanceOf(KubeApiError);
     expect(err.status).toBe(404);
     expect(err.reason).toBe("NotFound");
@@ -169,17 +238,24 @@ describe("bad kubeconfigs give clear typed errors", () => {
     const text = (await Bun.file(milan!.kubeconfig).text()).replace(milan!.server, rome!.server);
     const path = join(scratch, "wrong-ca");
     writeFileSync(path, text);
-    const err = await createKubeClient({ kubeconfig: path }).list(Resources.namespaces).catch((e) => e);
+    const err = await createKubeClient({ kubeconfig: path })
+      .list(Resources.namespaces)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(KubeApiError);
     expect(err.reason).toBe("TLSVerificationFailed");
     expect(err.message).toContain("not signed by the certificate-authority-data");
   });
 
   test("an unreachable server names the URL and what to check", async () => {
-    const text = (await Bun.file(rig.clusters[0]!.kubeconfig).text()).replace(rig.clusters[0]!.server, "https://127.0.0.1:1");
+    const text = (await Bun.file(rig.clusters[0]!.kubeconfig).text()).replace(
+      rig.clusters[0]!.server,
+      "https://127.0.0.1:1",
+    );
     const path = join(scratch, "unreachable");
     writeFileSync(path, text);
-    const err = await createKubeClient({ kubeconfig: path }).list(Resources.namespaces).catch((e) => e);
+    const err = await createKubeClient({ kubeconfig: path })
+      .list(Resources.namespaces)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(KubeApiError);
     expect(err.status).toBe(0);
     expect(err.reason).toBe("Unreachable");
@@ -194,16 +270,21 @@ describe("bad kubeconfigs give clear typed errors", () => {
     romeCfg.users[0].user = milanCfg.users[0].user;
     const path = join(scratch, "foreign-cert");
     writeFileSync(path, JSON.stringify(romeCfg));
-    const err = await createKubeClient({ kubeconfig: path }).list(Resources.namespaces).catch((e) => e);
+    const err = await createKubeClient({ kubeconfig: path })
+      .list(Resources.namespaces)
+      .catch((e) => e);
     expect(err).toBeInstanceOf(KubeApiError);
     expect(err.status).toBe(401);
   });
 
   test("the rig's own client certificate is accepted as cluster admin (client-certificate TLS from Bun)", async () => {
-    const review = await rig.client("rome").request<{ status: { userInfo: { username: string; groups: string[] } } }>(
-      "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-      { body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } },
-    );
+    const review = await rig
+      .client("rome")
+      .request<{ status: { userInfo: { username: string; groups: string[] } } }>(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        { body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } },
+      );
     expect(review.status.userInfo.username).toBe("rig-admin");
     expect(review.status.userInfo.groups).toContain("system:masters");
   });

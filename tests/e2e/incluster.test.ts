@@ -21,9 +21,13 @@ let saDir: string;
 let env: Record<string, string>;
 
 async function tokenFor(sa: string): Promise<string> {
-  const review = await admin.request<{ status: { token: string } }>("POST", `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, {
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  });
+  const review = await admin.request<{ status: { token: string } }>(
+    "POST",
+    `/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`,
+    {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
+    },
+  );
   return review.status.token;
 }
 
@@ -34,9 +38,13 @@ function writeToken(token: string) {
 }
 
 async function whoAmI(client: KubeClient): Promise<string> {
-  const review = await client.request<{ status: { userInfo: { username: string } } }>("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {
-    body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
-  });
+  const review = await client.request<{ status: { userInfo: { username: string } } }>(
+    "POST",
+    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+    },
+  );
   return review.status.userInfo.username;
 }
 
@@ -47,16 +55,31 @@ beforeAll(async () => {
   admin = rig.client("incluster");
   await admin.create(Resources.namespaces, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
   for (const name of ["reader", "cm-reader"]) {
-    await admin.create(Resources.serviceAccounts, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: ns } });
+    await admin.create(Resources.serviceAccounts, {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name, namespace: ns },
+    });
   }
   const rbac = await admin.resourceFor("rbac.authorization.k8s.io/v1", "Role");
   const binding = await admin.resourceFor("rbac.authorization.k8s.io/v1", "RoleBinding");
-  const grants: [string, string][] = [["reader", "pods"], ["cm-reader", "configmaps"]];
+  const grants: [string, string][] = [
+    ["reader", "pods"],
+    ["cm-reader", "configmaps"],
+  ];
   for (const [sa, resource] of grants) {
-    await admin.create(rbac, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name: sa, namespace: ns }, rules: [{ apiGroups: [""], resources: [resource], verbs: ["get", "list"] }] } as never);
+    await admin.create(rbac, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: { name: sa, namespace: ns },
+      rules: [{ apiGroups: [""], resources: [resource], verbs: ["get", "list"] }],
+    } as never);
     await admin.create(binding, {
-      apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name: sa, namespace: ns },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: sa }, subjects: [{ kind: "ServiceAccount", name: sa, namespace: ns }],
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: sa, namespace: ns },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: sa },
+      subjects: [{ kind: "ServiceAccount", name: sa, namespace: ns }],
     } as never);
   }
   saDir = mkdtempSync(join(tmpdir(), "liqo-sa-"));
@@ -65,7 +88,12 @@ beforeAll(async () => {
   writeToken(await tokenFor("reader"));
   const url = new URL(rig.clusters[0]!.server);
   // HOME without .kube/config and no KUBECONFIG: only the in-cluster configuration applies.
-  env = { HOME: saDir, KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port, LIQO_SERVICEACCOUNT_DIR: saDir };
+  env = {
+    HOME: saDir,
+    KUBERNETES_SERVICE_HOST: url.hostname,
+    KUBERNETES_SERVICE_PORT: url.port,
+    LIQO_SERVICEACCOUNT_DIR: saDir,
+  };
 }, 600_000);
 
 afterAll(async () => {
@@ -93,17 +121,29 @@ describe("in-cluster configuration", () => {
     expect(await whoAmI(client)).toBe(`system:serviceaccount:${ns}:reader`);
     writeToken(await tokenFor("cm-reader"));
     // The same client object (cached TLS connection settings) now speaks as the other account.
-    const user = await waitFor("the new token to be used", async () => {
-      const name = await whoAmI(client);
-      return name.endsWith(":cm-reader") && name;
-    }, { timeoutMs: 30_000 });
+    const user = await waitFor(
+      "the new token to be used",
+      async () => {
+        const name = await whoAmI(client);
+        return name.endsWith(":cm-reader") && name;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(user).toBe(`system:serviceaccount:${ns}:cm-reader`);
     // A ConfigMap of our own: kube-root-ca.crt is published asynchronously and may not exist yet under load.
-    await admin.apply(Resources.configMaps, { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "rotation-probe", namespace: ns }, data: { a: "1" } }, { fieldManager: "incluster-test", force: true });
-    expect((await client.list(Resources.configMaps, { namespace: ns })).items.map((c) => c.metadata.name)).toContain("rotation-probe");
+    await admin.apply(
+      Resources.configMaps,
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "rotation-probe", namespace: ns }, data: { a: "1" } },
+      { fieldManager: "incluster-test", force: true },
+    );
+    expect((await client.list(Resources.configMaps, { namespace: ns })).items.map((c) => c.metadata.name)).toContain(
+      "rotation-probe",
+    );
     expect(await forbidden(client.list(Resources.pods, { namespace: ns }))).toBe(403);
     writeToken(await tokenFor("reader")); // back, for the other tests
-    await waitFor("the first token again", async () => (await whoAmI(client)).endsWith(":reader"), { timeoutMs: 30_000 });
+    await waitFor("the first token again", async () => (await whoAmI(client)).endsWith(":reader"), {
+      timeoutMs: 30_000,
+    });
   });
 
   test("an invalid token is rejected by the API server as Unauthorized", async () => {
@@ -119,13 +159,17 @@ describe("in-cluster configuration", () => {
   test("wrong inputs fail with errors naming the fix", () => {
     const missing = { ...env, LIQO_SERVICEACCOUNT_DIR: join(saDir, "nowhere") };
     expect(() => loadKubeConfig({ env: missing })).toThrow(/ca\.crt does not exist.*LIQO_SERVICEACCOUNT_DIR/);
-    expect(() => loadKubeConfig({ env: { ...env, KUBERNETES_SERVICE_PORT: "https" } })).toThrow(/KUBERNETES_SERVICE_PORT must be a port number/);
+    expect(() => loadKubeConfig({ env: { ...env, KUBERNETES_SERVICE_PORT: "https" } })).toThrow(
+      /KUBERNETES_SERVICE_PORT must be a port number/,
+    );
     expect(() => loadKubeConfig({ env, context: "rome" })).toThrow(/--context rome needs a kubeconfig/);
     // Without the pod variables nothing applies, and the error still says to pass --kubeconfig.
     expect(() => loadKubeConfig({ env: { HOME: saDir } })).toThrow(KubeConfigError);
     expect(() => loadKubeConfig({ env: { HOME: saDir } })).toThrow(/pass --kubeconfig/);
     // An explicit kubeconfig wins over the pod's environment.
-    expect(loadKubeConfig({ env: { ...env, KUBECONFIG: rig.clusters[0]!.kubeconfig } }).files).toEqual([rig.clusters[0]!.kubeconfig]);
+    expect(loadKubeConfig({ env: { ...env, KUBECONFIG: rig.clusters[0]!.kubeconfig } }).files).toEqual([
+      rig.clusters[0]!.kubeconfig,
+    ]);
   });
 
   test("an empty token file is an error at start-up", () => {
@@ -135,7 +179,9 @@ describe("in-cluster configuration", () => {
       writeFileSync(join(dir, "token"), "");
       expect(() => loadKubeConfig({ env: { ...env, LIQO_SERVICEACCOUNT_DIR: dir } })).toThrow(/token .* is empty/);
       rmSync(join(dir, "token"));
-      expect(() => loadKubeConfig({ env: { ...env, LIQO_SERVICEACCOUNT_DIR: dir } })).toThrow(/cannot read the ServiceAccount token.*automountServiceAccountToken/);
+      expect(() => loadKubeConfig({ env: { ...env, LIQO_SERVICEACCOUNT_DIR: dir } })).toThrow(
+        /cannot read the ServiceAccount token.*automountServiceAccountToken/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -22,7 +22,13 @@ let serviceCIDR: string;
 let server: string;
 const helm = findHelm();
 const tmp = mkdtempSync(join(tmpdir(), "liqoctl-install-test-"));
-const clusterRoles: ResourceRef = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false };
+const clusterRoles: ResourceRef = {
+  group: "rbac.authorization.k8s.io",
+  version: "v1",
+  kind: "ClusterRole",
+  plural: "clusterroles",
+  namespaced: false,
+};
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 1, names: ["rome"], nodes: 1 });
@@ -40,7 +46,9 @@ const kube = () => ["--kubeconfig", kubeconfig];
 describe("liqoctl install", () => {
   test("kubeadm on a cluster without kubeadm's traces: detects the service CIDR, asks for --pod-cidr", async () => {
     const r = await liqoctl(["install", "kubeadm", ...kube()]);
-    expect(r.stderr).toContain("liqoctl install kubeadm could not detect the pod CIDR of this cluster; pass --pod-cidr (the --cluster-cidr of kube-controller-manager");
+    expect(r.stderr).toContain(
+      "liqoctl install kubeadm could not detect the pod CIDR of this cluster; pass --pod-cidr (the --cluster-cidr of kube-controller-manager",
+    );
     expect(r.stderr).toContain(`service CIDR ${serviceCIDR} from servicecidr/kubernetes`);
     expect(r.stderr).toContain("the nodes' pod ranges are");
     expect(r.code).toBe(2);
@@ -48,7 +56,19 @@ describe("liqoctl install", () => {
 
   test("--only-output-values writes the values and installs nothing", async () => {
     const path = join(tmp, "values.yaml");
-    const r = await liqoctl(["install", "generic", ...kube(), "--pod-cidr", podCIDR, "--reserved-subnets", "192.168.0.0/16", "--enable-ha", "--only-output-values", "--dump-values-path", path]);
+    const r = await liqoctl([
+      "install",
+      "generic",
+      ...kube(),
+      "--pod-cidr",
+      podCIDR,
+      "--reserved-subnets",
+      "192.168.0.0/16",
+      "--enable-ha",
+      "--only-output-values",
+      "--dump-values-path",
+      path,
+    ]);
     expect(r.code).toBe(0);
     const uid = (await client.get(Resources.namespaces, "kube-system")).metadata.uid;
     const values = Bun.YAML.parse(await Bun.file(path).text()) as Record<string, any>;
@@ -66,7 +86,19 @@ describe("liqoctl install", () => {
 
   test("an install that cannot become ready within --timeout is rolled back by Helm", async () => {
     // No node carries this label, so the Deployments' pods stay Pending until the timeout.
-    const r = await liqoctl(["install", "generic", ...kube(), "--pod-cidr", podCIDR, "--cluster-name", "rome", "--set", "pod.nodeSelector.liqo-test/none=x", "--timeout", "20s"]);
+    const r = await liqoctl([
+      "install",
+      "generic",
+      ...kube(),
+      "--pod-cidr",
+      podCIDR,
+      "--cluster-name",
+      "rome",
+      "--set",
+      "pod.nodeSelector.liqo-test/none=x",
+      "--timeout",
+      "20s",
+    ]);
     expect(r.stderr).toContain("liqo installation failed (not ready within --timeout 20s; Helm rolled it back)");
     expect(r.code).toBe(1);
     expect(await releaseStatus(helm, "liqo", { kubeconfig, namespace: "liqo" })).toBeUndefined();
@@ -74,34 +106,83 @@ describe("liqoctl install", () => {
   }, 600_000);
 
   test("generic installs the chart with Helm; kwok runs every component's pods", async () => {
-    const r = await liqoctl(["install", "generic", ...kube(), "--pod-cidr", podCIDR, "--api-server-url", server,
-      "--cluster-name", "rome", "--cluster-labels", "topology.liqo.io/region=south", "--sharing-percentage", "40", "--set", "auth.replicas=2", "--timeout", "8m"]);
+    const r = await liqoctl([
+      "install",
+      "generic",
+      ...kube(),
+      "--pod-cidr",
+      podCIDR,
+      "--api-server-url",
+      server,
+      "--cluster-name",
+      "rome",
+      "--cluster-labels",
+      "topology.liqo.io/region=south",
+      "--sharing-percentage",
+      "40",
+      "--set",
+      "auth.replicas=2",
+      "--timeout",
+      "8m",
+    ]);
     expect(r.stderr).toContain("liqo installed in namespace liqo (cluster rome)");
     expect(r.code).toBe(0);
     expect(await releaseStatus(helm, "liqo", { kubeconfig, namespace: "liqo" })).toBe("deployed");
-    const identity = await client.get<KubeObject & { data: Record<string, string> }>(Resources.configMaps, "liqo-clusterid-configmap", "liqo");
+    const identity = await client.get<KubeObject & { data: Record<string, string> }>(
+      Resources.configMaps,
+      "liqo-clusterid-configmap",
+      "liqo",
+    );
     expect(identity.data).toEqual({
-      CLUSTER_ID: (await client.get(Resources.namespaces, "kube-system")).metadata.uid!, CLUSTER_NAME: "rome",
-      CLUSTER_LABELS: JSON.stringify({ "liqo.io/provider": "generic", "topology.liqo.io/region": "south" }), SHARING_PERCENTAGE: "40",
+      CLUSTER_ID: (await client.get(Resources.namespaces, "kube-system")).metadata.uid!,
+      CLUSTER_NAME: "rome",
+      CLUSTER_LABELS: JSON.stringify({ "liqo.io/provider": "generic", "topology.liqo.io/region": "south" }),
+      SHARING_PERCENTAGE: "40",
     });
-    const auth = await client.get<KubeObject & { spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } }>(Resources.deployments, "liqo-auth", "liqo");
+    const auth = await client.get<
+      KubeObject & { spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } }
+    >(Resources.deployments, "liqo-auth", "liqo");
     expect(auth.spec.replicas).toBe(2);
     expect(auth.spec.template.spec.containers[0]!.args).toContain(server);
-    const pods = await waitFor("every liqo pod Running", async () => {
-      const list = (await client.list<KubeObject & { status?: { phase?: string } }>(Resources.pods, { namespace: "liqo" })).items;
-      const components = new Set(list.filter((p) => p.status?.phase === "Running").map((p) => p.metadata.labels?.["app.kubernetes.io/name"]));
-      return ["auth", "controller-manager", "gateway", "network-manager", "webhook", "route"].every((c) => components.has(`liqo-${c}`)) && list;
-    }, { timeoutMs: 180_000 });
+    const pods = await waitFor(
+      "every liqo pod Running",
+      async () => {
+        const list = (
+          await client.list<KubeObject & { status?: { phase?: string } }>(Resources.pods, { namespace: "liqo" })
+        ).items;
+        const components = new Set(
+          list.filter((p) => p.status?.phase === "Running").map((p) => p.metadata.labels?.["app.kubernetes.io/name"]),
+        );
+        return (
+          ["auth", "controller-manager", "gateway", "network-manager", "webhook", "route"].every((c) =>
+            components.has(`liqo-${c}`),
+          ) && list
+        );
+      },
+      { timeoutMs: 180_000 },
+    );
     expect(pods.length).toBe(7); // auth ×2, one of each other Deployment, the route DaemonSet on the one node
   }, 600_000);
 
   test("version reports the installed server", async () => {
     const r = await liqoctl(["version", ...kube()]);
-    expect(r.stdout).toContain(`Server version: 0.1.0 (cluster rome, id ${(await client.get(Resources.namespaces, "kube-system")).metadata.uid})`);
+    expect(r.stdout).toContain(
+      `Server version: 0.1.0 (cluster rome, id ${(await client.get(Resources.namespaces, "kube-system")).metadata.uid})`,
+    );
   });
 
   test("a second install upgrades in place and keeps the identity", async () => {
-    const r = await liqoctl(["install", "generic", ...kube(), "--pod-cidr", podCIDR, "--cluster-name", "rome", "--timeout", "8m"]);
+    const r = await liqoctl([
+      "install",
+      "generic",
+      ...kube(),
+      "--pod-cidr",
+      podCIDR,
+      "--cluster-name",
+      "rome",
+      "--timeout",
+      "8m",
+    ]);
     expect(r.stderr).toContain("liqo upgraded in namespace liqo");
     expect(r.code).toBe(0);
   }, 600_000);
@@ -111,11 +192,18 @@ describe("liqoctl uninstall", () => {
   test("is refused while a ForeignCluster has a peering or a namespace is offloaded, naming each and the fix", async () => {
     await client.create(ForeignClusterResource, sampleForeignCluster() as KubeObject);
     await client.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });
-    await client.create(NamespaceOffloadingResource, { apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name: "offloading", namespace: "liqo-demo" }, spec: {} });
+    await client.create(NamespaceOffloadingResource, {
+      apiVersion: "offloading.liqo.io/v1alpha1",
+      kind: "NamespaceOffloading",
+      metadata: { name: "offloading", namespace: "liqo-demo" },
+      spec: {},
+    });
     const r = await liqoctl(["uninstall", ...kube()]);
     expect(r.stderr).toContain("liqo cannot be uninstalled while it is in use:");
     expect(r.stderr).toContain("ForeignCluster milan has an active peering: run liqoctl unpeer milan");
-    expect(r.stderr).toContain("namespace liqo-demo is offloaded (NamespaceOffloading liqo-demo/offloading): run liqoctl unoffload namespace liqo-demo");
+    expect(r.stderr).toContain(
+      "namespace liqo-demo is offloaded (NamespaceOffloading liqo-demo/offloading): run liqoctl unoffload namespace liqo-demo",
+    );
     expect(r.code).toBe(1);
     expect(await releaseStatus(helm, "liqo", { kubeconfig, namespace: "liqo" })).toBe("deployed");
     await client.delete(NamespaceOffloadingResource, "offloading", "liqo-demo");
@@ -128,23 +216,46 @@ describe("liqoctl uninstall", () => {
     expect(r.code).toBe(0);
     expect(await releaseStatus(helm, "liqo", { kubeconfig, namespace: "liqo" })).toBeUndefined();
     expect(await client.list(Resources.deployments, { namespace: "liqo" })).toMatchObject({ items: [] });
-    expect((await client.get<KubeObject & { data: Record<string, string> }>(Resources.configMaps, "liqo-clusterid-configmap", "liqo")).data.CLUSTER_NAME).toBe("rome");
+    expect(
+      (
+        await client.get<KubeObject & { data: Record<string, string> }>(
+          Resources.configMaps,
+          "liqo-clusterid-configmap",
+          "liqo",
+        )
+      ).data.CLUSTER_NAME,
+    ).toBe("rome");
   }, 600_000);
 
   test("--purge leaves no liqo CRD, namespace, cluster role or webhook behind", async () => {
     // What the auth service creates at run time (not Helm's) must go too.
-    await client.create(clusterRoles, { metadata: { name: "liqo-remote-peering-basic", labels: { "app.kubernetes.io/managed-by": "liqo-auth" } }, rules: [] } as KubeObject);
-    await client.create(Resources.namespaces, { metadata: { name: "liqo-tenant-milan-3f1c2a", labels: { "discovery.liqo.io/tenant-namespace": "true" } } });
+    await client.create(clusterRoles, {
+      metadata: { name: "liqo-remote-peering-basic", labels: { "app.kubernetes.io/managed-by": "liqo-auth" } },
+      rules: [],
+    } as KubeObject);
+    await client.create(Resources.namespaces, {
+      metadata: { name: "liqo-tenant-milan-3f1c2a", labels: { "discovery.liqo.io/tenant-namespace": "true" } },
+    });
     const r = await liqoctl(["uninstall", "--purge", ...kube(), "--timeout", "5m"]);
     expect(r.stderr).toContain("liqo purged");
     expect(r.code).toBe(0);
-    const crds = (await client.list<KubeObject & { spec: { group: string } }>(Resources.customResourceDefinitions)).items.filter((c) => c.spec.group.endsWith("liqo.io"));
+    const crds = (
+      await client.list<KubeObject & { spec: { group: string } }>(Resources.customResourceDefinitions)
+    ).items.filter((c) => c.spec.group.endsWith("liqo.io"));
     expect(crds.map((c) => c.metadata.name)).toEqual([]);
     const namespaces = (await client.list(Resources.namespaces)).items.map((n) => n.metadata.name!);
     expect(namespaces.filter((n) => n === "liqo" || n.startsWith("liqo-tenant-"))).toEqual([]);
     const roles = (await client.list(clusterRoles)).items.map((c) => c.metadata.name!);
     expect(roles.filter((n) => n.startsWith("liqo"))).toEqual([]);
-    const hooks = await run([join(helm, "../kubectl"), "--kubeconfig", kubeconfig, "get", "mutatingwebhookconfigurations", "-o", "name"]);
+    const hooks = await run([
+      join(helm, "../kubectl"),
+      "--kubeconfig",
+      kubeconfig,
+      "get",
+      "mutatingwebhookconfigurations",
+      "-o",
+      "name",
+    ]);
     expect(hooks.stdout).not.toContain("liqo");
   }, 600_000);
 });

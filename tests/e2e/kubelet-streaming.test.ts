@@ -30,31 +30,52 @@ beforeAll(async () => {
   const pki = rig.clusters[0]!.pki;
   api = await createKubeletApi({
     remote: client,
-    resolvePod: (ns, name) => (ns === NS && name === "nginx-virtual" ? { remoteNamespace: NS, remoteName: "nginx" } : undefined),
+    resolvePod: (ns, name) =>
+      ns === NS && name === "nginx-virtual" ? { remoteNamespace: NS, remoteName: "nginx" } : undefined,
     tls: { cert: readFileSync(pki.kwokServing.cert), key: readFileSync(pki.kwokServing.key) },
     auth: { clientCA: readFileSync(pki.ca.cert) },
-    host: "127.0.0.1", port: 0, nodeName: "liqo-self",
+    host: "127.0.0.1",
+    port: 0,
+    nodeName: "liqo-self",
     logger: createLogger({}, { level: "debug", write: (line) => logs.push(JSON.parse(line)) }),
   });
   vn = createVirtualNode({
-    local: client, remote: client, remoteClusterId: "id-self", remoteClusterName: "self", remoteClusterLabels: {},
-    resources: { cpu: "4", memory: "8Gi", pods: "110" }, nodeName: "liqo-self",
-    address: "127.0.0.1", kubeletPort: api.port, kubeletVersion: "v1.34.4-liqo",
+    local: client,
+    remote: client,
+    remoteClusterId: "id-self",
+    remoteClusterName: "self",
+    remoteClusterLabels: {},
+    resources: { cpu: "4", memory: "8Gi", pods: "110" },
+    nodeName: "liqo-self",
+    address: "127.0.0.1",
+    kubeletPort: api.port,
+    kubeletVersion: "v1.34.4-liqo",
   });
   await vn.start();
   await client.create(Resources.namespaces, { metadata: { name: NS } });
   await client.create(Resources.pods, {
     metadata: { name: "nginx", namespace: NS },
-    spec: { nodeName: rig.clusters[0]!.realNodeStates![0]!.name, containers: [{ name: "app", image: IMAGE, imagePullPolicy: "Never" }] },
+    spec: {
+      nodeName: rig.clusters[0]!.realNodeStates![0]!.name,
+      containers: [{ name: "app", image: IMAGE, imagePullPolicy: "Never" }],
+    },
   });
   // Bound straight to the virtual node: the API server sends its exec and port-forward to our kubelet API.
   await client.create(Resources.pods, {
     metadata: { name: "nginx-virtual", namespace: NS },
-    spec: { nodeName: "liqo-self", tolerations: [VIRTUAL_NODE_TOLERATION], containers: [{ name: "app", image: IMAGE }] },
+    spec: {
+      nodeName: "liqo-self",
+      tolerations: [VIRTUAL_NODE_TOLERATION],
+      containers: [{ name: "app", image: IMAGE }],
+    },
   });
   // kubectl port-forward wants a Running pod; pod reflection (not started here) would report it so.
   await client.mergePatch(Resources.pods, "nginx-virtual", NS, { status: { phase: "Running" } }, "status");
-  await waitFor("the real pod Running", async () => (await client.get<Pod>(Resources.pods, "nginx", NS)).status?.phase === "Running", { timeoutMs: 180_000 });
+  await waitFor(
+    "the real pod Running",
+    async () => (await client.get<Pod>(Resources.pods, "nginx", NS)).status?.phase === "Running",
+    { timeoutMs: 180_000 },
+  );
 }, 900_000);
 
 afterAll(async () => {
@@ -66,7 +87,9 @@ afterAll(async () => {
 /** kubectl with a deadline: a hang is a failure with what it printed so far, not a stuck suite. */
 async function kubectl(args: string[], stdin?: string, ms = 20_000) {
   const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", rig.clusters[0]!.kubeconfig, ...args], {
-    stdin: stdin === undefined ? "ignore" : new Blob([stdin]), stdout: "pipe", stderr: "pipe",
+    stdin: stdin === undefined ? "ignore" : new Blob([stdin]),
+    stdout: "pipe",
+    stderr: "pipe",
   });
   const timer = setTimeout(() => proc.kill(), ms);
   const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
@@ -91,7 +114,10 @@ describe("kubectl exec -i through the virtual kubelet", () => {
     // How the EOF travelled: kube-apiserver (translating kubectl's v5 WebSocket, or relaying its
     // SPDY) closes our stdin stream with an empty FIN frame; the remote API server took v5.
     expect(logs.find((l) => l.msg === "exec stdin ended")).toMatchObject({ by: "fin" });
-    expect(logs.find((l) => l.msg === "exec ended")).toMatchObject({ remoteProtocol: "v5.channel.k8s.io", stdinEnded: true });
+    expect(logs.find((l) => l.msg === "exec ended")).toMatchObject({
+      remoteProtocol: "v5.channel.k8s.io",
+      stdinEnded: true,
+    });
   }, 60_000);
 
   test("a larger input, all of it, then EOF", async () => {
@@ -104,10 +130,24 @@ describe("kubectl exec -i through the virtual kubelet", () => {
 
 /** `kubectl port-forward pod/<pod> :<port>`: resolves with the local port once kubectl forwards. */
 async function portForward(pod: string, port: number) {
-  const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", rig.clusters[0]!.kubeconfig, "port-forward", "-n", NS, `pod/${pod}`, `:${port}`], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(
+    [
+      join(rig.bin, "kubectl"),
+      "--kubeconfig",
+      rig.clusters[0]!.kubeconfig,
+      "port-forward",
+      "-n",
+      NS,
+      `pod/${pod}`,
+      `:${port}`,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
   let out = "";
   let err = "";
-  void (async () => { for await (const c of proc.stderr) err += new TextDecoder().decode(c); })();
+  void (async () => {
+    for await (const c of proc.stderr) err += new TextDecoder().decode(c);
+  })();
   const reader = proc.stdout.getReader();
   const deadline = Date.now() + 20_000;
   let local = 0;
@@ -123,8 +163,11 @@ async function portForward(pod: string, port: number) {
 describe("kubectl port-forward through the virtual kubelet", () => {
   test("HTTP requests to a forwarded port reach nginx in the remote pod, one after another and at once", async () => {
     // Each answer names its time and request ID: those two vary, the rest is the same.
-    const masked = (body: string) => body.replace(/^Date: .*$/m, "Date: -").replace(/^Request ID: .*$/m, "Request ID: -");
-    const expected = masked((await kubectl(["exec", "-n", NS, "nginx", "--", "curl", "-s", "http://127.0.0.1/"])).stdout);
+    const masked = (body: string) =>
+      body.replace(/^Date: .*$/m, "Date: -").replace(/^Request ID: .*$/m, "Request ID: -");
+    const expected = masked(
+      (await kubectl(["exec", "-n", NS, "nginx", "--", "curl", "-s", "http://127.0.0.1/"])).stdout,
+    );
     expect(expected.length).toBeGreaterThan(0);
     const pf = await portForward("nginx-virtual", 80);
     try {
@@ -148,10 +191,16 @@ describe("kubectl port-forward through the virtual kubelet", () => {
     try {
       expect({ local: pf.local > 0, stderr: pf.stderr() }).toEqual({ local: true, stderr: "" });
       const started = Date.now();
-      const answer = await fetch(`http://127.0.0.1:${pf.local}/`, { signal: AbortSignal.timeout(15_000) }).then((r) => `status ${r.status}`, (e: Error) => e.name);
+      const answer = await fetch(`http://127.0.0.1:${pf.local}/`, { signal: AbortSignal.timeout(15_000) }).then(
+        (r) => `status ${r.status}`,
+        (e: Error) => e.name,
+      );
       expect(answer).not.toBe("TimeoutError");
       expect(Date.now() - started).toBeLessThan(10_000);
-      await waitFor("kubectl reporting the refused port", () => /connection refused/.test(pf.stderr()), { timeoutMs: 10_000, describe: pf.stderr });
+      await waitFor("kubectl reporting the refused port", () => /connection refused/.test(pf.stderr()), {
+        timeoutMs: 10_000,
+        describe: pf.stderr,
+      });
     } finally {
       pf.proc.kill();
     }

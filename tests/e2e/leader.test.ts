@@ -21,29 +21,61 @@ const procs: Bun.Subprocess[] = [];
 let spawned = 0;
 
 // Output goes to files: an unread pipe would fill up and block a chatty process.
-interface Replica { proc: Bun.Subprocess; admin: string; log: string }
+interface Replica {
+  proc: Bun.Subprocess;
+  admin: string;
+  log: string;
+}
 type LeaderView = { enabled: boolean; leader: boolean; identity: string; holder?: string };
 type Lease = KubeObject & { spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string } };
 
 function run(extra: string[]): { proc: Bun.Subprocess; log: string } {
   mkdirSync(join(rig.dir, "logs"), { recursive: true });
   const log = join(rig.dir, "logs", `controller-manager-${++spawned}.log`);
-  const proc = Bun.spawn([process.execPath, liqo, "controller-manager", "--kubeconfig", rig.clusters[0]!.kubeconfig,
-    "--cluster-id", "11111111-2222-3333-4444-555555555555", "--cluster-name", "rome", "--liqo-namespace", ns,
-    "--controllers", "shadowpod", ...extra], { stdout: Bun.file(log), stderr: Bun.file(`${log}.err`), stdin: "ignore" });
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      liqo,
+      "controller-manager",
+      "--kubeconfig",
+      rig.clusters[0]!.kubeconfig,
+      "--cluster-id",
+      "11111111-2222-3333-4444-555555555555",
+      "--cluster-name",
+      "rome",
+      "--liqo-namespace",
+      ns,
+      "--controllers",
+      "shadowpod",
+      ...extra,
+    ],
+    { stdout: Bun.file(log), stderr: Bun.file(`${log}.err`), stdin: "ignore" },
+  );
   procs.push(proc);
   return { proc, log };
 }
 
 async function start(extra: string[] = []): Promise<Replica> {
   const port = await freePort();
-  const { proc, log } = run(["--leader-elect", "--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s",
-    "--leader-elect-retry-period", "1s", `--admin-address=127.0.0.1:${port}`, ...extra]);
+  const { proc, log } = run([
+    "--leader-elect",
+    "--leader-elect-lease-duration",
+    "6s",
+    "--leader-elect-renew-deadline",
+    "4s",
+    "--leader-elect-retry-period",
+    "1s",
+    `--admin-address=127.0.0.1:${port}`,
+    ...extra,
+  ]);
   return { proc, log, admin: `http://127.0.0.1:${port}` };
 }
 
 async function view(r: Replica): Promise<LeaderView | undefined> {
-  return fetch(`${r.admin}/views/leader`, { signal: AbortSignal.timeout(3000) }).then((res) => res.ok ? res.json() as Promise<LeaderView> : undefined, () => undefined);
+  return fetch(`${r.admin}/views/leader`, { signal: AbortSignal.timeout(3000) }).then(
+    (res) => (res.ok ? (res.json() as Promise<LeaderView>) : undefined),
+    () => undefined,
+  );
 }
 
 async function controllers(r: Replica): Promise<{ name: string; state: string }[]> {
@@ -71,19 +103,35 @@ describe("controller-manager leader election", () => {
   test("of two replicas one leads and runs the controllers, the other stands by and is ready", async () => {
     a = await start();
     b = await start();
-    const views = await waitFor("one replica to lead", async () => {
-      const [va, vb] = [await view(a), await view(b)];
-      return va && vb && va.leader !== vb.leader && [va, vb] as const;
-    }, { timeoutMs: 120_000 });
+    const views = await waitFor(
+      "one replica to lead",
+      async () => {
+        const [va, vb] = [await view(a), await view(b)];
+        return va && vb && va.leader !== vb.leader && ([va, vb] as const);
+      },
+      { timeoutMs: 120_000 },
+    );
     [leader, standby] = views[0].leader ? [a, b] : [b, a];
     const leaderView = views[0].leader ? views[0] : views[1];
     const lease = await client.get<Lease>(Resources.leases, LEASE, ns);
     expect(lease.spec?.holderIdentity).toBe(leaderView.identity);
     expect(lease.spec?.leaseDurationSeconds).toBe(6);
-    await waitFor("the leader's controllers to run", async () => (await controllers(leader)).every((c) => c.state === "running"), { timeoutMs: 120_000 });
+    await waitFor(
+      "the leader's controllers to run",
+      async () => (await controllers(leader)).every((c) => c.state === "running"),
+      { timeoutMs: 120_000 },
+    );
     expect((await controllers(standby)).map((c) => c.state)).toEqual(["standby"]);
     for (const r of [leader, standby]) {
-      await waitFor("/readyz to answer 200", () => fetch(`${r.admin}/readyz`).then((res) => res.ok, () => false), { timeoutMs: 60_000 });
+      await waitFor(
+        "/readyz to answer 200",
+        () =>
+          fetch(`${r.admin}/readyz`).then(
+            (res) => res.ok,
+            () => false,
+          ),
+        { timeoutMs: 60_000 },
+      );
     }
   }, 300_000);
 
@@ -92,17 +140,28 @@ describe("controller-manager leader election", () => {
     leader.proc.kill("SIGKILL"); // no release: the standby must wait for the record to expire
     await leader.proc.exited;
     const killedAt = Date.now();
-    const took = await waitFor("the standby to take over", async () => (await view(standby))?.leader && Date.now() - killedAt, { timeoutMs: 120_000 });
+    const took = await waitFor(
+      "the standby to take over",
+      async () => (await view(standby))?.leader && Date.now() - killedAt,
+      { timeoutMs: 120_000 },
+    );
     console.log(`takeover after SIGKILL: ${took} ms (lease duration 6000 ms, retry period 1000 ms)`);
     const lease = await client.get<Lease>(Resources.leases, LEASE, ns);
     expect(lease.spec?.holderIdentity).toBe((await view(standby))!.identity);
     expect(lease.spec?.holderIdentity).not.toBe(before);
-    await waitFor("the new leader's controllers to run", async () => (await controllers(standby)).every((c) => c.state === "running"), { timeoutMs: 120_000 });
+    await waitFor(
+      "the new leader's controllers to run",
+      async () => (await controllers(standby)).every((c) => c.state === "running"),
+      { timeoutMs: 120_000 },
+    );
   }, 300_000);
 
   test("a leader whose Lease is taken steps down and exits", async () => {
     const lease = await client.get<Lease>(Resources.leases, LEASE, ns);
-    await client.replace(Resources.leases, { ...lease, spec: { ...lease.spec, holderIdentity: "intruder", leaseDurationSeconds: 3600 } });
+    await client.replace(Resources.leases, {
+      ...lease,
+      spec: { ...lease.spec, holderIdentity: "intruder", leaseDurationSeconds: 3600 },
+    });
     const code = await standby.proc.exited;
     expect(code).not.toBe(0);
     expect(readFileSync(`${standby.log}.err`, "utf8")).toContain("leader election lost");
@@ -116,16 +175,26 @@ describe("controller-manager leader election", () => {
     const first = await start(long);
     await waitFor("the first to lead", async () => (await view(first))?.leader, { timeoutMs: 120_000 });
     const second = await start(long);
-    await waitFor("the second to be up as standby", async () => (await view(second))?.leader === false, { timeoutMs: 120_000 });
+    await waitFor("the second to be up as standby", async () => (await view(second))?.leader === false, {
+      timeoutMs: 120_000,
+    });
     first.proc.kill("SIGTERM");
     expect(await first.proc.exited).toBe(0);
-    await waitFor("the second to lead after the release", async () => (await view(second))?.leader, { timeoutMs: 60_000 });
+    await waitFor("the second to lead after the release", async () => (await view(second))?.leader, {
+      timeoutMs: 60_000,
+    });
   }, 300_000);
 
   test("bad leader election flags fail before anything starts, naming the flag", async () => {
     const cases: [string[], RegExp][] = [
-      [["--leader-elect", "--leader-elect-lease-duration", "ten"], /--leader-elect-lease-duration "ten" is not a duration/],
-      [["--leader-elect", "--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "10s"], /renew-deadline .* must be shorter than --leader-elect-lease-duration/],
+      [
+        ["--leader-elect", "--leader-elect-lease-duration", "ten"],
+        /--leader-elect-lease-duration "ten" is not a duration/,
+      ],
+      [
+        ["--leader-elect", "--leader-elect-lease-duration", "5s", "--leader-elect-renew-deadline", "10s"],
+        /renew-deadline .* must be shorter than --leader-elect-lease-duration/,
+      ],
       [["--leader-elect", "--leader-elect-retry-period", "0s"], /retry-period .* must be positive/],
     ];
     for (const [flags, message] of cases) {

@@ -3,15 +3,26 @@
 // against rome; one NamespaceMap controller per peer creates twin namespaces in milan or naples.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
-  ForeignClusterResource, NamespaceMapResource, NamespaceOffloadingResource, installCrds,
-  type NamespaceMap, type NamespaceOffloading,
+  ForeignClusterResource,
+  NamespaceMapResource,
+  NamespaceOffloadingResource,
+  installCrds,
+  type NamespaceMap,
+  type NamespaceOffloading,
 } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import {
-  createNamespaceMapController, createNamespaceOffloadingController, NAMESPACE_MAP_FINALIZER, NAMESPACE_OFFLOADING_FINALIZER,
-  ENFORCED_STRATEGY_ANNOTATION, remoteNamespaceName, tenantNamespaceName, uniqueName,
-  type NamespaceMapController, type NamespaceOffloadingController,
+  createNamespaceMapController,
+  createNamespaceOffloadingController,
+  NAMESPACE_MAP_FINALIZER,
+  NAMESPACE_OFFLOADING_FINALIZER,
+  ENFORCED_STRATEGY_ANNOTATION,
+  remoteNamespaceName,
+  tenantNamespaceName,
+  uniqueName,
+  type NamespaceMapController,
+  type NamespaceOffloadingController,
 } from "../../core/offloading/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
@@ -40,7 +51,11 @@ function startControllers() {
   for (const p of ["milan", "naples"] as const) {
     enginePairs[p].clear();
     mapCtl[p] = createNamespaceMapController({
-      local: rome, remote: remote[p], localClusterId: rome_.clusterID, remoteClusterId: peers[p].identity.clusterID, remoteClusterName: p,
+      local: rome,
+      remote: remote[p],
+      localClusterId: rome_.clusterID,
+      remoteClusterId: peers[p].identity.clusterID,
+      remoteClusterName: p,
       addPair: (pair) => void enginePairs[p].set(pair.localNamespace, pair.remoteNamespace),
       removePair: (ns) => void enginePairs[p].delete(ns),
     });
@@ -50,21 +65,38 @@ function startControllers() {
 const stopControllers = () => Promise.all([offloadingCtl.stop(), mapCtl.milan.stop(), mapCtl.naples.stop()]);
 
 async function offload(namespace: string, spec: Record<string, unknown>, name = "offloading") {
-  if (!(await rome.find(Resources.namespaces, namespace))) await rome.create(Resources.namespaces, { metadata: { name: namespace } });
-  await rome.create(NamespaceOffloadingResource, { apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name, namespace }, spec });
+  if (!(await rome.find(Resources.namespaces, namespace)))
+    await rome.create(Resources.namespaces, { metadata: { name: namespace } });
+  await rome.create(NamespaceOffloadingResource, {
+    apiVersion: "offloading.liqo.io/v1alpha1",
+    kind: "NamespaceOffloading",
+    metadata: { name, namespace },
+    spec,
+  });
 }
-const getOffloading = (namespace: string, name = "offloading") => rome.find<Offloading>(NamespaceOffloadingResource, name, namespace);
-const region = (r: string) => ({ nodeSelectorTerms: [{ matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: [r] }] }] });
+const getOffloading = (namespace: string, name = "offloading") =>
+  rome.find<Offloading>(NamespaceOffloadingResource, name, namespace);
+const region = (r: string) => ({
+  nodeSelectorTerms: [{ matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: [r] }] }],
+});
 
 async function waitPhase(namespace: string, phase: string, timeoutMs = 90_000) {
-  return waitFor(`NamespaceOffloading ${namespace}/offloading to be ${phase}`, async () => {
-    const o = await getOffloading(namespace);
-    return o?.status?.offloadingPhase === phase && o.status.observedGeneration === o.metadata.generation ? o : undefined;
-  }, { timeoutMs, describe: async () => (await getOffloading(namespace))?.status });
+  return waitFor(
+    `NamespaceOffloading ${namespace}/offloading to be ${phase}`,
+    async () => {
+      const o = await getOffloading(namespace);
+      return o?.status?.offloadingPhase === phase && o.status.observedGeneration === o.metadata.generation
+        ? o
+        : undefined;
+    },
+    { timeoutMs, describe: async () => (await getOffloading(namespace))?.status },
+  );
 }
-const condition = (o: Offloading, p: Peer, type: string) => o.status?.remoteNamespacesConditions?.[mapName(p)]?.find((c) => c.type === type);
+const condition = (o: Offloading, p: Peer, type: string) =>
+  o.status?.remoteNamespacesConditions?.[mapName(p)]?.find((c) => c.type === type);
 const twin = (p: Peer, name: string) => remote[p].find(Resources.namespaces, name);
-const waitTwinGone = (p: Peer, name: string) => waitFor(`namespace ${name} to be gone from ${p}`, async () => !(await twin(p, name)), { timeoutMs: 120_000 });
+const waitTwinGone = (p: Peer, name: string) =>
+  waitFor(`namespace ${name} to be gone from ${p}`, async () => !(await twin(p, name)), { timeoutMs: 120_000 });
 const getMap = (p: Peer) => rome.get<NsMap>(NamespaceMapResource, mapName(p), tenant(p));
 
 async function eventsFor(namespace: string, name: string) {
@@ -83,14 +115,29 @@ beforeAll(async () => {
     // What peering leaves behind: the tenant namespace, the ForeignCluster and the virtual node.
     await rome.create(Resources.namespaces, { metadata: { name: tenant(p) } });
     await rome.create(ForeignClusterResource, {
-      apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: p },
+      apiVersion: "discovery.liqo.io/v1alpha1",
+      kind: "ForeignCluster",
+      metadata: { name: p },
       spec: { clusterIdentity: identity, foreignAuthUrl: `https://auth.${p}.example.com:443` },
     });
-    await rome.mergePatch(ForeignClusterResource, p, undefined, { status: { tenantNamespace: { local: tenant(p) } } }, "status");
+    await rome.mergePatch(
+      ForeignClusterResource,
+      p,
+      undefined,
+      { status: { tenantNamespace: { local: tenant(p) } } },
+      "status",
+    );
     await rome.create(Resources.nodes, {
-      apiVersion: "v1", kind: "Node",
-      metadata: { name: `liqo-${p}`, labels: {
-        "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": identity.clusterID, "topology.liqo.io/region": peers[p].region } },
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: {
+        name: `liqo-${p}`,
+        labels: {
+          "liqo.io/type": "virtual-node",
+          "liqo.io/remote-cluster-id": identity.clusterID,
+          "topology.liqo.io/region": peers[p].region,
+        },
+      },
       spec: { taints: [{ key: "virtual-node.liqo.io/not-allowed", value: "true", effect: "NoExecute" }] },
     });
   }
@@ -113,7 +160,11 @@ describe("offloading a namespace", () => {
     expect(o.metadata.finalizers).toContain(NAMESPACE_OFFLOADING_FINALIZER);
     for (const p of ["milan", "naples"] as const) {
       expect(condition(o, p, "OffloadingRequired")).toMatchObject({ status: "True", reason: "ClusterSelected" });
-      expect(condition(o, p, "Ready")).toMatchObject({ status: "True", reason: "RemoteNamespaceCreated", message: "Namespace correctly offloaded on this cluster" });
+      expect(condition(o, p, "Ready")).toMatchObject({
+        status: "True",
+        reason: "RemoteNamespaceCreated",
+        message: "Namespace correctly offloaded on this cluster",
+      });
       const ns = (await twin(p, name))!;
       expect(ns.metadata.labels?.["liqo.io/remote-cluster-id"]).toBe(rome_.clusterID);
       expect(ns.metadata.annotations?.["liqo.io/original-name"]).toBe("shop");
@@ -136,15 +187,22 @@ describe("offloading a namespace", () => {
     expect(o.status!.remoteNamespaceName).toBe("north-app");
     expect(await twin("milan", "north-app")).toBeDefined();
     expect(await twin("naples", "north-app")).toBeUndefined();
-    expect(o.status!.remoteNamespacesConditions![mapName("naples")]).toEqual([expect.objectContaining({
-      type: "OffloadingRequired", status: "False", reason: "ClusterNotSelected",
-      message: "You have not selected this cluster through ClusterSelector fields" })]);
+    expect(o.status!.remoteNamespacesConditions![mapName("naples")]).toEqual([
+      expect.objectContaining({
+        type: "OffloadingRequired",
+        status: "False",
+        reason: "ClusterNotSelected",
+        message: "You have not selected this cluster through ClusterSelector fields",
+      }),
+    ]);
     expect(enginePairs.milan.get("north-app")).toBe("north-app");
     expect(enginePairs.naples.has("north-app")).toBe(false);
   });
 
   test("changing the selector moves the twin: created in naples, removed from milan", async () => {
-    await rome.mergePatch(NamespaceOffloadingResource, "offloading", "north-app", { spec: { clusterSelector: region("south") } });
+    await rome.mergePatch(NamespaceOffloadingResource, "offloading", "north-app", {
+      spec: { clusterSelector: region("south") },
+    });
     await waitFor("the twin in naples", () => twin("naples", "north-app"));
     await waitTwinGone("milan", "north-app");
     const o = await waitFor("milan's conditions to settle", async () => {
@@ -154,7 +212,10 @@ describe("offloading a namespace", () => {
     expect(condition(o, "milan", "OffloadingRequired")?.reason).toBe("ClusterNotSelected");
     expect(condition(o, "naples", "Ready")?.reason).toBe("RemoteNamespaceCreated");
     expect((await getMap("milan")).status?.currentMapping?.["north-app"]).toBeUndefined();
-    await waitFor("the engine pairs to follow", () => enginePairs.naples.get("north-app") === "north-app" && !enginePairs.milan.has("north-app"));
+    await waitFor(
+      "the engine pairs to follow",
+      () => enginePairs.naples.get("north-app") === "north-app" && !enginePairs.milan.has("north-app"),
+    );
   });
 
   test("a selector matching no cluster is NoClusterSelected; the Local strategy leaves the namespace unlabelled", async () => {
@@ -164,19 +225,26 @@ describe("offloading a namespace", () => {
       expect(o.status!.remoteNamespacesConditions![mapName(p)]!.map((c) => c.reason)).toEqual(["ClusterNotSelected"]);
       expect(await twin(p, o.status!.remoteNamespaceName!)).toBeUndefined();
     }
-    expect((await rome.get(Resources.namespaces, "west-app")).metadata.labels?.["liqo.io/scheduling-enabled"]).toBeUndefined();
+    expect(
+      (await rome.get(Resources.namespaces, "west-app")).metadata.labels?.["liqo.io/scheduling-enabled"],
+    ).toBeUndefined();
   });
 });
 
 describe("conflicts and removal", () => {
   test("a namespace someone else made in naples is not adopted: SomeFailed with CreationLoopBackOff", async () => {
-    await remote.naples.create(Resources.namespaces, { metadata: { name: "clash", labels: { owner: "someone-else" } } });
+    await remote.naples.create(Resources.namespaces, {
+      metadata: { name: "clash", labels: { owner: "someone-else" } },
+    });
     await offload("clash", { namespaceMappingStrategy: "EnforceSameName" });
     const o = await waitPhase("clash", "SomeFailed");
     expect(condition(o, "milan", "Ready")?.reason).toBe("RemoteNamespaceCreated");
     expect(condition(o, "naples", "Ready")).toMatchObject({ status: "False", reason: "CreationLoopBackOff" });
     expect(condition(o, "naples", "Ready")?.message).toContain(`NamespaceMap ${tenant("naples")}/${mapName("naples")}`);
-    expect((await getMap("naples")).status?.currentMapping?.clash).toEqual({ remoteNamespace: "clash", phase: "CreationLoopBackOff" });
+    expect((await getMap("naples")).status?.currentMapping?.clash).toEqual({
+      remoteNamespace: "clash",
+      phase: "CreationLoopBackOff",
+    });
     const foreign = (await twin("naples", "clash"))!;
     expect(foreign.metadata.annotations?.["liqo.io/managed-by-namespace-map"]).toBeUndefined();
     expect(foreign.metadata.labels?.["liqo.io/remote-cluster-id"]).toBeUndefined();
@@ -190,7 +258,9 @@ describe("conflicts and removal", () => {
 
   test("deleting the NamespaceOffloading removes our twins, leaves the foreign namespace, then releases the finalizer", async () => {
     await rome.delete(NamespaceOffloadingResource, "offloading", "clash");
-    await waitFor("the NamespaceOffloading to be gone", async () => !(await getOffloading("clash")), { timeoutMs: 120_000 });
+    await waitFor("the NamespaceOffloading to be gone", async () => !(await getOffloading("clash")), {
+      timeoutMs: 120_000,
+    });
     expect(await twin("milan", "clash")).toBeUndefined();
     expect((await twin("naples", "clash"))?.metadata.labels?.owner).toBe("someone-else");
     for (const p of ["milan", "naples"] as const) {
@@ -199,7 +269,9 @@ describe("conflicts and removal", () => {
       expect(nm.status?.currentMapping?.clash).toBeUndefined();
       expect(enginePairs[p].has("clash")).toBe(false);
     }
-    expect((await rome.get(Resources.namespaces, "clash")).metadata.labels?.["liqo.io/scheduling-enabled"]).toBeUndefined();
+    expect(
+      (await rome.get(Resources.namespaces, "clash")).metadata.labels?.["liqo.io/scheduling-enabled"],
+    ).toBeUndefined();
   });
 
   test("once the foreign namespace goes, the retried mapping creates our twin and turns Ready", async () => {
@@ -216,7 +288,9 @@ describe("conflicts and removal", () => {
     await rome.delete(Resources.namespaces, "shop");
     await waitTwinGone("milan", name);
     await waitTwinGone("naples", name);
-    await waitFor("the local namespace to be gone", async () => !(await rome.find(Resources.namespaces, "shop")), { timeoutMs: 300_000 });
+    await waitFor("the local namespace to be gone", async () => !(await rome.find(Resources.namespaces, "shop")), {
+      timeoutMs: 300_000,
+    });
     expect(enginePairs.milan.has("shop") || enginePairs.naples.has("shop")).toBe(false);
   });
 });
@@ -229,16 +303,29 @@ describe("wrong input is reported, not fatal", () => {
       return x?.status?.offloadingPhase ? x : undefined;
     });
     expect(o.status!.offloadingPhase).toBe("NoClusterSelected");
-    expect(o.status!.remoteNamespacesConditions![mapName("milan")]![0]).toMatchObject({ status: "False", reason: "InvalidName" });
+    expect(o.status!.remoteNamespacesConditions![mapName("milan")]![0]).toMatchObject({
+      status: "False",
+      reason: "InvalidName",
+    });
     expect(o.metadata.finalizers ?? []).not.toContain(NAMESPACE_OFFLOADING_FINALIZER);
-    const event = await waitFor("an InvalidName event", async () => (await eventsFor("typo", "offload-me")).find((e) => e.reason === "InvalidName"));
+    const event = await waitFor("an InvalidName event", async () =>
+      (await eventsFor("typo", "offload-me")).find((e) => e.reason === "InvalidName"),
+    );
     expect(event.message).toContain('only the one named "offloading"');
     expect((await getMap("milan")).spec?.desiredMapping?.typo).toBeUndefined();
   });
 
   test("an invalid selector is reported with the field and changes nothing until fixed", async () => {
-    await offload("badsel", { clusterSelector: { nodeSelectorTerms: [{ matchExpressions: [{ key: "topology.liqo.io/region", operator: "Gt", values: ["many"] }] }] } });
-    const event = await waitFor("an Invalid event", async () => (await eventsFor("badsel", "offloading")).find((e) => e.reason === "Invalid"));
+    await offload("badsel", {
+      clusterSelector: {
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: "topology.liqo.io/region", operator: "Gt", values: ["many"] }] },
+        ],
+      },
+    });
+    const event = await waitFor("an Invalid event", async () =>
+      (await eventsFor("badsel", "offloading")).find((e) => e.reason === "Invalid"),
+    );
     expect(event.message).toContain("spec.clusterSelector.nodeSelectorTerms[0].matchExpressions[0]");
     expect(event.message).toContain("operator Gt needs exactly one integer value");
     const o = (await getOffloading("badsel"))!;
@@ -247,14 +334,18 @@ describe("wrong input is reported, not fatal", () => {
     expect(o.status!.observedGeneration).toBeUndefined();
     expect((await getMap("milan")).spec?.desiredMapping?.badsel).toBeUndefined();
 
-    await rome.mergePatch(NamespaceOffloadingResource, "offloading", "badsel", { spec: { clusterSelector: region("north") } });
+    await rome.mergePatch(NamespaceOffloadingResource, "offloading", "badsel", {
+      spec: { clusterSelector: region("north") },
+    });
     await waitPhase("badsel", "Ready");
   });
 
   test("a namespace too long for a DefaultName twin is reported as invalid", async () => {
     const long = `n${"x".repeat(55)}`;
     await offload(long, {});
-    const event = await waitFor("an Invalid event", async () => (await eventsFor(long, "offloading")).find((e) => e.reason === "Invalid"));
+    const event = await waitFor("an Invalid event", async () =>
+      (await eventsFor(long, "offloading")).find((e) => e.reason === "Invalid"),
+    );
     expect(event.message).toContain("more than the 63");
     expect(event.message).toContain("use a shorter namespace name");
   });
@@ -273,8 +364,13 @@ describe("crash safety", () => {
     await startControllers();
     await waitPhase("restart-app", "Ready");
     const name = remoteNamespaceName("restart-app", "DefaultName", rome_);
-    await waitFor("the new controllers to rebuild the engine pairs", () =>
-      enginePairs.milan.get("restart-app") === name && enginePairs.naples.get("restart-app") === name && enginePairs.naples.get("clash") === "clash");
+    await waitFor(
+      "the new controllers to rebuild the engine pairs",
+      () =>
+        enginePairs.milan.get("restart-app") === name &&
+        enginePairs.naples.get("restart-app") === name &&
+        enginePairs.naples.get("clash") === "clash",
+    );
 
     await offloadingCtl.idle();
     const before = (await getOffloading("restart-app"))!.metadata.resourceVersion;
@@ -288,27 +384,40 @@ describe("crash safety", () => {
 
 describe("tightening the pod offloading strategy", () => {
   const ns = "tighten";
-  const podOn = (name: string, nodeName: string) => rome.create(Resources.pods, {
-    metadata: { name, namespace: ns },
-    spec: {
-      nodeName, containers: [{ name: "c", image: "nginx" }],
-      tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }],
-    },
-  });
-  const evicted = (name: string) => waitFor(`pod ${ns}/${name} to be evicted`, async () => {
-    const pod = await rome.find(Resources.pods, name, ns);
-    return !pod || pod.metadata.deletionTimestamp !== undefined;
-  }, { timeoutMs: 90_000 });
+  const podOn = (name: string, nodeName: string) =>
+    rome.create(Resources.pods, {
+      metadata: { name, namespace: ns },
+      spec: {
+        nodeName,
+        containers: [{ name: "c", image: "nginx" }],
+        tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }],
+      },
+    });
+  const evicted = (name: string) =>
+    waitFor(
+      `pod ${ns}/${name} to be evicted`,
+      async () => {
+        const pod = await rome.find(Resources.pods, name, ns);
+        return !pod || pod.metadata.deletionTimestamp !== undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
   const stillThere = async (name: string) => {
     const pod = await rome.find(Resources.pods, name, ns);
     expect(pod).toBeDefined();
     expect(pod!.metadata.deletionTimestamp).toBeUndefined();
   };
-  const enforced = (strategy: string) => waitFor(`strategy ${strategy} to be enforced`, async () =>
-    (await getOffloading(ns))?.metadata.annotations?.[ENFORCED_STRATEGY_ANNOTATION] === strategy, { timeoutMs: 90_000 });
+  const enforced = (strategy: string) =>
+    waitFor(
+      `strategy ${strategy} to be enforced`,
+      async () => (await getOffloading(ns))?.metadata.annotations?.[ENFORCED_STRATEGY_ANNOTATION] === strategy,
+      { timeoutMs: 90_000 },
+    );
 
   test("the first offloading evicts nothing: pods that predate it stay", async () => {
-    const physical = (await rome.list(Resources.nodes)).items.find((n) => n.metadata.labels?.["liqo.io/type"] !== "virtual-node")!.metadata.name!;
+    const physical = (await rome.list(Resources.nodes)).items.find(
+      (n) => n.metadata.labels?.["liqo.io/type"] !== "virtual-node",
+    )!.metadata.name!;
     await rome.create(Resources.namespaces, { metadata: { name: ns } });
     await podOn("on-virtual", "liqo-milan");
     await podOn("on-physical", physical);
@@ -320,7 +429,9 @@ describe("tightening the pod offloading strategy", () => {
   });
 
   test("LocalAndRemote → Local evicts the pod on the virtual node, with an Event saying why; physical pods stay", async () => {
-    await rome.mergePatch(NamespaceOffloadingResource, "offloading", ns, { spec: { podOffloadingStrategy: "LocalAndRemote" } });
+    await rome.mergePatch(NamespaceOffloadingResource, "offloading", ns, {
+      spec: { podOffloadingStrategy: "LocalAndRemote" },
+    });
     await enforced("LocalAndRemote");
     await stillThere("on-virtual");
     await stillThere("on-physical");
@@ -329,10 +440,17 @@ describe("tightening the pod offloading strategy", () => {
     await enforced("Local");
     await stillThere("on-physical");
     const event = await waitFor("an EvictedByOffloadingStrategy Event", async () =>
-      (await eventsFor(ns, "on-virtual")).find((e) => e.reason === "EvictedByOffloadingStrategy"));
+      (await eventsFor(ns, "on-virtual")).find((e) => e.reason === "EvictedByOffloadingStrategy"),
+    );
     expect(event.message).toContain("virtual node liqo-milan");
     expect(event.message).toContain("from LocalAndRemote to Local");
-    expect((await waitFor("a PodsEvicted Event", async () => (await eventsFor(ns, "offloading")).find((e) => e.reason === "PodsEvicted"))).message).toContain("on-virtual");
+    expect(
+      (
+        await waitFor("a PodsEvicted Event", async () =>
+          (await eventsFor(ns, "offloading")).find((e) => e.reason === "PodsEvicted"),
+        )
+      ).message,
+    ).toContain("on-virtual");
   });
 
   test("→ Remote evicts the pods on physical nodes", async () => {

@@ -9,18 +9,38 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { installCrds } from "../../core/apis/crds.ts";
-import { IpamStorageResource, NatMappingResource, NetworkConfigResource, TunnelEndpointResource, type IpamStorage, type NatMapping, type NetworkConfig, type TunnelEndpoint } from "../../core/apis/index.ts";
+import {
+  IpamStorageResource,
+  NatMappingResource,
+  NetworkConfigResource,
+  TunnelEndpointResource,
+  type IpamStorage,
+  type NatMapping,
+  type NetworkConfig,
+  type TunnelEndpoint,
+} from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createLogger } from "../../core/log.ts";
 import { contains, parseCidr, parseIpv4, restoreIpam } from "../../netfabric/ipam/index.ts";
-import { createIpamStore, createIpTranslator, createNetworkManager, snapshotFromIpamSpec, type NetworkManager, type Peer } from "../../netfabric/manager/index.ts";
+import {
+  createIpamStore,
+  createIpTranslator,
+  createNetworkManager,
+  snapshotFromIpamSpec,
+  type NetworkManager,
+  type Peer,
+} from "../../netfabric/manager/index.ts";
 import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 
 const root = resolve(import.meta.dir, "../..");
-const ID = { rome: "5a1e7c1e-rome-4000-8000-000000000001", milan: "5a1e7c1e-milan-4000-8000-000000000002", venice: "5a1e7c1e-venice-4000-8000-000000000003" };
+const ID = {
+  rome: "5a1e7c1e-rome-4000-8000-000000000001",
+  milan: "5a1e7c1e-milan-4000-8000-000000000002",
+  venice: "5a1e7c1e-venice-4000-8000-000000000003",
+};
 const TENANT = { rome: "liqo-tenant-milan", milan: "liqo-tenant-rome" }; // in each cluster, the namespace of its peer
 const GATEWAY = { rome: "172.18.0.2:5871", milan: "172.18.0.3:5871" };
 const EXTERNAL = "10.210.0.0/16";
@@ -37,10 +57,15 @@ let milanManager: NetworkManager;
 const keys = { rome: generateKeyPair(), milan: generateKeyPair() };
 
 const romePeersFile = () => join(dir, "rome-peers.yaml");
-const peerYaml = (peers: Peer[]) => `peers:\n${peers.map((p) => `- {remoteClusterId: ${p.remoteClusterId}, remoteClusterName: ${p.remoteClusterName}, tenantNamespace: ${p.tenantNamespace}}\n`).join("")}`;
+const peerYaml = (peers: Peer[]) =>
+  `peers:\n${peers.map((p) => `- {remoteClusterId: ${p.remoteClusterId}, remoteClusterName: ${p.remoteClusterName}, tenantNamespace: ${p.tenantNamespace}}\n`).join("")}`;
 const milanPeer: Peer = { remoteClusterId: ID.milan, remoteClusterName: "milan", tenantNamespace: TENANT.rome };
 const romePeer: Peer = { remoteClusterId: ID.rome, remoteClusterName: "rome", tenantNamespace: TENANT.milan };
-const venicePeer: Peer = { remoteClusterId: ID.venice, remoteClusterName: "venice", tenantNamespace: "liqo-tenant-venice" };
+const venicePeer: Peer = {
+  remoteClusterId: ID.venice,
+  remoteClusterName: "venice",
+  tenantNamespace: "liqo-tenant-venice",
+};
 
 async function drain(stream: ReadableStream<Uint8Array>) {
   const decoder = new TextDecoder();
@@ -49,17 +74,39 @@ async function drain(stream: ReadableStream<Uint8Array>) {
 
 async function startRome(): Promise<void> {
   output = "";
-  proc = Bun.spawn([
-    join(root, "node_modules/.bin/bun"), "cli/liqo.ts", "network-manager",
-    "--kubeconfig", rig.clusters[0]!.kubeconfig, "--liqo-namespace", "liqo",
-    "--pod-cidr", rig.clusters[0]!.podCIDR, "--service-cidr", rig.clusters[0]!.serviceCIDR, "--external-cidr", EXTERNAL,
-    "--gateway-endpoint", GATEWAY.rome, "--peers-file", romePeersFile(), "--admin-address", "127.0.0.1:0",
-  ], { cwd: root, stdout: "pipe", stderr: "pipe" });
+  proc = Bun.spawn(
+    [
+      join(root, "node_modules/.bin/bun"),
+      "cli/liqo.ts",
+      "network-manager",
+      "--kubeconfig",
+      rig.clusters[0]!.kubeconfig,
+      "--liqo-namespace",
+      "liqo",
+      "--pod-cidr",
+      rig.clusters[0]!.podCIDR,
+      "--service-cidr",
+      rig.clusters[0]!.serviceCIDR,
+      "--external-cidr",
+      EXTERNAL,
+      "--gateway-endpoint",
+      GATEWAY.rome,
+      "--peers-file",
+      romePeersFile(),
+      "--admin-address",
+      "127.0.0.1:0",
+    ],
+    { cwd: root, stdout: "pipe", stderr: "pipe" },
+  );
   void drain(proc.stdout as ReadableStream<Uint8Array>);
   void drain(proc.stderr as ReadableStream<Uint8Array>);
-  const started = await waitFor("rome's network manager to print its admin URL or exit", () =>
-    proc!.exitCode !== null ? { exited: proc!.exitCode } : /admin API on (http:\/\/\S+)/.exec(output)?.[1], { timeoutMs: 180_000 });
-  if (typeof started !== "string") throw new Error(`liqo network-manager exited with ${started.exited}: ${output.slice(-2000)}`);
+  const started = await waitFor(
+    "rome's network manager to print its admin URL or exit",
+    () => (proc!.exitCode !== null ? { exited: proc!.exitCode } : /admin API on (http:\/\/\S+)/.exec(output)?.[1]),
+    { timeoutMs: 180_000 },
+  );
+  if (typeof started !== "string")
+    throw new Error(`liqo network-manager exited with ${started.exited}: ${output.slice(-2000)}`);
   url = started;
 }
 
@@ -73,13 +120,15 @@ async function stopRome() {
 const view = async <T = any>(name: string): Promise<T> => (await fetch(`${url}/views/${name}`)).json() as Promise<T>;
 
 async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+  if (!(await client.find(Resources.namespaces, name)))
+    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 /** The gateway's key Secret, as Liqo's WireGuard driver creates it. */
 async function keySecret(client: KubeClient, publicKey: string, privateKey: string) {
   await client.create(Resources.secrets, {
-    apiVersion: "v1", kind: "Secret",
+    apiVersion: "v1",
+    kind: "Secret",
     metadata: { name: "wireguard-pubkey", namespace: "liqo", labels: { "net.liqo.io/key": "wireguard" } },
     stringData: { publicKey, privateKey },
   });
@@ -92,27 +141,57 @@ async function replicate() {
     { from: milan, fromId: ID.milan, fromNs: TENANT.milan, to: rome, toNs: TENANT.rome },
   ];
   for (const s of sides) {
-    const sent = (await s.from.list<NetworkConfig>(NetworkConfigResource, { namespace: s.fromNs, labelSelector: "liqo.io/replication=true" })).items;
-    const copies = (await s.to.list<NetworkConfig>(NetworkConfigResource, { namespace: s.toNs, labelSelector: `liqo.io/originID=${s.fromId}` })).items;
+    const sent = (
+      await s.from.list<NetworkConfig>(NetworkConfigResource, {
+        namespace: s.fromNs,
+        labelSelector: "liqo.io/replication=true",
+      })
+    ).items;
+    const copies = (
+      await s.to.list<NetworkConfig>(NetworkConfigResource, {
+        namespace: s.toNs,
+        labelSelector: `liqo.io/originID=${s.fromId}`,
+      })
+    ).items;
     for (const orig of sent) {
-      const labels: Record<string, string> = { ...orig.metadata.labels, "liqo.io/replication": "false", "liqo.io/replicated": "true", "liqo.io/originID": s.fromId };
+      const labels: Record<string, string> = {
+        ...orig.metadata.labels,
+        "liqo.io/replication": "false",
+        "liqo.io/replicated": "true",
+        "liqo.io/originID": s.fromId,
+      };
       delete labels["liqo.io/ownership"];
       let copy = copies.find((c) => c.metadata.name === orig.metadata.name);
       if (!copy) {
-        copy = await s.to.create<NetworkConfig>(NetworkConfigResource, { apiVersion: "net.liqo.io/v1alpha1", kind: "NetworkConfig", metadata: { name: orig.metadata.name, namespace: s.toNs, labels }, spec: orig.spec });
+        copy = await s.to.create<NetworkConfig>(NetworkConfigResource, {
+          apiVersion: "net.liqo.io/v1alpha1",
+          kind: "NetworkConfig",
+          metadata: { name: orig.metadata.name, namespace: s.toNs, labels },
+          spec: orig.spec,
+        });
       } else if (JSON.stringify(copy.spec) !== JSON.stringify(orig.spec)) {
         copy = await s.to.replace<NetworkConfig>(NetworkConfigResource, { ...copy, spec: orig.spec });
       }
       if (copy.status && JSON.stringify(copy.status) !== JSON.stringify(orig.status ?? {})) {
-        await s.from.mergePatch(NetworkConfigResource, orig.metadata.name!, s.fromNs, { status: copy.status }, "status");
+        await s.from.mergePatch(
+          NetworkConfigResource,
+          orig.metadata.name!,
+          s.fromNs,
+          { status: copy.status },
+          "status",
+        );
       }
     }
-    for (const c of copies) if (!sent.some((o) => o.metadata.name === c.metadata.name)) await s.to.delete(NetworkConfigResource, c.metadata.name!, s.toNs);
+    for (const c of copies)
+      if (!sent.some((o) => o.metadata.name === c.metadata.name))
+        await s.to.delete(NetworkConfigResource, c.metadata.name!, s.toNs);
   }
 }
 
-const teps = async (client: KubeClient, ns: string) => (await client.list<TunnelEndpoint>(TunnelEndpointResource, { namespace: ns })).items;
-const ipamStorage = async (client: KubeClient) => (await client.list<IpamStorage>(IpamStorageResource, { labelSelector: "net.liqo.io/ipamstorage=true" })).items;
+const teps = async (client: KubeClient, ns: string) =>
+  (await client.list<TunnelEndpoint>(TunnelEndpointResource, { namespace: ns })).items;
+const ipamStorage = async (client: KubeClient) =>
+  (await client.list<IpamStorage>(IpamStorageResource, { labelSelector: "net.liqo.io/ipamstorage=true" })).items;
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1, overlappingPodCidrs: true });
@@ -130,9 +209,13 @@ beforeAll(async () => {
   writeFileSync(romePeersFile(), peerYaml([milanPeer]));
   await startRome();
   milanManager = createNetworkManager({
-    client: milan, liqoNamespace: "liqo", logger: createLogger({ cluster: "milan" }, { level: "warn" }), resyncMs: 5_000,
+    client: milan,
+    liqoNamespace: "liqo",
+    logger: createLogger({ cluster: "milan" }, { level: "warn" }),
+    resyncMs: 5_000,
     ipam: { podCidr: rig.clusters[1]!.podCIDR, serviceCidr: rig.clusters[1]!.serviceCIDR, externalCidr: EXTERNAL },
-    gatewayEndpoint: { ip: "172.18.0.3", port: 5871 }, peers: [romePeer],
+    gatewayEndpoint: { ip: "172.18.0.3", port: 5871 },
+    peers: [romePeer],
   });
   await milanManager.start();
 }, 600_000);
@@ -150,42 +233,79 @@ describe("NetworkConfig exchange with overlapping pod CIDRs", () => {
   });
 
   test("each side sends a Liqo NetworkConfig for its peer", async () => {
-    const sent = await waitFor("rome's NetworkConfig for milan", async () =>
-      (await rome.list<NetworkConfig>(NetworkConfigResource, { namespace: TENANT.rome, labelSelector: `liqo.io/remoteID=${ID.milan}` })).items[0]);
+    const sent = await waitFor(
+      "rome's NetworkConfig for milan",
+      async () =>
+        (
+          await rome.list<NetworkConfig>(NetworkConfigResource, {
+            namespace: TENANT.rome,
+            labelSelector: `liqo.io/remoteID=${ID.milan}`,
+          })
+        ).items[0],
+    );
     expect(sent.metadata.name).toMatch(/^milan-[0-9a-f]{6}$/);
     expect(sent.metadata.labels).toMatchObject({ "liqo.io/replication": "true", "liqo.io/ownership": "netcfgCreator" });
     expect(sent.spec).toEqual({
-      cluster: { clusterID: ID.milan, clusterName: "milan" }, podCIDR: OVERLAP, externalCIDR: EXTERNAL, endpointIP: "172.18.0.2",
-      backendType: "wireguard", backend_config: { publicKey: keys.rome.publicKey, port: "5871" },
+      cluster: { clusterID: ID.milan, clusterName: "milan" },
+      podCIDR: OVERLAP,
+      externalCIDR: EXTERNAL,
+      endpointIP: "172.18.0.2",
+      backendType: "wireguard",
+      backend_config: { publicKey: keys.rome.publicKey, port: "5871" },
     });
   });
 
   test("both sides remap the other's 10.200.0.0/16 (and external CIDR) to a free network", async () => {
-    const statuses = await waitFor("both received NetworkConfigs to be processed", async () => {
-      await replicate();
-      const atRome = (await rome.list<NetworkConfig>(NetworkConfigResource, { namespace: TENANT.rome, labelSelector: `liqo.io/originID=${ID.milan}` })).items[0];
-      const atMilan = (await milan.list<NetworkConfig>(NetworkConfigResource, { namespace: TENANT.milan, labelSelector: `liqo.io/originID=${ID.rome}` })).items[0];
-      return atRome?.status?.processed && atMilan?.status?.processed && { rome: atRome.status, milan: atMilan.status };
-    }, { timeoutMs: 120_000 });
+    const statuses = await waitFor(
+      "both received NetworkConfigs to be processed",
+      async () => {
+        await replicate();
+        const atRome = (
+          await rome.list<NetworkConfig>(NetworkConfigResource, {
+            namespace: TENANT.rome,
+            labelSelector: `liqo.io/originID=${ID.milan}`,
+          })
+        ).items[0];
+        const atMilan = (
+          await milan.list<NetworkConfig>(NetworkConfigResource, {
+            namespace: TENANT.milan,
+            labelSelector: `liqo.io/originID=${ID.rome}`,
+          })
+        ).items[0];
+        return (
+          atRome?.status?.processed && atMilan?.status?.processed && { rome: atRome.status, milan: atMilan.status }
+        );
+      },
+      { timeoutMs: 120_000 },
+    );
     for (const [side, status] of Object.entries(statuses)) {
       const cluster = rig.clusters.find((c) => c.name === side)!;
       for (const nat of [status.podCIDRNAT!, status.externalCIDRNAT!]) {
         expect({ side, nat }).not.toEqual({ side, nat: "None" });
         const net = parseCidr(nat);
         expect(net.prefix).toBe(16);
-        for (const taken of [cluster.podCIDR, cluster.serviceCIDR, EXTERNAL]) expect({ nat, taken, overlaps: contains(parseCidr(taken), net.base) }).toEqual({ nat, taken, overlaps: false });
+        for (const taken of [cluster.podCIDR, cluster.serviceCIDR, EXTERNAL])
+          expect({ nat, taken, overlaps: contains(parseCidr(taken), net.base) }).toEqual({
+            nat,
+            taken,
+            overlaps: false,
+          });
       }
       expect(status.podCIDRNAT).not.toBe(status.externalCIDRNAT);
     }
   });
 
   test("TunnelEndpoints appear on both sides with consistent CIDRs", async () => {
-    const [atRome, atMilan] = await waitFor("a TunnelEndpoint on each side", async () => {
-      await replicate();
-      const r = await teps(rome, TENANT.rome);
-      const m = await teps(milan, TENANT.milan);
-      return r.length === 1 && m.length === 1 && [r[0]!, m[0]!] as const;
-    }, { timeoutMs: 120_000 });
+    const [atRome, atMilan] = await waitFor(
+      "a TunnelEndpoint on each side",
+      async () => {
+        await replicate();
+        const r = await teps(rome, TENANT.rome);
+        const m = await teps(milan, TENANT.milan);
+        return r.length === 1 && m.length === 1 && ([r[0]!, m[0]!] as const);
+      },
+      { timeoutMs: 120_000 },
+    );
     expect(atRome.metadata.labels?.clusterID).toBe(ID.milan);
     expect(atRome.metadata.name).toMatch(/^milan-[0-9a-f]{6}$/);
     expect(atRome.spec.clusterID).toBe(ID.milan);
@@ -195,7 +315,12 @@ describe("NetworkConfig exchange with overlapping pod CIDRs", () => {
     expect(atRome.spec.remoteNATExternalCIDR).toBe(atMilan.spec.localNATExternalCIDR);
     expect(atMilan.spec.remoteNATPodCIDR).toBe(atRome.spec.localNATPodCIDR);
     expect(atMilan.spec.remoteNATExternalCIDR).toBe(atRome.spec.localNATExternalCIDR);
-    expect([atRome.spec.localPodCIDR, atRome.spec.remotePodCIDR, atRome.spec.localExternalCIDR, atRome.spec.remoteExternalCIDR]).toEqual([OVERLAP, OVERLAP, EXTERNAL, EXTERNAL]);
+    expect([
+      atRome.spec.localPodCIDR,
+      atRome.spec.remotePodCIDR,
+      atRome.spec.localExternalCIDR,
+      atRome.spec.remoteExternalCIDR,
+    ]).toEqual([OVERLAP, OVERLAP, EXTERNAL, EXTERNAL]);
     expect(atRome.spec.endpointIP).toBe("172.18.0.3");
     expect(atRome.spec.backend_config).toEqual({ publicKey: keys.milan.publicKey, port: "5871" });
     expect(atMilan.spec.endpointIP).toBe("172.18.0.2");
@@ -204,19 +329,43 @@ describe("NetworkConfig exchange with overlapping pod CIDRs", () => {
   });
 
   test("NatMappings follow the IPAM on both sides", async () => {
-    for (const [client, peer] of [[rome, ID.milan], [milan, ID.rome]] as const) {
-      const nm = await waitFor(`a NatMapping for ${peer}`, async () =>
-        (await client.list<NatMapping>(NatMappingResource, { labelSelector: `net.liqo.io/natmapping=true,clusterID=${peer}` })).items[0]);
+    for (const [client, peer] of [
+      [rome, ID.milan],
+      [milan, ID.rome],
+    ] as const) {
+      const nm = await waitFor(
+        `a NatMapping for ${peer}`,
+        async () =>
+          (
+            await client.list<NatMapping>(NatMappingResource, {
+              labelSelector: `net.liqo.io/natmapping=true,clusterID=${peer}`,
+            })
+          ).items[0],
+      );
       const tep = (await teps(client, client === rome ? TENANT.rome : TENANT.milan))[0]!;
-      expect(nm.spec).toEqual({ clusterID: peer, podCIDR: tep.spec.remoteNATPodCIDR, externalCIDR: tep.spec.localNATExternalCIDR, clusterMappings: {} });
+      expect(nm.spec).toEqual({
+        clusterID: peer,
+        podCIDR: tep.spec.remoteNATPodCIDR,
+        externalCIDR: tep.spec.localNATExternalCIDR,
+        clusterMappings: {},
+      });
     }
   });
 
   test("the translator maps a real milan pod IP into the remapped range on rome", async () => {
     await namespace(milan, "web");
-    await milan.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name: "echo", namespace: "web" }, spec: { containers: [{ name: "echo", image: "echo" }] } });
-    const podIp = await waitFor("milan's pod to get an IP", async () =>
-      (await milan.get<KubeObject & { status?: { podIP?: string } }>(Resources.pods, "echo", "web")).status?.podIP, { timeoutMs: 120_000 });
+    await milan.create(Resources.pods, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "echo", namespace: "web" },
+      spec: { containers: [{ name: "echo", image: "echo" }] },
+    });
+    const podIp = await waitFor(
+      "milan's pod to get an IP",
+      async () =>
+        (await milan.get<KubeObject & { status?: { podIP?: string } }>(Resources.pods, "echo", "web")).status?.podIP,
+      { timeoutMs: 120_000 },
+    );
     expect(contains(parseCidr(OVERLAP), parseIpv4(podIp))).toBe(true);
     // Rome's IPAM exactly as its network manager stored it.
     const [stored] = await ipamStorage(rome);
@@ -236,7 +385,10 @@ describe("NetworkConfig exchange with overlapping pod CIDRs", () => {
     expect(ipam.clusters.map((c: { clusterId: string }) => c.clusterId)).toEqual([ID.milan]);
     expect(ipam.storage.name).toBe("ipamstorage-liqo");
     const ncs = await view<{ direction: string; clusterId: string; processed: boolean }[]>("networkconfigs");
-    expect(ncs.map((n) => `${n.direction} ${n.clusterId} ${n.processed}`).sort()).toEqual([`received ${ID.milan} true`, `sent ${ID.milan} true`]);
+    expect(ncs.map((n) => `${n.direction} ${n.clusterId} ${n.processed}`).sort()).toEqual([
+      `received ${ID.milan} true`,
+      `sent ${ID.milan} true`,
+    ]);
     const t = await view<{ clusterID: string }[]>("tunnelendpoints");
     expect(t.map((x) => x.clusterID)).toEqual([ID.milan]);
     expect((await view<{ phase: string }[]>("peers")).map((p) => p.phase)).toEqual(["Ready"]);
@@ -249,7 +401,11 @@ describe("persistence", () => {
     const tepBefore = (await teps(rome, TENANT.rome))[0]!;
     await stopRome();
     await startRome();
-    await waitFor("rome's peer to be Ready again", async () => (await view<{ phase: string }[]>("peers"))[0]?.phase === "Ready", { timeoutMs: 120_000 });
+    await waitFor(
+      "rome's peer to be Ready again",
+      async () => (await view<{ phase: string }[]>("peers"))[0]?.phase === "Ready",
+      { timeoutMs: 120_000 },
+    );
     const [after] = await ipamStorage(rome);
     expect(after!.spec).toEqual(before!.spec);
     expect(after!.metadata.resourceVersion).toBe(before!.metadata.resourceVersion!);
@@ -268,19 +424,51 @@ describe("bad input", () => {
     await namespace(rome, venicePeer.tenantNamespace);
     writeFileSync(romePeersFile(), peerYaml([milanPeer, venicePeer]));
     const bad = await rome.create<NetworkConfig>(NetworkConfigResource, {
-      apiVersion: "net.liqo.io/v1alpha1", kind: "NetworkConfig",
-      metadata: { name: "rome-bad", namespace: venicePeer.tenantNamespace, labels: { "liqo.io/replication": "false", "liqo.io/replicated": "true", "liqo.io/originID": ID.venice, "liqo.io/remoteID": ID.rome } },
-      spec: { cluster: { clusterID: ID.rome, clusterName: "rome" }, podCIDR: "10.300.0.0/16", externalCIDR: "10.211.0.0/16", endpointIP: "172.18.0.4", backendType: "wireguard", backend_config: { publicKey: keys.milan.publicKey, port: "5871" } },
+      apiVersion: "net.liqo.io/v1alpha1",
+      kind: "NetworkConfig",
+      metadata: {
+        name: "rome-bad",
+        namespace: venicePeer.tenantNamespace,
+        labels: {
+          "liqo.io/replication": "false",
+          "liqo.io/replicated": "true",
+          "liqo.io/originID": ID.venice,
+          "liqo.io/remoteID": ID.rome,
+        },
+      },
+      spec: {
+        cluster: { clusterID: ID.rome, clusterName: "rome" },
+        podCIDR: "10.300.0.0/16",
+        externalCIDR: "10.211.0.0/16",
+        endpointIP: "172.18.0.4",
+        backendType: "wireguard",
+        backend_config: { publicKey: keys.milan.publicKey, port: "5871" },
+      },
     });
-    const event = await waitFor("a Warning Event on the malformed NetworkConfig", async () =>
-      (await rome.list<KubeObject & { reason: string; message: string; type: string }>(Resources.events, { namespace: venicePeer.tenantNamespace, fieldSelector: `involvedObject.name=${bad.metadata.name}` }))
-        .items.find((e) => e.reason === "InvalidNetworkConfig"), { timeoutMs: 60_000 });
+    const event = await waitFor(
+      "a Warning Event on the malformed NetworkConfig",
+      async () =>
+        (
+          await rome.list<KubeObject & { reason: string; message: string; type: string }>(Resources.events, {
+            namespace: venicePeer.tenantNamespace,
+            fieldSelector: `involvedObject.name=${bad.metadata.name}`,
+          })
+        ).items.find((e) => e.reason === "InvalidNetworkConfig"),
+      { timeoutMs: 60_000 },
+    );
     expect(event.type).toBe("Warning");
     expect(event.message).toContain("spec.podCIDR");
     expect(event.message).toContain("10.200.0.0/16"); // the example of a valid value
-    const venice = await waitFor("venice's peer state", async () => (await view<{ clusterId: string; phase: string; message: string }[]>("peers")).find((p) => p.clusterId === ID.venice && p.phase !== "WaitingForPeerNetworkConfig"));
+    const venice = await waitFor("venice's peer state", async () =>
+      (await view<{ clusterId: string; phase: string; message: string }[]>("peers")).find(
+        (p) => p.clusterId === ID.venice && p.phase !== "WaitingForPeerNetworkConfig",
+      ),
+    );
     expect(venice.phase).toBe("InvalidPeerNetworkConfig");
-    expect((await rome.get<NetworkConfig>(NetworkConfigResource, bad.metadata.name!, venicePeer.tenantNamespace)).status?.processed ?? false).toBe(false);
+    expect(
+      (await rome.get<NetworkConfig>(NetworkConfigResource, bad.metadata.name!, venicePeer.tenantNamespace)).status
+        ?.processed ?? false,
+    ).toBe(false);
     // rome's own NetworkConfig for venice exists, milan's peering is untouched.
     const [storageAfter] = await ipamStorage(rome);
     expect(Object.keys(storageAfter!.spec.clusterSubnets)).toEqual([ID.milan]);
@@ -295,10 +483,28 @@ describe("bad input", () => {
       [["--gateway-endpoint", "gateway:5871"], /--gateway-endpoint.*IPv4/],
       [["--reserved-subnets", "10.200.0.0/24"], /overlaps podCIDR/],
     ] as const) {
-      const args = { "--pod-cidr": OVERLAP, "--service-cidr": "10.50.0.0/16", "--gateway-endpoint": "172.18.0.2:5871", "--reserved-subnets": "" } as Record<string, string>;
+      const args = {
+        "--pod-cidr": OVERLAP,
+        "--service-cidr": "10.50.0.0/16",
+        "--gateway-endpoint": "172.18.0.2:5871",
+        "--reserved-subnets": "",
+      } as Record<string, string>;
       args[flags[0]] = flags[1];
-      const p = Bun.spawn([join(root, "node_modules/.bin/bun"), "cli/liqo.ts", "network-manager", "--kubeconfig", rig.clusters[0]!.kubeconfig,
-        "--peers-file", romePeersFile(), "--admin-address", "127.0.0.1:0", ...Object.entries(args).flat()], { cwd: root, stdout: "pipe", stderr: "pipe" });
+      const p = Bun.spawn(
+        [
+          join(root, "node_modules/.bin/bun"),
+          "cli/liqo.ts",
+          "network-manager",
+          "--kubeconfig",
+          rig.clusters[0]!.kubeconfig,
+          "--peers-file",
+          romePeersFile(),
+          "--admin-address",
+          "127.0.0.1:0",
+          ...Object.entries(args).flat(),
+        ],
+        { cwd: root, stdout: "pipe", stderr: "pipe" },
+      );
       const [stderr, code] = [await new Response(p.stderr as ReadableStream).text(), await p.exited];
       expect(stderr).toMatch(message);
       expect(code).not.toBe(0);
@@ -309,23 +515,42 @@ describe("bad input", () => {
 describe("unpeer", () => {
   test("removing the peer releases its networks and deletes its TunnelEndpoint, NetworkConfig and NatMapping", async () => {
     writeFileSync(romePeersFile(), peerYaml([]));
-    await waitFor("rome to forget milan", async () => {
-      const [s] = await ipamStorage(rome);
-      const ncs = (await rome.list(NetworkConfigResource, { labelSelector: "liqo.io/ownership=netcfgCreator" })).items;
-      const nms = (await rome.list(NatMappingResource, { labelSelector: "net.liqo.io/natmapping=true" })).items;
-      return Object.keys(s!.spec.clusterSubnets).length === 0 && (await teps(rome, TENANT.rome)).length === 0 && ncs.length === 0 && nms.length === 0;
-    }, { timeoutMs: 60_000, describe: async () => ({ peers: await view("peers"), ipam: (await view("ipam")).clusters }) });
+    await waitFor(
+      "rome to forget milan",
+      async () => {
+        const [s] = await ipamStorage(rome);
+        const ncs = (await rome.list(NetworkConfigResource, { labelSelector: "liqo.io/ownership=netcfgCreator" }))
+          .items;
+        const nms = (await rome.list(NatMappingResource, { labelSelector: "net.liqo.io/natmapping=true" })).items;
+        return (
+          Object.keys(s!.spec.clusterSubnets).length === 0 &&
+          (await teps(rome, TENANT.rome)).length === 0 &&
+          ncs.length === 0 &&
+          nms.length === 0
+        );
+      },
+      {
+        timeoutMs: 60_000,
+        describe: async () => ({ peers: await view("peers"), ipam: (await view("ipam")).clusters }),
+      },
+    );
     const [s] = await ipamStorage(rome);
     expect(s!.spec.prefixes).toEqual({});
     // milan still holds its side until its own peering is removed.
     milanManager.setPeers([]);
-    await waitFor("milan to forget rome", async () => (await teps(milan, TENANT.milan)).length === 0 && !milanManager.store.ipam.mappedNetworks(ID.rome));
+    await waitFor(
+      "milan to forget rome",
+      async () => (await teps(milan, TENANT.milan)).length === 0 && !milanManager.store.ipam.mappedNetworks(ID.rome),
+    );
   });
 });
 
 describe("concurrent writers", () => {
   test("two stores writing one IpamStorage: the loser of the race re-reads and never takes the winner's network", async () => {
-    const options = { client: rome, ipam: { podCidr: OVERLAP, serviceCidr: rig.clusters[0]!.serviceCIDR, externalCidr: EXTERNAL } };
+    const options = {
+      client: rome,
+      ipam: { podCidr: OVERLAP, serviceCidr: rig.clusters[0]!.serviceCIDR, externalCidr: EXTERNAL },
+    };
     const a = createIpamStore(options);
     const b = createIpamStore(options);
     await a.load();

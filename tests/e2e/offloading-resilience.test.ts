@@ -18,7 +18,10 @@ const NAMES = ["res-0", "res-1", "res-2"];
 const OUTAGE_MS = 60_000;
 
 beforeAll(async () => {
-  r = await startOffloadingRig([{ name: "rome", region: "north" }, { name: "milan", region: "south" }]);
+  r = await startOffloadingRig([
+    { name: "rome", region: "north" },
+    { name: "milan", region: "south" },
+  ]);
   rome = r.consumer;
   milan = r.providers[0]!;
 }, 600_000);
@@ -31,67 +34,122 @@ afterAll(async () => {
 const remoteState = async (twin: string) => {
   const pods = (await milan.client.list<Pod>(Resources.pods, { namespace: twin })).items;
   const shadows = (await milan.client.list(ShadowPodResource, { namespace: twin })).items;
-  return Object.fromEntries(NAMES.map((n) => {
-    const p = pods.find((x) => x.metadata.name === n);
-    const s = shadows.find((x) => x.metadata.name === n);
-    return [n, { uid: p?.metadata.uid, phase: p?.status?.phase, recreations: s?.metadata.annotations?.[RECREATIONS_ANNOTATION] }];
-  }));
+  return Object.fromEntries(
+    NAMES.map((n) => {
+      const p = pods.find((x) => x.metadata.name === n);
+      const s = shadows.find((x) => x.metadata.name === n);
+      return [
+        n,
+        {
+          uid: p?.metadata.uid,
+          phase: p?.status?.phase,
+          recreations: s?.metadata.annotations?.[RECREATIONS_ANNOTATION],
+        },
+      ];
+    }),
+  );
 };
 const localRestarts = async () => {
   const pods = (await rome.client.list<Pod>(Resources.pods, { namespace: "resilient" })).items;
-  return Object.fromEntries(NAMES.map((n) => {
-    const p = pods.find((x) => x.metadata.name === n);
-    return [n, { phase: p?.status?.phase, restarts: p?.status?.containerStatuses?.[0]?.restartCount, ip: p?.status?.podIP }];
-  }));
+  return Object.fromEntries(
+    NAMES.map((n) => {
+      const p = pods.find((x) => x.metadata.name === n);
+      return [
+        n,
+        { phase: p?.status?.phase, restarts: p?.status?.containerStatuses?.[0]?.restartCount, ip: p?.status?.podIP },
+      ];
+    }),
+  );
 };
 
 test("with the consumer's API server down for a minute, remote pods keep running and nothing is re-created", async () => {
   await rome.client.create(Resources.namespaces, { metadata: { name: "resilient" } });
   const offload = await r.liqoctl("offload", "namespace", "resilient", "--pod-offloading-strategy=Remote");
   expect(offload.code).toBe(0);
-  await waitFor("the offloading to be Ready", async () => {
-    const o = await rome.client.find<any>({ group: "offloading.liqo.io", version: "v1alpha1", kind: "NamespaceOffloading", plural: "namespaceoffloadings", namespaced: true }, "offloading", "resilient");
-    return o?.status?.offloadingPhase === "Ready" ? o : undefined;
-  }, { timeoutMs: 120_000 });
+  await waitFor(
+    "the offloading to be Ready",
+    async () => {
+      const o = await rome.client.find<any>(
+        {
+          group: "offloading.liqo.io",
+          version: "v1alpha1",
+          kind: "NamespaceOffloading",
+          plural: "namespaceoffloadings",
+          namespaced: true,
+        },
+        "offloading",
+        "resilient",
+      );
+      return o?.status?.offloadingPhase === "Ready" ? o : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
   for (const name of NAMES) {
-    await rome.client.create(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "resilient" }, spec: { containers: [{ name: "app", image: "nginx" }] } });
+    await rome.client.create(Resources.pods, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: "resilient" },
+      spec: { containers: [{ name: "app", image: "nginx" }] },
+    });
   }
-  const before = await waitFor("every pod Running locally with its remote status", async () => {
-    const local = await localRestarts();
-    return Object.values(local).every((p) => p.phase === "Running" && p.ip) ? local : undefined;
-  }, { timeoutMs: 180_000 });
-  const twin = (await milan.client.list(ShadowPodResource)).items.find((s) => s.metadata.name === "res-0")!.metadata.namespace!;
+  const before = await waitFor(
+    "every pod Running locally with its remote status",
+    async () => {
+      const local = await localRestarts();
+      return Object.values(local).every((p) => p.phase === "Running" && p.ip) ? local : undefined;
+    },
+    { timeoutMs: 180_000 },
+  );
+  const twin = (await milan.client.list(ShadowPodResource)).items.find((s) => s.metadata.name === "res-0")!.metadata
+    .namespace!;
   const remoteBefore = await remoteState(twin);
   expect(Object.values(remoteBefore).every((p) => p.uid && p.phase === "Running")).toBe(true);
 
   const cluster = r.rig.clusters.find((c) => c.name === "rome")!;
   await stopComponent(cluster, "kube-apiserver");
   try {
-    expect(await rome.client.find(Resources.namespaces, "resilient").then(() => "up", () => "down")).toBe("down");
+    expect(
+      await rome.client.find(Resources.namespaces, "resilient").then(
+        () => "up",
+        () => "down",
+      ),
+    ).toBe("down");
     // For the whole outage, every remote pod stays the same pod, Running.
     const since = Date.now();
-    await waitFor("a minute of outage with the remote pods untouched", async () => {
-      const now = await remoteState(twin);
-      // A change never reverts (a new UID stays new), so a violation fails every later poll and the wait.
-      expect(now).toEqual(remoteBefore);
-      return Date.now() - since >= OUTAGE_MS;
-    }, { timeoutMs: OUTAGE_MS + 60_000, intervalMs: 2_000 });
+    await waitFor(
+      "a minute of outage with the remote pods untouched",
+      async () => {
+        const now = await remoteState(twin);
+        // A change never reverts (a new UID stays new), so a violation fails every later poll and the wait.
+        expect(now).toEqual(remoteBefore);
+        return Date.now() - since >= OUTAGE_MS;
+      },
+      { timeoutMs: OUTAGE_MS + 60_000, intervalMs: 2_000 },
+    );
     expect(await remoteState(twin)).toEqual(remoteBefore);
   } finally {
     await startAndWait(cluster, "kube-apiserver", r.rig.bin);
   }
 
   // Back: the virtual kubelets' informers re-list and the status is the same as before.
-  await waitFor("the local pods to report Running again, restart counts unchanged", async () => {
-    const local = await localRestarts();
-    return Bun.deepEquals(local, before) ? local : undefined;
-  }, { timeoutMs: 180_000, describe: localRestarts });
+  await waitFor(
+    "the local pods to report Running again, restart counts unchanged",
+    async () => {
+      const local = await localRestarts();
+      return Bun.deepEquals(local, before) ? local : undefined;
+    },
+    { timeoutMs: 180_000, describe: localRestarts },
+  );
   // A pod changed remotely after the outage still flows back: the re-sync is live, not frozen.
   await milan.client.delete(Resources.pods, "res-1", twin, { gracePeriodSeconds: 0 });
-  await waitFor("res-1's re-creation counted locally", async () => {
-    const local = await localRestarts();
-    return local["res-1"]!.restarts === before["res-1"]!.restarts! + 1 && local["res-1"]!.phase === "Running";
-  }, { timeoutMs: 120_000, describe: localRestarts });
+  await waitFor(
+    "res-1's re-creation counted locally",
+    async () => {
+      const local = await localRestarts();
+      return local["res-1"]!.restarts === before["res-1"]!.restarts! + 1 && local["res-1"]!.phase === "Running";
+    },
+    { timeoutMs: 120_000, describe: localRestarts },
+  );
   const after = await remoteState(twin);
   expect(after["res-0"]).toEqual(remoteBefore["res-0"]!);
   expect(after["res-2"]).toEqual(remoteBefore["res-2"]!);

@@ -14,7 +14,13 @@ import { freePort } from "../rig/ports.ts";
 import { serverExt, sign } from "../rig/pki.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 
-export interface ClusterInfo { name: string; region: string; clusterID: string; client: KubeClient; kubeconfig: string }
+export interface ClusterInfo {
+  name: string;
+  region: string;
+  clusterID: string;
+  client: KubeClient;
+  kubeconfig: string;
+}
 
 export interface OffloadingRig {
   rig: TestRig;
@@ -37,22 +43,58 @@ async function run(cmd: string[]) {
 async function staticPeering(consumer: ClusterInfo, provider: ClusterInfo, server: string) {
   const remote = { clusterID: provider.clusterID, clusterName: provider.name };
   const tenant = tenantNamespaceName(remote);
-  await consumer.client.create(Resources.namespaces, { metadata: { name: tenant, labels: { "discovery.liqo.io/cluster-id": remote.clusterID, "discovery.liqo.io/tenant-namespace": "true" } } });
+  await consumer.client.create(Resources.namespaces, {
+    metadata: {
+      name: tenant,
+      labels: { "discovery.liqo.io/cluster-id": remote.clusterID, "discovery.liqo.io/tenant-namespace": "true" },
+    },
+  });
   await consumer.client.create(ForeignClusterResource, {
-    apiVersion: "discovery.liqo.io/v1alpha1", kind: "ForeignCluster", metadata: { name: remote.clusterName, labels: { "discovery.liqo.io/cluster-id": remote.clusterID } },
-    spec: { clusterIdentity: remote, foreignAuthUrl: server, outgoingPeeringEnabled: "Yes", incomingPeeringEnabled: "No", networkingEnabled: "No" },
+    apiVersion: "discovery.liqo.io/v1alpha1",
+    kind: "ForeignCluster",
+    metadata: { name: remote.clusterName, labels: { "discovery.liqo.io/cluster-id": remote.clusterID } },
+    spec: {
+      clusterIdentity: remote,
+      foreignAuthUrl: server,
+      outgoingPeeringEnabled: "Yes",
+      incomingPeeringEnabled: "No",
+      networkingEnabled: "No",
+    },
   } as KubeObject);
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-  const cond = (type: string, status: string) => ({ type, status, lastTransitionTime: now, reason: "StaticPeering", message: "static peering for the test" });
-  await consumer.client.mergePatch(ForeignClusterResource, remote.clusterName, undefined, {
-    status: {
-      tenantNamespace: { local: tenant, remote: "" },
-      peeringConditions: [cond("OutgoingPeering", "Established"), cond("IncomingPeering", "None"), cond("NetworkStatus", "None"), cond("AuthenticationStatus", "Established")],
+  const cond = (type: string, status: string) => ({
+    type,
+    status,
+    lastTransitionTime: now,
+    reason: "StaticPeering",
+    message: "static peering for the test",
+  });
+  await consumer.client.mergePatch(
+    ForeignClusterResource,
+    remote.clusterName,
+    undefined,
+    {
+      status: {
+        tenantNamespace: { local: tenant, remote: "" },
+        peeringConditions: [
+          cond("OutgoingPeering", "Established"),
+          cond("IncomingPeering", "None"),
+          cond("NetworkStatus", "None"),
+          cond("AuthenticationStatus", "Established"),
+        ],
+      },
     },
-  }, "status");
+    "status",
+  );
 }
 
-const Vap = { group: "admissionregistration.k8s.io", version: "v1", kind: "ValidatingAdmissionPolicy", plural: "validatingadmissionpolicies", namespaced: false };
+const Vap = {
+  group: "admissionregistration.k8s.io",
+  version: "v1",
+  kind: "ValidatingAdmissionPolicy",
+  plural: "validatingadmissionpolicies",
+  namespaced: false,
+};
 const VapBinding = { ...Vap, kind: "ValidatingAdmissionPolicyBinding", plural: "validatingadmissionpolicybindings" };
 export const KWOK_DELETE_GUARD = "rig-kwok-deletes-terminating-pods-only";
 
@@ -67,49 +109,89 @@ export const KWOK_DELETE_GUARD = "rig-kwok-deletes-terminating-pods-only";
  */
 export async function guardKwokDeletes(client: KubeClient): Promise<void> {
   await client.create(Vap, {
-    apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy", metadata: { name: KWOK_DELETE_GUARD },
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicy",
+    metadata: { name: KWOK_DELETE_GUARD },
     spec: {
       failurePolicy: "Fail",
-      matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE"], resources: ["pods"] }] },
+      matchConstraints: {
+        resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["DELETE"], resources: ["pods"] }],
+      },
       matchConditions: [{ name: "kwok", expression: "request.userInfo.username == 'kwok'" }],
-      validations: [{
-        expression: "has(oldObject.metadata.deletionTimestamp)",
-        message: "kwok may only finish deleting a pod that is being deleted (a stale delete by name would hit a re-created pod of the same name)",
-      }],
+      validations: [
+        {
+          expression: "has(oldObject.metadata.deletionTimestamp)",
+          message:
+            "kwok may only finish deleting a pod that is being deleted (a stale delete by name would hit a re-created pod of the same name)",
+        },
+      ],
     },
   } as KubeObject);
   await client.create(VapBinding, {
-    apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding", metadata: { name: KWOK_DELETE_GUARD },
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingAdmissionPolicyBinding",
+    metadata: { name: KWOK_DELETE_GUARD },
     spec: { policyName: KWOK_DELETE_GUARD, validationActions: ["Deny"] },
   } as KubeObject);
 }
 
 /** The `liqo virtual-kubelet` arguments for a provider; `via` replaces kubeconfigs and the kubelet address. */
-export function virtualKubeletArgs(r: Pick<OffloadingRig, "rig" | "consumer">, p: ClusterInfo, kubeletPort: number,
-  via: { kubeconfig?: string; remoteKubeconfig?: string; kubeletHost?: string } = {}): string[] {
+export function virtualKubeletArgs(
+  r: Pick<OffloadingRig, "rig" | "consumer">,
+  p: ClusterInfo,
+  kubeletPort: number,
+  via: { kubeconfig?: string; remoteKubeconfig?: string; kubeletHost?: string } = {},
+): string[] {
   const consumerCluster = r.rig.clusters[0]!;
   const host = via.kubeletHost ?? "127.0.0.1";
   const certs = join(r.rig.dir, "liqo-certs");
-  const kubeletCert = sign(certs, consumerCluster.pki.ca, `kubelet-${p.name}`, `/CN=liqo-${p.name}`, serverExt([`IP:${host}`]));
-  return ["virtual-kubelet", `--kubeconfig=${via.kubeconfig ?? r.consumer.kubeconfig}`, `--remote-kubeconfig=${via.remoteKubeconfig ?? p.kubeconfig}`,
-    `--cluster-id=${r.consumer.clusterID}`, `--remote-cluster-id=${p.clusterID}`, `--remote-cluster-name=${p.name}`, `--remote-cluster-labels=topology.liqo.io/region=${p.region}`,
-    "--resources=cpu=64,memory=256Gi,pods=20000", `--kubelet-address=${host}:${kubeletPort}`, `--kubelet-cert=${kubeletCert.cert}`, `--kubelet-key=${kubeletCert.key}`,
-    `--client-ca=${consumerCluster.pki.ca.cert}`];
+  const kubeletCert = sign(
+    certs,
+    consumerCluster.pki.ca,
+    `kubelet-${p.name}`,
+    `/CN=liqo-${p.name}`,
+    serverExt([`IP:${host}`]),
+  );
+  return [
+    "virtual-kubelet",
+    `--kubeconfig=${via.kubeconfig ?? r.consumer.kubeconfig}`,
+    `--remote-kubeconfig=${via.remoteKubeconfig ?? p.kubeconfig}`,
+    `--cluster-id=${r.consumer.clusterID}`,
+    `--remote-cluster-id=${p.clusterID}`,
+    `--remote-cluster-name=${p.name}`,
+    `--remote-cluster-labels=topology.liqo.io/region=${p.region}`,
+    "--resources=cpu=64,memory=256Gi,pods=20000",
+    `--kubelet-address=${host}:${kubeletPort}`,
+    `--kubelet-cert=${kubeletCert.cert}`,
+    `--kubelet-key=${kubeletCert.key}`,
+    `--client-ca=${consumerCluster.pki.ca.cert}`,
+  ];
 }
 
 /**
  * Starts the rig: `clusters[0]` consumes, the others provide; regions label every cluster. With
  * `virtualKubelets: false` the caller starts them (e.g. in a network namespace, see virtualKubeletArgs).
  */
-export async function startOffloadingRig(clusters: { name: string; region: string }[], options: { virtualKubelets?: boolean } = {}): Promise<OffloadingRig> {
+export async function startOffloadingRig(
+  clusters: { name: string; region: string }[],
+  options: { virtualKubelets?: boolean } = {},
+): Promise<OffloadingRig> {
   const rig = await startTestRig({ clusters: clusters.length, names: clusters.map((c) => c.name), nodes: 1 });
   const infos: ClusterInfo[] = [];
   for (const c of clusters) {
     const client = rig.client(c.name);
     await installCrds(client);
     await guardKwokDeletes(client);
-    const id = await ensureClusterIdentity(client, { clusterName: c.name, clusterLabels: { "topology.liqo.io/region": c.region } });
-    infos.push({ ...c, clusterID: id.clusterId, client, kubeconfig: rig.clusters.find((x) => x.name === c.name)!.kubeconfig });
+    const id = await ensureClusterIdentity(client, {
+      clusterName: c.name,
+      clusterLabels: { "topology.liqo.io/region": c.region },
+    });
+    infos.push({
+      ...c,
+      clusterID: id.clusterId,
+      client,
+      kubeconfig: rig.clusters.find((x) => x.name === c.name)!.kubeconfig,
+    });
   }
   const [consumer, ...providers] = infos as [ClusterInfo, ...ClusterInfo[]];
   const consumerCluster = rig.clusters[0]!;
@@ -118,22 +200,53 @@ export async function startOffloadingRig(clusters: { name: string; region: strin
   const webhookCert = sign(certs, consumerCluster.pki.ca, "webhook", "/CN=liqo-webhook", serverExt(["IP:127.0.0.1"]));
 
   for (const p of providers) {
-    await startRole(rig, `${p.name}/controller-manager`, ["controller-manager", `--kubeconfig=${p.kubeconfig}`, `--cluster-id=${p.clusterID}`, `--cluster-name=${p.name}`, "--controllers=shadowpod"]);
+    await startRole(rig, `${p.name}/controller-manager`, [
+      "controller-manager",
+      `--kubeconfig=${p.kubeconfig}`,
+      `--cluster-id=${p.clusterID}`,
+      `--cluster-name=${p.name}`,
+      "--controllers=shadowpod",
+    ]);
     await staticPeering(consumer, p, rig.clusters.find((x) => x.name === p.name)!.server);
   }
-  await startRole(rig, `${consumer.name}/controller-manager`, ["controller-manager", `--kubeconfig=${consumer.kubeconfig}`, `--cluster-id=${consumer.clusterID}`, `--cluster-name=${consumer.name}`, "--controllers=namespaceoffloading"]);
+  await startRole(rig, `${consumer.name}/controller-manager`, [
+    "controller-manager",
+    `--kubeconfig=${consumer.kubeconfig}`,
+    `--cluster-id=${consumer.clusterID}`,
+    `--cluster-name=${consumer.name}`,
+    "--controllers=namespaceoffloading",
+  ]);
   const webhookPort = await freePort();
-  await startRole(rig, `${consumer.name}/webhook`, ["webhook", `--kubeconfig=${consumer.kubeconfig}`, `--tls-cert-file=${webhookCert.cert}`, `--tls-key-file=${webhookCert.key}`,
-    `--ca-file=${consumerCluster.pki.ca.cert}`, `--address=127.0.0.1:${webhookPort}`, `--register-url=https://127.0.0.1:${webhookPort}`]);
+  await startRole(rig, `${consumer.name}/webhook`, [
+    "webhook",
+    `--kubeconfig=${consumer.kubeconfig}`,
+    `--tls-cert-file=${webhookCert.cert}`,
+    `--tls-key-file=${webhookCert.key}`,
+    `--ca-file=${consumerCluster.pki.ca.cert}`,
+    `--address=127.0.0.1:${webhookPort}`,
+    `--register-url=https://127.0.0.1:${webhookPort}`,
+  ]);
   for (const p of providers) {
     if (options.virtualKubelets === false) break;
-    await startRole(rig, `${consumer.name}/virtual-kubelet-${p.name}`, virtualKubeletArgs({ rig, consumer }, p, await freePort()));
+    await startRole(
+      rig,
+      `${consumer.name}/virtual-kubelet-${p.name}`,
+      virtualKubeletArgs({ rig, consumer }, p, await freePort()),
+    );
   }
   const kubectlBin = join(rig.bin, "kubectl");
   return {
-    rig, consumer, providers,
+    rig,
+    consumer,
+    providers,
     mapName: (p) => uniqueName({ clusterID: p.clusterID, clusterName: p.name }),
-    liqoctl: (...args) => run([process.execPath, join(import.meta.dir, "../../cli/main.ts"), ...args, `--kubeconfig=${consumer.kubeconfig}`]),
+    liqoctl: (...args) =>
+      run([
+        process.execPath,
+        join(import.meta.dir, "../../cli/main.ts"),
+        ...args,
+        `--kubeconfig=${consumer.kubeconfig}`,
+      ]),
     kubectl: (c, ...args) => run([kubectlBin, `--kubeconfig=${c.kubeconfig}`, ...args]),
   };
 }

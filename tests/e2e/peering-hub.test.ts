@@ -16,7 +16,14 @@ import { PEER_LABEL } from "../../core/peering/foreigncluster/peer-registry.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
-import { generatedPeerCommand, liqoctl, startConsumerProcesses, startLiqoSide, type ConsumerProcesses, type LiqoSide } from "./peering-rig.ts";
+import {
+  generatedPeerCommand,
+  liqoctl,
+  startConsumerProcesses,
+  startLiqoSide,
+  type ConsumerProcesses,
+  type LiqoSide,
+} from "./peering-rig.ts";
 
 const PROVIDERS = ["milan", "naples", "turin"] as const;
 const NS = "hub-app";
@@ -28,7 +35,9 @@ type Node = KubeObject & { status?: { conditions?: { type: string; status: strin
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 4, names: ["rome", ...PROVIDERS], nodes: 1 });
-  providers = await Promise.all(PROVIDERS.map((p) => startLiqoSide(rig, p, { "topology.liqo.io/region": p }, { consumer: false })));
+  providers = await Promise.all(
+    PROVIDERS.map((p) => startLiqoSide(rig, p, { "topology.liqo.io/region": p }, { consumer: false })),
+  );
   hub = await startConsumerProcesses(rig, "rome");
 }, 600_000);
 
@@ -38,16 +47,21 @@ afterAll(async () => {
 });
 
 const side = (name: string) => providers.find((p) => p.name === name)!;
-const cond = (fc: ForeignClusterObject | undefined, type: string) => fc?.status?.peeringConditions?.find((c) => c.type === type);
-const ready = (n: Node | undefined) => n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-const uidOf = async (c: { client: KubeClient }, res: typeof Resources.nodes, name: string) => (await c.client.find(res, name))?.metadata.uid;
+const cond = (fc: ForeignClusterObject | undefined, type: string) =>
+  fc?.status?.peeringConditions?.find((c) => c.type === type);
+const ready = (n: Node | undefined) =>
+  n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+const uidOf = async (c: { client: KubeClient }, res: typeof Resources.nodes, name: string) =>
+  (await c.client.find(res, name))?.metadata.uid;
 
 describe("one hub, three providers", () => {
   test("the three generated commands, run on the hub at once, give three Established peerings and three Ready virtual nodes", async () => {
     const commands = await Promise.all(providers.map((p) => generatedPeerCommand(p)));
     const runs = await Promise.all(commands.map((args) => liqoctl(hub, ...args, "--timeout=300s")));
     for (const [i, r] of runs.entries()) {
-      expect(r.err).toContain(`Outgoing peering with cluster ${PROVIDERS[i]} established: node liqo-${PROVIDERS[i]} is Ready`);
+      expect(r.err).toContain(
+        `Outgoing peering with cluster ${PROVIDERS[i]} established: node liqo-${PROVIDERS[i]} is Ready`,
+      );
       expect(r.code).toBe(0);
     }
     const fcs = (await hub.client.list<ForeignClusterObject>(ForeignClusterResource)).items;
@@ -70,9 +84,18 @@ describe("one hub, three providers", () => {
     for (const p of providers) expect(metrics).toContain(`${PEER_LABEL}="${p.identity.clusterId}"`);
     // Each provider issued exactly one identity, to the hub, and sees the incoming peering.
     for (const p of providers) {
-      const tenants = await p.client.list(Resources.namespaces, { labelSelector: "discovery.liqo.io/tenant-namespace" });
-      expect(tenants.items.map((ns) => ns.metadata.labels?.["discovery.liqo.io/cluster-id"])).toEqual([hub.identity.clusterId]);
-      await waitFor(`IncomingPeering Established on ${p.name}`, async () => cond(await p.client.find<ForeignClusterObject>(ForeignClusterResource, "rome"), "IncomingPeering")?.status === "Established");
+      const tenants = await p.client.list(Resources.namespaces, {
+        labelSelector: "discovery.liqo.io/tenant-namespace",
+      });
+      expect(tenants.items.map((ns) => ns.metadata.labels?.["discovery.liqo.io/cluster-id"])).toEqual([
+        hub.identity.clusterId,
+      ]);
+      await waitFor(
+        `IncomingPeering Established on ${p.name}`,
+        async () =>
+          cond(await p.client.find<ForeignClusterObject>(ForeignClusterResource, "rome"), "IncomingPeering")?.status ===
+          "Established",
+      );
     }
   }, 600_000);
 
@@ -81,37 +104,70 @@ describe("one hub, three providers", () => {
     const off = await liqoctl(hub, "offload", "namespace", NS, "--namespace-mapping-strategy=EnforceSameName");
     expect(off.code).toBe(0);
     for (const p of providers) {
-      const twin = await waitFor(`the twin of ${NS} in ${p.name}`, () => p.client.find(Resources.namespaces, NS), { timeoutMs: 180_000 });
+      const twin = await waitFor(`the twin of ${NS} in ${p.name}`, () => p.client.find(Resources.namespaces, NS), {
+        timeoutMs: 180_000,
+      });
       expect(twin.metadata.labels?.["liqo.io/remote-cluster-id"]).toBe(hub.identity.clusterId);
     }
-    await waitFor("the NamespaceOffloading to report the three remote namespaces Ready", async () => {
-      const no = await hub.client.find<KubeObject & { status?: { offloadingPhase?: string; remoteNamespacesConditions?: Record<string, unknown> } }>(NamespaceOffloadingResource, "offloading", NS);
-      return no?.status?.offloadingPhase === "Ready" && Object.keys(no.status.remoteNamespacesConditions ?? {}).length === 3;
-    }, { timeoutMs: 180_000, describe: () => hub.client.find(NamespaceOffloadingResource, "offloading", NS).then((o) => (o as { status?: unknown })?.status) });
+    await waitFor(
+      "the NamespaceOffloading to report the three remote namespaces Ready",
+      async () => {
+        const no = await hub.client.find<
+          KubeObject & { status?: { offloadingPhase?: string; remoteNamespacesConditions?: Record<string, unknown> } }
+        >(NamespaceOffloadingResource, "offloading", NS);
+        return (
+          no?.status?.offloadingPhase === "Ready" &&
+          Object.keys(no.status.remoteNamespacesConditions ?? {}).length === 3
+        );
+      },
+      {
+        timeoutMs: 180_000,
+        describe: () =>
+          hub.client
+            .find(NamespaceOffloadingResource, "offloading", NS)
+            .then((o) => (o as { status?: unknown })?.status),
+      },
+    );
   }, 400_000);
 
   test("unpeering naples removes its node and twin; milan's and turin's nodes, twins and peerings are untouched", async () => {
     const kept = providers.filter((p) => p.name !== "naples");
     const before = new Map<string, [string | undefined, string | undefined]>();
-    for (const p of kept) before.set(p.name, [await uidOf(hub, Resources.nodes, `liqo-${p.name}`), await uidOf(p, Resources.namespaces, NS)]);
+    for (const p of kept)
+      before.set(p.name, [
+        await uidOf(hub, Resources.nodes, `liqo-${p.name}`),
+        await uidOf(p, Resources.namespaces, NS),
+      ]);
 
     const r = await liqoctl(hub, "unpeer", "out-of-band", "naples", "--timeout=240s");
     expect(r.err).toContain("Successfully unpeered from cluster naples");
     expect(r.code).toBe(0);
     expect(await hub.client.find(Resources.nodes, "liqo-naples")).toBeUndefined();
     const naples = side("naples");
-    await waitFor("the twin namespace to be gone from naples", async () => !(await naples.client.find(Resources.namespaces, NS)), { timeoutMs: 180_000 });
-    await waitFor("naples to revoke the hub's identity", async () => !(await findTenantNamespace(naples.client, hub.identity.clusterId)), { timeoutMs: 180_000 });
+    await waitFor(
+      "the twin namespace to be gone from naples",
+      async () => !(await naples.client.find(Resources.namespaces, NS)),
+      { timeoutMs: 180_000 },
+    );
+    await waitFor(
+      "naples to revoke the hub's identity",
+      async () => !(await findTenantNamespace(naples.client, hub.identity.clusterId)),
+      { timeoutMs: 180_000 },
+    );
 
     for (const p of kept) {
       const [nodeUid, twinUid] = before.get(p.name)!;
       expect(await uidOf(hub, Resources.nodes, `liqo-${p.name}`)).toBe(nodeUid);
       expect(ready(await hub.client.get<Node>(Resources.nodes, `liqo-${p.name}`))).toBe(true);
       expect(await uidOf(p, Resources.namespaces, NS)).toBe(twinUid);
-      expect(cond(await hub.client.find<ForeignClusterObject>(ForeignClusterResource, p.name), "OutgoingPeering")?.status).toBe("Established");
+      expect(
+        cond(await hub.client.find<ForeignClusterObject>(ForeignClusterResource, p.name), "OutgoingPeering")?.status,
+      ).toBe("Established");
       expect(await findTenantNamespace(p.client, hub.identity.clusterId)).toBeDefined();
     }
-    const virtual = (await hub.client.list(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items.map((n) => n.metadata.name).sort();
+    const virtual = (await hub.client.list(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items
+      .map((n) => n.metadata.name)
+      .sort();
     expect(virtual).toEqual(["liqo-milan", "liqo-turin"]);
   }, 400_000);
 });

@@ -20,7 +20,10 @@ let milan: LiqoSide;
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });
-  [rome, milan] = await Promise.all([startLiqoSide(rig, "rome", {}, { provider: false }), startLiqoSide(rig, "milan", {}, { consumer: false })]);
+  [rome, milan] = await Promise.all([
+    startLiqoSide(rig, "rome", {}, { provider: false }),
+    startLiqoSide(rig, "milan", {}, { consumer: false }),
+  ]);
 }, 600_000);
 
 afterAll(async () => {
@@ -29,8 +32,10 @@ afterAll(async () => {
   await rig?.down();
 });
 
-const cond = (fc: ForeignClusterObject | undefined, type: string) => fc?.status?.peeringConditions?.find((c) => c.type === type);
-const names = async (c: KubeClient, res: ResourceRef, labelSelector?: string) => (await c.list(res, { labelSelector })).items.map((o) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`).sort();
+const cond = (fc: ForeignClusterObject | undefined, type: string) =>
+  fc?.status?.peeringConditions?.find((c) => c.type === type);
+const names = async (c: KubeClient, res: ResourceRef, labelSelector?: string) =>
+  (await c.list(res, { labelSelector })).items.map((o) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`).sort();
 
 test("milan's API server restarted after authentication and before the offer: the peering converges with no duplicates", async () => {
   await milan.pauseOffers();
@@ -38,13 +43,19 @@ test("milan's API server restarted after authentication and before the offer: th
   const peering = liqoctl(rome, ...args, "--timeout=300s");
 
   // After authentication: rome holds an identity and its ResourceRequest is in its tenant namespace on milan.
-  const tenant = await waitFor("rome's ResourceRequest on milan", async () => {
-    const ns = await findTenantNamespace(milan.client, rome.identity.clusterId);
-    if (!ns) return undefined;
-    const rrs = await milan.client.list(ResourceRequestResource, { namespace: ns.metadata.name });
-    return rrs.items.length > 0 && ns.metadata.name!;
-  }, { timeoutMs: 180_000 });
-  expect(cond(await rome.client.find<ForeignClusterObject>(ForeignClusterResource, "milan"), "AuthenticationStatus")?.status).toBe("Established");
+  const tenant = await waitFor(
+    "rome's ResourceRequest on milan",
+    async () => {
+      const ns = await findTenantNamespace(milan.client, rome.identity.clusterId);
+      if (!ns) return undefined;
+      const rrs = await milan.client.list(ResourceRequestResource, { namespace: ns.metadata.name });
+      return rrs.items.length > 0 && ns.metadata.name!;
+    },
+    { timeoutMs: 180_000 },
+  );
+  expect(
+    cond(await rome.client.find<ForeignClusterObject>(ForeignClusterResource, "milan"), "AuthenticationStatus")?.status,
+  ).toBe("Established");
   // Before the offer: none exists on either side.
   expect((await milan.client.list(ResourceOfferResource)).items).toEqual([]);
   expect((await rome.client.list(ResourceOfferResource)).items).toEqual([]);
@@ -56,14 +67,22 @@ test("milan's API server restarted after authentication and before the offer: th
   expect(r.err).toContain("Outgoing peering with cluster milan established: node liqo-milan is Ready");
   expect(r.code).toBe(0);
   // Wait until the acceptance has gone round (the consumer's status copied back to milan's offer).
-  await waitFor("the accepted offer on milan", async () => {
-    const offers = (await milan.client.list<KubeObject & { status?: { phase?: string; virtualKubeletStatus?: string } }>(ResourceOfferResource)).items;
-    return offers.some((o) => o.status?.phase === "Accepted" && o.status.virtualKubeletStatus === "Created");
-  }, { timeoutMs: 120_000 });
+  await waitFor(
+    "the accepted offer on milan",
+    async () => {
+      const offers = (
+        await milan.client.list<KubeObject & { status?: { phase?: string; virtualKubeletStatus?: string } }>(
+          ResourceOfferResource,
+        )
+      ).items;
+      return offers.some((o) => o.status?.phase === "Accepted" && o.status.virtualKubeletStatus === "Created");
+    },
+    { timeoutMs: 120_000 },
+  );
 
   const romeId = `discovery.liqo.io/cluster-id=${rome.identity.clusterId}`;
   const milanId = `discovery.liqo.io/cluster-id=${milan.identity.clusterId}`;
-  const fc = (await rome.client.get<ForeignClusterObject>(ForeignClusterResource, "milan"));
+  const fc = await rome.client.get<ForeignClusterObject>(ForeignClusterResource, "milan");
   const local = fc.status!.tenantNamespace!.local!;
   expect({
     milan: {

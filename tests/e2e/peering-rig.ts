@@ -11,7 +11,10 @@ import { createAuthServer, ensureAuthToken, type AuthServer } from "../../core/p
 import { recordAuthUrl } from "../../core/peering/auth-url.ts";
 import { createLogger } from "../../core/log.ts";
 import { appendFileSync } from "node:fs";
-import { createForeignClusterController, type ForeignClusterController } from "../../core/peering/foreigncluster/index.ts";
+import {
+  createForeignClusterController,
+  type ForeignClusterController,
+} from "../../core/peering/foreigncluster/index.ts";
 import { ensureClusterIdentity, type LocalClusterIdentity } from "../../core/peering/identity.ts";
 import { createCrdReplicator } from "../../core/peering/replicator/index.ts";
 import { createResourceRequestController } from "../../core/peering/sharing/index.ts";
@@ -51,7 +54,12 @@ export interface LiqoSideOptions {
   provider?: boolean;
 }
 
-export async function startLiqoSide(rig: TestRig, name: string, labels: Record<string, string> = {}, options: LiqoSideOptions = {}): Promise<LiqoSide> {
+export async function startLiqoSide(
+  rig: TestRig,
+  name: string,
+  labels: Record<string, string> = {},
+  options: LiqoSideOptions = {},
+): Promise<LiqoSide> {
   const cluster = rig.clusters.find((c) => c.name === name)!;
   const client = rig.client(name);
   const dir = join(rig.dir, `liqo-${name}`);
@@ -66,39 +74,83 @@ export async function startLiqoSide(rig: TestRig, name: string, labels: Record<s
   let auth: AuthServer | undefined;
   const startAuth = async () => {
     auth = await createAuthServer({
-      client, clusterIdentity: identity, apiServerUrl: cluster.server, apiServerCa: readFileSync(cluster.pki.ca.cert, "utf8"),
-      tls: serving, host: "127.0.0.1", port,
+      client,
+      clusterIdentity: identity,
+      apiServerUrl: cluster.server,
+      apiServerCa: readFileSync(cluster.pki.ca.cert, "utf8"),
+      tls: serving,
+      host: "127.0.0.1",
+      port,
     });
   };
   await startAuth();
   await recordAuthUrl(client, "liqo", authUrl);
   // The controllers' logs, for a failing test: <rig dir>/liqo-<name>/controllers.log.
-  const logger = createLogger({ cluster: name }, { write: (line) => appendFileSync(join(dir, "controllers.log"), line + "\n") });
+  const logger = createLogger(
+    { cluster: name },
+    { write: (line) => appendFileSync(join(dir, "controllers.log"), line + "\n") },
+  );
   const fc = createForeignClusterController({
-    client, localCluster: identity, authUrl, resyncMs: 5000, logger,
-    kubelet: { host: "127.0.0.1", tls: { cert: readFileSync(kubelet.cert, "utf8"), key: readFileSync(kubelet.key, "utf8") }, clientCA: readFileSync(cluster.pki.ca.cert, "utf8") },
+    client,
+    localCluster: identity,
+    authUrl,
+    resyncMs: 5000,
+    logger,
+    kubelet: {
+      host: "127.0.0.1",
+      tls: { cert: readFileSync(kubelet.cert, "utf8"), key: readFileSync(kubelet.key, "utf8") },
+      clientCA: readFileSync(cluster.pki.ca.cert, "utf8"),
+    },
     replicator: (o) => {
       const r = createCrdReplicator(o);
-      return { start: () => { r.start().catch(() => {}); }, stop: () => r.stop() };
+      return {
+        start: () => {
+          r.start().catch(() => {});
+        },
+        stop: () => r.stop(),
+      };
     },
   });
   const consumer = options.consumer ?? true;
   const provider = options.provider ?? true;
-  const newRr = () => createResourceRequestController({ client, clusterIdentity: identity, revokeGraceMs: 500, logger });
+  const newRr = () =>
+    createResourceRequestController({ client, clusterIdentity: identity, revokeGraceMs: 500, logger });
   let rr = provider ? newRr() : undefined;
   // Namespace offloading (consumer side) and ShadowPods (provider side), as the controller manager runs them.
-  const offloading = consumer ? createNamespaceOffloadingController({ client, localCluster: { clusterID: identity.clusterId, clusterName: name }, logger }) : undefined;
+  const offloading = consumer
+    ? createNamespaceOffloadingController({
+        client,
+        localCluster: { clusterID: identity.clusterId, clusterName: name },
+        logger,
+      })
+    : undefined;
   const shadowPods = provider ? createShadowPodController({ client, logger }) : undefined;
   if (consumer) await fc.start();
   await rr?.start();
   await offloading?.start();
   await shadowPods?.start();
   return {
-    name, client, kubeconfig: cluster.kubeconfig, identity, authUrl, fc,
-    stopAuth: async () => { await auth?.stop(); auth = undefined; },
+    name,
+    client,
+    kubeconfig: cluster.kubeconfig,
+    identity,
+    authUrl,
+    fc,
+    stopAuth: async () => {
+      await auth?.stop();
+      auth = undefined;
+    },
     startAuth,
-    async pauseOffers() { await rr?.stop(); rr = undefined; },
-    async resumeOffers() { if (!rr) { rr = newRr(); await rr.start(); } },
+    async pauseOffers() {
+      await rr?.stop();
+      rr = undefined;
+    },
+    async resumeOffers() {
+      if (!rr) {
+        rr = newRr();
+        await rr.start();
+      }
+    },
     async stop() {
       if (consumer) await fc.stop();
       await rr?.stop();
@@ -111,8 +163,14 @@ export async function startLiqoSide(rig: TestRig, name: string, labels: Record<s
 
 const liqoctlPath = join(import.meta.dir, "../../cli/main.ts");
 
-export async function liqoctl(side: { kubeconfig: string }, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const proc = Bun.spawn([process.execPath, liqoctlPath, ...args, `--kubeconfig=${side.kubeconfig}`], { stdout: "pipe", stderr: "pipe" });
+export async function liqoctl(
+  side: { kubeconfig: string },
+  ...args: string[]
+): Promise<{ code: number; out: string; err: string }> {
+  const proc = Bun.spawn([process.execPath, liqoctlPath, ...args, `--kubeconfig=${side.kubeconfig}`], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   return { code: await proc.exited, out, err };
 }
@@ -157,11 +215,26 @@ export async function startConsumerProcesses(rig: TestRig, name: string): Promis
   const kubelet = sign(certs, c.pki.ca, "virtual-kubelet", `/CN=liqo-virtual-kubelet-${name}`, san);
   const authCert = sign(certs, c.pki.ca, "auth", `/CN=liqo-auth-${name}`, san);
   const authUrl = `https://127.0.0.1:${await freePort()}`;
-  await startRole(rig, `${name}/auth`, ["auth", `--kubeconfig=${c.kubeconfig}`, `--tls-cert-file=${authCert.cert}`, `--tls-key-file=${authCert.key}`,
-    `--address=${authUrl.slice("https://".length)}`, `--advertise-url=${authUrl}`]);
-  const { admin } = await startRole(rig, `${name}/controller-manager`, ["controller-manager", `--kubeconfig=${c.kubeconfig}`,
-    `--cluster-id=${identity.clusterId}`, `--cluster-name=${name}`, "--controllers=foreigncluster,namespaceoffloading", `--auth-url=${authUrl}`,
-    "--kubelet-address=127.0.0.1", `--kubelet-cert-file=${kubelet.cert}`, `--kubelet-key-file=${kubelet.key}`, `--kubelet-client-ca-file=${c.pki.ca.cert}`]);
+  await startRole(rig, `${name}/auth`, [
+    "auth",
+    `--kubeconfig=${c.kubeconfig}`,
+    `--tls-cert-file=${authCert.cert}`,
+    `--tls-key-file=${authCert.key}`,
+    `--address=${authUrl.slice("https://".length)}`,
+    `--advertise-url=${authUrl}`,
+  ]);
+  const { admin } = await startRole(rig, `${name}/controller-manager`, [
+    "controller-manager",
+    `--kubeconfig=${c.kubeconfig}`,
+    `--cluster-id=${identity.clusterId}`,
+    `--cluster-name=${name}`,
+    "--controllers=foreigncluster,namespaceoffloading",
+    `--auth-url=${authUrl}`,
+    "--kubelet-address=127.0.0.1",
+    `--kubelet-cert-file=${kubelet.cert}`,
+    `--kubelet-key-file=${kubelet.key}`,
+    `--kubelet-client-ca-file=${c.pki.ca.cert}`,
+  ]);
   const pid = loadRig(rig.dir)!.extras!.find((p) => p.name === `${name}/controller-manager`)!.pid;
   return { name, client, kubeconfig: c.kubeconfig, identity, admin, pid };
 }

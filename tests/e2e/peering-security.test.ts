@@ -14,7 +14,12 @@ import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import { findTenantNamespace, issueIdentity } from "../../core/peering/auth/index.ts";
 import { AUTH_TOKEN_SECRET, generateAuthToken } from "../../core/peering/auth/token.ts";
-import { peerClient, readIdentity, remoteIdentitySecretName, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
+import {
+  peerClient,
+  readIdentity,
+  remoteIdentitySecretName,
+  type ForeignClusterObject,
+} from "../../core/peering/foreigncluster/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
@@ -32,7 +37,10 @@ let otherTenant: string;
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });
-  [rome, milan] = await Promise.all([startLiqoSide(rig, "rome", {}, { provider: false }), startLiqoSide(rig, "milan", {}, { consumer: false })]);
+  [rome, milan] = await Promise.all([
+    startLiqoSide(rig, "rome", {}, { provider: false }),
+    startLiqoSide(rig, "milan", {}, { consumer: false }),
+  ]);
 }, 600_000);
 
 afterAll(async () => {
@@ -42,10 +50,14 @@ afterAll(async () => {
 });
 
 const fcOf = (name: string) => rome.client.find<ForeignClusterObject>(ForeignClusterResource, name);
-const cond = (fc: ForeignClusterObject | undefined, type: string) => fc?.status?.peeringConditions?.find((c) => c.type === type);
+const cond = (fc: ForeignClusterObject | undefined, type: string) =>
+  fc?.status?.peeringConditions?.find((c) => c.type === type);
 
 async function kubectl(...args: string[]) {
-  const proc = Bun.spawn([join(rig.bin, "kubectl"), `--kubeconfig=${peerKubeconfigPath}`, ...args], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([join(rig.bin, "kubectl"), `--kubeconfig=${peerKubeconfigPath}`, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   return { out, err, code: await proc.exited };
 }
@@ -53,16 +65,33 @@ async function kubectl(...args: string[]) {
 /** One SelfSubjectAccessReview as the peer: the request `kubectl auth can-i` makes. */
 async function canI(client: KubeClient, verb: string, r: Res, namespace: string): Promise<boolean> {
   const [resource, subresource] = r.resource.split("/");
-  const review = await client.request<{ status: { allowed: boolean } }>("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
-    body: {
-      apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview",
-      spec: { resourceAttributes: { verb, group: r.group, resource, subresource, namespace: r.cluster ? undefined : namespace } },
+  const review = await client.request<{ status: { allowed: boolean } }>(
+    "POST",
+    "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    {
+      body: {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SelfSubjectAccessReview",
+        spec: {
+          resourceAttributes: {
+            verb,
+            group: r.group,
+            resource,
+            subresource,
+            namespace: r.cluster ? undefined : namespace,
+          },
+        },
+      },
     },
-  });
+  );
   return review.status.allowed;
 }
 
-interface Res { resource: string; group: string; cluster?: boolean }
+interface Res {
+  resource: string;
+  group: string;
+  cluster?: boolean;
+}
 const RESOURCES: Res[] = [
   { resource: "resourcerequests", group: "discovery.liqo.io" },
   { resource: "resourceoffers", group: "sharing.liqo.io" },
@@ -95,7 +124,15 @@ const EXPECTED: Record<Scope, Record<string, string[]>> = {
   // Offloading and reflection in its twin namespace: ShadowPods, reflected ConfigMaps and Secrets;
   // pods made from ShadowPods are read (status), deleted (grace period), logged and exec'd; their
   // Events (and the reflected objects') are read, never written (event reflection brings them home).
-  twin: { shadowpods: ALL, configmaps: ALL, secrets: ALL, events: READ, pods: [...READ, "delete"], "pods/log": ["get"], "pods/exec": ["get", "create"] },
+  twin: {
+    shadowpods: ALL,
+    configmaps: ALL,
+    secrets: ALL,
+    events: READ,
+    pods: [...READ, "delete"],
+    "pods/log": ["get"],
+    "pods/exec": ["get", "create"],
+  },
   "other-tenant": {},
   "kube-system": {},
   default: {},
@@ -110,8 +147,12 @@ describe("the identity a provider issues", () => {
     const r = await liqoctl(rome, ...oldCommand, "--timeout=240s");
     expect(r.code).toBe(0);
     await rome.client.create(Resources.namespaces, { metadata: { name: TWIN } });
-    expect((await liqoctl(rome, "offload", "namespace", TWIN, "--namespace-mapping-strategy=EnforceSameName")).code).toBe(0);
-    await waitFor("the twin namespace on milan", () => milan.client.find(Resources.namespaces, TWIN), { timeoutMs: 180_000 });
+    expect(
+      (await liqoctl(rome, "offload", "namespace", TWIN, "--namespace-mapping-strategy=EnforceSameName")).code,
+    ).toBe(0);
+    await waitFor("the twin namespace on milan", () => milan.client.find(Resources.namespaces, TWIN), {
+      timeoutMs: 180_000,
+    });
     otherTenant = (await issueIdentity(milan.client, PARIS)).namespace;
 
     const fc = (await fcOf("milan"))!;
@@ -123,38 +164,79 @@ describe("the identity a provider issues", () => {
     writeFileSync(peerKubeconfigPath, stored.kubeconfig, { mode: 0o600 });
     peer = peerClient(stored.kubeconfig);
     // The twin binder grants the twin namespace asynchronously.
-    await waitFor("the peer's rights in its twin namespace", () => canI(peer, "create", RESOURCES[3]!, TWIN), { timeoutMs: 60_000 });
+    await waitFor("the peer's rights in its twin namespace", () => canI(peer, "create", RESOURCES[3]!, TWIN), {
+      timeoutMs: 60_000,
+    });
   }, 600_000);
 
   test("verbs × resources × namespaces: every answer matches the table (an unexpected yes fails)", async () => {
-    const namespaceOf: Record<Scope, string> = { tenant, twin: TWIN, "other-tenant": otherTenant, "kube-system": "kube-system", default: "default", cluster: "" };
+    const namespaceOf: Record<Scope, string> = {
+      tenant,
+      twin: TWIN,
+      "other-tenant": otherTenant,
+      "kube-system": "kube-system",
+      default: "default",
+      cluster: "",
+    };
     const cases: { scope: Scope; r: Res; verb: string; want: boolean }[] = [];
     for (const scope of Object.keys(EXPECTED) as Scope[]) {
       for (const r of RESOURCES) {
         // A cluster-scoped resource has no namespace: asked once, under "cluster".
         if ((scope === "cluster") !== !!r.cluster) continue;
-        for (const verb of VERBS) cases.push({ scope, r, verb, want: (EXPECTED[scope][r.resource] ?? []).includes(verb) });
+        for (const verb of VERBS)
+          cases.push({ scope, r, verb, want: (EXPECTED[scope][r.resource] ?? []).includes(verb) });
       }
     }
     // 10 namespaced resources × 5 namespaces + 4 cluster-scoped, × 7 verbs; and namespaced resources cluster-wide.
-    for (const r of RESOURCES.filter((x) => !x.cluster)) for (const verb of VERBS) cases.push({ scope: "cluster", r: { ...r, cluster: true }, verb, want: false });
+    for (const r of RESOURCES.filter((x) => !x.cluster))
+      for (const verb of VERBS) cases.push({ scope: "cluster", r: { ...r, cluster: true }, verb, want: false });
     expect(cases.length).toBe((10 * 5 + 4 + 10) * 7);
     const wrong: string[] = [];
     for (let i = 0; i < cases.length; i += 16) {
-      await Promise.all(cases.slice(i, i + 16).map(async (c) => {
-        const got = await canI(peer, c.verb, c.r, namespaceOf[c.scope]);
-        if (got !== c.want) wrong.push(`${c.verb} ${c.r.resource} in ${c.scope} (${namespaceOf[c.scope] || "cluster-wide"}): got ${got ? "yes" : "no"}, expected ${c.want ? "yes" : "no"}`);
-      }));
+      await Promise.all(
+        cases.slice(i, i + 16).map(async (c) => {
+          const got = await canI(peer, c.verb, c.r, namespaceOf[c.scope]);
+          if (got !== c.want)
+            wrong.push(
+              `${c.verb} ${c.r.resource} in ${c.scope} (${namespaceOf[c.scope] || "cluster-wide"}): got ${got ? "yes" : "no"}, expected ${c.want ? "yes" : "no"}`,
+            );
+        }),
+      );
     }
     expect(wrong.sort()).toEqual([]);
   }, 300_000);
 
   test("kubectl auth can-i --list with the issued kubeconfig lists exactly the expected resources in each namespace", async () => {
     // What every authenticated user may do (system:basic-user, discovery) is not the peer's doing.
-    const baseline = new Set(["selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "selfsubjectreviews.authentication.k8s.io"]);
+    const baseline = new Set([
+      "selfsubjectaccessreviews.authorization.k8s.io",
+      "selfsubjectrulesreviews.authorization.k8s.io",
+      "selfsubjectreviews.authentication.k8s.io",
+    ]);
     const expect_ = {
-      [tenant]: ["namespaces", "networkconfigs.net.liqo.io", "networkconfigs.net.liqo.io/status", "resourceoffers.sharing.liqo.io", "resourceoffers.sharing.liqo.io/status", "resourcerequests.discovery.liqo.io", "resourcerequests.discovery.liqo.io/status"],
-      [TWIN]: ["configmaps", "endpointslices.discovery.k8s.io", "events", "ingresses.networking.k8s.io", "namespaces", "persistentvolumeclaims", "pods", "pods/exec", "pods/log", "secrets", "services", "shadowpods.virtualkubelet.liqo.io"],
+      [tenant]: [
+        "namespaces",
+        "networkconfigs.net.liqo.io",
+        "networkconfigs.net.liqo.io/status",
+        "resourceoffers.sharing.liqo.io",
+        "resourceoffers.sharing.liqo.io/status",
+        "resourcerequests.discovery.liqo.io",
+        "resourcerequests.discovery.liqo.io/status",
+      ],
+      [TWIN]: [
+        "configmaps",
+        "endpointslices.discovery.k8s.io",
+        "events",
+        "ingresses.networking.k8s.io",
+        "namespaces",
+        "persistentvolumeclaims",
+        "pods",
+        "pods/exec",
+        "pods/log",
+        "secrets",
+        "services",
+        "shadowpods.virtualkubelet.liqo.io",
+      ],
       [otherTenant]: ["namespaces"],
       "kube-system": ["namespaces"],
       default: ["namespaces"],
@@ -162,7 +244,12 @@ describe("the identity a provider issues", () => {
     for (const [ns, want] of Object.entries(expect_)) {
       const r = await kubectl("auth", "can-i", "--list", "-n", ns);
       expect(r.code).toBe(0);
-      const rows = r.out.trim().split("\n").slice(1).map((l) => l.trim().split(/\s+/)[0]!).filter((res) => !res.startsWith("[") && !baseline.has(res));
+      const rows = r.out
+        .trim()
+        .split("\n")
+        .slice(1)
+        .map((l) => l.trim().split(/\s+/)[0]!)
+        .filter((res) => !res.startsWith("[") && !baseline.has(res));
       expect({ ns, resources: [...new Set(rows)].sort() }).toEqual({ ns, resources: want });
     }
   }, 120_000);
@@ -190,21 +277,42 @@ describe("the identity a provider issues", () => {
   test("the namespace grant is narrowed by the admission policy to the peer's own twin namespaces (dry-run requests)", async () => {
     const dry = { query: { dryRun: "All" } };
     const refused = async (what: string, call: () => Promise<unknown>) => {
-      const err = await call().then(() => undefined, (e) => e);
+      const err = await call().then(
+        () => undefined,
+        (e) => e,
+      );
       expect({ what, refused: err instanceof KubeApiError && err.status === 403 }).toEqual({ what, refused: true });
       return (err as Error).message;
     };
-    const ns = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: "v1", kind: "Namespace", metadata: { name, labels } });
-    const msg = await refused("create an unlabelled namespace", () => peer.request("POST", "/api/v1/namespaces", { ...dry, body: ns("anything") }));
-    expect(msg).toContain(`remote cluster ${rome.identity.clusterId} may only create or delete namespaces labelled liqo.io/remote-cluster-id=${rome.identity.clusterId}`);
-    await refused("create a namespace labelled as paris's", () => peer.request("POST", "/api/v1/namespaces", { ...dry, body: ns("as-paris", { "liqo.io/remote-cluster-id": PARIS.clusterID }) }));
+    const ns = (name: string, labels: Record<string, string> = {}) => ({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name, labels },
+    });
+    const msg = await refused("create an unlabelled namespace", () =>
+      peer.request("POST", "/api/v1/namespaces", { ...dry, body: ns("anything") }),
+    );
+    expect(msg).toContain(
+      `remote cluster ${rome.identity.clusterId} may only create or delete namespaces labelled liqo.io/remote-cluster-id=${rome.identity.clusterId}`,
+    );
+    await refused("create a namespace labelled as paris's", () =>
+      peer.request("POST", "/api/v1/namespaces", {
+        ...dry,
+        body: ns("as-paris", { "liqo.io/remote-cluster-id": PARIS.clusterID }),
+      }),
+    );
     for (const victim of ["kube-system", "default", otherTenant, tenant]) {
       await refused(`delete namespace ${victim}`, () => peer.request("DELETE", `/api/v1/namespaces/${victim}`, dry));
     }
     // No dry run here: RBAC refuses before admission (and a yes fails the test anyway).
-    await refused("relabel its twin namespace", () => peer.mergePatch(Resources.namespaces, TWIN, undefined, { metadata: { labels: { x: "y" } } }));
+    await refused("relabel its twin namespace", () =>
+      peer.mergePatch(Resources.namespaces, TWIN, undefined, { metadata: { labels: { x: "y" } } }),
+    );
     // Its own kind of namespace is allowed: the policy is not simply refusing everything.
-    await peer.request("POST", "/api/v1/namespaces", { ...dry, body: ns("rome-own-twin", { "liqo.io/remote-cluster-id": rome.identity.clusterId }) });
+    await peer.request("POST", "/api/v1/namespaces", {
+      ...dry,
+      body: ns("rome-own-twin", { "liqo.io/remote-cluster-id": rome.identity.clusterId }),
+    });
   }, 120_000);
 });
 
@@ -212,24 +320,46 @@ describe("a token reused after revocation", () => {
   test("after unpeer and a rotation of milan's token, the old command is Denied with a clear message and creates nothing", async () => {
     const off = await liqoctl(rome, "unpeer", "out-of-band", "milan", "--timeout=240s");
     expect(off.code).toBe(0);
-    await waitFor("milan to revoke rome's identity", async () => !(await findTenantNamespace(milan.client, rome.identity.clusterId)), { timeoutMs: 180_000 });
+    await waitFor(
+      "milan to revoke rome's identity",
+      async () => !(await findTenantNamespace(milan.client, rome.identity.clusterId)),
+      { timeoutMs: 180_000 },
+    );
     // The identity milan issued is dead: its ServiceAccount token no longer authenticates.
-    const attempt = () => canI(peer, "get", RESOURCES[0]!, tenant).then((allowed) => `answered (allowed: ${allowed})`, (e) => e);
+    const attempt = () =>
+      canI(peer, "get", RESOURCES[0]!, tenant).then(
+        (allowed) => `answered (allowed: ${allowed})`,
+        (e) => e,
+      );
     const first = await attempt();
     const since = performance.now();
     // The bindings go first: until the API server's token cache lets go, the token may still
     // authenticate, but must not be allowed anything.
     let allowedMeanwhile = first === "answered (allowed: true)";
-    await waitFor("the revoked identity to be refused with 401", async () => {
-      const e = await attempt();
-      if (e === "answered (allowed: true)") allowedMeanwhile = true;
-      return e instanceof KubeApiError && e.status === 401;
-    }, { timeoutMs: 60_000, describe: async () => { const e = await attempt(); return e instanceof Error ? `${e.name} ${(e as KubeApiError).status} ${e.message}` : e; } });
+    await waitFor(
+      "the revoked identity to be refused with 401",
+      async () => {
+        const e = await attempt();
+        if (e === "answered (allowed: true)") allowedMeanwhile = true;
+        return e instanceof KubeApiError && e.status === 401;
+      },
+      {
+        timeoutMs: 60_000,
+        describe: async () => {
+          const e = await attempt();
+          return e instanceof Error ? `${e.name} ${(e as KubeApiError).status} ${e.message}` : e;
+        },
+      },
+    );
     expect(allowedMeanwhile).toBe(false);
-    console.log(`revoked identity, first attempt after the tenant namespace went: ${first instanceof Error ? `${(first as KubeApiError).status} ${first.message}` : first}; refused (401) after ${((performance.now() - since) / 1000).toFixed(1)}s`);
+    console.log(
+      `revoked identity, first attempt after the tenant namespace went: ${first instanceof Error ? `${(first as KubeApiError).status} ${first.message}` : first}; refused (401) after ${((performance.now() - since) / 1000).toFixed(1)}s`,
+    );
 
     // How liqo auth revokes a pre-shared token: a new one in the Secret (read on every request).
-    await milan.client.mergePatch(Resources.secrets, AUTH_TOKEN_SECRET, "liqo", { data: { token: Buffer.from(generateAuthToken()).toString("base64") } });
+    await milan.client.mergePatch(Resources.secrets, AUTH_TOKEN_SECRET, "liqo", {
+      data: { token: Buffer.from(generateAuthToken()).toString("base64") },
+    });
     const r = await liqoctl(rome, ...oldCommand, "--timeout=120s");
     expect(r.err).toContain("phase AuthenticationStatus failed (Denied, TokenRefused)");
     expect(r.err).toContain("the auth token is wrong or has been revoked");
@@ -239,8 +369,20 @@ describe("a token reused after revocation", () => {
     expect(cond(fc, "AuthenticationStatus")?.message).toContain("liqoctl generate peer-command on milan");
     expect(cond(fc, "OutgoingPeering")?.status).toBe("None");
     expect(await findTenantNamespace(milan.client, rome.identity.clusterId)).toBeUndefined();
-    expect((await milan.client.list(Resources.serviceAccounts, { labelSelector: `discovery.liqo.io/cluster-id=${rome.identity.clusterId}` })).items).toEqual([]);
-    expect(await rome.client.find(Resources.secrets, remoteIdentitySecretName(milan.identity.clusterId), fc!.status!.tenantNamespace!.local!)).toBeUndefined();
+    expect(
+      (
+        await milan.client.list(Resources.serviceAccounts, {
+          labelSelector: `discovery.liqo.io/cluster-id=${rome.identity.clusterId}`,
+        })
+      ).items,
+    ).toEqual([]);
+    expect(
+      await rome.client.find(
+        Resources.secrets,
+        remoteIdentitySecretName(milan.identity.clusterId),
+        fc!.status!.tenantNamespace!.local!,
+      ),
+    ).toBeUndefined();
     expect(await rome.client.find(Resources.nodes, "liqo-milan")).toBeUndefined();
   }, 420_000);
 

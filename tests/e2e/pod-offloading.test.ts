@@ -6,7 +6,12 @@ import { installCrds, ShadowPodResource } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../../core/reflection/engine/engine.ts";
-import { createShadowPodController, podFor, RECREATIONS_ANNOTATION, type ShadowPodController } from "../../core/shadowpod/controller.ts";
+import {
+  createShadowPodController,
+  podFor,
+  RECREATIONS_ANNOTATION,
+  type ShadowPodController,
+} from "../../core/shadowpod/controller.ts";
 import { createPodOffloader, OFFLOADING_BACKOFF, type PodOffloader } from "../../core/virtualkubelet/pods/offloader.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
@@ -32,19 +37,33 @@ const originApiServer = "https://203.0.113.10:6443";
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 
 const pod = (name: string, namespace: string, extra: Record<string, unknown> = {}): KubeObject => ({
-  apiVersion: "v1", kind: "Pod",
+  apiVersion: "v1",
+  kind: "Pod",
   metadata: { name, namespace, labels: { app: name } },
-  spec: { nodeName, containers: [{ name: "nginx", image: "nginx" }], tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }], ...extra },
+  spec: {
+    nodeName,
+    containers: [{ name: "nginx", image: "nginx" }],
+    tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }],
+    ...extra,
+  },
 });
 
 async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+  if (!(await client.find(Resources.namespaces, name)))
+    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 async function startOffloader() {
   offloader = await createPodOffloader({
-    local: rome, remote: milan, ...ids, nodeName, virtualKubeletIp: vkIp, translateIp,
-    remoteNamespaceOf: (ns) => twins.get(ns), podsWasm: await builtinWasm("pods"), apiServerUrl: originApiServer,
+    local: rome,
+    remote: milan,
+    ...ids,
+    nodeName,
+    virtualKubeletIp: vkIp,
+    translateIp,
+    remoteNamespaceOf: (ns) => twins.get(ns),
+    podsWasm: await builtinWasm("pods"),
+    apiServerUrl: originApiServer,
   });
   await offloader.start();
 }
@@ -56,9 +75,19 @@ beforeAll(async () => {
   await installCrds(milan);
   // kwok deletes by name without a UID: without the guard a stale kwok job can kill the re-created pod (see guardKwokDeletes).
   await guardKwokDeletes(milan);
-  for (const [c, ns] of [[rome, "demo"], [rome, "plain"], [milan, "demo-rome"]] as const) await namespace(c, ns);
+  for (const [c, ns] of [
+    [rome, "demo"],
+    [rome, "plain"],
+    [milan, "demo-rome"],
+  ] as const)
+    await namespace(c, ns);
   // A stand-in for the virtual node (the virtual kubelet's node controller makes the real one).
-  await rome.create(Resources.nodes, { metadata: { name: nodeName, labels: { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": ids.remoteClusterId } } });
+  await rome.create(Resources.nodes, {
+    metadata: {
+      name: nodeName,
+      labels: { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": ids.remoteClusterId },
+    },
+  });
   provider = createShadowPodController({ client: milan });
   await provider.start();
   // The secrets reflector runs too: it must leave the pods' token Secrets (no local source) alone.
@@ -103,13 +132,19 @@ describe("pod offloading through ShadowPods", () => {
     expect(tokenVolume?.name).toStartWith("kube-api-access-");
     const env = Object.fromEntries(remote.spec.containers[0].env.map((e: any) => [e.name, e.value]));
     expect([env.KUBERNETES_SERVICE_HOST, env.KUBERNETES_SERVICE_PORT]).toEqual(["203.0.113.10", "6443"]);
-    const secret = await waitFor("the token Secret in milan", () => milan.find<any>(Resources.secrets, "web-liqo-api-token", "demo-rome"));
+    const secret = await waitFor("the token Secret in milan", () =>
+      milan.find<any>(Resources.secrets, "web-liqo-api-token", "demo-rome"),
+    );
     const shadow = await milan.get(ShadowPodResource, "web", "demo-rome");
     expect(secret.metadata.ownerReferences.map((r: any) => r.uid)).toEqual([shadow.metadata.uid]);
     expect(Buffer.from(secret.data.namespace, "base64").toString()).toBe("demo");
     // rome's answer to its own token: the pod's ServiceAccount of rome.
     const review = await rome.request<any>("POST", "/apis/authentication.k8s.io/v1/tokenreviews", {
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token: Buffer.from(secret.data.token, "base64").toString() } },
+      body: {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenReview",
+        spec: { token: Buffer.from(secret.data.token, "base64").toString() },
+      },
     });
     expect(review.status.user.username).toBe("system:serviceaccount:demo:default");
   });
@@ -128,7 +163,9 @@ describe("pod offloading through ShadowPods", () => {
     expect(recorded).toBe(1);
     await waitFor(`the local restart count to be ${recorded}`, async () => {
       const p = await rome.get<Pod>(Resources.pods, "web", "demo");
-      const current = Number((await milan.get(ShadowPodResource, "web", "demo-rome")).metadata.annotations?.[RECREATIONS_ANNOTATION]);
+      const current = Number(
+        (await milan.get(ShadowPodResource, "web", "demo-rome")).metadata.annotations?.[RECREATIONS_ANNOTATION],
+      );
       return p.status?.containerStatuses?.[0]?.restartCount === current;
     });
   });
@@ -163,7 +200,10 @@ describe("pod offloading through ShadowPods", () => {
     expect(p.status!.phase).toBe("Pending");
     expect(p.status!.message).toContain("liqoctl offload namespace plain");
     await waitFor("an OffloadingBackOff Event", async () => {
-      const evs = await rome.list<any>(Resources.events, { namespace: "plain", fieldSelector: `involvedObject.uid=${created.metadata.uid}` });
+      const evs = await rome.list<any>(Resources.events, {
+        namespace: "plain",
+        fieldSelector: `involvedObject.uid=${created.metadata.uid}`,
+      });
       return evs.items.some((e) => e.reason === OFFLOADING_BACKOFF);
     });
     expect(await milan.find(ShadowPodResource, "stray", "plain")).toBeUndefined();
@@ -173,13 +213,17 @@ describe("pod offloading through ShadowPods", () => {
 describe("the provider's ShadowPod controller", () => {
   test("a ShadowPod whose pod the API server refuses gets a PodCreationFailed Event, and nothing else breaks", async () => {
     await milan.create(ShadowPodResource, {
-      apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod",
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+      kind: "ShadowPod",
       metadata: { name: "broken", namespace: "demo-rome" },
       spec: { pod: { containers: [{ name: "BAD_NAME", image: "nginx" }] } },
     });
     const shadow = await milan.get(ShadowPodResource, "broken", "demo-rome");
     const ev = await waitFor("a PodCreationFailed Event", async () => {
-      const evs = await milan.list<any>(Resources.events, { namespace: "demo-rome", fieldSelector: `involvedObject.uid=${shadow.metadata.uid}` });
+      const evs = await milan.list<any>(Resources.events, {
+        namespace: "demo-rome",
+        fieldSelector: `involvedObject.uid=${shadow.metadata.uid}`,
+      });
       return evs.items.find((e) => e.reason === "PodCreationFailed");
     });
     expect(ev.message).toContain("demo-rome/broken");
@@ -187,7 +231,18 @@ describe("the provider's ShadowPod controller", () => {
   });
 
   test("podFor keeps the ShadowPod's labels, drops its bookkeeping annotations, and is owned by it", () => {
-    const out = podFor({ apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", metadata: { name: "a", namespace: "n", uid: "u1", labels: { app: "a" }, annotations: { [RECREATIONS_ANNOTATION]: "3", keep: "me" } }, spec: { pod: { containers: [] } } });
+    const out = podFor({
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+      kind: "ShadowPod",
+      metadata: {
+        name: "a",
+        namespace: "n",
+        uid: "u1",
+        labels: { app: "a" },
+        annotations: { [RECREATIONS_ANNOTATION]: "3", keep: "me" },
+      },
+      spec: { pod: { containers: [] } },
+    });
     expect(out.metadata.labels?.app).toBe("a");
     expect(out.metadata.labels?.["liqo.io/managed-by"]).toBe("shadowpod");
     expect(out.metadata.annotations).toEqual({ keep: "me" });

@@ -33,7 +33,10 @@ afterAll(async () => {
 });
 
 async function kubectl(cluster: string, ...args: string[]) {
-  const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   return { out, err, code: await proc.exited };
 }
@@ -68,7 +71,10 @@ test("the Service is reflected, with the local endpoint and without the one alre
   const localIp = (await q.rome.get<Pod>(Resources.pods, "nginx-local", "liqo-demo")).status!.podIP!;
   const remoteIp = (await q.rome.get<Pod>(Resources.pods, "nginx-remote", "liqo-demo")).status!.podIP!;
   const reflected = await waitFor("the reflected EndpointSlice", async () => {
-    const slices = await q.milan.list<any>(Resources.endpointSlices, { namespace: twin, labelSelector: "liqo.io/managed-by=reflection" });
+    const slices = await q.milan.list<any>(Resources.endpointSlices, {
+      namespace: twin,
+      labelSelector: "liqo.io/managed-by=reflection",
+    });
     // milan's EndpointSlice controller copies the reflected Service's labels onto its own slice
     // (owned by the Service there); ours carries no owner reference.
     return slices.items.find((s: any) => !s.metadata.ownerReferences?.length);
@@ -87,30 +93,65 @@ test("the printed summary shows the peering, the virtual node and the pods", asy
 
 test("liqoctl unoffload namespace removes the twin namespace from milan", async () => {
   const twin = (await q.milan.list(ShadowPodResource)).items[0]!.metadata.namespace!;
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "../../cli/main.ts"), "unoffload", "namespace", "liqo-demo", `--kubeconfig=${q.kubeconfig("rome")}`], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      join(import.meta.dir, "../../cli/main.ts"),
+      "unoffload",
+      "namespace",
+      "liqo-demo",
+      `--kubeconfig=${q.kubeconfig("rome")}`,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
   const err = await new Response(proc.stderr).text();
   expect(await proc.exited).toBe(0);
   expect(err).toContain("Unoffloading of namespace liqo-demo completed");
-  await waitFor("the twin namespace to be gone", async () => {
-    const ns = await q.milan.find(Resources.namespaces, twin);
-    return !ns || !!ns.metadata.deletionTimestamp;
-  }, { timeoutMs: 120_000 });
+  await waitFor(
+    "the twin namespace to be gone",
+    async () => {
+      const ns = await q.milan.find(Resources.namespaces, twin);
+      return !ns || !!ns.metadata.deletionTimestamp;
+    },
+    { timeoutMs: 120_000 },
+  );
 }, 180_000);
 
 describe("liqo as the chart installed it", () => {
-  test.each(["rome", "milan"])("%s: helm lists the liqo release, deployed, its Deployments scaled to zero", async (cluster) => {
-    const proc = Bun.spawn([findHelm(), "list", "-n", "liqo", "--output", "json", `--kubeconfig=${q.kubeconfig(cluster)}`], { stdout: "pipe", stderr: "pipe" });
-    const releases = JSON.parse(await new Response(proc.stdout).text()) as { name: string; status: string; chart: string }[];
-    expect(releases.map((r) => [r.name, r.status])).toEqual([["liqo", "deployed"]]);
-    const client = cluster === "rome" ? q.rome : q.milan;
-    const deployments = (await client.list<KubeObject & { spec: { replicas: number } }>(Deployments, { namespace: "liqo" })).items;
-    expect(deployments.map((d) => [d.metadata.name, d.spec.replicas]).sort()).toEqual(
-      ["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook"].map((n) => [n, 0]));
-  });
+  test.each(["rome", "milan"])(
+    "%s: helm lists the liqo release, deployed, its Deployments scaled to zero",
+    async (cluster) => {
+      const proc = Bun.spawn(
+        [findHelm(), "list", "-n", "liqo", "--output", "json", `--kubeconfig=${q.kubeconfig(cluster)}`],
+        { stdout: "pipe", stderr: "pipe" },
+      );
+      const releases = JSON.parse(await new Response(proc.stdout).text()) as {
+        name: string;
+        status: string;
+        chart: string;
+      }[];
+      expect(releases.map((r) => [r.name, r.status])).toEqual([["liqo", "deployed"]]);
+      const client = cluster === "rome" ? q.rome : q.milan;
+      const deployments = (
+        await client.list<KubeObject & { spec: { replicas: number } }>(Deployments, { namespace: "liqo" })
+      ).items;
+      expect(deployments.map((d) => [d.metadata.name, d.spec.replicas]).sort()).toEqual(
+        ["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook"].map((n) => [
+          n,
+          0,
+        ]),
+      );
+    },
+  );
 
   test("each local role runs with its ServiceAccount's kubeconfig, and the API server sees that ServiceAccount", async () => {
     const processes = loadRig(dir)?.extras ?? [];
-    const expected = { "milan/auth": "liqo-auth", "milan/controller-manager": "liqo-controller-manager", "rome/controller-manager": "liqo-controller-manager", "rome/webhook": "liqo-webhook" };
+    const expected = {
+      "milan/auth": "liqo-auth",
+      "milan/controller-manager": "liqo-controller-manager",
+      "rome/controller-manager": "liqo-controller-manager",
+      "rome/webhook": "liqo-webhook",
+    };
     for (const [name, sa] of Object.entries(expected)) {
       const p = processes.find((x) => x.name === name);
       expect(p).toBeDefined();
@@ -118,9 +159,13 @@ describe("liqo as the chart installed it", () => {
       const [cluster, role] = name.split("/") as ["rome" | "milan", string];
       const kubeconfig = q.installed[cluster].kubeconfigs[role]!;
       expect(cmdline).toContain(`--kubeconfig=${kubeconfig}`);
-      const review = await createKubeClient({ kubeconfig }).request<{ status: { userInfo: { username: string } } }>("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {
-        body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
-      });
+      const review = await createKubeClient({ kubeconfig }).request<{ status: { userInfo: { username: string } } }>(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {
+          body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+        },
+      );
       expect(review.status.userInfo.username).toBe(`system:serviceaccount:liqo:${sa}`);
     }
   });
@@ -128,9 +173,24 @@ describe("liqo as the chart installed it", () => {
   test("the chart's RBAC bounds them: the webhook may not read Secrets, the controller manager may not write RBAC", async () => {
     const cm = createKubeClient({ kubeconfig: q.installed.rome.kubeconfigs["controller-manager"]! });
     const webhook = createKubeClient({ kubeconfig: q.installed.rome.kubeconfigs.webhook! });
-    const denied = async (what: Promise<unknown>) => what.then(() => 0, (err) => (err instanceof KubeApiError ? err.status : -1));
+    const denied = async (what: Promise<unknown>) =>
+      what.then(
+        () => 0,
+        (err) => (err instanceof KubeApiError ? err.status : -1),
+      );
     expect(await denied(webhook.list(Resources.secrets, { namespace: "kube-system" }))).toBe(403);
-    expect(await denied(cm.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", { body: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "quickstart-escalation" }, rules: [] } }))).toBe(403);
+    expect(
+      await denied(
+        cm.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+          body: {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "ClusterRole",
+            metadata: { name: "quickstart-escalation" },
+            rules: [],
+          },
+        }),
+      ),
+    ).toBe(403);
     // ...while what its controllers need is allowed (ShadowPods, cluster-wide).
     expect((await cm.list(ShadowPodResource)).items).toBeArray();
   });

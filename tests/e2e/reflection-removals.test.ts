@@ -29,15 +29,23 @@ const builtins: BuiltinName[] = ["configmaps", "secrets", "services", "endpoints
 const CONVERGE_MS = 30_000;
 
 async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+  if (!(await client.find(Resources.namespaces, name)))
+    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 async function startEngine(): Promise<ReflectionEngine> {
   const engine = createReflectionEngine({
-    local, remote, ...ids, context: { storageClass: "standard", virtualNodeName: VIRTUAL_NODE }, workers: 2,
+    local,
+    remote,
+    ...ids,
+    context: { storageClass: "standard", virtualNodeName: VIRTUAL_NODE },
+    workers: 2,
   });
   for (const b of builtins) await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
-  await engine.addPlugin(await Bun.file(wasmPath("networkpolicy")).bytes(), { trust: "dropin", source: "test:networkpolicy" });
+  await engine.addPlugin(await Bun.file(wasmPath("networkpolicy")).bytes(), {
+    trust: "dropin",
+    source: "test:networkpolicy",
+  });
   await engine.addNamespacePair({ localNamespace: LNS, remoteNamespace: RNS });
   return engine;
 }
@@ -88,7 +96,16 @@ const cases: Record<string, Case> = {
   },
   Service: {
     res: Resources.services,
-    object: { metadata: meta, spec: { selector: { app: "svc1" }, ports: [{ name: "http", port: 80 }, { name: "metrics", port: 9090 }] } },
+    object: {
+      metadata: meta,
+      spec: {
+        selector: { app: "svc1" },
+        ports: [
+          { name: "http", port: 80 },
+          { name: "metrics", port: 9090 },
+        ],
+      },
+    },
     remove: ["/spec/selector", "/spec/ports/1", ...metaRemoved],
     removed: ["/spec/selector", "/spec/ports/1", ...metaRemoved],
     kept: { "/spec/ports/0/port": 80, ...metaKept },
@@ -101,10 +118,20 @@ const cases: Record<string, Case> = {
   EndpointSlice: {
     res: Resources.endpointSlices,
     object: {
-      metadata: { ...meta, labels: { ...meta.labels, "kubernetes.io/service-name": "svc-rm", "endpointslice.kubernetes.io/managed-by": "rm-test" } },
+      metadata: {
+        ...meta,
+        labels: {
+          ...meta.labels,
+          "kubernetes.io/service-name": "svc-rm",
+          "endpointslice.kubernetes.io/managed-by": "rm-test",
+        },
+      },
       addressType: "IPv4",
       endpoints: [{ addresses: ["10.100.0.1"] }, { addresses: ["10.100.0.2"] }],
-      ports: [{ name: "http", port: 80, protocol: "TCP" }, { name: "metrics", port: 9090, protocol: "TCP" }],
+      ports: [
+        { name: "http", port: 80, protocol: "TCP" },
+        { name: "metrics", port: 9090, protocol: "TCP" },
+      ],
     },
     remove: ["/ports/1", "/endpoints/1", ...metaRemoved],
     removed: ["/ports/1", "/endpoints/1", ...metaRemoved],
@@ -113,7 +140,10 @@ const cases: Record<string, Case> = {
   },
   Ingress: {
     res: Resources.ingresses,
-    object: { metadata: meta, spec: { defaultBackend: backend, rules: [rule("a.example.com"), rule("b.example.com")] } },
+    object: {
+      metadata: meta,
+      spec: { defaultBackend: backend, rules: [rule("a.example.com"), rule("b.example.com")] },
+    },
     remove: ["/spec/rules/1", "/spec/defaultBackend", ...metaRemoved],
     removed: ["/spec/rules/1", "/spec/defaultBackend", ...metaRemoved],
     kept: { "/spec/rules/0/host": "a.example.com", ...metaKept },
@@ -143,7 +173,11 @@ const cases: Record<string, Case> = {
     },
     remove: ["/spec/podSelector/matchLabels/tier", "/spec/ingress/1", ...metaRemoved],
     removed: ["/spec/podSelector/matchLabels/tier", "/spec/ingress/1", ...metaRemoved],
-    kept: { "/spec/podSelector/matchLabels/app": "web", "/spec/ingress/0/from/0/ipBlock/cidr": "10.100.3.0/24", ...metaKept },
+    kept: {
+      "/spec/podSelector/matchLabels/app": "web",
+      "/spec/ingress/0/from/0/ipBlock/cidr": "10.100.3.0/24",
+      ...metaKept,
+    },
     vandalise: [...metaVandalised, { op: "add", path: "/spec/podSelector/matchLabels/hand-made", value: "1" }],
   },
 };
@@ -155,24 +189,31 @@ function problems(copy: unknown, c: Case, extra: JsonPatchOp[] = []): string[] {
   if (!copy) return ["no remote copy"];
   const out: string[] = [];
   for (const p of c.removed) if (getPointer(copy, p) !== undefined) out.push(`${p} is still there`);
-  for (const [p, v] of Object.entries(c.kept)) if (getPointer(copy, p) !== v) out.push(`${p} is ${JSON.stringify(getPointer(copy, p))}, not ${JSON.stringify(v)}`);
+  for (const [p, v] of Object.entries(c.kept))
+    if (getPointer(copy, p) !== v) out.push(`${p} is ${JSON.stringify(getPointer(copy, p))}, not ${JSON.stringify(v)}`);
   for (const op of extra) {
     const value = JSON.stringify((op as { value: unknown }).value);
     if (op.path.endsWith("/-")) {
       // An item added to a list: no item of the list may still hold it.
       const list = getPointer(copy, op.path.slice(0, -2));
-      if (JSON.stringify(list ?? []).includes(value.slice(1, -1))) out.push(`the hand-made item ${value} is still in ${op.path.slice(0, -2)}`);
-    } else if (getPointer(copy, op.path) !== undefined) out.push(`the hand-made ${op.path} is still there: ${JSON.stringify(getPointer(copy, op.path))}`);
+      if (JSON.stringify(list ?? []).includes(value.slice(1, -1)))
+        out.push(`the hand-made item ${value} is still in ${op.path.slice(0, -2)}`);
+    } else if (getPointer(copy, op.path) !== undefined)
+      out.push(`the hand-made ${op.path} is still there: ${JSON.stringify(getPointer(copy, op.path))}`);
   }
   return out;
 }
 
 async function converged(kind: string, name: string, extra: JsonPatchOp[] = []) {
   const c = cases[kind]!;
-  await waitFor(`the remote ${kind} ${name} to equal the answer`, async () => problems(await remoteOf(c.res, name), c, extra).length === 0, {
-    timeoutMs: CONVERGE_MS,
-    describe: async () => problems(await remoteOf(c.res, name), c, extra),
-  });
+  await waitFor(
+    `the remote ${kind} ${name} to equal the answer`,
+    async () => problems(await remoteOf(c.res, name), c, extra).length === 0,
+    {
+      timeoutMs: CONVERGE_MS,
+      describe: async () => problems(await remoteOf(c.res, name), c, extra),
+    },
+  );
 }
 
 async function createAndReflect(kind: string, name: string) {
@@ -185,9 +226,15 @@ async function createAndReflect(kind: string, name: string) {
 }
 
 const removeLocally = (kind: string, name: string) =>
-  local.jsonPatch(cases[kind]!.res, name, LNS, cases[kind]!.remove.map((path) => ({ op: "remove" as const, path })));
+  local.jsonPatch(
+    cases[kind]!.res,
+    name,
+    LNS,
+    cases[kind]!.remove.map((path) => ({ op: "remove" as const, path })),
+  );
 
-const vandalise = (kind: string, name: string) => remote.jsonPatch(cases[kind]!.res, name, RNS, cases[kind]!.vandalise, { fieldManager: "kubectl-edit" });
+const vandalise = (kind: string, name: string) =>
+  remote.jsonPatch(cases[kind]!.res, name, RNS, cases[kind]!.vandalise, { fieldManager: "kubectl-edit" });
 
 beforeAll(async () => {
   await ensureBuilt([...builtins, "networkpolicy"]);
@@ -204,57 +251,111 @@ afterAll(async () => {
 
 describe("removals reach the remote copy", () => {
   let engine: ReflectionEngine | undefined;
-  beforeAll(async () => { engine = await startEngine(); }, 300_000);
+  beforeAll(async () => {
+    engine = await startEngine();
+  }, 300_000);
   afterAll(() => engine?.stop());
 
-  test.each(kinds)("%s: created by server-side apply, every field owned by the engine's one field manager", async (kind) => {
-    const copy = await createAndReflect(kind, nameOf(kind, "live"));
-    const ours = (copy.metadata.managedFields as { manager: string; operation: string; subresource?: string }[])
-      .filter((e) => e.manager === FIELD_MANAGER && !e.subresource);
-    expect(ours.map((e) => e.operation)).toEqual(["Apply"]);
-  }, 180_000);
+  test.each(kinds)(
+    "%s: created by server-side apply, every field owned by the engine's one field manager",
+    async (kind) => {
+      const copy = await createAndReflect(kind, nameOf(kind, "live"));
+      const ours = (
+        copy.metadata.managedFields as { manager: string; operation: string; subresource?: string }[]
+      ).filter((e) => e.manager === FIELD_MANAGER && !e.subresource);
+      expect(ours.map((e) => e.operation)).toEqual(["Apply"]);
+    },
+    180_000,
+  );
 
-  test.each(kinds)("%s: a key, a list item, a label, an annotation and nested fields removed locally", async (kind) => {
-    const name = nameOf(kind, "live");
-    await removeLocally(kind, name);
-    await converged(kind, name);
-  }, 180_000);
+  test.each(kinds)(
+    "%s: a key, a list item, a label, an annotation and nested fields removed locally",
+    async (kind) => {
+      const name = nameOf(kind, "live");
+      await removeLocally(kind, name);
+      await converged(kind, name);
+    },
+    180_000,
+  );
 
-  test.each(kinds)("%s: what another field manager added to the remote copy goes away", async (kind) => {
-    const name = nameOf(kind, "live");
-    await vandalise(kind, name);
-    await converged(kind, name, cases[kind]!.vandalise);
-  }, 180_000);
+  test.each(kinds)(
+    "%s: what another field manager added to the remote copy goes away",
+    async (kind) => {
+      const name = nameOf(kind, "live");
+      await vandalise(kind, name);
+      await converged(kind, name, cases[kind]!.vandalise);
+    },
+    180_000,
+  );
 
   test("the issue's walk-through: cm1, a Secret, a Service; removed keys stay removed after a later change", async () => {
-    await local.create(Resources.configMaps, { metadata: { name: "cm1", namespace: LNS, labels: { team: "x" } }, data: { a: "1", b: "2" } });
-    await local.create(Resources.secrets, { metadata: { name: "creds", namespace: LNS }, stringData: { user: "u", password: "p" } });
-    await local.create(Resources.services, { metadata: { name: "svc1", namespace: LNS }, spec: { selector: { app: "svc1" }, ports: [{ port: 80 }] } });
-    await waitFor("the three remote copies", async () => (await remoteOf(Resources.configMaps, "cm1"))?.data?.b === "2"
-      && (await remoteOf(Resources.secrets, "creds"))?.data?.password && (await remoteOf(Resources.services, "svc1"))?.spec?.selector?.app === "svc1", { timeoutMs: 120_000 });
-    await local.jsonPatch(Resources.configMaps, "cm1", LNS, [{ op: "remove", path: "/data/b" }, { op: "remove", path: "/metadata/labels/team" }]);
+    await local.create(Resources.configMaps, {
+      metadata: { name: "cm1", namespace: LNS, labels: { team: "x" } },
+      data: { a: "1", b: "2" },
+    });
+    await local.create(Resources.secrets, {
+      metadata: { name: "creds", namespace: LNS },
+      stringData: { user: "u", password: "p" },
+    });
+    await local.create(Resources.services, {
+      metadata: { name: "svc1", namespace: LNS },
+      spec: { selector: { app: "svc1" }, ports: [{ port: 80 }] },
+    });
+    await waitFor(
+      "the three remote copies",
+      async () =>
+        (await remoteOf(Resources.configMaps, "cm1"))?.data?.b === "2" &&
+        (await remoteOf(Resources.secrets, "creds"))?.data?.password &&
+        (await remoteOf(Resources.services, "svc1"))?.spec?.selector?.app === "svc1",
+      { timeoutMs: 120_000 },
+    );
+    await local.jsonPatch(Resources.configMaps, "cm1", LNS, [
+      { op: "remove", path: "/data/b" },
+      { op: "remove", path: "/metadata/labels/team" },
+    ]);
     await local.jsonPatch(Resources.secrets, "creds", LNS, [{ op: "remove", path: "/data/password" }]);
     await local.jsonPatch(Resources.services, "svc1", LNS, [{ op: "remove", path: "/spec/selector" }]);
     const state = async () => {
-      const [cm, s, svc] = await Promise.all([remoteOf(Resources.configMaps, "cm1"), remoteOf(Resources.secrets, "creds"), remoteOf(Resources.services, "svc1")]);
-      return { data: cm?.data, team: cm?.metadata?.labels?.team, secret: Object.keys(s?.data ?? {}), selector: svc?.spec?.selector };
+      const [cm, s, svc] = await Promise.all([
+        remoteOf(Resources.configMaps, "cm1"),
+        remoteOf(Resources.secrets, "creds"),
+        remoteOf(Resources.services, "svc1"),
+      ]);
+      return {
+        data: cm?.data,
+        team: cm?.metadata?.labels?.team,
+        secret: Object.keys(s?.data ?? {}),
+        selector: svc?.spec?.selector,
+      };
     };
-    await waitFor("b, team, password and the selector to be gone from milan", async () => {
-      const s = await state();
-      return s.data?.b === undefined && s.team === undefined && !s.secret.includes("password") && s.selector === undefined;
-    }, { timeoutMs: CONVERGE_MS, describe: state });
+    await waitFor(
+      "b, team, password and the selector to be gone from milan",
+      async () => {
+        const s = await state();
+        return (
+          s.data?.b === undefined && s.team === undefined && !s.secret.includes("password") && s.selector === undefined
+        );
+      },
+      { timeoutMs: CONVERGE_MS, describe: state },
+    );
     await local.mergePatch(Resources.configMaps, "cm1", LNS, { data: { a: "9" } });
-    await waitFor("the new a, and still no b", async () => {
-      const s = await state();
-      return s.data?.a === "9" && s.data?.b === undefined && s.team === undefined;
-    }, { timeoutMs: CONVERGE_MS, describe: state });
+    await waitFor(
+      "the new a, and still no b",
+      async () => {
+        const s = await state();
+        return s.data?.a === "9" && s.data?.b === undefined && s.team === undefined;
+      },
+      { timeoutMs: CONVERGE_MS, describe: state },
+    );
   }, 300_000);
 
   test("once converged, handling every object again writes nothing: each copy equals its answer", async () => {
     const e = engine!;
-    const writes = async () => parsePrometheusText(await e.registry.expose())
-      .find((f) => f.name === "liqo_reflection_reconciles_total")?.samples
-      .filter((x) => x.labels.outcome === "apply" || x.labels.outcome === "repair").reduce((sum, x) => sum + x.value, 0) ?? 0;
+    const writes = async () =>
+      parsePrometheusText(await e.registry.expose())
+        .find((f) => f.name === "liqo_reflection_reconciles_total")
+        ?.samples.filter((x) => x.labels.outcome === "apply" || x.labels.outcome === "repair")
+        .reduce((sum, x) => sum + x.value, 0) ?? 0;
     const handled = () => e.reflectors().reduce((sum, r) => sum + r.handled, 0);
     const drained = () => e.reflectors().every((r) => r.queueDepth === 0);
     await waitFor("the queues to drain", drained);
@@ -262,7 +363,9 @@ describe("removals reach the remote copy", () => {
     for (const c of Object.values(cases)) objects += (await local.list(c.res, { namespace: LNS })).items.length;
     const [before, seen] = [await writes(), handled()];
     e.requeueAll();
-    await waitFor("every local object handled again", () => handled() >= seen + objects && drained(), { timeoutMs: CONVERGE_MS });
+    await waitFor("every local object handled again", () => handled() >= seen + objects && drained(), {
+      timeoutMs: CONVERGE_MS,
+    });
     expect(await writes()).toBe(before);
   }, 120_000);
 });
@@ -274,23 +377,36 @@ describe("creating by apply", () => {
       const all = Array.from({ length: 10 }, (_, i) => `race-${i}`);
       // Different keys on each side: a non-forced apply meets no conflict, so only the engine's
       // check of 201 against 200 keeps it off theirs (when the race lands that way).
-      const foreignWon = await Promise.all(all.map(async (n) => {
-        const [theirs] = await Promise.all([
-          remote.create(Resources.configMaps, { metadata: { name: n, namespace: RNS }, data: { theirs: "1" } }).then(() => true, () => false),
-          local.create(Resources.configMaps, { metadata: { name: n, namespace: LNS }, data: { ours: "2" } }),
-        ]);
-        return theirs;
-      }));
+      const foreignWon = await Promise.all(
+        all.map(async (n) => {
+          const [theirs] = await Promise.all([
+            remote.create(Resources.configMaps, { metadata: { name: n, namespace: RNS }, data: { theirs: "1" } }).then(
+              () => true,
+              () => false,
+            ),
+            local.create(Resources.configMaps, { metadata: { name: n, namespace: LNS }, data: { ours: "2" } }),
+          ]);
+          return theirs;
+        }),
+      );
       const names = all.filter((_, i) => foreignWon[i]);
-      await waitFor("a ReflectionConflict Event for every name milan's client won", async () => {
-        const evs = await local.list<any>(Resources.events, { namespace: LNS });
-        return names.every((n) => evs.items.some((e) => e.reason === "ReflectionConflict" && e.involvedObject.name === n));
-      }, { timeoutMs: 120_000 });
+      await waitFor(
+        "a ReflectionConflict Event for every name milan's client won",
+        async () => {
+          const evs = await local.list<any>(Resources.events, { namespace: LNS });
+          return names.every((n) =>
+            evs.items.some((e) => e.reason === "ReflectionConflict" && e.involvedObject.name === n),
+          );
+        },
+        { timeoutMs: 120_000 },
+      );
       for (const n of names) {
         const theirs = await remoteOf(Resources.configMaps, n);
         expect(theirs.data).toEqual({ theirs: "1" });
         expect(theirs.metadata.labels).toBeUndefined();
-        expect((theirs.metadata.managedFields as { manager: string }[]).some((e) => e.manager === FIELD_MANAGER)).toBe(false);
+        expect((theirs.metadata.managedFields as { manager: string }[]).some((e) => e.manager === FIELD_MANAGER)).toBe(
+          false,
+        );
       }
     } finally {
       await engine.stop();

@@ -26,32 +26,102 @@ type Pod = KubeObject & { spec: any };
 async function offloadedNamespace(name: string, strategy: string, clusterSelector?: unknown) {
   await client.create(Resources.namespaces, { metadata: { name, labels: { "liqo.io/scheduling-enabled": "true" } } });
   await client.create(NamespaceOffloadingResource, {
-    apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name: "offloading", namespace: name },
-    spec: { namespaceMappingStrategy: "DefaultName", podOffloadingStrategy: strategy, clusterSelector: clusterSelector ?? { nodeSelectorTerms: [] } },
+    apiVersion: "offloading.liqo.io/v1alpha1",
+    kind: "NamespaceOffloading",
+    metadata: { name: "offloading", namespace: name },
+    spec: {
+      namespaceMappingStrategy: "DefaultName",
+      podOffloadingStrategy: strategy,
+      clusterSelector: clusterSelector ?? { nodeSelectorTerms: [] },
+    },
   });
   // What the NamespaceOffloading controller (not running in this test) would report.
-  await client.mergePatch(NamespaceOffloadingResource, "offloading", name, { status: { offloadingPhase: "Ready" } }, "status");
+  await client.mergePatch(
+    NamespaceOffloadingResource,
+    "offloading",
+    name,
+    { status: { offloadingPhase: "Ready" } },
+    "status",
+  );
 }
 
-const pod = (name: string, namespace: string) => ({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace }, spec: { containers: [{ name: "c", image: "nginx" }] } });
-const terms = (p: Pod) => p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+const pod = (name: string, namespace: string) => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, namespace },
+  spec: { containers: [{ name: "c", image: "nginx" }] },
+});
+const terms = (p: Pod) =>
+  p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 1, nodes: 1 });
   client = rig.client(rig.clusters[0]!.name);
   await installCrds(client);
   // A serving certificate for 127.0.0.1 from a throwaway CA, as the chart would generate.
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=webhook-ca", "-keyout", "ca.key", "-out", "ca.crt");
-  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=liqo-webhook", "-keyout", "tls.key", "-out", "tls.csr");
+  openssl(
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=webhook-ca",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+  );
+  openssl(
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-subj",
+    "/CN=liqo-webhook",
+    "-keyout",
+    "tls.key",
+    "-out",
+    "tls.csr",
+  );
   writeFileSync(join(dir, "ext"), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  openssl("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-extfile", "ext", "-out", "tls.crt");
+  openssl(
+    "x509",
+    "-req",
+    "-in",
+    "tls.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-extfile",
+    "ext",
+    "-out",
+    "tls.crt",
+  );
   webhook = await startPodWebhook({ client, tls: { cert: join(dir, "tls.crt"), key: join(dir, "tls.key") } });
-  await registerPodWebhook(client, { url: webhook.url, caBundle: readFileSync(join(dir, "ca.crt")).toString("base64") });
+  await registerPodWebhook(client, {
+    url: webhook.url,
+    caBundle: readFileSync(join(dir, "ca.crt")).toString("base64"),
+  });
   await offloadedNamespace("remote-only", "Remote");
   await offloadedNamespace("local-only", "Local");
-  await offloadedNamespace("north", "LocalAndRemote", { nodeSelectorTerms: [{ matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["north"] }] }] });
+  await offloadedNamespace("north", "LocalAndRemote", {
+    nodeSelectorTerms: [{ matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["north"] }] }],
+  });
   await client.create(Resources.namespaces, { metadata: { name: "untouched" } });
-  await client.create(Resources.namespaces, { metadata: { name: "labelled-only", labels: { "liqo.io/scheduling-enabled": "true" } } });
+  await client.create(Resources.namespaces, {
+    metadata: { name: "labelled-only", labels: { "liqo.io/scheduling-enabled": "true" } },
+  });
 }, 600_000);
 
 afterAll(async () => {
@@ -68,13 +138,21 @@ describe("pod offloading strategies through the webhook", () => {
       const created = await client.create<Pod>(Resources.pods, pod("a", "remote-only"));
       return terms(created) ? created : undefined;
     });
-    expect(p.spec.tolerations).toContainEqual({ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" });
-    expect(terms(p)).toEqual([{ matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] }]);
+    expect(p.spec.tolerations).toContainEqual({
+      key: "virtual-node.liqo.io/not-allowed",
+      operator: "Exists",
+      effect: "NoExecute",
+    });
+    expect(terms(p)).toEqual([
+      { matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] },
+    ]);
   });
 
   test("Local: the pod must avoid virtual nodes and gets no toleration", async () => {
     const p = await client.create<Pod>(Resources.pods, pod("b", "local-only"));
-    expect(terms(p)).toEqual([{ matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] }]);
+    expect(terms(p)).toEqual([
+      { matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] },
+    ]);
     expect((p.spec.tolerations ?? []).some((t: any) => t.key === "virtual-node.liqo.io/not-allowed")).toBe(false);
   });
 
@@ -82,7 +160,12 @@ describe("pod offloading strategies through the webhook", () => {
     const p = await client.create<Pod>(Resources.pods, pod("c", "north"));
     expect(terms(p)).toEqual([
       { matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] },
-      { matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["north"] }, { key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] },
+      {
+        matchExpressions: [
+          { key: "topology.liqo.io/region", operator: "In", values: ["north"] },
+          { key: "liqo.io/type", operator: "In", values: ["virtual-node"] },
+        ],
+      },
     ]);
   });
 
@@ -104,22 +187,39 @@ describe("namespaces labelled for scheduling before their offloading is ready", 
 
   test("once the NamespaceOffloading has a phase, the same pod is accepted and mutated", async () => {
     await client.create(NamespaceOffloadingResource, {
-      apiVersion: "offloading.liqo.io/v1alpha1", kind: "NamespaceOffloading", metadata: { name: "offloading", namespace: "labelled-only" },
-      spec: { namespaceMappingStrategy: "DefaultName", podOffloadingStrategy: "Remote", clusterSelector: { nodeSelectorTerms: [] } },
+      apiVersion: "offloading.liqo.io/v1alpha1",
+      kind: "NamespaceOffloading",
+      metadata: { name: "offloading", namespace: "labelled-only" },
+      spec: {
+        namespaceMappingStrategy: "DefaultName",
+        podOffloadingStrategy: "Remote",
+        clusterSelector: { nodeSelectorTerms: [] },
+      },
     });
     const pending = await waitFor("a refusal while the offloading is being set up", async () => {
       const e = await client.create(Resources.pods, pod("early", "labelled-only")).catch((x) => x);
       return e?.message?.includes("being set up") ? e : undefined;
     });
     expect(pending.status).toBe(403);
-    await client.mergePatch(NamespaceOffloadingResource, "offloading", "labelled-only", { status: { offloadingPhase: "Ready" } }, "status");
-    const p = await waitFor("the pod to be accepted", async () => client.create<Pod>(Resources.pods, pod("early", "labelled-only")).catch(() => undefined));
-    expect(terms(p)).toEqual([{ matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] }]);
+    await client.mergePatch(
+      NamespaceOffloadingResource,
+      "offloading",
+      "labelled-only",
+      { status: { offloadingPhase: "Ready" } },
+      "status",
+    );
+    const p = await waitFor("the pod to be accepted", async () =>
+      client.create<Pod>(Resources.pods, pod("early", "labelled-only")).catch(() => undefined),
+    );
+    expect(terms(p)).toEqual([
+      { matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] },
+    ]);
   });
 });
 
 describe("bad input", () => {
-  const post = (body: string) => fetch(`${webhook.url}/mutate/pods`, { method: "POST", body, tls: { rejectUnauthorized: false } } as RequestInit);
+  const post = (body: string) =>
+    fetch(`${webhook.url}/mutate/pods`, { method: "POST", body, tls: { rejectUnauthorized: false } } as RequestInit);
   test("a body that is not JSON is a 400 saying what is expected", async () => {
     const res = await post("{nope");
     expect(res.status).toBe(400);
@@ -131,7 +231,11 @@ describe("bad input", () => {
     expect(((await res.json()) as { message: string }).message).toContain("request");
   });
   test("an unknown path is a 404 naming the right one", async () => {
-    const res = await fetch(`${webhook.url}/mutate/nodes`, { method: "POST", body: "{}", tls: { rejectUnauthorized: false } } as RequestInit);
+    const res = await fetch(`${webhook.url}/mutate/nodes`, {
+      method: "POST",
+      body: "{}",
+      tls: { rejectUnauthorized: false },
+    } as RequestInit);
     expect(res.status).toBe(404);
     expect(((await res.json()) as { message: string }).message).toContain("/mutate/pods");
   });

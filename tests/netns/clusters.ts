@@ -35,19 +35,35 @@ export async function buildCluster(lab: Lab, name: string, podIp: string, reserv
   // The gateway reaches its pods directly, standing in for the CNI and the overlay.
   await lab.sh(gw, ["ip", "link", "add", "pods", "type", "veth", "peer", "name", "eth0", "netns", pod]);
   await createIp(runner, gw).batch(["addr add 10.200.0.1/16 dev pods", "link set pods up"]);
-  await createIp(runner, pod).batch([`addr add ${podIp}/16 dev eth0`, "link set eth0 up", "route add default via 10.200.0.1"]);
+  await createIp(runner, pod).batch([
+    `addr add ${podIp}/16 dev eth0`,
+    "link set eth0 up",
+    "route add default via 10.200.0.1",
+  ]);
   const device = (await lab.wireguard(gw, role)).name;
   const keys = generateKeyPair();
   return {
-    name, gw, pod, podIp, device,
+    name,
+    gw,
+    pod,
+    podIp,
+    device,
     ipam: createIpam({ podCidr, serviceCidr: "10.96.0.0/12", externalCidr, reserved }),
     config: {
-      device, localPodCidr: podCidr, localExternalCidr: externalCidr, privateKey: keys.privateKey,
-      listenPort: 51820, underlay: { mtu: 1500, ipv6: false }, peers: [],
+      device,
+      localPodCidr: podCidr,
+      localExternalCidr: externalCidr,
+      privateKey: keys.privateKey,
+      listenPort: 51820,
+      underlay: { mtu: 1500, ipv6: false },
+      peers: [],
     },
     publicKey: keys.publicKey,
     reconciler: createGatewayReconciler({
-      ip: createIp(runner, gw), nft: createNft(runner, gw), wireguard: createUapiClient(device), runner,
+      ip: createIp(runner, gw),
+      nft: createNft(runner, gw),
+      wireguard: createUapiClient(device),
+      runner,
     }),
     underlayFor: new Map(),
   };

@@ -12,7 +12,8 @@ import type { FabricSide } from "./fabric-rig.ts";
 import { runner, type Lab } from "./lab.ts";
 
 export const PORT = 51820;
-export const fabricLog = (cluster: string) => createLogger({ cluster }, { level: (process.env.FABRIC_LOG ?? "warn") as "warn" });
+export const fabricLog = (cluster: string) =>
+  createLogger({ cluster }, { level: (process.env.FABRIC_LOG ?? "warn") as "warn" });
 
 export interface DataPlane {
   gateway: GatewayController;
@@ -22,17 +23,37 @@ export interface DataPlane {
 
 export async function startDataPlane(s: FabricSide): Promise<DataPlane> {
   const log = fabricLog(s.name);
-  const agent = createRouteAgent({ client: s.client, nodeName: s.nodeName, liqoNamespace: "liqo", ip: createIp(runner, s.node), end: { vtepIp: s.nodeVtep, dev: "uplink" }, intervalMs: 2_000, logger: log });
+  const agent = createRouteAgent({
+    client: s.client,
+    nodeName: s.nodeName,
+    liqoNamespace: "liqo",
+    ip: createIp(runner, s.node),
+    end: { vtepIp: s.nodeVtep, dev: "uplink" },
+    intervalMs: 2_000,
+    logger: log,
+  });
   await agent.start();
   const gateway = createGatewayController({
-    client: s.client, liqoNamespace: "liqo", identity: `${s.name}-gw-0`, netns: s.gw, device: s.device, listenPort: PORT,
-    underlayDevice: "inet", wireguard: "userspace", endpoint: `${s.publicIp}:${PORT}`, nodeName: s.nodeName,
-    overlay: { vtepIp: s.gwVtep, dev: "uplink" }, lease: { durationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 1_000 },
-    intervalMs: 2_000, handshakeTimeoutMs: 15_000, logger: log,
+    client: s.client,
+    liqoNamespace: "liqo",
+    identity: `${s.name}-gw-0`,
+    netns: s.gw,
+    device: s.device,
+    listenPort: PORT,
+    underlayDevice: "inet",
+    wireguard: "userspace",
+    endpoint: `${s.publicIp}:${PORT}`,
+    nodeName: s.nodeName,
+    overlay: { vtepIp: s.gwVtep, dev: "uplink" },
+    lease: { durationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 1_000 },
+    intervalMs: 2_000,
+    handshakeTimeoutMs: 15_000,
+    logger: log,
   });
   await gateway.start();
   return {
-    gateway, agent,
+    gateway,
+    agent,
     async stop() {
       await gateway.stop().catch(() => undefined);
       await agent.stop().catch(() => undefined);
@@ -51,7 +72,10 @@ export interface HostLink {
 export async function linkHost(lab: Lab, s: FabricSide, host: number): Promise<HostLink> {
   const node = await s.client.get<KubeObject & { spec?: { podCIDR?: string } }>(Resources.nodes, s.nodeName);
   const cidr = node.spec?.podCIDR;
-  if (!cidr) throw new Error(`node ${s.nodeName} of ${s.name} has no spec.podCIDR: cannot give the test process an address there`);
+  if (!cidr)
+    throw new Error(
+      `node ${s.nodeName} of ${s.name} has no spec.podCIDR: cannot give the test process an address there`,
+    );
   const address = cidr.split("/")[0]!.replace(/\.\d+$/, `.${host}`);
   const dev = `lq${process.pid.toString(36)}-${lab.id.slice(-3)}h${s.name.slice(0, 1)}`;
   await runner.run(["ip", "link", "add", dev, "type", "veth", "peer", "name", "host0", "netns", s.node]);
@@ -62,6 +86,17 @@ export async function linkHost(lab: Lab, s: FabricSide, host: number): Promise<H
   await lab.sh(s.node, ["sysctl", "-q", "-w", "net.ipv4.conf.host0.proxy_arp=1"]);
   return {
     address,
-    routeTo: async (cidr) => { await runner.run(["ip", "route", "replace", cidr.includes("/") ? cidr : `${cidr}/32`, "dev", dev, "src", address]); },
+    routeTo: async (cidr) => {
+      await runner.run([
+        "ip",
+        "route",
+        "replace",
+        cidr.includes("/") ? cidr : `${cidr}/32`,
+        "dev",
+        dev,
+        "src",
+        address,
+      ]);
+    },
   };
 }

@@ -8,25 +8,50 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { installCrds } from "../../core/apis/crds.ts";
-import { TunnelEndpointResource, type TunnelEndpoint, NetworkConfigResource, type NetworkConfig } from "../../core/apis/index.ts";
+import {
+  TunnelEndpointResource,
+  type TunnelEndpoint,
+  NetworkConfigResource,
+  type NetworkConfig,
+} from "../../core/apis/index.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createLogger } from "../../core/log.ts";
 import { createGatewayController, type GatewayController } from "../../netfabric/gateway/controller.ts";
 import { exposeGateway } from "../../netfabric/gateway/exposure.ts";
 import { contains, parseCidr, parseIpv4 } from "../../netfabric/ipam/index.ts";
-import { createNetworkManager, createTranslationWatcher, type NetworkManager, type TranslationWatcher } from "../../netfabric/manager/index.ts";
+import {
+  createNetworkManager,
+  createTranslationWatcher,
+  type NetworkManager,
+  type TranslationWatcher,
+} from "../../netfabric/manager/index.ts";
 import { createIp } from "../../netfabric/os/ip.ts";
 import { createNft } from "../../netfabric/os/nft.ts";
 import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
 import { createRouteAgent, type RouteAgent } from "../../netfabric/overlay/agent.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
-import { buildSide, ensureNamespace, joinGateways, realPod, replicate, startRole, view, type FabricSide, type RoleProcess } from "./fabric-rig.ts";
+import {
+  buildSide,
+  ensureNamespace,
+  joinGateways,
+  realPod,
+  replicate,
+  startRole,
+  view,
+  type FabricSide,
+  type RoleProcess,
+} from "./fabric-rig.ts";
 import { createLab, runner, type Lab } from "./lab.ts";
 
 const connectScript = join(import.meta.dir, "fixtures", "connect.ts");
 const echoScript = join(import.meta.dir, "fixtures", "echo-source.ts");
-const ID = { rome: "f0a1b2c3-rome-4000-8000-000000000001", milan: "f0a1b2c3-milan-4000-8000-000000000002", venice: "f0a1b2c3-venice-4000-8000-000000000003", verona: "f0a1b2c3-verona-4000-8000-000000000004" };
+const ID = {
+  rome: "f0a1b2c3-rome-4000-8000-000000000001",
+  milan: "f0a1b2c3-milan-4000-8000-000000000002",
+  venice: "f0a1b2c3-venice-4000-8000-000000000003",
+  verona: "f0a1b2c3-verona-4000-8000-000000000004",
+};
 const EXTERNAL = "10.210.0.0/16";
 const ROME_RESERVED = "10.150.0.0/16";
 const PORT = 51820;
@@ -46,11 +71,43 @@ let romeManager: NetworkManager;
 let milanManager: NetworkManager;
 
 const gatewayArgs = (s: FabricSide, identity: string) => [
-  "gateway", "--kubeconfig", rig.clusters.find((c) => c.name === s.name)!.kubeconfig, "--liqo-namespace", "liqo",
-  "--netns", s.gw, "--device", s.device, "--listen-port", String(PORT), "--underlay-device", "inet", "--wireguard", "userspace",
-  "--endpoint", `${s.publicIp}:${PORT}`, "--node-name", s.nodeName, "--vtep-address", s.gwVtep, "--vtep-device", "uplink",
-  "--identity", identity, "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "1", "--resync-period", "2",
-  "--handshake-timeout", "15", "--admin-address", "127.0.0.1:0",
+  "gateway",
+  "--kubeconfig",
+  rig.clusters.find((c) => c.name === s.name)!.kubeconfig,
+  "--liqo-namespace",
+  "liqo",
+  "--netns",
+  s.gw,
+  "--device",
+  s.device,
+  "--listen-port",
+  String(PORT),
+  "--underlay-device",
+  "inet",
+  "--wireguard",
+  "userspace",
+  "--endpoint",
+  `${s.publicIp}:${PORT}`,
+  "--node-name",
+  s.nodeName,
+  "--vtep-address",
+  s.gwVtep,
+  "--vtep-device",
+  "uplink",
+  "--identity",
+  identity,
+  "--lease-duration",
+  "4",
+  "--renew-deadline",
+  "3",
+  "--retry-period",
+  "1",
+  "--resync-period",
+  "2",
+  "--handshake-timeout",
+  "15",
+  "--admin-address",
+  "127.0.0.1:0",
 ];
 
 /** Rome's view of milan's pod, and milan's view of rome's pod, from the translation watcher and the managers. */
@@ -59,7 +116,10 @@ const milanSeesRome = () => milanManager.translator(ID.rome)(rome.podIp, "backwa
 
 async function tcpFromRome(timeoutMs = 1500): Promise<string | undefined> {
   try {
-    return (await lab.sh(rome.pod, [process.execPath, connectScript, romeSeesMilan(), "7000", String(timeoutMs)])).trim() || undefined;
+    return (
+      (await lab.sh(rome.pod, [process.execPath, connectScript, romeSeesMilan(), "7000", String(timeoutMs)])).trim() ||
+      undefined
+    );
   } catch {
     return undefined;
   }
@@ -78,7 +138,11 @@ const tep = async (s: FabricSide, peer: string) =>
   (await s.client.list<TunnelEndpoint>(TunnelEndpointResource, { labelSelector: `clusterID=${peer}` })).items[0];
 
 async function romeLeader(): Promise<{ holder: string; process: RoleProcess } | undefined> {
-  const lease = await rome.client.get<KubeObject & { spec?: { holderIdentity?: string } }>(Resources.leases, "liqo-gateway", "liqo");
+  const lease = await rome.client.get<KubeObject & { spec?: { holderIdentity?: string } }>(
+    Resources.leases,
+    "liqo-gateway",
+    "liqo",
+  );
   const holder = lease.spec?.holderIdentity;
   const index = ["rome-gw-0", "rome-gw-1"].indexOf(holder ?? "");
   return index >= 0 && romeGateways[index] ? { holder: holder!, process: romeGateways[index]! } : undefined;
@@ -95,10 +159,20 @@ beforeAll(async () => {
     const other = name === "rome" ? "milan" : "rome";
     for (const ns of ["liqo", `liqo-tenant-${other}`]) await ensureNamespace(client, ns);
     const pod = await realPod(client, `fabric-${name}`);
-    sides.push(await buildSide(lab, {
-      name, id: ID[name as "rome" | "milan"], client, tenant: `liqo-tenant-${other}`, nodeName: pod.node, podIp: pod.ip,
-      nodeVtep: `172.16.${i + 1}.1`, gwVtep: `172.16.${i + 1}.2`, publicIp: `198.18.0.${i + 1}`, device: dev(name.slice(0, 1)),
-    }));
+    sides.push(
+      await buildSide(lab, {
+        name,
+        id: ID[name as "rome" | "milan"],
+        client,
+        tenant: `liqo-tenant-${other}`,
+        nodeName: pod.node,
+        podIp: pod.ip,
+        nodeVtep: `172.16.${i + 1}.1`,
+        gwVtep: `172.16.${i + 1}.2`,
+        publicIp: `198.18.0.${i + 1}`,
+        device: dev(name.slice(0, 1)),
+      }),
+    );
   }
   [rome, milan] = sides as [FabricSide, FabricSide];
   await joinGateways(lab, rome, milan);
@@ -109,29 +183,73 @@ beforeAll(async () => {
     const peer = s === rome ? milan : rome;
     const cluster = rig.clusters.find((c) => c.name === s.name)!;
     const m = createNetworkManager({
-      client: s.client, liqoNamespace: "liqo", logger: log(s.name), resyncMs: 5_000,
-      ipam: { podCidr: cluster.podCIDR, serviceCidr: cluster.serviceCIDR, externalCidr: EXTERNAL, reserved: s === rome ? [ROME_RESERVED] : ["10.0.0.0/15"] },
+      client: s.client,
+      liqoNamespace: "liqo",
+      logger: log(s.name),
+      resyncMs: 5_000,
+      ipam: {
+        podCidr: cluster.podCIDR,
+        serviceCidr: cluster.serviceCIDR,
+        externalCidr: EXTERNAL,
+        reserved: s === rome ? [ROME_RESERVED] : ["10.0.0.0/15"],
+      },
       peers: [{ remoteClusterId: peer.id, remoteClusterName: peer.name, tenantNamespace: s.tenant }],
     });
     await m.start();
     managers.push(m);
     if (s === rome) {
       // rome's route agent is the `liqo route` role; milan's runs in-process.
-      romeRoute = await startRole(["route", "--kubeconfig", cluster.kubeconfig, "--liqo-namespace", "liqo", "--node-name", s.nodeName, "--netns", s.node,
-        "--vtep-address", s.nodeVtep, "--vtep-device", "uplink", "--resync-period", "2", "--admin-address", "127.0.0.1:0"]);
+      romeRoute = await startRole([
+        "route",
+        "--kubeconfig",
+        cluster.kubeconfig,
+        "--liqo-namespace",
+        "liqo",
+        "--node-name",
+        s.nodeName,
+        "--netns",
+        s.node,
+        "--vtep-address",
+        s.nodeVtep,
+        "--vtep-device",
+        "uplink",
+        "--resync-period",
+        "2",
+        "--admin-address",
+        "127.0.0.1:0",
+      ]);
       continue;
     }
-    const agent = createRouteAgent({ client: s.client, nodeName: s.nodeName, liqoNamespace: "liqo", ip: createIp(runner, s.node), end: { vtepIp: s.nodeVtep, dev: "uplink" }, intervalMs: 2_000, logger: log(s.name) });
+    const agent = createRouteAgent({
+      client: s.client,
+      nodeName: s.nodeName,
+      liqoNamespace: "liqo",
+      ip: createIp(runner, s.node),
+      end: { vtepIp: s.nodeVtep, dev: "uplink" },
+      intervalMs: 2_000,
+      logger: log(s.name),
+    });
     await agent.start();
     agents.push(agent);
   }
   [romeManager, milanManager] = managers as [NetworkManager, NetworkManager];
   romeGateways = [await startRole(gatewayArgs(rome, "rome-gw-0")), await startRole(gatewayArgs(rome, "rome-gw-1"))];
   milanGateway = createGatewayController({
-    client: milan.client, liqoNamespace: "liqo", identity: "milan-gw-0", netns: milan.gw, device: milan.device, listenPort: PORT,
-    underlayDevice: "inet", wireguard: "userspace", endpoint: `${milan.publicIp}:${PORT}`, nodeName: milan.nodeName,
-    overlay: { vtepIp: milan.gwVtep, dev: "uplink" }, lease: { durationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 1_000 },
-    intervalMs: 2_000, handshakeTimeoutMs: 15_000, logger: log("milan"),
+    client: milan.client,
+    liqoNamespace: "liqo",
+    identity: "milan-gw-0",
+    netns: milan.gw,
+    device: milan.device,
+    listenPort: PORT,
+    underlayDevice: "inet",
+    wireguard: "userspace",
+    endpoint: `${milan.publicIp}:${PORT}`,
+    nodeName: milan.nodeName,
+    overlay: { vtepIp: milan.gwVtep, dev: "uplink" },
+    lease: { durationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 1_000 },
+    intervalMs: 2_000,
+    handshakeTimeoutMs: 15_000,
+    logger: log("milan"),
   });
   await milanGateway.start();
   watcher = createTranslationWatcher({ client: rome.client, remoteClusterId: ID.milan });
@@ -153,49 +271,103 @@ describe("fabric on two clusters with overlapping pod CIDRs", () => {
   test("the gateways publish their key and endpoint; the managers exchange NetworkConfigs; TunnelEndpoints appear and connect", async () => {
     expect(rig.clusters.map((c) => c.podCIDR)).toEqual(["10.200.0.0/16", "10.200.0.0/16"]);
     const started = Date.now();
-    const teps = await waitFor("a TunnelEndpoint on each side", async () => {
-      await replicate([rome, milan]);
-      const [r, m] = [await tep(rome, ID.milan), await tep(milan, ID.rome)];
-      return r && m ? { r, m } : undefined;
-    }, { timeoutMs: 120_000 });
+    const teps = await waitFor(
+      "a TunnelEndpoint on each side",
+      async () => {
+        await replicate([rome, milan]);
+        const [r, m] = [await tep(rome, ID.milan), await tep(milan, ID.rome)];
+        return r && m ? { r, m } : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
     // The endpoint the manager announced is the one the gateway published on its key Secret.
     expect(teps.r.spec.endpointIP).toBe(milan.publicIp);
     expect(teps.m.spec.endpointIP).toBe(rome.publicIp);
     expect(teps.r.spec.remoteNATPodCIDR).not.toBe("None");
-    const connected = await waitFor("both TunnelEndpoints Connected", async () => {
-      const [r, m] = [await tep(rome, ID.milan), await tep(milan, ID.rome)];
-      return r?.status?.connection?.status === "Connected" && m?.status?.connection?.status === "Connected" ? r : undefined;
-    }, { timeoutMs: 60_000, describe: async () => (await tep(rome, ID.milan))?.status });
+    const connected = await waitFor(
+      "both TunnelEndpoints Connected",
+      async () => {
+        const [r, m] = [await tep(rome, ID.milan), await tep(milan, ID.rome)];
+        return r?.status?.connection?.status === "Connected" && m?.status?.connection?.status === "Connected"
+          ? r
+          : undefined;
+      },
+      { timeoutMs: 60_000, describe: async () => (await tep(rome, ID.milan))?.status },
+    );
     console.log(`TunnelEndpoint → Connected in ${Date.now() - started} ms (from the first NetworkConfig exchange)`);
     expect(connected.status!.connection!.peerConfiguration!.latestHandshake).toBeDefined();
     expect(connected.status!.tunnelIFaceName).toBe(rome.device);
     // MTU auto: the "internet" veth's 1500 minus WireGuard's 60 bytes over IPv4.
     const leader = await view((await romeLeader())!.process.url, "leader");
-    expect(leader).toMatchObject({ mtu: 1440, deviceKind: "userspace", exposure: { endpoint: `${rome.publicIp}:${PORT}`, via: "Flag" } });
+    expect(leader).toMatchObject({
+      mtu: 1440,
+      deviceKind: "userspace",
+      exposure: { endpoint: `${rome.publicIp}:${PORT}`, via: "Flag" },
+    });
     const [link] = await createIp(runner, rome.gw).json<{ mtu: number }>(["link", "show", "dev", rome.device]);
     expect(link!.mtu).toBe(1440);
     // Latency is measured through the tunnel (gateway to gateway, across both NATs).
-    const latency = await waitFor("a latency through the tunnel in the tunnels view", async () =>
-      (await view<{ clusterId: string; latencyMs?: number }[]>((await romeLeader())!.process.url, "tunnels")).find((t) => t.clusterId === ID.milan)?.latencyMs, { timeoutMs: 30_000 });
+    const latency = await waitFor(
+      "a latency through the tunnel in the tunnels view",
+      async () =>
+        (await view<{ clusterId: string; latencyMs?: number }[]>((await romeLeader())!.process.url, "tunnels")).find(
+          (t) => t.clusterId === ID.milan,
+        )?.latencyMs,
+      { timeoutMs: 30_000 },
+    );
     expect(latency).toBeGreaterThan(0);
     console.log(`tunnel round trip (rome gateway → milan gateway): ${latency} ms`);
   }, 240_000);
 
   test("without --endpoint the gateway Service falls back from LoadBalancer to NodePort on a node address", async () => {
-    const exposure = await exposeGateway({ client: milan.client, namespace: "liqo", name: "liqo-gateway-probe", port: 5999, loadBalancerTimeoutMs: 1_000, pollMs: 200, nodeName: milan.nodeName });
-    const svc = await milan.client.get<KubeObject & { spec: { type: string; ports: { nodePort: number }[] } }>(Resources.services, "liqo-gateway-probe", "liqo");
-    const node = await milan.client.get<KubeObject & { status: { addresses: { type: string; address: string }[] } }>(Resources.nodes, milan.nodeName);
-    const address = node.status.addresses.find((a) => a.type === "ExternalIP")?.address ?? node.status.addresses.find((a) => a.type === "InternalIP")!.address;
+    const exposure = await exposeGateway({
+      client: milan.client,
+      namespace: "liqo",
+      name: "liqo-gateway-probe",
+      port: 5999,
+      loadBalancerTimeoutMs: 1_000,
+      pollMs: 200,
+      nodeName: milan.nodeName,
+    });
+    const svc = await milan.client.get<KubeObject & { spec: { type: string; ports: { nodePort: number }[] } }>(
+      Resources.services,
+      "liqo-gateway-probe",
+      "liqo",
+    );
+    const node = await milan.client.get<KubeObject & { status: { addresses: { type: string; address: string }[] } }>(
+      Resources.nodes,
+      milan.nodeName,
+    );
+    const address =
+      node.status.addresses.find((a) => a.type === "ExternalIP")?.address ??
+      node.status.addresses.find((a) => a.type === "InternalIP")!.address;
     expect(svc.spec.type).toBe("LoadBalancer");
-    expect(exposure).toEqual({ endpoint: `${address}:${svc.spec.ports[0]!.nodePort}`, via: "NodePort", service: "liqo/liqo-gateway-probe" });
-    await expect(exposeGateway({ client: milan.client, namespace: "liqo", name: "liqo-gateway-probe", port: 5999, loadBalancerTimeoutMs: 0, nodeName: "no-such-node" })).rejects.toThrow(/no-such-node/);
+    expect(exposure).toEqual({
+      endpoint: `${address}:${svc.spec.ports[0]!.nodePort}`,
+      via: "NodePort",
+      service: "liqo/liqo-gateway-probe",
+    });
+    await expect(
+      exposeGateway({
+        client: milan.client,
+        namespace: "liqo",
+        name: "liqo-gateway-probe",
+        port: 5999,
+        loadBalancerTimeoutMs: 0,
+        nodeName: "no-such-node",
+      }),
+    ).rejects.toThrow(/no-such-node/);
   }, 60_000);
 
   test("rome's pod reaches milan's pod at its remapped address (ICMP and TCP), and milan sees rome's remapped address", async () => {
     const target = romeSeesMilan();
     expect(target).not.toBe(milan.podIp);
     expect(contains(parseCidr((await tep(rome, ID.milan))!.spec.remoteNATPodCIDR), parseIpv4(target))).toBe(true);
-    expect(await waitFor("ping rome pod → milan pod", async () => (await pingOk(rome.pod, target)) || undefined, { timeoutMs: 30_000 })).toBe(true);
+    expect(
+      await waitFor("ping rome pod → milan pod", async () => (await pingOk(rome.pod, target)) || undefined, {
+        timeoutMs: 30_000,
+      }),
+    ).toBe(true);
     expect(await waitFor("TCP rome pod → milan pod", () => tcpFromRome(), { timeoutMs: 30_000 })).toBe(milanSeesRome());
     // And back: milan's pod reaches rome's pod at its remapped address.
     expect(await pingOk(milan.pod, milanSeesRome())).toBe(true);
@@ -204,12 +376,21 @@ describe("fabric on two clusters with overlapping pod CIDRs", () => {
   }, 90_000);
 
   test("the translation watcher (API only) agrees with the network manager's translator", async () => {
-    await waitFor("the watcher to see both NetworkConfigs processed", () => {
-      const s = watcher.sources();
-      return s.local?.status?.processed && s.remote?.status?.processed ? true : undefined;
-    }, { timeoutMs: 30_000 });
+    await waitFor(
+      "the watcher to see both NetworkConfigs processed",
+      () => {
+        const s = watcher.sources();
+        return s.local?.status?.processed && s.remote?.status?.processed ? true : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     const t = romeManager.translator(ID.milan);
-    for (const [ip, dir] of [[milan.podIp, "backward"], ["10.200.7.7", "backward"], [rome.podIp, "forward"], [romeSeesMilan(), "forward"]] as const) {
+    for (const [ip, dir] of [
+      [milan.podIp, "backward"],
+      ["10.200.7.7", "backward"],
+      [rome.podIp, "forward"],
+      [romeSeesMilan(), "forward"],
+    ] as const) {
       expect(watcher.translateIp(ip, dir)).toBe(t(ip, dir));
     }
   });
@@ -222,13 +403,22 @@ describe("fabric on two clusters with overlapping pod CIDRs", () => {
     await lab.sh(rome.gw, ["nft", "delete", "rule", "ip", "liqo_gateway", snat!.chain, "handle", String(snat!.handle)]);
     // The table is replaced as a whole, so handles restart: the leader's report says what it repaired.
     const leader = await romeLeader();
-    await waitFor("the leader to report the SNAT rule repaired", async () =>
-      (await view(leader!.process.url, "leader")).lastChanges.join("\n").includes(`missing: ${snat!.comment}`) || undefined, { timeoutMs: 30_000 });
+    await waitFor(
+      "the leader to report the SNAT rule repaired",
+      async () =>
+        (await view(leader!.process.url, "leader")).lastChanges.join("\n").includes(`missing: ${snat!.comment}`) ||
+        undefined,
+      { timeoutMs: 30_000 },
+    );
     expect((await nft.listTable("ip", "liqo_gateway"))?.rules.some((r) => r.comment === snat!.comment)).toBe(true);
     const to = (await tep(rome, ID.milan))!.spec.remoteNATPodCIDR;
     await lab.sh(rome.node, ["ip", "route", "del", to]);
-    await waitFor("the overlay route to be restored", async () =>
-      (await createIp(runner, rome.node).json<{ dst: string }>(["route", "show", to])).length > 0 || undefined, { timeoutMs: 30_000 });
+    await waitFor(
+      "the overlay route to be restored",
+      async () =>
+        (await createIp(runner, rome.node).json<{ dst: string }>(["route", "show", to])).length > 0 || undefined,
+      { timeoutMs: 30_000 },
+    );
     expect(await waitFor("TCP after the repairs", () => tcpFromRome(), { timeoutMs: 30_000 })).toBe(milanSeesRome());
     const overlay = await view(romeRoute!.url, "overlay");
     expect(overlay).toMatchObject({ node: rome.nodeName, gatewayVtep: rome.gwVtep });
@@ -243,9 +433,22 @@ describe("fabric on two clusters with overlapping pod CIDRs", () => {
     const killedAt = Date.now();
     await before.process.kill("SIGKILL");
     // The killed holder's wireguard-go died with it (pdeathsig): the device is gone.
-    await waitFor("the old device to disappear", async () =>
-      (await createIp(runner, rome.gw).json<{ ifname: string }>(["link", "show"])).every((l) => l.ifname !== rome.device) || undefined, { timeoutMs: 15_000 });
-    const after = await waitFor("a new holder", async () => { const l = await romeLeader(); return l && l.holder !== before.holder ? l : undefined; }, { timeoutMs: 30_000 });
+    await waitFor(
+      "the old device to disappear",
+      async () =>
+        (await createIp(runner, rome.gw).json<{ ifname: string }>(["link", "show"])).every(
+          (l) => l.ifname !== rome.device,
+        ) || undefined,
+      { timeoutMs: 15_000 },
+    );
+    const after = await waitFor(
+      "a new holder",
+      async () => {
+        const l = await romeLeader();
+        return l && l.holder !== before.holder ? l : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(after.process).toBe(standby);
     await waitFor("TCP through the new active gateway", () => tcpFromRome(), { timeoutMs: 60_000 });
     const failoverMs = Date.now() - killedAt;
@@ -253,8 +456,14 @@ describe("fabric on two clusters with overlapping pod CIDRs", () => {
     const leader = await view(standby.url, "leader");
     expect(leader).toMatchObject({ active: true, leader: true, holder: after.holder, deviceKind: "userspace" });
     // The view is refreshed by the next reconcile pass after the handshake.
-    await waitFor("the new holder's tunnels view to show a handshake with milan", async () =>
-      (await view<{ clusterId: string; lastHandshake?: string }[]>(standby.url, "tunnels")).find((t) => t.clusterId === ID.milan)?.lastHandshake, { timeoutMs: 30_000 });
+    await waitFor(
+      "the new holder's tunnels view to show a handshake with milan",
+      async () =>
+        (await view<{ clusterId: string; lastHandshake?: string }[]>(standby.url, "tunnels")).find(
+          (t) => t.clusterId === ID.milan,
+        )?.lastHandshake,
+      { timeoutMs: 30_000 },
+    );
   }, 120_000);
   test("a holder stopped cleanly tears its configuration down and releases the Lease; the restarted replica takes over", async () => {
     // Bring the killed replica back as the standby.
@@ -265,9 +474,17 @@ describe("fabric on two clusters with overlapping pod CIDRs", () => {
     expect(holder.process).not.toBe(romeGateways[dead]);
     const stoppedAt = Date.now();
     await holder.process.kill("SIGTERM");
-    await waitFor("the stopped holder to log its teardown", () => holder.process.output().includes("standby: configuration torn down") || undefined, { timeoutMs: 10_000 });
+    await waitFor(
+      "the stopped holder to log its teardown",
+      () => holder.process.output().includes("standby: configuration torn down") || undefined,
+      { timeoutMs: 10_000 },
+    );
     expect(holder.process.proc.exitCode).toBe(0);
-    await waitFor("the restarted replica to become active", async () => (await view(romeGateways[dead]!.url, "leader")).active || undefined, { timeoutMs: 30_000 });
+    await waitFor(
+      "the restarted replica to become active",
+      async () => (await view(romeGateways[dead]!.url, "leader")).active || undefined,
+      { timeoutMs: 30_000 },
+    );
     await waitFor("TCP through the restarted replica", () => tcpFromRome(), { timeoutMs: 60_000 });
     console.log(`clean handover: traffic resumed ${Date.now() - stoppedAt} ms after SIGTERM to the holder`);
     // The stopped replica is started again, as a standby for the tests below.
@@ -282,47 +499,113 @@ describe("bad peers are reported, and do not disturb the good tunnel", () => {
   async function fakePeer(id: string, name: string, spec: Partial<NetworkConfig["spec"]>) {
     const ns = `liqo-tenant-${name}`;
     await ensureNamespace(rome.client, ns);
-    romeManager.setPeers([...romeManager.peers(), { remoteClusterId: id, remoteClusterName: name, tenantNamespace: ns }]);
+    romeManager.setPeers([
+      ...romeManager.peers(),
+      { remoteClusterId: id, remoteClusterName: name, tenantNamespace: ns },
+    ]);
     await rome.client.create(NetworkConfigResource, {
-      apiVersion: "net.liqo.io/v1alpha1", kind: "NetworkConfig",
-      metadata: { name: `net-config-${name}`, namespace: ns, labels: { "liqo.io/replication": "false", "liqo.io/replicated": "true", "liqo.io/originID": id } },
-      spec: { cluster: { clusterID: ID.rome, clusterName: "rome" }, podCIDR: "10.200.0.0/16", externalCIDR: "10.211.0.0/16", endpointIP: "198.18.0.99", backendType: "wireguard", backend_config: { publicKey: generateKeyPair().publicKey, port: String(PORT) }, ...spec },
+      apiVersion: "net.liqo.io/v1alpha1",
+      kind: "NetworkConfig",
+      metadata: {
+        name: `net-config-${name}`,
+        namespace: ns,
+        labels: { "liqo.io/replication": "false", "liqo.io/replicated": "true", "liqo.io/originID": id },
+      },
+      spec: {
+        cluster: { clusterID: ID.rome, clusterName: "rome" },
+        podCIDR: "10.200.0.0/16",
+        externalCIDR: "10.211.0.0/16",
+        endpointIP: "198.18.0.99",
+        backendType: "wireguard",
+        backend_config: { publicKey: generateKeyPair().publicKey, port: String(PORT) },
+        ...spec,
+      },
     });
     // The peer processes ours: it keeps our networks.
-    const ours = await waitFor(`rome's NetworkConfig for ${name}`, async () =>
-      (await rome.client.list<NetworkConfig>(NetworkConfigResource, { namespace: ns, labelSelector: `liqo.io/remoteID=${id}` })).items[0], { timeoutMs: 30_000 });
-    await rome.client.mergePatch(NetworkConfigResource, ours.metadata.name!, ns, { status: { processed: true, podCIDRNAT: "None", externalCIDRNAT: "None" } }, "status");
+    const ours = await waitFor(
+      `rome's NetworkConfig for ${name}`,
+      async () =>
+        (
+          await rome.client.list<NetworkConfig>(NetworkConfigResource, {
+            namespace: ns,
+            labelSelector: `liqo.io/remoteID=${id}`,
+          })
+        ).items[0],
+      { timeoutMs: 30_000 },
+    );
+    await rome.client.mergePatch(
+      NetworkConfigResource,
+      ours.metadata.name!,
+      ns,
+      { status: { processed: true, podCIDRNAT: "None", externalCIDRNAT: "None" } },
+      "status",
+    );
     return ns;
   }
 
   test("a peer announcing a CIDR on our reserved subnet is remapped away from it; its malformed public key is an Error on its TunnelEndpoint", async () => {
-    const ns = await fakePeer(ID.venice, "venice", { podCIDR: ROME_RESERVED, backend_config: { publicKey: "not-a-wireguard-key", port: String(PORT) } });
-    const t = await waitFor("venice's TunnelEndpoint with an Error", async () => {
-      const x = await tep(rome, ID.venice);
-      return x?.status?.connection?.status === "Error" ? x : undefined;
-    }, { timeoutMs: 60_000, describe: async () => ({ tep: (await tep(rome, ID.venice))?.status, leader: await view((await romeLeader())!.process.url, "leader") }) });
+    const ns = await fakePeer(ID.venice, "venice", {
+      podCIDR: ROME_RESERVED,
+      backend_config: { publicKey: "not-a-wireguard-key", port: String(PORT) },
+    });
+    const t = await waitFor(
+      "venice's TunnelEndpoint with an Error",
+      async () => {
+        const x = await tep(rome, ID.venice);
+        return x?.status?.connection?.status === "Error" ? x : undefined;
+      },
+      {
+        timeoutMs: 60_000,
+        describe: async () => ({
+          tep: (await tep(rome, ID.venice))?.status,
+          leader: await view((await romeLeader())!.process.url, "leader"),
+        }),
+      },
+    );
     expect(t.spec.remotePodCIDR).toBe(ROME_RESERVED);
     expect(t.spec.remoteNATPodCIDR).not.toBe("None");
     expect(parseCidr(t.spec.remoteNATPodCIDR).base).not.toBe(parseCidr(ROME_RESERVED).base);
     expect(t.status!.connection!.statusMessage).toContain(`TunnelEndpoint ${ns}/`);
-    expect(t.status!.connection!.statusMessage).toContain('backend_config.publicKey "not-a-wireguard-key" is not a base64 WireGuard key');
-    const events = await waitFor("an InvalidTunnelEndpoint event", async () =>
-      (await rome.client.list<KubeObject & { reason?: string; message?: string }>(Resources.events, { namespace: ns })).items.find((e) => e.reason === "InvalidTunnelEndpoint"), { timeoutMs: 30_000 });
+    expect(t.status!.connection!.statusMessage).toContain(
+      'backend_config.publicKey "not-a-wireguard-key" is not a base64 WireGuard key',
+    );
+    const events = await waitFor(
+      "an InvalidTunnelEndpoint event",
+      async () =>
+        (
+          await rome.client.list<KubeObject & { reason?: string; message?: string }>(Resources.events, {
+            namespace: ns,
+          })
+        ).items.find((e) => e.reason === "InvalidTunnelEndpoint"),
+      { timeoutMs: 30_000 },
+    );
     expect(events.message).toContain("not-a-wireguard-key");
     expect(await tcpFromRome(3000)).toBe(milanSeesRome());
   }, 120_000);
 
   test("an endpoint that never answers stays Connecting, then is an Error naming the endpoint", async () => {
-    await fakePeer(ID.verona, "verona", { podCIDR: "10.230.0.0/16", externalCIDR: "10.231.0.0/16", endpointIP: "198.18.0.77" });
-    const connecting = await waitFor("verona Connecting", async () => {
-      const x = await tep(rome, ID.verona);
-      return x?.status?.connection?.status ? x.status.connection : undefined;
-    }, { timeoutMs: 60_000, describe: () => romeManager.peerStates() });
+    await fakePeer(ID.verona, "verona", {
+      podCIDR: "10.230.0.0/16",
+      externalCIDR: "10.231.0.0/16",
+      endpointIP: "198.18.0.77",
+    });
+    const connecting = await waitFor(
+      "verona Connecting",
+      async () => {
+        const x = await tep(rome, ID.verona);
+        return x?.status?.connection?.status ? x.status.connection : undefined;
+      },
+      { timeoutMs: 60_000, describe: () => romeManager.peerStates() },
+    );
     expect(connecting.status).toBe("Connecting");
-    const failed = await waitFor("verona Error after the handshake timeout", async () => {
-      const c = (await tep(rome, ID.verona))?.status?.connection;
-      return c?.status === "Error" ? c : undefined;
-    }, { timeoutMs: 60_000 });
+    const failed = await waitFor(
+      "verona Error after the handshake timeout",
+      async () => {
+        const c = (await tep(rome, ID.verona))?.status?.connection;
+        return c?.status === "Error" ? c : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(failed.statusMessage).toContain("no WireGuard handshake with 198.18.0.77:51820");
     expect(failed.statusMessage).toContain("check that the peer's gateway answers");
     expect(await tcpFromRome(3000)).toBe(milanSeesRome());
@@ -337,11 +620,19 @@ describe("bad peers are reported, and do not disturb the good tunnel", () => {
       ["--device", "a-very-long-device-name", /is not an interface name/],
       ["--vtep-address", "10.0.0.1", /--vtep-address and --vtep-device go together/],
       ["--listen-port", "70000", /--listen-port must be a whole number between 1 and 65535/],
-      ["--mtu", "9", /--mtu must be a whole number between 576 and 65535/, ["route", "--node-name", "n", "--vtep-device", "uplink", "--vtep-address", "10.0.0.1"]],
+      [
+        "--mtu",
+        "9",
+        /--mtu must be a whole number between 576 and 65535/,
+        ["route", "--node-name", "n", "--vtep-device", "uplink", "--vtep-address", "10.0.0.1"],
+      ],
       ["--resync-period", "never", /--resync-period must be a positive number/, [...route, "10.0.0.1"]],
       ["--vtep-address", "node-1", /--vtep-address/, ["route", "--node-name", "n", "--vtep-device", "uplink"]],
     ] as [string, string, RegExp, string[]?][]) {
-      const proc = Bun.spawn([process.execPath, "cli/liqo.ts", ...role, "--kubeconfig", rig.clusters[0]!.kubeconfig, flag, value], { cwd: join(import.meta.dir, "../.."), stdout: "pipe", stderr: "pipe" });
+      const proc = Bun.spawn(
+        [process.execPath, "cli/liqo.ts", ...role, "--kubeconfig", rig.clusters[0]!.kubeconfig, flag, value],
+        { cwd: join(import.meta.dir, "../.."), stdout: "pipe", stderr: "pipe" },
+      );
       const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr).text()]);
       expect(code).not.toBe(0);
       expect(err).toMatch(message);

@@ -33,19 +33,30 @@ export interface FabricSide {
 }
 
 export async function ensureNamespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name))) await client.create(Resources.namespaces, { metadata: { name } });
+  if (!(await client.find(Resources.namespaces, name)))
+    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 /** A pod the cluster schedules on its (kwok) node: its IP is the one the fabric must carry. */
 export async function realPod(client: KubeClient, name: string): Promise<{ ip: string; node: string }> {
   await client.create(Resources.pods, {
-    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default" },
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default" },
     spec: { containers: [{ name: "echo", image: "echo:fake" }] },
   });
-  return waitFor(`pod ${name} to get an IP`, async () => {
-    const p = await client.get<KubeObject & { status?: { podIP?: string }; spec?: { nodeName?: string } }>(Resources.pods, name, "default");
-    return p.status?.podIP && p.spec?.nodeName ? { ip: p.status.podIP, node: p.spec.nodeName } : undefined;
-  }, { timeoutMs: 180_000 });
+  return waitFor(
+    `pod ${name} to get an IP`,
+    async () => {
+      const p = await client.get<KubeObject & { status?: { podIP?: string }; spec?: { nodeName?: string } }>(
+        Resources.pods,
+        name,
+        "default",
+      );
+      return p.status?.podIP && p.spec?.nodeName ? { ip: p.status.podIP, node: p.spec.nodeName } : undefined;
+    },
+    { timeoutMs: 180_000 },
+  );
 }
 
 /** node ↔ pod (calico-style /32 + 169.254.1.1) and node ↔ gateway (the in-cluster underlay). */
@@ -57,11 +68,17 @@ export async function buildSide(lab: Lab, s: Omit<FabricSide, "node" | "pod" | "
   await lab.sh(node, ["ip", "link", "add", "pod0", "type", "veth", "peer", "name", "eth0", "netns", pod]);
   await lab.sh(node, ["ip", "link", "add", "uplink", "type", "veth", "peer", "name", "uplink", "netns", gw]);
   await createIp(runner, pod).batch([
-    `addr add ${s.podIp}/32 dev eth0`, "link set eth0 mtu 1380 up", "route add 169.254.1.1 dev eth0", "route add default via 169.254.1.1",
+    `addr add ${s.podIp}/32 dev eth0`,
+    "link set eth0 mtu 1380 up",
+    "route add 169.254.1.1 dev eth0",
+    "route add default via 169.254.1.1",
   ]);
   await createIp(runner, node).batch([
-    "addr add 169.254.1.1/32 dev pod0", "link set pod0 up", `route add ${s.podIp}/32 dev pod0`,
-    `addr add ${s.nodeVtep}/24 dev uplink`, "link set uplink up",
+    "addr add 169.254.1.1/32 dev pod0",
+    "link set pod0 up",
+    `route add ${s.podIp}/32 dev pod0`,
+    `addr add ${s.nodeVtep}/24 dev uplink`,
+    "link set uplink up",
   ]);
   await createIp(runner, gw).batch([`addr add ${s.gwVtep}/24 dev uplink`, "link set uplink up"]);
   await lab.sh(node, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
@@ -111,12 +128,19 @@ export async function startRole(args: string[]): Promise<RoleProcess> {
   };
   void drain(proc.stdout);
   void drain(proc.stderr);
-  const url = await waitFor(`liqo ${args[0]} to print its admin URL`, () => {
-    if (proc.exitCode !== null) throw new Error(`liqo ${args.join(" ")} exited with ${proc.exitCode}: ${out.slice(-3000)}`);
-    return /admin API on (http:\/\/\S+)/.exec(out)?.[1];
-  }, { timeoutMs: 120_000 });
+  const url = await waitFor(
+    `liqo ${args[0]} to print its admin URL`,
+    () => {
+      if (proc.exitCode !== null)
+        throw new Error(`liqo ${args.join(" ")} exited with ${proc.exitCode}: ${out.slice(-3000)}`);
+      return /admin API on (http:\/\/\S+)/.exec(out)?.[1];
+    },
+    { timeoutMs: 120_000 },
+  );
   return {
-    proc, url, output: () => out,
+    proc,
+    url,
+    output: () => out,
     async kill(signal = "SIGTERM") {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
       await proc.exited;

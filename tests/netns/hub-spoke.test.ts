@@ -20,7 +20,9 @@ let c: Cluster;
 
 async function sourceSeenByC(target: string, timeoutMs = 1500): Promise<string | undefined> {
   try {
-    return (await lab.sh(a.pod, [process.execPath, connectScript, target, "7002", String(timeoutMs)])).trim() || undefined;
+    return (
+      (await lab.sh(a.pod, [process.execPath, connectScript, target, "7002", String(timeoutMs)])).trim() || undefined
+    );
   } catch {
     return undefined;
   }
@@ -46,29 +48,37 @@ afterAll(async () => {
 }, slow);
 
 describe("hub and spoke through B's external CIDR", () => {
-  test("A reaches C's pod at the address B reflected, and C sees B's masquerade address", async () => {
-    // B's virtual kubelet reflects an EndpointSlice of C's pod to A.
-    const podCSeenByB = b.ipam.remotePodIp("C", c.podIp);
-    const forA = b.ipam.endpointIpFor("A", podCSeenByB);
-    expect(b.ipam.endpointIpFor("A", podCSeenByB)).toBe(forA);
-    expect(b.ipam.natMappings().find((m) => m.clusterId === "A")!.clusterMappings[podCSeenByB]).toBeDefined();
-    syncNatMappings(b);
-    for (const x of [a, b, c]) await x.reconciler.reconcile(x.config);
+  test(
+    "A reaches C's pod at the address B reflected, and C sees B's masquerade address",
+    async () => {
+      // B's virtual kubelet reflects an EndpointSlice of C's pod to A.
+      const podCSeenByB = b.ipam.remotePodIp("C", c.podIp);
+      const forA = b.ipam.endpointIpFor("A", podCSeenByB);
+      expect(b.ipam.endpointIpFor("A", podCSeenByB)).toBe(forA);
+      expect(b.ipam.natMappings().find((m) => m.clusterId === "A")!.clusterMappings[podCSeenByB]).toBeDefined();
+      syncNatMappings(b);
+      for (const x of [a, b, c]) await x.reconciler.reconcile(x.config);
 
-    const seen = await waitFor(`TCP from A's pod to ${forA} (C's pod via B)`, () => sourceSeenByC(forA));
-    const viaB = masqueradeAddress(b.config, b.config.peers.find((p) => p.clusterId === "C")!);
-    expect(seen).toBe(viaB);
-    // C routes that address back to B: it lies in B's external CIDR as C sees it.
-    expect(contains(parseCidr(c.config.peers[0]!.remoteNatExternalCidr), parseIpv4(viaB))).toBe(true);
-  }, slow);
+      const seen = await waitFor(`TCP from A's pod to ${forA} (C's pod via B)`, () => sourceSeenByC(forA));
+      const viaB = masqueradeAddress(b.config, b.config.peers.find((p) => p.clusterId === "C")!);
+      expect(seen).toBe(viaB);
+      // C routes that address back to B: it lies in B's external CIDR as C sees it.
+      expect(contains(parseCidr(c.config.peers[0]!.remoteNatExternalCidr), parseIpv4(viaB))).toBe(true);
+    },
+    slow,
+  );
 
-  test("releasing the endpoint removes the NatMapping and the path", async () => {
-    const podCSeenByB = b.ipam.remotePodIp("C", c.podIp);
-    const forA = b.ipam.endpointIpFor("A", podCSeenByB);
-    b.ipam.releaseEndpointIp("A", podCSeenByB);
-    syncNatMappings(b);
-    const report = await b.reconciler.reconcile(b.config);
-    expect(report.changes.join("\n")).toContain("unexpected: A/natmapping/");
-    expect(await sourceSeenByC(forA, 1000)).toBeUndefined();
-  }, slow);
+  test(
+    "releasing the endpoint removes the NatMapping and the path",
+    async () => {
+      const podCSeenByB = b.ipam.remotePodIp("C", c.podIp);
+      const forA = b.ipam.endpointIpFor("A", podCSeenByB);
+      b.ipam.releaseEndpointIp("A", podCSeenByB);
+      syncNatMappings(b);
+      const report = await b.reconciler.reconcile(b.config);
+      expect(report.changes.join("\n")).toContain("unexpected: A/natmapping/");
+      expect(await sourceSeenByC(forA, 1000)).toBeUndefined();
+    },
+    slow,
+  );
 });

@@ -24,7 +24,11 @@ async function removeNamespace(name: string) {
   // Processes started in the namespace (wireguard-go, servers) would keep it alive.
   const pids = await runner.run(["ip", "netns", "pids", name]).catch(() => "");
   for (const pid of pids.split("\n").filter(Boolean)) {
-    try { process.kill(Number(pid), "SIGKILL"); } catch { /* already gone */ }
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      /* already gone */
+    }
   }
   await runner.run(["ip", "netns", "del", name]).catch(() => undefined);
 }
@@ -39,7 +43,13 @@ function alive(pid: number): boolean {
   }
 }
 
-const list = (dir: string) => { try { return readdirSync(dir); } catch { return []; } };
+const list = (dir: string) => {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+};
 
 /** Deletes namespaces (and the processes inside them) and WireGuard sockets left by runs whose
  * process is gone. Names carry the owning pid in base 36. */
@@ -80,7 +90,10 @@ export async function createLab(): Promise<Lab> {
     },
     sh: (ns, argv, stdin) => runner.run(argv, { netns: ns, stdin }),
     async serve(ns, script, args) {
-      const proc = Bun.spawn(["ip", "netns", "exec", ns, process.execPath, script, ...args], { stdout: "pipe", stderr: "inherit" });
+      const proc = Bun.spawn(["ip", "netns", "exec", ns, process.execPath, script, ...args], {
+        stdout: "pipe",
+        stderr: "inherit",
+      });
       servers.push(proc);
       const reader = proc.stdout.getReader();
       let out = "";
@@ -92,7 +105,10 @@ export async function createLab(): Promise<Lab> {
       reader.releaseLock();
     },
     async cleanup() {
-      for (const s of servers.splice(0)) { s.kill("SIGKILL"); await s.exited; }
+      for (const s of servers.splice(0)) {
+        s.kill("SIGKILL");
+        await s.exited;
+      }
       for (const d of devices.splice(0)) await d.stop().catch(() => undefined);
       for (const ns of namespaces.splice(0).reverse()) await removeNamespace(ns);
     },
@@ -110,7 +126,10 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ""}`,
+      );
     await Bun.sleep(50);
   }
 }

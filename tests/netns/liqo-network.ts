@@ -14,18 +14,41 @@ export interface NetworkSide {
   stop(): Promise<void>;
 }
 
-export async function startNetworkSide(rig: TestRig, name: string, client: KubeClient, o: {
-  externalCidr: string; reserved?: string[]; gatewayEndpoint?: { ip: string; port: number }; logger?: Logger; resyncMs?: number;
-}): Promise<NetworkSide> {
+export async function startNetworkSide(
+  rig: TestRig,
+  name: string,
+  client: KubeClient,
+  o: {
+    externalCidr: string;
+    reserved?: string[];
+    gatewayEndpoint?: { ip: string; port: number };
+    logger?: Logger;
+    resyncMs?: number;
+  },
+): Promise<NetworkSide> {
   const cluster = rig.clusters.find((c) => c.name === name)!;
   await ensureNamespace(client, "liqo");
   await ensureKeys(client, "liqo");
   const manager = createNetworkManager({
-    client, liqoNamespace: "liqo", logger: o.logger, resyncMs: o.resyncMs ?? 5_000, gatewayEndpoint: o.gatewayEndpoint,
-    ipam: { podCidr: cluster.podCIDR, serviceCidr: cluster.serviceCIDR, externalCidr: o.externalCidr, reserved: o.reserved ?? [] },
+    client,
+    liqoNamespace: "liqo",
+    logger: o.logger,
+    resyncMs: o.resyncMs ?? 5_000,
+    gatewayEndpoint: o.gatewayEndpoint,
+    ipam: {
+      podCidr: cluster.podCIDR,
+      serviceCidr: cluster.serviceCIDR,
+      externalCidr: o.externalCidr,
+      reserved: o.reserved ?? [],
+    },
   });
   await manager.start();
-  const peers = watchForeignClusterPeers({ client, onPeers: (p) => manager.setPeers(p), logger: o.logger, resyncMs: 5_000 });
+  const peers = watchForeignClusterPeers({
+    client,
+    onPeers: (p) => manager.setPeers(p),
+    logger: o.logger,
+    resyncMs: 5_000,
+  });
   await peers.start();
   return {
     manager,

@@ -22,7 +22,10 @@ function tunnel(target: string, payload?: string): Promise<{ status: string; rep
     const s = connect(httpPort, "127.0.0.1");
     let buf = "";
     let opened = false;
-    s.setTimeout(20_000, () => { s.destroy(); reject(new Error(`CONNECT ${target}: no answer; got ${JSON.stringify(buf)}`)); });
+    s.setTimeout(20_000, () => {
+      s.destroy();
+      reject(new Error(`CONNECT ${target}: no answer; got ${JSON.stringify(buf)}`));
+    });
     s.on("connect", () => s.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
     s.on("data", (d) => {
       buf += d.toString("latin1");
@@ -31,10 +34,17 @@ function tunnel(target: string, payload?: string): Promise<{ status: string; rep
         opened = true;
         const status = buf.slice(0, buf.indexOf("\r\n"));
         buf = buf.slice(end + 4);
-        if (!status.includes(" 200 ") || !payload) { s.destroy(); resolve({ status, reply: "" }); return; }
+        if (!status.includes(" 200 ") || !payload) {
+          s.destroy();
+          resolve({ status, reply: "" });
+          return;
+        }
         s.write(payload);
       }
-      if (opened && payload && buf.length > 0) { s.destroy(); resolve({ status: "HTTP/1.1 200", reply: buf }); }
+      if (opened && payload && buf.length > 0) {
+        s.destroy();
+        resolve({ status: "HTTP/1.1 200", reply: buf });
+      }
     });
     s.on("error", reject);
   });
@@ -43,11 +53,25 @@ function tunnel(target: string, payload?: string): Promise<{ status: string; rep
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 1, names: ["rome"], nodes: 1 });
   api = new URL(rig.clusters[0]!.server);
-  echo = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data(s, d) { s.write(`echo:${Buffer.from(d).toString()}`); } } });
+  echo = Bun.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      data(s, d) {
+        s.write(`echo:${Buffer.from(d).toString()}`);
+      },
+    },
+  });
   httpPort = await freePort();
   authPort = await freePort();
-  role = await startRole(["proxy", `--listen=127.0.0.1:${httpPort}`, `--auth-listen=127.0.0.1:${authPort}`,
-    `--api-server=${api.hostname}:${api.port}`, `--auth-service=127.0.0.1:${echo.port}`, "--admin-address=127.0.0.1:0"]);
+  role = await startRole([
+    "proxy",
+    `--listen=127.0.0.1:${httpPort}`,
+    `--auth-listen=127.0.0.1:${authPort}`,
+    `--api-server=${api.hostname}:${api.port}`,
+    `--auth-service=127.0.0.1:${echo.port}`,
+    "--admin-address=127.0.0.1:0",
+  ]);
 }, 600_000);
 
 afterAll(async () => {
@@ -59,7 +83,10 @@ afterAll(async () => {
 describe("liqo proxy", () => {
   test("CONNECT to the API server opens a tunnel the client's TLS runs through", async () => {
     // A TLS ClientHello's first bytes get a TLS answer (a handshake record, type 0x16) from the API server.
-    const hello = await fetch(`${rig.clusters[0]!.server}/version`, { tls: { rejectUnauthorized: false }, proxy: `http://127.0.0.1:${httpPort}` } as RequestInit).catch((e) => e as Error);
+    const hello = await fetch(`${rig.clusters[0]!.server}/version`, {
+      tls: { rejectUnauthorized: false },
+      proxy: `http://127.0.0.1:${httpPort}`,
+    } as RequestInit).catch((e) => e as Error);
     expect(hello instanceof Error ? hello.message : hello.status).toBeOneOf([200, 401, 403]);
   }, 60_000);
 
@@ -77,7 +104,10 @@ describe("liqo proxy", () => {
   test("the auth port forwards to the auth service", async () => {
     const reply = await new Promise<string>((resolve, reject) => {
       const s = connect(authPort, "127.0.0.1", () => s.write("hello"));
-      s.on("data", (d) => { s.destroy(); resolve(d.toString()); });
+      s.on("data", (d) => {
+        s.destroy();
+        resolve(d.toString());
+      });
       s.on("error", reject);
     });
     expect(reply).toBe("echo:hello");
@@ -90,7 +120,10 @@ describe("liqo proxy", () => {
       [["--auth-service=a:443", "--api-server=,"], /--api-server needs at least one host:port/],
       [["--auth-service=a:443", "--api-server=a:443", "--listen=nope"], /--listen must be host:port/],
     ] as const) {
-      const p = Bun.spawn([join(root, "node_modules/.bin/bun"), "cli/liqo.ts", "proxy", "--admin-address=127.0.0.1:0", ...flags], { cwd: root, stdout: "pipe", stderr: "pipe", env: { ...process.env, KUBERNETES_SERVICE_HOST: "" } });
+      const p = Bun.spawn(
+        [join(root, "node_modules/.bin/bun"), "cli/liqo.ts", "proxy", "--admin-address=127.0.0.1:0", ...flags],
+        { cwd: root, stdout: "pipe", stderr: "pipe", env: { ...process.env, KUBERNETES_SERVICE_HOST: "" } },
+      );
       const [stderr, code] = [await new Response(p.stderr).text(), await p.exited];
       expect(stderr).toMatch(message);
       expect(code).not.toBe(0);

@@ -34,48 +34,105 @@ export const liqoctl = [process.execPath, join(import.meta.dir, "../../cli/main.
  * `liqoctl install generic` with the chart's out-of-cluster switch. webhookUrl: where the API
  * server calls this cluster's pod webhook (only the cluster that offloads runs one).
  */
-export async function installLiqo(rig: Rig, c: RigCluster, client: KubeClient, o: { labels: string; webhookUrl?: string }): Promise<InstalledCluster> {
-  const sets = ["roles.runInCluster=false", "roles.external.ips={127.0.0.1}", ...(o.webhookUrl ? [`roles.external.webhookUrl=${o.webhookUrl}`] : [])];
-  await run([...liqoctl, "install", "generic", `--kubeconfig=${c.kubeconfig}`, `--cluster-name=${c.name}`, `--cluster-labels=${o.labels}`,
-    `--pod-cidr=${c.podCIDR}`, `--service-cidr=${c.serviceCIDR}`, "--timeout=5m", ...sets.flatMap((s) => ["--set", s])], `liqoctl install generic (${c.name})`);
+export async function installLiqo(
+  rig: Rig,
+  c: RigCluster,
+  client: KubeClient,
+  o: { labels: string; webhookUrl?: string },
+): Promise<InstalledCluster> {
+  const sets = [
+    "roles.runInCluster=false",
+    "roles.external.ips={127.0.0.1}",
+    ...(o.webhookUrl ? [`roles.external.webhookUrl=${o.webhookUrl}`] : []),
+  ];
+  await run(
+    [
+      ...liqoctl,
+      "install",
+      "generic",
+      `--kubeconfig=${c.kubeconfig}`,
+      `--cluster-name=${c.name}`,
+      `--cluster-labels=${o.labels}`,
+      `--pod-cidr=${c.podCIDR}`,
+      `--service-cidr=${c.serviceCIDR}`,
+      "--timeout=5m",
+      ...sets.flatMap((s) => ["--set", s]),
+    ],
+    `liqoctl install generic (${c.name})`,
+  );
   const identity = await readClusterIdentity(client, LIQO_NAMESPACE);
-  if (!identity) throw new RigError(`the chart installed no cluster identity on ${c.name} (ConfigMap ${LIQO_NAMESPACE}/liqo-clusterid-configmap)`);
+  if (!identity)
+    throw new RigError(
+      `the chart installed no cluster identity on ${c.name} (ConfigMap ${LIQO_NAMESPACE}/liqo-clusterid-configmap)`,
+    );
   const dir = join(rig.dir, "liqo", c.name);
   mkdirSync(dir, { recursive: true });
   const kubeconfigs: Record<string, string> = {};
   for (const role of ["auth", "controller-manager", "webhook"]) {
-    kubeconfigs[role] = await serviceAccountKubeconfig(client, c.kubeconfig, { namespace: LIQO_NAMESPACE, serviceAccount: `liqo-${role}`, out: join(dir, `${role}.kubeconfig`) });
+    kubeconfigs[role] = await serviceAccountKubeconfig(client, c.kubeconfig, {
+      namespace: LIQO_NAMESPACE,
+      serviceAccount: `liqo-${role}`,
+      out: join(dir, `${role}.kubeconfig`),
+    });
   }
   return { identity, kubeconfigs, dir };
 }
 
-export const authTls = (client: KubeClient, i: InstalledCluster) => secretFiles(client, LIQO_NAMESPACE, "liqo-auth-tls", i.dir);
-export const webhookTls = (client: KubeClient, i: InstalledCluster) => secretFiles(client, LIQO_NAMESPACE, "liqo-webhook-tls", i.dir);
-export const kubeletTls = (client: KubeClient, i: InstalledCluster) => secretFiles(client, LIQO_NAMESPACE, "liqo-virtual-kubelet-tls", i.dir);
+export const authTls = (client: KubeClient, i: InstalledCluster) =>
+  secretFiles(client, LIQO_NAMESPACE, "liqo-auth-tls", i.dir);
+export const webhookTls = (client: KubeClient, i: InstalledCluster) =>
+  secretFiles(client, LIQO_NAMESPACE, "liqo-webhook-tls", i.dir);
+export const kubeletTls = (client: KubeClient, i: InstalledCluster) =>
+  secretFiles(client, LIQO_NAMESPACE, "liqo-virtual-kubelet-tls", i.dir);
 
 /** The cluster CA (kube-root-ca.crt is published into new namespaces shortly after they appear). */
 export async function clusterCa(client: KubeClient, i: InstalledCluster): Promise<string> {
   let last: unknown;
-  return waitFor(`kube-root-ca.crt in namespace ${LIQO_NAMESPACE}`, async () => {
-    try { return await clusterCaFile(client, LIQO_NAMESPACE, join(i.dir, "cluster-ca.crt")); } catch (err) { last = err; return false; }
-  }, { timeoutMs: 60_000, intervalMs: 250, describe: () => String((last as Error)?.message ?? last) });
+  return waitFor(
+    `kube-root-ca.crt in namespace ${LIQO_NAMESPACE}`,
+    async () => {
+      try {
+        return await clusterCaFile(client, LIQO_NAMESPACE, join(i.dir, "cluster-ca.crt"));
+      } catch (err) {
+        last = err;
+        return false;
+      }
+    },
+    { timeoutMs: 60_000, intervalMs: 250, describe: () => String((last as Error)?.message ?? last) },
+  );
 }
 
 /** Liqo's out-of-band flow: `liqoctl generate peer-command` on the provider, the printed command run on the consumer. */
-export async function peerOutOfBand(consumer: RigCluster, provider: RigCluster, say: (m: string) => void, extra: string[] = []): Promise<void> {
-  const printed = await run([...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${provider.kubeconfig}`], `liqoctl generate peer-command (${provider.name})`);
-  const generated = printed.split("\n").map((l) => l.trim()).find((l) => l.startsWith("liqoctl peer out-of-band "));
+export async function peerOutOfBand(
+  consumer: RigCluster,
+  provider: RigCluster,
+  say: (m: string) => void,
+  extra: string[] = [],
+): Promise<void> {
+  const printed = await run(
+    [...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${provider.kubeconfig}`],
+    `liqoctl generate peer-command (${provider.name})`,
+  );
+  const generated = printed
+    .split("\n")
+    .map((l) => l.trim())
+    .find((l) => l.startsWith("liqoctl peer out-of-band "));
   if (!generated) throw new RigError(`liqoctl generate peer-command printed no peer command: ${printed}`);
   const words = generated.split(/\s+/);
   say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
-  await run([...liqoctl, ...words.slice(1), ...extra, `--kubeconfig=${consumer.kubeconfig}`, "--timeout=600s"], `liqoctl peer out-of-band ${provider.name} (${consumer.name})`);
+  await run(
+    [...liqoctl, ...words.slice(1), ...extra, `--kubeconfig=${consumer.kubeconfig}`, "--timeout=600s"],
+    `liqoctl peer out-of-band ${provider.name} (${consumer.name})`,
+  );
 }
 
 /**
  * A quick start as a command: progress lines on stderr, the summary `report` writes (given the
  * seconds elapsed) on stdout, exit 0; or the error and how to clean up, exit 1.
  */
-export async function runQuickstartMain(body: (say: (m: string) => void) => Promise<(seconds: number) => Promise<string>>): Promise<never> {
+export async function runQuickstartMain(
+  body: (say: (m: string) => void) => Promise<(seconds: number) => Promise<string>>,
+): Promise<never> {
   const started = performance.now();
   const stamp = () => new Date().toISOString().slice(11, 19);
   try {

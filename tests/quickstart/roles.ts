@@ -19,7 +19,10 @@ export async function startRole(rig: Rig, name: string, args: string[]): Promise
   const deadline = Date.now() + 120_000;
   while (Date.now() < deadline) {
     if (!isAlive(pid)) throw new RigError(`${name} exited during start-up\n--- ${log} (tail) ---\n${tailFile(log)}`);
-    const ok = await fetch(`${admin}/readyz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+    const ok = await fetch(`${admin}/readyz`, { signal: AbortSignal.timeout(2000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { admin, log };
     await Bun.sleep(250);
   }

@@ -8,7 +8,9 @@ import { RigError } from "./errors.ts";
 import { archiveRefs, ensureRigImages, importImages } from "./images.ts";
 import { defaultRigDir, loadRig, rigDown, rigProcesses, rigUp } from "./rig.ts";
 
-const dirArg = { dir: { type: "string", description: "rig state directory (default: $LIQO_RIG_DIR or <tmp>/liqo-rig)" } } as const;
+const dirArg = {
+  dir: { type: "string", description: "rig state directory (default: $LIQO_RIG_DIR or <tmp>/liqo-rig)" },
+} as const;
 const stamp = () => new Date().toISOString().slice(11, 19);
 
 const up = defineCommand({
@@ -18,8 +20,16 @@ const up = defineCommand({
     names: { type: "string", description: "comma-separated cluster names (default rome,milan,naples,…)" },
     "overlapping-pod-cidrs": { type: "boolean", description: `give every cluster the same pod CIDR (10.200.0.0/16)` },
     nodes: { type: "string", description: "kwok (fake) worker nodes per cluster (default 2; 0 with --real-nodes)" },
-    "real-nodes": { type: "string", default: "0", description: "real worker nodes per cluster: containerd, kubelet, kube-proxy, CNI and DNS in a network namespace each" },
-    "base-port": { type: "string", description: "use ports from this one upwards (6 per cluster) instead of free ones" },
+    "real-nodes": {
+      type: "string",
+      default: "0",
+      description:
+        "real worker nodes per cluster: containerd, kubelet, kube-proxy, CNI and DNS in a network namespace each",
+    },
+    "base-port": {
+      type: "string",
+      description: "use ports from this one upwards (6 per cluster) instead of free ones",
+    },
     ...dirArg,
   },
   async run({ args }) {
@@ -34,9 +44,13 @@ const up = defineCommand({
       dir: args.dir,
       progress: (m) => console.error(`${stamp()} INFO  ${m}`),
     });
-    console.log(`\nRig up in ${((performance.now() - started) / 1000).toFixed(1)}s; kubeconfigs in ${rig.kubeconfigDir}\n`);
+    console.log(
+      `\nRig up in ${((performance.now() - started) / 1000).toFixed(1)}s; kubeconfigs in ${rig.kubeconfigDir}\n`,
+    );
     for (const c of rig.clusters) {
-      console.log(`  ${c.name.padEnd(10)} pods ${c.podCIDR.padEnd(15)} services ${c.serviceCIDR.padEnd(15)} ${c.server}`);
+      console.log(
+        `  ${c.name.padEnd(10)} pods ${c.podCIDR.padEnd(15)} services ${c.serviceCIDR.padEnd(15)} ${c.server}`,
+      );
       console.log(`             kubectl --kubeconfig ${join(rig.kubeconfigDir, `${c.name}.kubeconfig`)} get nodes`);
     }
     console.log(`\nStop everything with: bun run rig down${args.dir ? ` --dir ${args.dir}` : ""}`);
@@ -65,15 +79,20 @@ const status = defineCommand({
     }
     const procs = rigProcesses(rig);
     for (const c of rig.clusters) {
-      const real = c.realNodeStates?.length ? `  real nodes ${c.realNodeStates.map((n) => `${n.name} (${n.ip})`).join(", ")}` : "";
+      const real = c.realNodeStates?.length
+        ? `  real nodes ${c.realNodeStates.map((n) => `${n.name} (${n.ip})`).join(", ")}`
+        : "";
       console.log(`${c.name}  ${c.server}  pods ${c.podCIDR}  services ${c.serviceCIDR}  kwok nodes ${c.nodes}${real}`);
       for (const p of procs.filter((x) => x.cluster === c.name)) {
-        console.log(`  ${p.component.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`);
+        console.log(
+          `  ${p.component.padEnd(24)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`,
+        );
       }
     }
     const extras = procs.filter((x) => x.cluster === "-");
     if (extras.length) console.log("liqo processes");
-    for (const p of extras) console.log(`  ${p.component.padEnd(40)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`);
+    for (const p of extras)
+      console.log(`  ${p.component.padEnd(40)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`);
     if (procs.some((p) => !p.alive)) process.exitCode = 1;
   },
 });
@@ -100,28 +119,42 @@ const build = defineCommand({
 });
 
 const imageImport = defineCommand({
-  meta: { name: "import", description: "Import an image archive (OCI or docker save) into the containerd of every real node" },
-  args: { archive: { type: "positional", required: true, description: "the archive, e.g. my-image.oci.tar" }, ...dirArg },
+  meta: {
+    name: "import",
+    description: "Import an image archive (OCI or docker save) into the containerd of every real node",
+  },
+  args: {
+    archive: { type: "positional", required: true, description: "the archive, e.g. my-image.oci.tar" },
+    ...dirArg,
+  },
   async run({ args }) {
     const dir = args.dir ?? defaultRigDir();
     const rig = loadRig(dir);
     if (!rig) throw new RigError(`no rig in ${dir}; start one with: bun run rig up --real-nodes 1`);
     const nodes = rig.clusters.flatMap((c) => c.realNodeStates ?? []);
-    if (!nodes.length) throw new RigError(`the rig in ${dir} has no real nodes (its pods run on kwok); start it with --real-nodes N`);
+    if (!nodes.length)
+      throw new RigError(`the rig in ${dir} has no real nodes (its pods run on kwok); start it with --real-nodes N`);
     const archive = resolve(args.archive);
     const refs = await archiveRefs(archive);
-    await Promise.all(nodes.map(async (n) => {
-      await importImages(n.containerdSocket, [archive]);
-      console.log(`${n.name.padEnd(20)} ${refs.join(", ")}`);
-    }));
+    await Promise.all(
+      nodes.map(async (n) => {
+        await importImages(n.containerdSocket, [archive]);
+        console.log(`${n.name.padEnd(20)} ${refs.join(", ")}`);
+      }),
+    );
     console.log(`\nImported into ${nodes.length} node(s); pods use it with imagePullPolicy: IfNotPresent (or Never)`);
   },
 });
 
 const imageBuild = defineCommand({
-  meta: { name: "build", description: "Build the images real nodes run (pause, hello, coredns, liqo) into the cache (done by `up` when needed)" },
+  meta: {
+    name: "build",
+    description:
+      "Build the images real nodes run (pause, hello, coredns, liqo) into the cache (done by `up` when needed)",
+  },
   async run() {
-    for (const i of await ensureRigImages((m) => console.error(`${stamp()} INFO  ${m}`))) console.log(`${i.ref.padEnd(40)} ${i.archive}`);
+    for (const i of await ensureRigImages((m) => console.error(`${stamp()} INFO  ${m}`)))
+      console.log(`${i.ref.padEnd(40)} ${i.archive}`);
   },
 });
 

@@ -66,24 +66,59 @@ export function firstServiceIp(cidr: string): string {
   return parts.join(".");
 }
 
-export function prepareCluster(spec: ClusterSpec, dir: string, ports: ClusterPorts, nodeGateway?: string, hostRouting?: ClusterState["hostRouting"]): ClusterState {
+export function prepareCluster(
+  spec: ClusterSpec,
+  dir: string,
+  ports: ClusterPorts,
+  nodeGateway?: string,
+  hostRouting?: ClusterState["hostRouting"],
+): ClusterState {
   mkdirSync(join(dir, "logs"), { recursive: true });
-  const pki = createClusterPki(join(dir, "pki"), spec.name, firstServiceIp(spec.serviceCIDR), nodeGateway ? [nodeGateway] : []);
+  const pki = createClusterPki(
+    join(dir, "pki"),
+    spec.name,
+    firstServiceIp(spec.serviceCIDR),
+    nodeGateway ? [nodeGateway] : [],
+  );
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const kubeconfig = join(dir, "kubeconfig");
   writeFileSync(kubeconfig, kubeconfigYaml(spec.name, server, pki.ca.cert, pki.admin));
-  writeFileSync(join(dir, "controller-manager.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.controllerManager, "kube-controller-manager"));
-  writeFileSync(join(dir, "scheduler.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.scheduler, "kube-scheduler"));
+  writeFileSync(
+    join(dir, "controller-manager.kubeconfig"),
+    kubeconfigYaml(spec.name, server, pki.ca.cert, pki.controllerManager, "kube-controller-manager"),
+  );
+  writeFileSync(
+    join(dir, "scheduler.kubeconfig"),
+    kubeconfigYaml(spec.name, server, pki.ca.cert, pki.scheduler, "kube-scheduler"),
+  );
   writeFileSync(join(dir, "kwok.kubeconfig"), kubeconfigYaml(spec.name, server, pki.ca.cert, pki.kwok, "kwok"));
   const fakeLogs = writeKwokDebugConfig(dir, spec.name);
   if (hostRouting) {
     // The API server runs as hostRouting.uid: it must reach its binary and read its own keys.
-    for (const f of [pki.apiserver.key, pki.apiserver.cert, pki.ca.cert, pki.serviceAccount.key, pki.serviceAccount.pub, pki.kubeletClient.cert, pki.kubeletClient.key]) {
+    for (const f of [
+      pki.apiserver.key,
+      pki.apiserver.cert,
+      pki.ca.cert,
+      pki.serviceAccount.key,
+      pki.serviceAccount.pub,
+      pki.kubeletClient.cert,
+      pki.kubeletClient.key,
+    ]) {
       chownSync(f, hostRouting.uid, hostRouting.uid);
     }
     for (const d of [join(dir, ".."), dir, pki.dir]) chmodSync(d, 0o711);
   }
-  return { ...spec, dir, server, kubeconfig, ports, pids: {}, pki, fakeLogs, ...(nodeGateway ? { nodeGateway, hostRouting } : {}) };
+  return {
+    ...spec,
+    dir,
+    server,
+    kubeconfig,
+    ports,
+    pids: {},
+    pki,
+    fakeLogs,
+    ...(nodeGateway ? { nodeGateway, hostRouting } : {}),
+  };
 }
 
 /** One line of a container log as CRI runtimes write it (and kwok reads it). */
@@ -100,11 +135,28 @@ function writeKwokDebugConfig(dir: string, clusterName: string): ClusterState["f
   const current = join(logsDir, "current.log");
   const previous = join(logsDir, "previous.log");
   const started = new Date();
-  writeFileSync(current, criLogLine(`fake container of cluster ${clusterName} started`, "stdout", started) + criLogLine("ready to serve", "stdout", started));
-  writeFileSync(previous, criLogLine(`previous instance of the fake container of cluster ${clusterName}`, "stdout", started));
+  writeFileSync(
+    current,
+    criLogLine(`fake container of cluster ${clusterName} started`, "stdout", started) +
+      criLogLine("ready to serve", "stdout", started),
+  );
+  writeFileSync(
+    previous,
+    criLogLine(`previous instance of the fake container of cluster ${clusterName}`, "stdout", started),
+  );
   const docs = [
-    { apiVersion: "kwok.x-k8s.io/v1alpha1", kind: "ClusterLogs", metadata: { name: "rig-logs" }, spec: { logs: [{ logsFile: current, previousLogsFile: previous, follow: true }] } },
-    { apiVersion: "kwok.x-k8s.io/v1alpha1", kind: "ClusterExec", metadata: { name: "rig-exec" }, spec: { execs: [{ local: { workDir: logsDir } }] } },
+    {
+      apiVersion: "kwok.x-k8s.io/v1alpha1",
+      kind: "ClusterLogs",
+      metadata: { name: "rig-logs" },
+      spec: { logs: [{ logsFile: current, previousLogsFile: previous, follow: true }] },
+    },
+    {
+      apiVersion: "kwok.x-k8s.io/v1alpha1",
+      kind: "ClusterExec",
+      metadata: { name: "rig-exec" },
+      spec: { execs: [{ local: { workDir: logsDir } }] },
+    },
   ];
   // JSON documents are valid YAML documents.
   writeFileSync(join(dir, "kwok-config.yaml"), docs.map((d) => JSON.stringify(d)).join("\n---\n") + "\n");
@@ -117,56 +169,102 @@ function componentArgs(c: ClusterState, component: Component): string[] {
   switch (component) {
     case "etcd":
       return [
-        `--name=${c.name}`, `--data-dir=${join(c.dir, "etcd")}`,
-        `--listen-client-urls=http://127.0.0.1:${c.ports.etcdClient}`, `--advertise-client-urls=http://127.0.0.1:${c.ports.etcdClient}`,
-        `--listen-peer-urls=http://127.0.0.1:${c.ports.etcdPeer}`, `--initial-advertise-peer-urls=http://127.0.0.1:${c.ports.etcdPeer}`,
+        `--name=${c.name}`,
+        `--data-dir=${join(c.dir, "etcd")}`,
+        `--listen-client-urls=http://127.0.0.1:${c.ports.etcdClient}`,
+        `--advertise-client-urls=http://127.0.0.1:${c.ports.etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${c.ports.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${c.ports.etcdPeer}`,
         `--initial-cluster=${c.name}=http://127.0.0.1:${c.ports.etcdPeer}`,
         // A test cluster trades durability for speed; nothing here must survive a power cut.
-        "--unsafe-no-fsync", "--quota-backend-bytes=4294967296", "--log-level=warn",
+        "--unsafe-no-fsync",
+        "--quota-backend-bytes=4294967296",
+        "--log-level=warn",
       ];
     case "kube-apiserver": {
       // Real nodes reach the API server on the rig bridge, and pods through the `kubernetes`
       // Service, whose endpoint is then the bridge address; kubelets are authorized as nodes.
       const g = c.nodeGateway;
       const reach = g
-        // Webhooks are called at their endpoints' pod addresses (routed by hostRouting): no
-        // kube-proxy runs on the host to resolve a Service's cluster IP.
-        ? ["--bind-address=0.0.0.0", `--advertise-address=${g}`, "--endpoint-reconciler-type=lease", "--authorization-mode=Node,RBAC", "--enable-aggregator-routing=true"]
-        // The `kubernetes` Service cannot have 127.0.0.1 as an endpoint; nothing on kwok nodes needs one.
-        : ["--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none", "--authorization-mode=RBAC"];
+        ? // Webhooks are called at their endpoints' pod addresses (routed by hostRouting): no
+          // kube-proxy runs on the host to resolve a Service's cluster IP.
+          [
+            "--bind-address=0.0.0.0",
+            `--advertise-address=${g}`,
+            "--endpoint-reconciler-type=lease",
+            "--authorization-mode=Node,RBAC",
+            "--enable-aggregator-routing=true",
+          ]
+        : // The `kubernetes` Service cannot have 127.0.0.1 as an endpoint; nothing on kwok nodes needs one.
+          [
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
+            "--authorization-mode=RBAC",
+          ];
       return [
         `--etcd-servers=http://127.0.0.1:${c.ports.etcdClient}`,
-        `--secure-port=${c.ports.apiserver}`, ...reach,
-        `--tls-cert-file=${p.apiserver.cert}`, `--tls-private-key-file=${p.apiserver.key}`, `--client-ca-file=${p.ca.cert}`,
-        `--service-account-key-file=${p.serviceAccount.pub}`, `--service-account-signing-key-file=${p.serviceAccount.key}`,
+        `--secure-port=${c.ports.apiserver}`,
+        ...reach,
+        `--tls-cert-file=${p.apiserver.cert}`,
+        `--tls-private-key-file=${p.apiserver.key}`,
+        `--client-ca-file=${p.ca.cert}`,
+        `--service-account-key-file=${p.serviceAccount.pub}`,
+        `--service-account-signing-key-file=${p.serviceAccount.key}`,
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        `--service-cluster-ip-range=${c.serviceCIDR}`, "--allow-privileged=true",
-        `--kubelet-client-certificate=${p.kubeletClient.cert}`, `--kubelet-client-key=${p.kubeletClient.key}`,
-        "--kubelet-preferred-address-types=InternalIP", "--profiling=false", "-v=1",
+        `--service-cluster-ip-range=${c.serviceCIDR}`,
+        "--allow-privileged=true",
+        `--kubelet-client-certificate=${p.kubeletClient.cert}`,
+        `--kubelet-client-key=${p.kubeletClient.key}`,
+        "--kubelet-preferred-address-types=InternalIP",
+        "--profiling=false",
+        "-v=1",
       ];
     }
     case "kube-controller-manager":
       return [
-        `--kubeconfig=${kc("controller-manager")}`, `--authentication-kubeconfig=${kc("controller-manager")}`,
+        `--kubeconfig=${kc("controller-manager")}`,
+        `--authentication-kubeconfig=${kc("controller-manager")}`,
         `--authorization-kubeconfig=${kc("controller-manager")}`,
-        `--secure-port=${c.ports.controllerManager}`, "--bind-address=127.0.0.1",
-        `--root-ca-file=${p.ca.cert}`, `--service-account-private-key-file=${p.serviceAccount.key}`,
-        `--cluster-signing-cert-file=${p.ca.cert}`, `--cluster-signing-key-file=${p.ca.key}`,
-        "--use-service-account-credentials=true", "--leader-elect=false", `--cluster-name=${c.name}`,
-        "--allocate-node-cidrs=true", `--cluster-cidr=${c.podCIDR}`, "--node-cidr-mask-size=24",
-        `--service-cluster-ip-range=${c.serviceCIDR}`, "--configure-cloud-routes=false", "-v=1",
+        `--secure-port=${c.ports.controllerManager}`,
+        "--bind-address=127.0.0.1",
+        `--root-ca-file=${p.ca.cert}`,
+        `--service-account-private-key-file=${p.serviceAccount.key}`,
+        `--cluster-signing-cert-file=${p.ca.cert}`,
+        `--cluster-signing-key-file=${p.ca.key}`,
+        "--use-service-account-credentials=true",
+        "--leader-elect=false",
+        `--cluster-name=${c.name}`,
+        "--allocate-node-cidrs=true",
+        `--cluster-cidr=${c.podCIDR}`,
+        "--node-cidr-mask-size=24",
+        `--service-cluster-ip-range=${c.serviceCIDR}`,
+        "--configure-cloud-routes=false",
+        "-v=1",
       ];
     case "kube-scheduler":
       return [
-        `--kubeconfig=${kc("scheduler")}`, `--authentication-kubeconfig=${kc("scheduler")}`, `--authorization-kubeconfig=${kc("scheduler")}`,
-        `--secure-port=${c.ports.scheduler}`, "--bind-address=127.0.0.1", "--leader-elect=false", "-v=1",
+        `--kubeconfig=${kc("scheduler")}`,
+        `--authentication-kubeconfig=${kc("scheduler")}`,
+        `--authorization-kubeconfig=${kc("scheduler")}`,
+        `--secure-port=${c.ports.scheduler}`,
+        "--bind-address=127.0.0.1",
+        "--leader-elect=false",
+        "-v=1",
       ];
     case "kwok":
       return [
-        `--kubeconfig=${kc("kwok")}`, "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-        "--node-ip=127.0.0.1", `--node-port=${c.ports.kwok}`, `--server-address=127.0.0.1:${c.ports.kwok}`,
-        `--tls-cert-file=${p.kwokServing.cert}`, `--tls-private-key-file=${p.kwokServing.key}`,
-        `--cidr=${c.podCIDR}`, "--node-lease-duration-seconds=40", `--config=${join(c.dir, "kwok-config.yaml")}`,
+        `--kubeconfig=${kc("kwok")}`,
+        "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--node-ip=127.0.0.1",
+        `--node-port=${c.ports.kwok}`,
+        `--server-address=127.0.0.1:${c.ports.kwok}`,
+        `--tls-cert-file=${p.kwokServing.cert}`,
+        `--tls-private-key-file=${p.kwokServing.key}`,
+        `--cidr=${c.podCIDR}`,
+        "--node-lease-duration-seconds=40",
+        `--config=${join(c.dir, "kwok-config.yaml")}`,
       ];
   }
 }
@@ -182,7 +280,11 @@ export function startComponent(c: ClusterState, component: Component, bin: strin
 /** The build cache may sit in root's home, which other uids cannot enter: a link (or copy) in the rig. */
 function reachableCopy(from: string, to: string): string {
   if (!existsSync(to)) {
-    try { linkSync(from, to); } catch { copyFileSync(from, to); }
+    try {
+      linkSync(from, to);
+    } catch {
+      copyFileSync(from, to);
+    }
   }
   chmodSync(to, 0o755);
   return to;
@@ -207,25 +309,35 @@ async function probe(url: string, c: ClusterState, withClientCert: boolean): Pro
 }
 
 function explain(log: string): string {
-  if (/address already in use/i.test(log)) return "a port it needs is taken by another process; run `bun run rig down` or free the port, then retry";
+  if (/address already in use/i.test(log))
+    return "a port it needs is taken by another process; run `bun run rig down` or free the port, then retry";
   if (/permission denied/i.test(log)) return "it lacks permissions; check the rig directory's owner";
   return "see its log above";
 }
 
 /** Waits until `check` passes; fails at once if the component died, or at the deadline, with its log. */
-export async function waitHealthy(c: ClusterState, component: Component, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+export async function waitHealthy(
+  c: ClusterState,
+  component: Component,
+  check: () => Promise<boolean>,
+  timeoutMs = 90_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
     const pid = c.pids[component];
     if (pid && !isAlive(pid)) {
       const log = tailFile(logFile(c, component));
-      throw new RigError(`${component} of cluster ${c.name} exited during start-up; ${explain(log)}\n--- ${logFile(c, component)} (tail) ---\n${log}`);
+      throw new RigError(
+        `${component} of cluster ${c.name} exited during start-up; ${explain(log)}\n--- ${logFile(c, component)} (tail) ---\n${log}`,
+      );
     }
     await Bun.sleep(100);
   }
   const log = tailFile(logFile(c, component));
-  throw new RigError(`${component} of cluster ${c.name} did not become healthy within ${timeoutMs / 1000}s; ${explain(log)}\n--- ${logFile(c, component)} (tail) ---\n${log}`);
+  throw new RigError(
+    `${component} of cluster ${c.name} did not become healthy within ${timeoutMs / 1000}s; ${explain(log)}\n--- ${logFile(c, component)} (tail) ---\n${log}`,
+  );
 }
 
 const healthChecks: Record<Component, (c: ClusterState) => Promise<boolean>> = {
@@ -250,8 +362,12 @@ export function fakeNode(c: ClusterState, i: number): KubeObject {
       name,
       annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
       labels: {
-        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-        "node-role.kubernetes.io/worker": "", type: "kwok", "topology.kubernetes.io/zone": `${c.name}-zone-${(i % 3) + 1}`,
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node-role.kubernetes.io/worker": "",
+        type: "kwok",
+        "topology.kubernetes.io/zone": `${c.name}-zone-${(i % 3) + 1}`,
       },
     },
     spec: {},
@@ -259,16 +375,27 @@ export function fakeNode(c: ClusterState, i: number): KubeObject {
       // A mid-size cloud worker: 8 vCPU, 32 GiB, the default 110 pods.
       capacity: { cpu: "8", memory: "32Gi", pods: "110", "ephemeral-storage": "100Gi" },
       allocatable: { cpu: "7800m", memory: "31Gi", pods: "110", "ephemeral-storage": "95Gi" },
-      nodeInfo: { architecture: "amd64", operatingSystem: "linux", kubeletVersion: "fake", kubeProxyVersion: "fake", containerRuntimeVersion: "kwok" },
+      nodeInfo: {
+        architecture: "amd64",
+        operatingSystem: "linux",
+        kubeletVersion: "fake",
+        kubeProxyVersion: "fake",
+        containerRuntimeVersion: "kwok",
+      },
     },
   };
 }
 
-type NodeObj = KubeObject & { spec?: { podCIDR?: string }; status?: { conditions?: { type: string; status: string }[] } };
+type NodeObj = KubeObject & {
+  spec?: { podCIDR?: string };
+  status?: { conditions?: { type: string; status: string }[] };
+};
 
 export async function readyNodes(client: KubeClient): Promise<NodeObj[]> {
   const nodes = await client.list<NodeObj>(Resources.nodes);
-  return nodes.items.filter((n) => n.spec?.podCIDR && n.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"));
+  return nodes.items.filter(
+    (n) => n.spec?.podCIDR && n.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"),
+  );
 }
 
 export interface NodeImages {
@@ -276,7 +403,12 @@ export interface NodeImages {
   importInto(socket: string): Promise<void>;
 }
 
-export async function startCluster(c: ClusterState, bin: string, progress: Progress, images?: NodeImages): Promise<void> {
+export async function startCluster(
+  c: ClusterState,
+  bin: string,
+  progress: Progress,
+  images?: NodeImages,
+): Promise<void> {
   for (const component of components) {
     progress(`${c.name}: starting ${component}`);
     await startAndWait(c, component, bin);
@@ -290,19 +422,30 @@ export async function startCluster(c: ClusterState, bin: string, progress: Progr
   const deadline = Date.now() + 90_000;
   while ((await readyNodes(client)).length < c.nodes) {
     if (Date.now() > deadline) {
-      throw new RigError(`cluster ${c.name}: the kwok nodes did not become Ready with a pod CIDR within 90s; see ${logFile(c, "kwok")} and ${logFile(c, "kube-controller-manager")}`);
+      throw new RigError(
+        `cluster ${c.name}: the kwok nodes did not become Ready with a pod CIDR within 90s; see ${logFile(c, "kwok")} and ${logFile(c, "kube-controller-manager")}`,
+      );
     }
     await Bun.sleep(200);
   }
   // Pods need the default ServiceAccount, which the controller manager creates asynchronously.
   while (!(await client.find(Resources.serviceAccounts, "default", "default"))) {
-    if (Date.now() > deadline) throw new RigError(`cluster ${c.name}: the default ServiceAccount was not created; see ${logFile(c, "kube-controller-manager")}`);
+    if (Date.now() > deadline)
+      throw new RigError(
+        `cluster ${c.name}: the default ServiceAccount was not created; see ${logFile(c, "kube-controller-manager")}`,
+      );
     await Bun.sleep(200);
   }
   if (c.realNodeStates?.length) await startRealNodes(c, bin, client, progress, images);
 }
 
-async function startRealNodes(c: ClusterState, bin: string, client: KubeClient, progress: Progress, images?: NodeImages): Promise<void> {
+async function startRealNodes(
+  c: ClusterState,
+  bin: string,
+  client: KubeClient,
+  progress: Progress,
+  images?: NodeImages,
+): Promise<void> {
   const nodes = c.realNodeStates!;
   if (!images) throw new RigError(`cluster ${c.name}: real nodes need the rig's images`);
   progress(`${c.name}: starting ${nodes.length} real node(s): containerd, image import, kubelet, kube-proxy`);
@@ -314,7 +457,14 @@ async function startRealNodes(c: ClusterState, bin: string, client: KubeClient, 
   progress(`${c.name}: starting the local-path provisioner (default StorageClass ${LOCAL_PATH_CLASS})`);
   await client.apply(storageClasses, localPathClass(), { fieldManager: "liqo-rig", force: true });
   const main = join(import.meta.dir, "local-path-main.ts");
-  c.addonPids = { ...c.addonPids, "local-path": spawnDetached(process.execPath, [main, c.kubeconfig, join(c.dir, "volumes")], join(c.dir, "logs", "local-path.log")) };
+  c.addonPids = {
+    ...c.addonPids,
+    "local-path": spawnDetached(
+      process.execPath,
+      [main, c.kubeconfig, join(c.dir, "volumes")],
+      join(c.dir, "logs", "local-path.log"),
+    ),
+  };
 }
 
 export async function stopCluster(c: ClusterState): Promise<void> {

@@ -7,7 +7,17 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./ports.ts";
-import { archiveRefs, checkoutKey, ctrPath, ensureImages, ensureRigImages, imageCacheDir, importImages, normalizeRef, rigImageRefs } from "./images.ts";
+import {
+  archiveRefs,
+  checkoutKey,
+  ctrPath,
+  ensureImages,
+  ensureRigImages,
+  imageCacheDir,
+  importImages,
+  normalizeRef,
+  rigImageRefs,
+} from "./images.ts";
 import { makeLayer, writeOciArchive } from "../../scripts/oci-archive.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -19,7 +29,11 @@ let images: { ref: string; archive: string }[] = [];
 let containerd: ReturnType<typeof Bun.spawn> | undefined;
 let ids = 0;
 
-interface Result { code: number; out: string; err: string }
+interface Result {
+  code: number;
+  out: string;
+  err: string;
+}
 
 async function sh(cmd: string[]): Promise<Result> {
   const p = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
@@ -30,7 +44,8 @@ async function sh(cmd: string[]): Promise<Result> {
 const ctr = (...args: string[]) => sh([ctrPath(), "--address", socket, "-n", "k8s.io", ...args]);
 const id = (what: string) => `${what}-${++ids}`;
 /** `ctr run --rm`, in the foreground; ctr 1.6's `args` replace the image's entrypoint and command both. */
-const runImage = (ref: string, args: string[], flags: string[] = []) => ctr("run", "--rm", "--runc-root", runcRoot, ...flags, ref, id("run"), ...args);
+const runImage = (ref: string, args: string[], flags: string[] = []) =>
+  ctr("run", "--rm", "--runc-root", runcRoot, ...flags, ref, id("run"), ...args);
 /** The image configuration (Entrypoint, Cmd, User...) inside an archive, read as containerd would. */
 async function imageConfig(archive: string): Promise<Record<string, unknown>> {
   const member = async (name: string) => JSON.parse((await sh(["tar", "-xOf", archive, name])).out);
@@ -45,45 +60,72 @@ beforeAll(async () => {
   images = await ensureRigImages((m) => console.error(`[images] ${m}`));
   console.error(`[images] ready in ${((performance.now() - started) / 1000).toFixed(1)}s`);
   // restrict_oom_score_adj: runc may not lower its OOM score here (no CAP_SYS_RESOURCE in the VM).
-  writeFileSync(join(tmp, "config.toml"), [
-    "version = 2",
-    `root = "${tmp}/root"`,
-    `state = "${tmp}/state"`,
-    "[grpc]",
-    `  address = "${socket}"`,
-    '[plugins."io.containerd.grpc.v1.cri"]',
-    "  restrict_oom_score_adj = true",
-    `  sandbox_image = "${rigImageRefs.pause}"`,
-    '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
-    "  SystemdCgroup = false",
-    `  Root = "${runcRoot}"`,
-    "",
-  ].join("\n"));
+  writeFileSync(
+    join(tmp, "config.toml"),
+    [
+      "version = 2",
+      `root = "${tmp}/root"`,
+      `state = "${tmp}/state"`,
+      "[grpc]",
+      `  address = "${socket}"`,
+      '[plugins."io.containerd.grpc.v1.cri"]',
+      "  restrict_oom_score_adj = true",
+      `  sandbox_image = "${rigImageRefs.pause}"`,
+      '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]',
+      "  SystemdCgroup = false",
+      `  Root = "${runcRoot}"`,
+      "",
+    ].join("\n"),
+  );
   const log = Bun.file(join(tmp, "containerd.log"));
   containerd = Bun.spawn(["containerd", "--config", join(tmp, "config.toml")], { stdout: log, stderr: log });
-  await waitFor("containerd to answer on its socket", async () => {
-    if (containerd!.exitCode !== null) throw new Error(`containerd exited ${containerd!.exitCode}: ${readFileSync(join(tmp, "containerd.log"), "utf8").slice(-1500)}`);
-    return (await ctr("version")).code === 0;
-  }, { timeoutMs: 30_000 });
-  await importImages(socket, images.map((i) => i.archive));
+  await waitFor(
+    "containerd to answer on its socket",
+    async () => {
+      if (containerd!.exitCode !== null)
+        throw new Error(
+          `containerd exited ${containerd!.exitCode}: ${readFileSync(join(tmp, "containerd.log"), "utf8").slice(-1500)}`,
+        );
+      return (await ctr("version")).code === 0;
+    },
+    { timeoutMs: 30_000 },
+  );
+  await importImages(
+    socket,
+    images.map((i) => i.archive),
+  );
 }, 40 * 60_000);
 
 afterAll(async () => {
   if (containerd) {
     const tasks = await ctr("tasks", "ls", "-q");
     for (const t of tasks.out.split("\n").filter(Boolean)) await ctr("tasks", "kill", "-s", "SIGKILL", t);
-    for (const t of tasks.out.split("\n").filter(Boolean)) await waitFor(`task ${t} to stop`, async () => (await ctr("tasks", "delete", t)).code === 0 || !(await ctr("tasks", "ls", "-q")).out.includes(t), { timeoutMs: 10_000 }).catch(() => {});
-    for (const c of (await ctr("containers", "ls", "-q")).out.split("\n").filter(Boolean)) await ctr("containers", "delete", c);
+    for (const t of tasks.out.split("\n").filter(Boolean))
+      await waitFor(
+        `task ${t} to stop`,
+        async () => (await ctr("tasks", "delete", t)).code === 0 || !(await ctr("tasks", "ls", "-q")).out.includes(t),
+        { timeoutMs: 10_000 },
+      ).catch(() => {});
+    for (const c of (await ctr("containers", "ls", "-q")).out.split("\n").filter(Boolean))
+      await ctr("containers", "delete", c);
     containerd.kill("SIGTERM");
     await containerd.exited;
   }
   // The shims of this containerd outlive it; they are ours because their command line names our socket.
   for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
     let cmdline = "";
-    try { cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8"); } catch { continue; }
-    if (cmdline.startsWith("/usr/bin/containerd-shim") && cmdline.includes(socket)) process.kill(Number(pid), "SIGKILL");
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue;
+    }
+    if (cmdline.startsWith("/usr/bin/containerd-shim") && cmdline.includes(socket))
+      process.kill(Number(pid), "SIGKILL");
   }
-  const mounts = readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")[4] ?? "").filter((m) => m.startsWith(`${tmp}/`));
+  const mounts = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((l) => l.split(" ")[4] ?? "")
+    .filter((m) => m.startsWith(`${tmp}/`));
   for (const m of mounts.sort((a, b) => b.length - a.length)) await sh(["umount", "-l", m]);
   rmSync(tmp, { recursive: true, force: true });
 }, 60_000);
@@ -112,7 +154,8 @@ describe("the archives", () => {
       [rigImageRefs.coredns]: { Entrypoint: ["/coredns"], Cmd: ["-conf", "/etc/coredns/Corefile"], User: "0:0" },
       [rigImageRefs.liqo]: { Entrypoint: ["bun", "cli/liqo.ts"], User: "1000", WorkingDir: "/liqo" },
     };
-    for (const i of images) expect({ ref: i.ref, ...(await imageConfig(i.archive)) }).toMatchObject({ ref: i.ref, ...expected[i.ref] });
+    for (const i of images)
+      expect({ ref: i.ref, ...(await imageConfig(i.archive)) }).toMatchObject({ ref: i.ref, ...expected[i.ref] });
   });
 
   test("containerd lists every imported image in CRI's namespace", async () => {
@@ -143,12 +186,36 @@ describe("rig image import", () => {
     const ref = `example.test/mine:${Date.now()}`;
     const archive = join(tmp, "mine.oci.tar");
     const layer = await makeLayer(stage, join(tmp, "mine.tar.gz"), { comment: "a user's file" });
-    await writeOciArchive({ out: archive, layers: [layer], ref, work: join(tmp, "mine-work"), config: { user: "0", workingDir: "/", entrypoint: ["/bin/true"], env: [], labels: {} } });
+    await writeOciArchive({
+      out: archive,
+      layers: [layer],
+      ref,
+      work: join(tmp, "mine-work"),
+      config: { user: "0", workingDir: "/", entrypoint: ["/bin/true"], env: [], labels: {} },
+    });
     // A rig as `rig up --real-nodes` records it, both nodes served by this test's containerd.
     const dir = join(tmp, "rig");
     mkdirSync(dir);
-    const node = (name: string) => ({ name, cluster: "rome", netns: name, ip: "", hostVeth: "", dir, containerdSocket: socket, pids: {} });
-    writeFileSync(join(dir, "rig.json"), JSON.stringify({ dir, owner: 0, kubeconfigDir: dir, bin: "", clusters: [{ name: "rome", realNodeStates: [node("rome-node-1"), node("rome-node-2")] }] }));
+    const node = (name: string) => ({
+      name,
+      cluster: "rome",
+      netns: name,
+      ip: "",
+      hostVeth: "",
+      dir,
+      containerdSocket: socket,
+      pids: {},
+    });
+    writeFileSync(
+      join(dir, "rig.json"),
+      JSON.stringify({
+        dir,
+        owner: 0,
+        kubeconfigDir: dir,
+        bin: "",
+        clusters: [{ name: "rome", realNodeStates: [node("rome-node-1"), node("rome-node-2")] }],
+      }),
+    );
     const r = await sh([process.execPath, join(import.meta.dir, "cli.ts"), "image", "import", archive, "--dir", dir]);
     expect(r.out).toContain(`rome-node-1          ${ref}`);
     expect(r.out).toContain(`rome-node-2          ${ref}`);
@@ -159,8 +226,19 @@ describe("rig image import", () => {
   test("says so when the rig has no real nodes", async () => {
     const dir = join(tmp, "kwok-rig");
     mkdirSync(dir);
-    writeFileSync(join(dir, "rig.json"), JSON.stringify({ dir, owner: 0, kubeconfigDir: dir, bin: "", clusters: [{ name: "rome" }] }));
-    const r = await sh([process.execPath, join(import.meta.dir, "cli.ts"), "image", "import", images[0]!.archive, "--dir", dir]);
+    writeFileSync(
+      join(dir, "rig.json"),
+      JSON.stringify({ dir, owner: 0, kubeconfigDir: dir, bin: "", clusters: [{ name: "rome" }] }),
+    );
+    const r = await sh([
+      process.execPath,
+      join(import.meta.dir, "cli.ts"),
+      "image",
+      "import",
+      images[0]!.archive,
+      "--dir",
+      dir,
+    ]);
     expect(r.err).toContain("has no real nodes");
     expect(r.code).not.toBe(0);
   });
@@ -181,7 +259,11 @@ describe(rigImageRefs.hello, () => {
 
   test("the tools data-plane tests run in pods are on PATH", async () => {
     const tools = ["ip", "ping", "nc", "dig", "nslookup", "iperf3", "ps", "curl", "sysctl"];
-    const r = await runImage(rigImageRefs.hello, ["sh", "-c", `for t in ${tools.join(" ")}; do command -v $t >/dev/null || echo "missing $t"; done`]);
+    const r = await runImage(rigImageRefs.hello, [
+      "sh",
+      "-c",
+      `for t in ${tools.join(" ")}; do command -v $t >/dev/null || echo "missing $t"; done`,
+    ]);
     expect(r.out).toBe("");
     expect(r.code).toBe(0);
   });
@@ -191,24 +273,43 @@ describe(rigImageRefs.hello, () => {
     const log = join(tmp, `${name}.log`);
     await ok(await ctr("run", "-d", "--runc-root", runcRoot, "--log-uri", `file://${log}`, rigImageRefs.hello, name));
     try {
-      const page = await waitFor("nginx to answer", async () => {
-        const r = await ctr("tasks", "exec", "--exec-id", id("curl"), name, "sh", "-c", "curl -sS http://127.0.0.1/some/path?x=1 && cat /proc/sys/kernel/hostname");
-        return r.code === 0 ? r.out : undefined;
-      }, { timeoutMs: 20_000 });
+      const page = await waitFor(
+        "nginx to answer",
+        async () => {
+          const r = await ctr(
+            "tasks",
+            "exec",
+            "--exec-id",
+            id("curl"),
+            name,
+            "sh",
+            "-c",
+            "curl -sS http://127.0.0.1/some/path?x=1 && cat /proc/sys/kernel/hostname",
+          );
+          return r.code === 0 ? r.out : undefined;
+        },
+        { timeoutMs: 20_000 },
+      );
       const lines = page.trim().split("\n");
       const hostname = lines.pop()!;
       expect(lines[0]).toBe("Server address: 127.0.0.1:80");
       expect(lines[1]).toBe(`Server name: ${hostname}`);
       expect(lines[2]).toMatch(/^Date: \d{2}\/\w{3}\/\d{4}:/);
       expect(lines[3]).toBe("URI: /some/path?x=1");
-      const logged = await waitFor("the access line in the container's log", () => {
-        const text = existsSync(log) ? readFileSync(log, "utf8") : "";
-        return text.includes("GET /some/path?x=1") ? text : undefined;
-      }, { timeoutMs: 10_000 });
+      const logged = await waitFor(
+        "the access line in the container's log",
+        () => {
+          const text = existsSync(log) ? readFileSync(log, "utf8") : "";
+          return text.includes("GET /some/path?x=1") ? text : undefined;
+        },
+        { timeoutMs: 10_000 },
+      );
       expect(logged).toContain('"GET /some/path?x=1 HTTP/1.1" 200');
     } finally {
       await ctr("tasks", "kill", "-s", "SIGKILL", name);
-      await waitFor("the web task to stop", async () => (await ctr("tasks", "delete", name)).code === 0, { timeoutMs: 10_000 });
+      await waitFor("the web task to stop", async () => (await ctr("tasks", "delete", name)).code === 0, {
+        timeoutMs: 10_000,
+      });
       await ctr("containers", "delete", name);
     }
   });
@@ -219,8 +320,31 @@ describe(rigImageRefs.pause, () => {
   async function startPause() {
     const name = id("pause");
     const pidFile = join(tmp, `${name}.pid`);
-    const run = Bun.spawn([ctrPath(), "--address", socket, "-n", "k8s.io", "run", "--rm", "--runc-root", runcRoot, "--pid-file", pidFile, rigImageRefs.pause, name], { stdout: "pipe", stderr: "pipe" });
-    const pid = await waitFor("pause to start", () => (existsSync(pidFile) && Number(readFileSync(pidFile, "utf8"))) || (run.exitCode !== null ? Promise.reject(new Error(`ctr run exited ${run.exitCode}`)) : undefined), { timeoutMs: 20_000 });
+    const run = Bun.spawn(
+      [
+        ctrPath(),
+        "--address",
+        socket,
+        "-n",
+        "k8s.io",
+        "run",
+        "--rm",
+        "--runc-root",
+        runcRoot,
+        "--pid-file",
+        pidFile,
+        rigImageRefs.pause,
+        name,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    const pid = await waitFor(
+      "pause to start",
+      () =>
+        (existsSync(pidFile) && Number(readFileSync(pidFile, "utf8"))) ||
+        (run.exitCode !== null ? Promise.reject(new Error(`ctr run exited ${run.exitCode}`)) : undefined),
+      { timeoutMs: 20_000 },
+    );
     return { name, pid, run };
   }
 
@@ -242,7 +366,18 @@ describe(rigImageRefs.pause, () => {
       const children = () => readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, "utf8").trim();
       // The shell exits at once; its sleep is orphaned to the namespace's init, pause. (The sleep
       // lets go of our pipes, or reading them to the end would wait for it.)
-      await ok(await sh(["nsenter", "-t", String(p.pid), "-p", "--", "sh", "-c", "sleep 2 </dev/null >/dev/null 2>&1 & exit 0"]));
+      await ok(
+        await sh([
+          "nsenter",
+          "-t",
+          String(p.pid),
+          "-p",
+          "--",
+          "sh",
+          "-c",
+          "sleep 2 </dev/null >/dev/null 2>&1 & exit 0",
+        ]),
+      );
       expect(children()).not.toBe("");
       await waitFor("the orphan to be reaped", () => children() === "", { timeoutMs: 10_000, describe: children });
     } finally {
@@ -266,16 +401,38 @@ describe(rigImageRefs.coredns, () => {
     mkdirSync(conf);
     writeFileSync(join(conf, "Corefile"), `.:${port} {\n  hosts {\n    10.1.2.3 probe.rig.test\n  }\n}\n`);
     const name = id("dns");
-    await ok(await ctr("run", "-d", "--net-host", "--runc-root", runcRoot, "--mount", `type=bind,src=${conf},dst=/etc/coredns,options=rbind:ro`, rigImageRefs.coredns, name));
+    await ok(
+      await ctr(
+        "run",
+        "-d",
+        "--net-host",
+        "--runc-root",
+        runcRoot,
+        "--mount",
+        `type=bind,src=${conf},dst=/etc/coredns,options=rbind:ro`,
+        rigImageRefs.coredns,
+        name,
+      ),
+    );
     try {
-      const answer = await waitFor("coredns to answer", async () => {
-        const r = await runImage(rigImageRefs.hello, ["dig", "+short", "+time=1", "+tries=1", "-p", String(port), "@127.0.0.1", "probe.rig.test"], ["--net-host"]);
-        return r.code === 0 && r.out.trim() ? r.out.trim() : undefined;
-      }, { timeoutMs: 30_000 });
+      const answer = await waitFor(
+        "coredns to answer",
+        async () => {
+          const r = await runImage(
+            rigImageRefs.hello,
+            ["dig", "+short", "+time=1", "+tries=1", "-p", String(port), "@127.0.0.1", "probe.rig.test"],
+            ["--net-host"],
+          );
+          return r.code === 0 && r.out.trim() ? r.out.trim() : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
       expect(answer).toBe("10.1.2.3");
     } finally {
       await ctr("tasks", "kill", "-s", "SIGKILL", name);
-      await waitFor("the dns task to stop", async () => (await ctr("tasks", "delete", name)).code === 0, { timeoutMs: 10_000 });
+      await waitFor("the dns task to stop", async () => (await ctr("tasks", "delete", name)).code === 0, {
+        timeoutMs: 10_000,
+      });
       await ctr("containers", "delete", name);
     }
   });
@@ -295,7 +452,14 @@ describe(rigImageRefs.liqo, () => {
     mkdirSync(dir);
     await ok(await ctr("images", "mount", rigImageRefs.liqo, dir));
     try {
-      const versions = [["wireguard-go", "--version"], ["sysctl", "--version"], ["ping", "-V"], ["wg", "--version"], ["nft", "--version"], ["ip", "-V"]];
+      const versions = [
+        ["wireguard-go", "--version"],
+        ["sysctl", "--version"],
+        ["ping", "-V"],
+        ["wg", "--version"],
+        ["nft", "--version"],
+        ["ip", "-V"],
+      ];
       for (const [tool, flag] of versions) {
         const r = await sh(["chroot", dir, "sh", "-c", `exec ${tool} ${flag}`]);
         expect({ tool, code: r.code }).toEqual({ tool: tool!, code: 0 });

@@ -6,7 +6,16 @@
 //   ghcr.io/liqo-bun/liqo:<version>  the project's image (scripts/build-image.ts), from this checkout
 // Each archive is cached under ~/.cache/liqo-bun/images as <name>-<key>.oci.tar, the key a hash of
 // everything it is made of, so a change rebuilds it and nothing else does.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { buildImage, dockerfileRuntime } from "../../scripts/build-image.ts";
@@ -21,7 +30,17 @@ const sources = join(import.meta.dir, "images");
 const PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /** The workload image's packages: a web server plus the tools data-plane tests run inside pods. */
-export const helloPackages = ["nginx-light", "curl", "iproute2", "iputils-ping", "netcat-openbsd", "dnsutils", "iperf3", "procps", "ca-certificates"];
+export const helloPackages = [
+  "nginx-light",
+  "curl",
+  "iproute2",
+  "iputils-ping",
+  "netcat-openbsd",
+  "dnsutils",
+  "iperf3",
+  "procps",
+  "ca-certificates",
+];
 
 const liqoVersion = () => JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version as string;
 
@@ -46,7 +65,8 @@ const hash = (...parts: (string | Uint8Array)[]) => {
 async function run(cmd: string[], what: string, cwd = repo): Promise<string> {
   const p = Bun.spawn(cmd, { cwd, stdout: "pipe", stderr: "pipe" });
   const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
-  if ((await p.exited) !== 0) throw new RigError(`${what} failed (exit ${p.exitCode}): ${(err || out).trim().slice(-2000)}`);
+  if ((await p.exited) !== 0)
+    throw new RigError(`${what} failed (exit ${p.exitCode}): ${(err || out).trim().slice(-2000)}`);
   return out;
 }
 
@@ -58,14 +78,30 @@ interface Recipe {
 }
 
 /** A single-layer image from a staged directory: pause and coredns. */
-async function singleLayerImage(o: { ref: string; stage: string; layer: string; comment: string; config: ImageConfig; out: string; work: string }): Promise<void> {
+async function singleLayerImage(o: {
+  ref: string;
+  stage: string;
+  layer: string;
+  comment: string;
+  config: ImageConfig;
+  out: string;
+  work: string;
+}): Promise<void> {
   const layer: Layer = await makeLayer(o.stage, o.layer, { comment: o.comment });
   await writeOciArchive({ out: o.out, layers: [layer], config: o.config, ref: o.ref, work: o.work });
 }
 
 const config = (c: Partial<ImageConfig> & { entrypoint: string[]; title: string }): ImageConfig => ({
-  user: c.user ?? "0:0", workingDir: c.workingDir ?? "/", entrypoint: c.entrypoint, cmd: c.cmd, env: c.env ?? [PATH_ENV],
-  labels: { "org.opencontainers.image.title": c.title, "org.opencontainers.image.source": "https://github.com/liqo-bun/liqo", ...c.labels },
+  user: c.user ?? "0:0",
+  workingDir: c.workingDir ?? "/",
+  entrypoint: c.entrypoint,
+  cmd: c.cmd,
+  env: c.env ?? [PATH_ENV],
+  labels: {
+    "org.opencontainers.image.title": c.title,
+    "org.opencontainers.image.source": "https://github.com/liqo-bun/liqo",
+    ...c.labels,
+  },
 });
 
 function pauseRecipe(): Recipe {
@@ -74,7 +110,8 @@ function pauseRecipe(): Recipe {
   return {
     name: "pause",
     async key() {
-      if (!Bun.which("gcc")) throw new RigError("gcc is not installed: the pause image is compiled here (apt-get install gcc libc6-dev)");
+      if (!Bun.which("gcc"))
+        throw new RigError("gcc is not installed: the pause image is compiled here (apt-get install gcc libc6-dev)");
       return hash(readFileSync(source), flags.join(" "), await run(["gcc", "--version"], "gcc --version"));
     },
     async build({ out, work, say }) {
@@ -84,7 +121,12 @@ function pauseRecipe(): Recipe {
       await run(["gcc", ...flags, "-o", join(stage, "pause"), source], "compiling images/pause.c");
       // Upstream's pause runs as 65535 too: nothing in a sandbox needs root.
       await singleLayerImage({
-        ref: rigImageRefs.pause, stage, out, work, layer: join(work, "pause.tar.gz"), comment: "pause: images/pause.c, gcc -static",
+        ref: rigImageRefs.pause,
+        stage,
+        out,
+        work,
+        layer: join(work, "pause.tar.gz"),
+        comment: "pause: images/pause.c, gcc -static",
         config: config({ title: "pause", entrypoint: ["/pause"], user: "65535:65535" }),
       });
     },
@@ -94,7 +136,8 @@ function pauseRecipe(): Recipe {
 function corednsRecipe(): Recipe {
   const binary = () => {
     const path = join(binaryCacheDir(), "bin", "coredns");
-    if (!existsSync(path)) throw new RigError(`the coredns binary is not built (${path}); run: bash tests/rig/build.sh`);
+    if (!existsSync(path))
+      throw new RigError(`the coredns binary is not built (${path}); run: bash tests/rig/build.sh`);
     return path;
   };
   return {
@@ -108,7 +151,12 @@ function corednsRecipe(): Recipe {
       mkdirSync(stage, { recursive: true });
       copyFileSync(binary(), join(stage, "coredns"));
       await singleLayerImage({
-        ref: rigImageRefs.coredns, stage, out, work, layer: join(work, "coredns.tar.gz"), comment: `coredns ${rigVersions().COREDNS_VERSION} (go install, CGO_ENABLED=0)`,
+        ref: rigImageRefs.coredns,
+        stage,
+        out,
+        work,
+        layer: join(work, "coredns.tar.gz"),
+        comment: `coredns ${rigVersions().COREDNS_VERSION} (go install, CGO_ENABLED=0)`,
         // The Corefile comes from the cluster's ConfigMap, mounted at /etc/coredns.
         config: config({ title: "coredns", entrypoint: ["/coredns"], cmd: ["-conf", "/etc/coredns/Corefile"] }),
       });
@@ -132,10 +180,15 @@ function helloRecipe(cache: string): Recipe {
       const stage = join(work, "stage");
       mkdirSync(join(stage, "etc/nginx"), { recursive: true });
       copyFileSync(conf, join(stage, "etc/nginx/nginx.conf"));
-      const site = await makeLayer(stage, join(work, "conf.tar.gz"), { comment: "COPY images/hello-nginx.conf /etc/nginx/nginx.conf" });
+      const site = await makeLayer(stage, join(work, "conf.tar.gz"), {
+        comment: "COPY images/hello-nginx.conf /etc/nginx/nginx.conf",
+      });
       // Cmd rather than Entrypoint: a pod's `args` (or `kubectl run ... -- curl ...`) replaces it.
       await writeOciArchive({
-        out, work, ref: rigImageRefs.hello, layers: [rootfs, site],
+        out,
+        work,
+        ref: rigImageRefs.hello,
+        layers: [rootfs, site],
         config: config({ title: "hello", entrypoint: [], cmd: ["nginx", "-g", "daemon off;"] }),
       });
     },
@@ -152,10 +205,13 @@ export async function checkoutKey(): Promise<string> {
     run(["git", "diff", "--binary"], "git diff"),
     run(["git", "ls-files", "-z", "--others", "--exclude-standard"], "git ls-files --others"),
   ]);
-  const stamps = untracked.split("\0").filter(Boolean).map((p) => {
-    const s = statSync(join(repo, p), { throwIfNoEntry: false });
-    return `${p} ${s?.size ?? "-"} ${s?.mtimeMs ?? "-"}`;
-  });
+  const stamps = untracked
+    .split("\0")
+    .filter(Boolean)
+    .map((p) => {
+      const s = statSync(join(repo, p), { throwIfNoEntry: false });
+      return `${p} ${s?.size ?? "-"} ${s?.mtimeMs ?? "-"}`;
+    });
   const bun = JSON.parse(readFileSync(join(repo, "node_modules/bun/package.json"), "utf8")).version as string;
   return hash(index, diff, stamps.join("\n"), bun, rigImageRefs.liqo);
 }
@@ -189,11 +245,22 @@ async function withLock<T>(cache: string, say: (m: string) => void, body: () => 
     try {
       age = Date.now() - statSync(lock).mtimeMs;
       owner = Number(readFileSync(join(lock, "pid"), "utf8"));
-    } catch { /* released meanwhile, or its owner is between mkdir and writing its pid */ }
+    } catch {
+      /* released meanwhile, or its owner is between mkdir and writing its pid */
+    }
     // A lock without a live owner (a killed build) is taken over; a fresh one without a pid yet is not.
-    if (owner ? !isAlive(owner) : age > 10_000) { rmSync(lock, { recursive: true, force: true }); continue; }
-    if (Date.now() > deadline) throw new RigError(`the image cache ${cache} stayed locked by pid ${owner}; remove ${lock} if that process is gone`);
-    if (Date.now() - told > 30_000) { say(`waiting for pid ${owner || "?"} to finish building images in ${cache}`); told = Date.now(); }
+    if (owner ? !isAlive(owner) : age > 10_000) {
+      rmSync(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (Date.now() > deadline)
+      throw new RigError(
+        `the image cache ${cache} stayed locked by pid ${owner}; remove ${lock} if that process is gone`,
+      );
+    if (Date.now() - told > 30_000) {
+      say(`waiting for pid ${owner || "?"} to finish building images in ${cache}`);
+      told = Date.now();
+    }
     await Bun.sleep(500);
   }
   try {
@@ -209,8 +276,11 @@ async function withLock<T>(cache: string, say: (m: string) => void, body: () => 
  * Older ones go: every edit of the checkout makes a new liqo archive of ~120 MB.
  */
 function prune(cache: string, name: string, keep = 3): void {
-  const old = readdirSync(cache).filter((f) => f.startsWith(`${name}-`) && f.endsWith(".oci.tar"))
-    .map((f) => ({ f, t: statSync(join(cache, f)).mtimeMs })).sort((a, b) => b.t - a.t).slice(keep);
+  const old = readdirSync(cache)
+    .filter((f) => f.startsWith(`${name}-`) && f.endsWith(".oci.tar"))
+    .map((f) => ({ f, t: statSync(join(cache, f)).mtimeMs }))
+    .sort((a, b) => b.t - a.t)
+    .slice(keep);
   for (const { f, t } of old) if (Date.now() - t > 20 * 60_000) rmSync(join(cache, f), { force: true });
 }
 
@@ -220,12 +290,17 @@ export async function ensureRigImages(progress: (m: string) => void): Promise<{ 
 }
 
 /** ensureRigImages for some of the images. */
-export async function ensureImages(names: RigImage[], progress: (m: string) => void): Promise<{ ref: string; archive: string }[]> {
+export async function ensureImages(
+  names: RigImage[],
+  progress: (m: string) => void,
+): Promise<{ ref: string; archive: string }[]> {
   const cache = imageCacheDir();
   mkdirSync(join(cache, "layers"), { recursive: true });
   const all = { pause: pauseRecipe, hello: () => helloRecipe(cache), coredns: corednsRecipe, liqo: liqoRecipe };
   const recipes = names.map((n) => all[n]());
-  const wanted = await Promise.all(recipes.map(async (r) => ({ r, archive: join(cache, `${r.name}-${await r.key()}.oci.tar`) })));
+  const wanted = await Promise.all(
+    recipes.map(async (r) => ({ r, archive: join(cache, `${r.name}-${await r.key()}.oci.tar`) })),
+  );
   const missing = wanted.filter((w) => !existsSync(w.archive));
   if (missing.length) {
     await withLock(cache, progress, async () => {
@@ -242,7 +317,9 @@ export async function ensureImages(names: RigImage[], progress: (m: string) => v
         }
         prune(cache, r.name);
         const mib = (statSync(archive).size / 1048576).toFixed(1);
-        progress(`${rigImageRefs[r.name]}: ${archive} (${mib} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+        progress(
+          `${rigImageRefs[r.name]}: ${archive} (${mib} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`,
+        );
       }
     });
   }
@@ -250,8 +327,14 @@ export async function ensureImages(names: RigImage[], progress: (m: string) => v
 }
 
 export function ctrPath(): string {
-  const path = process.env.LIQO_RIG_CTR ?? Bun.which("ctr") ?? Bun.which("ctr", { PATH: "/usr/local/bin:/usr/bin:/usr/sbin:/sbin:/bin" });
-  if (!path) throw new RigError("ctr (containerd's client) is not installed: apt-get install containerd (scripts/setup.sh installs it)");
+  const path =
+    process.env.LIQO_RIG_CTR ??
+    Bun.which("ctr") ??
+    Bun.which("ctr", { PATH: "/usr/local/bin:/usr/bin:/usr/sbin:/sbin:/bin" });
+  if (!path)
+    throw new RigError(
+      "ctr (containerd's client) is not installed: apt-get install containerd (scripts/setup.sh installs it)",
+    );
   return path;
 }
 
@@ -263,10 +346,16 @@ export async function archiveRefs(archive: string): Promise<string[]> {
     return (await p.exited) === 0 ? text : undefined;
   };
   const index = await member("index.json");
-  const named = index ? ((JSON.parse(index).manifests ?? []) as { annotations?: Record<string, string> }[]).map((m) => m.annotations?.["io.containerd.image.name"]).filter((r): r is string => !!r) : [];
+  const named = index
+    ? ((JSON.parse(index).manifests ?? []) as { annotations?: Record<string, string> }[])
+        .map((m) => m.annotations?.["io.containerd.image.name"])
+        .filter((r): r is string => !!r)
+    : [];
   if (named.length) return named;
   const docker = await member("manifest.json");
-  return docker ? ((JSON.parse(docker) as { RepoTags?: string[] }[]).flatMap((m) => m.RepoTags ?? [])).map(normalizeRef) : [];
+  return docker
+    ? (JSON.parse(docker) as { RepoTags?: string[] }[]).flatMap((m) => m.RepoTags ?? []).map(normalizeRef)
+    : [];
 }
 
 /** docker's short names as containerd stores them: nginx:1 → docker.io/library/nginx:1. */
@@ -286,20 +375,41 @@ export function normalizeRef(ref: string): string {
 export async function importImages(socket: string, archives: string[]): Promise<void> {
   const ctr = ctrPath();
   // ctr would retry a missing socket for 10 s before saying so.
-  if (!existsSync(socket)) throw new RigError(`cannot import ${archives.join(", ")}: no containerd socket at ${socket} (is the node's containerd running?)`);
+  if (!existsSync(socket))
+    throw new RigError(
+      `cannot import ${archives.join(", ")}: no containerd socket at ${socket} (is the node's containerd running?)`,
+    );
   for (const archive of archives) {
-    if (!existsSync(archive)) throw new RigError(`cannot import ${archive} into the containerd at ${socket}: no such file`);
+    if (!existsSync(archive))
+      throw new RigError(`cannot import ${archive} into the containerd at ${socket}: no such file`);
     const refs = await archiveRefs(archive);
     if (!refs.length) {
-      throw new RigError(`${archive} names no image (no io.containerd.image.name annotation in index.json, no RepoTags in manifest.json); a pod could not refer to it`);
+      throw new RigError(
+        `${archive} names no image (no io.containerd.image.name annotation in index.json, no RepoTags in manifest.json); a pod could not refer to it`,
+      );
     }
-    const p = Bun.spawn([ctr, "--address", socket, "-n", "k8s.io", "images", "import", archive], { stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn([ctr, "--address", socket, "-n", "k8s.io", "images", "import", archive], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
     if ((await p.exited) !== 0) {
-      throw new RigError(`importing ${archive} into the containerd at ${socket} failed (ctr exit ${p.exitCode}): ${(err || out).trim().slice(-1500)}`);
+      throw new RigError(
+        `importing ${archive} into the containerd at ${socket} failed (ctr exit ${p.exitCode}): ${(err || out).trim().slice(-1500)}`,
+      );
     }
-    const listed = new Set((await run([ctr, "--address", socket, "-n", "k8s.io", "images", "ls", "-q"], `listing the images of the containerd at ${socket}`)).split("\n"));
+    const listed = new Set(
+      (
+        await run(
+          [ctr, "--address", socket, "-n", "k8s.io", "images", "ls", "-q"],
+          `listing the images of the containerd at ${socket}`,
+        )
+      ).split("\n"),
+    );
     const absent = refs.filter((r) => !listed.has(r));
-    if (absent.length) throw new RigError(`imported ${archive} into the containerd at ${socket}, but it lists no ${absent.join(", ")}: ${out.trim().slice(-500)}`);
+    if (absent.length)
+      throw new RigError(
+        `imported ${archive} into the containerd at ${socket}, but it lists no ${absent.join(", ")}: ${out.trim().slice(-500)}`,
+      );
   }
 }

@@ -1,5 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { cniConfig, containerdConfig, kubeletConfig, kubeProxyConfig, nodeAddress, nodeNatRules, nthAddress, rigNetwork } from "./node-config.ts";
+import {
+  cniConfig,
+  containerdConfig,
+  kubeletConfig,
+  kubeProxyConfig,
+  nodeAddress,
+  nodeNatRules,
+  nthAddress,
+  rigNetwork,
+} from "./node-config.ts";
 
 describe("rig network addresses", () => {
   test("each rig index has its own bridge and /24", () => {
@@ -20,7 +29,12 @@ describe("rig network addresses", () => {
 });
 
 describe("node configuration files", () => {
-  const paths = { dir: "/r/n1", socket: "/r/n1/containerd.sock", cniConfDir: "/r/n1/cni/net.d", cniBinDir: "/usr/lib/cni" };
+  const paths = {
+    dir: "/r/n1",
+    socket: "/r/n1/containerd.sock",
+    cniConfDir: "/r/n1/cni/net.d",
+    cniBinDir: "/usr/lib/cni",
+  };
   test("containerd keeps its state, runc root and pod namespaces under the node", () => {
     const toml = containerdConfig(paths, "registry.k8s.io/pause:3.10");
     expect(toml).toContain('root = "/r/n1/containerd/root"');
@@ -40,7 +54,15 @@ describe("node configuration files", () => {
     expect(bridge.ipMasq).toBe(false);
   });
   test("kubelet: cgroupfs under the node's cgroup, its own log folder, the cluster DNS", () => {
-    const k = JSON.parse(kubeletConfig({ dir: "/r/n1", socket: "/r/n1/containerd.sock", caFile: "/pki/ca.crt", clusterDns: "10.50.0.10", cgroupRoot: "/lrig0-rome-node-1" }));
+    const k = JSON.parse(
+      kubeletConfig({
+        dir: "/r/n1",
+        socket: "/r/n1/containerd.sock",
+        caFile: "/pki/ca.crt",
+        clusterDns: "10.50.0.10",
+        cgroupRoot: "/lrig0-rome-node-1",
+      }),
+    );
     expect(k.cgroupDriver).toBe("cgroupfs");
     expect(k.cgroupRoot).toBe("/lrig0-rome-node-1");
     expect(k.failCgroupV1).toBe(false);

@@ -11,7 +11,8 @@ export interface RigNetwork {
 }
 
 export function rigNetwork(index: number): RigNetwork {
-  if (!Number.isInteger(index) || index < 0 || index > 63) throw new Error(`rig network index ${index} is out of 0..63`);
+  if (!Number.isInteger(index) || index < 0 || index > 63)
+    throw new Error(`rig network index ${index} is out of 0..63`);
   const prefix = `172.31.${index}`;
   return { index, bridge: `lrig${index}`, gateway: `${prefix}.1`, prefix };
 }
@@ -74,17 +75,31 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
 /** The bridge plugin on cni0 with host-local addresses from the node's pod CIDR. */
 export function cniConfig(podCIDR: string, ipamDir: string, mtu = 1500): string {
-  return JSON.stringify({
-    cniVersion: "0.4.0",
-    name: "rig",
-    plugins: [
-      {
-        type: "bridge", bridge: "cni0", isGateway: true, ipMasq: false, hairpinMode: true, mtu,
-        ipam: { type: "host-local", ranges: [[{ subnet: podCIDR }]], routes: [{ dst: "0.0.0.0/0" }], dataDir: ipamDir },
-      },
-      { type: "portmap", capabilities: { portMappings: true } },
-    ],
-  }, null, 2);
+  return JSON.stringify(
+    {
+      cniVersion: "0.4.0",
+      name: "rig",
+      plugins: [
+        {
+          type: "bridge",
+          bridge: "cni0",
+          isGateway: true,
+          ipMasq: false,
+          hairpinMode: true,
+          mtu,
+          ipam: {
+            type: "host-local",
+            ranges: [[{ subnet: podCIDR }]],
+            routes: [{ dst: "0.0.0.0/0" }],
+            dataDir: ipamDir,
+          },
+        },
+        { type: "portmap", capabilities: { portMappings: true } },
+      ],
+    },
+    null,
+    2,
+  );
 }
 
 export interface KubeletInputs {
@@ -97,51 +112,59 @@ export interface KubeletInputs {
 
 /** JSON is YAML: the kubelet reads this config file as is. */
 export function kubeletConfig(k: KubeletInputs): string {
-  return JSON.stringify({
-    apiVersion: "kubelet.config.k8s.io/v1beta1",
-    kind: "KubeletConfiguration",
-    // Only holders of a certificate of the cluster's CA (the API server's kubelet client) get in.
-    authentication: { anonymous: { enabled: false }, webhook: { enabled: false }, x509: { clientCAFile: k.caFile } },
-    authorization: { mode: "AlwaysAllow" },
-    cgroupDriver: "cgroupfs",
-    cgroupRoot: k.cgroupRoot,
-    failCgroupV1: false,
-    clusterDNS: [k.clusterDns],
-    clusterDomain: "cluster.local",
-    containerRuntimeEndpoint: `unix://${k.socket}`,
-    // The kubelet deletes log folders of pods it does not know: one folder per node.
-    podLogsDir: `${k.dir}/pod-logs`,
-    volumePluginDir: `${k.dir}/volume-plugins`,
-    readOnlyPort: 0,
-    failSwapOn: false,
-    serializeImagePulls: false,
-    // The gateway turns forwarding on in its own pod namespace.
-    allowedUnsafeSysctls: ["net.ipv4.ip_forward", "net.ipv4.conf.all.src_valid_mark"],
-    // Every node reports the whole machine; nothing is reserved, nothing evicted for a busy laptop.
-    evictionHard: { "memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%" },
-    imageGCHighThresholdPercent: 98,
-    imageGCLowThresholdPercent: 95,
-    rotateCertificates: false,
-    serverTLSBootstrap: false,
-    healthzBindAddress: "127.0.0.1",
-    healthzPort: 10248,
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: "kubelet.config.k8s.io/v1beta1",
+      kind: "KubeletConfiguration",
+      // Only holders of a certificate of the cluster's CA (the API server's kubelet client) get in.
+      authentication: { anonymous: { enabled: false }, webhook: { enabled: false }, x509: { clientCAFile: k.caFile } },
+      authorization: { mode: "AlwaysAllow" },
+      cgroupDriver: "cgroupfs",
+      cgroupRoot: k.cgroupRoot,
+      failCgroupV1: false,
+      clusterDNS: [k.clusterDns],
+      clusterDomain: "cluster.local",
+      containerRuntimeEndpoint: `unix://${k.socket}`,
+      // The kubelet deletes log folders of pods it does not know: one folder per node.
+      podLogsDir: `${k.dir}/pod-logs`,
+      volumePluginDir: `${k.dir}/volume-plugins`,
+      readOnlyPort: 0,
+      failSwapOn: false,
+      serializeImagePulls: false,
+      // The gateway turns forwarding on in its own pod namespace.
+      allowedUnsafeSysctls: ["net.ipv4.ip_forward", "net.ipv4.conf.all.src_valid_mark"],
+      // Every node reports the whole machine; nothing is reserved, nothing evicted for a busy laptop.
+      evictionHard: { "memory.available": "100Mi", "nodefs.available": "2%", "imagefs.available": "2%" },
+      imageGCHighThresholdPercent: 98,
+      imageGCLowThresholdPercent: 95,
+      rotateCertificates: false,
+      serverTLSBootstrap: false,
+      healthzBindAddress: "127.0.0.1",
+      healthzPort: 10248,
+    },
+    null,
+    2,
+  );
 }
 
 export function kubeProxyConfig(kubeconfig: string, clusterCIDR: string, node: string): string {
-  return JSON.stringify({
-    apiVersion: "kubeproxy.config.k8s.io/v1alpha1",
-    kind: "KubeProxyConfiguration",
-    clientConnection: { kubeconfig },
-    mode: "iptables",
-    clusterCIDR,
-    hostnameOverride: node,
-    bindAddress: "0.0.0.0",
-    healthzBindAddress: "0.0.0.0:10256",
-    metricsBindAddress: "127.0.0.1:10249",
-    // conntrack sizes are the machine's; a node namespace leaves them alone.
-    conntrack: { maxPerCore: 0, min: 0 },
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: "kubeproxy.config.k8s.io/v1alpha1",
+      kind: "KubeProxyConfiguration",
+      clientConnection: { kubeconfig },
+      mode: "iptables",
+      clusterCIDR,
+      hostnameOverride: node,
+      bindAddress: "0.0.0.0",
+      healthzBindAddress: "0.0.0.0:10256",
+      metricsBindAddress: "127.0.0.1:10249",
+      // conntrack sizes are the machine's; a node namespace leaves them alone.
+      conntrack: { maxPerCore: 0, min: 0 },
+    },
+    null,
+    2,
+  );
 }
 
 /**

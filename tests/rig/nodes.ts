@@ -10,7 +10,14 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { RigError } from "./errors.ts";
 import {
-  cniConfig, containerdConfig, kubeletConfig, kubeProxyConfig, nodeAddress, nodeNatRules, rigNetwork, type RigNetwork,
+  cniConfig,
+  containerdConfig,
+  kubeletConfig,
+  kubeProxyConfig,
+  nodeAddress,
+  nodeNatRules,
+  rigNetwork,
+  type RigNetwork,
 } from "./node-config.ts";
 import { kubeconfigYaml, sign, type CertPair } from "./pki.ts";
 import { isAlive, killGroup, killGroupNow, PhaseClock, spawnDetached, tailFile } from "./process.ts";
@@ -46,7 +53,8 @@ export interface NodeCluster {
 
 function run(cmd: string[], what: string, input?: string): string {
   const res = Bun.spawnSync(cmd, { stdin: input ? Buffer.from(input) : undefined, stdout: "pipe", stderr: "pipe" });
-  if (res.exitCode !== 0) throw new RigError(`${what} failed: \`${cmd.join(" ")}\` exited ${res.exitCode}: ${res.stderr.toString().trim()}`);
+  if (res.exitCode !== 0)
+    throw new RigError(`${what} failed: \`${cmd.join(" ")}\` exited ${res.exitCode}: ${res.stderr.toString().trim()}`);
   return res.stdout.toString();
 }
 
@@ -59,16 +67,24 @@ function tryRun(cmd: string[]): boolean {
 const inNetns = (netns: string, cmd: string[]) => ["nsenter", `--net=/var/run/netns/${netns}`, "--", ...cmd];
 
 function requireRealNodeTools(): void {
-  if (process.getuid?.() !== 0) throw new RigError("real nodes need root (network namespaces, cgroups, mounts); run the rig as root");
-  const missing = ["containerd", "containerd-shim-runc-v2", "runc", "ctr", "nsenter", "ip", "nft", "iptables"].filter((b) => !Bun.which(b));
+  if (process.getuid?.() !== 0)
+    throw new RigError("real nodes need root (network namespaces, cgroups, mounts); run the rig as root");
+  const missing = ["containerd", "containerd-shim-runc-v2", "runc", "ctr", "nsenter", "ip", "nft", "iptables"].filter(
+    (b) => !Bun.which(b),
+  );
   if (!existsSync(join(cniBinDir, "bridge"))) missing.push(`${cniBinDir}/bridge (containernetworking-plugins)`);
-  if (missing.length) throw new RigError(`real nodes need ${missing.join(", ")}; run bash scripts/setup.sh (it installs the Debian packages in scripts/debian-packages.txt)`);
+  if (missing.length)
+    throw new RigError(
+      `real nodes need ${missing.join(", ")}; run bash scripts/setup.sh (it installs the Debian packages in scripts/debian-packages.txt)`,
+    );
 }
 
 /** The lowest bridge index no live link uses, so rigs side by side get their own bridge and /24. */
 export function allocateRigNetwork(): RigNetwork {
   requireRealNodeTools();
-  const links = new Set((JSON.parse(run(["ip", "-j", "link", "show"], "listing links")) as { ifname: string }[]).map((l) => l.ifname));
+  const links = new Set(
+    (JSON.parse(run(["ip", "-j", "link", "show"], "listing links")) as { ifname: string }[]).map((l) => l.ifname),
+  );
   for (let i = 0; i < 64; i++) {
     const net = rigNetwork(i);
     if (!links.has(net.bridge)) return net;
@@ -82,7 +98,10 @@ export function allocateRigNetwork(): RigNetwork {
  * lowered, to what kind asks of its hosts.
  */
 function raiseInotifyLimits(): void {
-  for (const [key, min] of [["max_user_instances", 1024], ["max_user_watches", 524_288]] as const) {
+  for (const [key, min] of [
+    ["max_user_instances", 1024],
+    ["max_user_watches", 524_288],
+  ] as const) {
     const path = `/proc/sys/fs/inotify/${key}`;
     if (existsSync(path) && Number(readFileSync(path, "utf8")) < min) writeFileSync(path, String(min));
   }
@@ -100,22 +119,47 @@ export function removeRigNetworkNow(net: RigNetwork): void {
 }
 
 /** Folders, certificates, configuration files, the namespace and its veth; nothing runs yet. */
-export function prepareRealNode(c: NodeCluster, net: RigNetwork, ordinal: number, seq: number, clusterDns: string): RealNodeState {
+export function prepareRealNode(
+  c: NodeCluster,
+  net: RigNetwork,
+  ordinal: number,
+  seq: number,
+  clusterDns: string,
+): RealNodeState {
   const name = `${c.name}-node-${ordinal + 1}`;
   const netns = `lrig${net.index}-${name}`;
   const dir = join(c.dir, "nodes", name);
   const node: RealNodeState = {
-    name, cluster: c.name, netns, ip: nodeAddress(net, seq), hostVeth: `lrig${net.index}v${seq}`, dir,
-    containerdSocket: join(dir, "containerd.sock"), pids: {},
+    name,
+    cluster: c.name,
+    netns,
+    ip: nodeAddress(net, seq),
+    hostVeth: `lrig${net.index}v${seq}`,
+    dir,
+    containerdSocket: join(dir, "containerd.sock"),
+    pids: {},
   };
-  for (const d of ["logs", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins", "runc"]) mkdirSync(join(dir, d), { recursive: true });
+  for (const d of ["logs", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins", "runc"])
+    mkdirSync(join(dir, d), { recursive: true });
   const server = `https://${net.gateway}:${c.ports.apiserver}`;
   const kubelet = sign(c.pki.dir, c.pki.ca, `kubelet-${name}`, `/O=system:nodes/CN=system:node:${name}`, clientExt);
   const proxy = sign(c.pki.dir, c.pki.ca, `kube-proxy-${name}`, "/CN=system:kube-proxy", clientExt);
-  writeFileSync(join(dir, "kubelet.kubeconfig"), kubeconfigYaml(c.name, server, c.pki.ca.cert, kubelet, `kubelet-${name}`));
+  writeFileSync(
+    join(dir, "kubelet.kubeconfig"),
+    kubeconfigYaml(c.name, server, c.pki.ca.cert, kubelet, `kubelet-${name}`),
+  );
   writeFileSync(join(dir, "kube-proxy.kubeconfig"), kubeconfigYaml(c.name, server, c.pki.ca.cert, proxy, "kube-proxy"));
-  writeFileSync(join(dir, "containerd.toml"), containerdConfig({ dir, socket: node.containerdSocket, cniConfDir: join(dir, "cni/net.d"), cniBinDir }, sandboxImage));
-  writeFileSync(join(dir, "kubelet.yaml"), kubeletConfig({ dir, socket: node.containerdSocket, caFile: c.pki.ca.cert, clusterDns, cgroupRoot: `/${netns}` }));
+  writeFileSync(
+    join(dir, "containerd.toml"),
+    containerdConfig(
+      { dir, socket: node.containerdSocket, cniConfDir: join(dir, "cni/net.d"), cniBinDir },
+      sandboxImage,
+    ),
+  );
+  writeFileSync(
+    join(dir, "kubelet.yaml"),
+    kubeletConfig({ dir, socket: node.containerdSocket, caFile: c.pki.ca.cert, clusterDns, cgroupRoot: `/${netns}` }),
+  );
   writeFileSync(join(dir, "kube-proxy.yaml"), kubeProxyConfig(join(dir, "kube-proxy.kubeconfig"), c.podCIDR, name));
   try {
     mountImageStore(node);
@@ -147,17 +191,29 @@ function mountImageStore(node: RealNodeState): void {
   const store = join(node.dir, "containerd");
   mkdirSync(store, { recursive: true, mode: 0o700 });
   if (process.env.LIQO_RIG_NODE_TMPFS === "0" || memAvailableBytes() < tmpfsMinAvailableBytes) return;
-  run(["mount", "-t", "tmpfs", "-o", "size=8g,mode=0700", `tmpfs-${node.netns}`, store], `mounting a tmpfs for node ${node.name}'s images`);
+  run(
+    ["mount", "-t", "tmpfs", "-o", "size=8g,mode=0700", `tmpfs-${node.netns}`, store],
+    `mounting a tmpfs for node ${node.name}'s images`,
+  );
 }
 
-const clientExt = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
+const clientExt =
+  "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
 
 function createNodeNetns(node: RealNodeState, net: RigNetwork): void {
   const ns = node.netns;
   tryRun(["ip", "netns", "del", ns]);
   run(["ip", "netns", "add", ns], `creating the network namespace of node ${node.name}`);
-  const host = [`link add ${node.hostVeth} type veth peer name eth0 netns ${ns}`, `link set ${node.hostVeth} master ${net.bridge} up`];
-  const inside = [`addr add ${node.ip}/24 dev eth0`, "link set eth0 up", "link set lo up", `route add default via ${net.gateway}`];
+  const host = [
+    `link add ${node.hostVeth} type veth peer name eth0 netns ${ns}`,
+    `link set ${node.hostVeth} master ${net.bridge} up`,
+  ];
+  const inside = [
+    `addr add ${node.ip}/24 dev eth0`,
+    "link set eth0 up",
+    "link set lo up",
+    `route add default via ${net.gateway}`,
+  ];
   run(["ip", "-batch", "-"], `wiring node ${node.name} to ${net.bridge}`, host.join("\n") + "\n");
   run(["ip", "-n", ns, "-batch", "-"], `addressing node ${node.name}`, inside.join("\n") + "\n");
   // Bridged pod traffic passes the node's iptables, so kube-proxy can un-NAT a Service answer
@@ -170,7 +226,9 @@ function createNodeNetns(node: RealNodeState, net: RigNetwork): void {
 function cgroupHierarchies(): string[] {
   const root = "/sys/fs/cgroup";
   if (!existsSync(root)) return [];
-  return readdirSync(root).map((d) => join(root, d)).filter((d) => existsSync(join(d, "cgroup.procs")));
+  return readdirSync(root)
+    .map((d) => join(root, d))
+    .filter((d) => existsSync(join(d, "cgroup.procs")));
 }
 
 function createNodeCgroups(name: string): void {
@@ -190,28 +248,50 @@ function logOf(node: RealNodeState, component: NodeComponent) {
 function startNodeComponent(node: RealNodeState, component: NodeComponent, bin: string): void {
   const args: Record<NodeComponent, string[]> = {
     containerd: ["containerd", "--config", join(node.dir, "containerd.toml")],
-    kubelet: [join(bin, "kubelet"), `--config=${join(node.dir, "kubelet.yaml")}`, `--kubeconfig=${join(node.dir, "kubelet.kubeconfig")}`,
-      `--root-dir=${join(node.dir, "kubelet")}`, `--hostname-override=${node.name}`, `--node-ip=${node.ip}`,
-      "--node-labels=type=real", "-v=1"],
+    kubelet: [
+      join(bin, "kubelet"),
+      `--config=${join(node.dir, "kubelet.yaml")}`,
+      `--kubeconfig=${join(node.dir, "kubelet.kubeconfig")}`,
+      `--root-dir=${join(node.dir, "kubelet")}`,
+      `--hostname-override=${node.name}`,
+      `--node-ip=${node.ip}`,
+      "--node-labels=type=real",
+      "-v=1",
+    ],
     "kube-proxy": [join(bin, "kube-proxy"), `--config=${join(node.dir, "kube-proxy.yaml")}`, "-v=1"],
   };
   const cmd = inNetns(node.netns, args[component]);
   node.pids[component] = spawnDetached(cmd[0]!, cmd.slice(1), logOf(node, component));
 }
 
-async function waitFor(node: RealNodeState, component: NodeComponent, what: string, check: () => boolean | Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+async function waitFor(
+  node: RealNodeState,
+  component: NodeComponent,
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 90_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
     const pid = node.pids[component];
-    if (pid && !isAlive(pid)) throw new RigError(`${component} of node ${node.name} exited before ${what}\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`);
+    if (pid && !isAlive(pid))
+      throw new RigError(
+        `${component} of node ${node.name} exited before ${what}\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`,
+      );
     await Bun.sleep(200);
   }
-  throw new RigError(`${component} of node ${node.name}: no ${what} within ${timeoutMs / 1000}s\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`);
+  throw new RigError(
+    `${component} of node ${node.name}: no ${what} within ${timeoutMs / 1000}s\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`,
+  );
 }
 
 /** containerd, then the kubelet and kube-proxy; the node registers itself with the API server. */
-export async function startRealNode(node: RealNodeState, bin: string, importImages: (socket: string) => Promise<void>): Promise<void> {
+export async function startRealNode(
+  node: RealNodeState,
+  bin: string,
+  importImages: (socket: string) => Promise<void>,
+): Promise<void> {
   startNodeComponent(node, "containerd", bin);
   await waitFor(node, "containerd", "CRI socket", () => tryRun(["ctr", "--address", node.containerdSocket, "version"]));
   await importImages(node.containerdSocket);
@@ -219,13 +299,21 @@ export async function startRealNode(node: RealNodeState, bin: string, importImag
   startNodeComponent(node, "kube-proxy", bin);
 }
 
-type NodeObject = KubeObject & { spec?: { podCIDR?: string }; status?: { conditions?: { type: string; status: string; message?: string }[] } };
+type NodeObject = KubeObject & {
+  spec?: { podCIDR?: string };
+  status?: { conditions?: { type: string; status: string; message?: string }[] };
+};
 
 /**
  * Once every node registered and got a pod CIDR: each node's CNI configuration (the kubelet turns
  * Ready when it appears), routes between the cluster's nodes, the masquerade rule, role labels.
  */
-export async function finishClusterNodes(c: NodeCluster, nodes: RealNodeState[], client: KubeClient, hostRouting: HostRouting): Promise<void> {
+export async function finishClusterNodes(
+  c: NodeCluster,
+  nodes: RealNodeState[],
+  client: KubeClient,
+  hostRouting: HostRouting,
+): Promise<void> {
   for (const node of nodes) {
     await waitFor(node, "kubelet", "pod CIDR on its Node object", async () => {
       const obj = await client.find<NodeObject>(Resources.nodes, node.name);
@@ -233,24 +321,41 @@ export async function finishClusterNodes(c: NodeCluster, nodes: RealNodeState[],
       return !!node.podCIDR;
     });
     writeFileSync(join(node.dir, "cni/net.d/10-rig.conflist"), cniConfig(node.podCIDR!, join(node.dir, "cni/ipam")));
-    run(inNetns(node.netns, ["nft", "-f", "-"]), `masquerade rule of node ${node.name}`, nodeNatRules(natTable, c.podCIDR));
-    await client.mergePatch(Resources.nodes, node.name, undefined, { metadata: { labels: { "node-role.kubernetes.io/worker": "" } } });
+    run(
+      inNetns(node.netns, ["nft", "-f", "-"]),
+      `masquerade rule of node ${node.name}`,
+      nodeNatRules(natTable, c.podCIDR),
+    );
+    await client.mergePatch(Resources.nodes, node.name, undefined, {
+      metadata: { labels: { "node-role.kubernetes.io/worker": "" } },
+    });
   }
   for (const node of nodes) {
     const routes = nodes.filter((o) => o !== node).map((o) => `route replace ${o.podCIDR} via ${o.ip} dev eth0`);
-    if (routes.length) run(["ip", "-n", node.netns, "-batch", "-"], `routes of node ${node.name}`, routes.join("\n") + "\n");
+    if (routes.length)
+      run(["ip", "-n", node.netns, "-batch", "-"], `routes of node ${node.name}`, routes.join("\n") + "\n");
   }
   setHostRouting(hostRouting, nodes);
   for (const node of nodes) {
-    await waitFor(node, "kubelet", "Ready condition", async () => {
-      const obj = await client.find<NodeObject>(Resources.nodes, node.name);
-      return !!obj?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
-    }, 120_000);
+    await waitFor(
+      node,
+      "kubelet",
+      "Ready condition",
+      async () => {
+        const obj = await client.find<NodeObject>(Resources.nodes, node.name);
+        return !!obj?.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True");
+      },
+      120_000,
+    );
   }
 }
 
 /** Rules before the main table's (priority 32766), which has the machine's default route. */
-export interface HostRouting { uid: number; table: number; priority: number }
+export interface HostRouting {
+  uid: number;
+  table: number;
+  priority: number;
+}
 
 /** The API server's own routing table (selected by its uid): each node's pod CIDR via the node. */
 function setHostRouting(r: HostRouting, nodes: RealNodeState[]): void {
@@ -261,13 +366,17 @@ function setHostRouting(r: HostRouting, nodes: RealNodeState[]): void {
 }
 
 export function removeHostRoutingNow(r: HostRouting): void {
-  while (tryRun(["ip", "rule", "del", "priority", String(r.priority)])) { /* one rule per call */ }
+  while (tryRun(["ip", "rule", "del", "priority", String(r.priority)])) {
+    /* one rule per call */
+  }
   tryRun(["ip", "route", "flush", "table", String(r.table)]);
 }
 
 function mountsUnder(prefixes: string[]): string[] {
   const lines = readFileSync("/proc/self/mountinfo", "utf8").split("\n");
-  const points = lines.map((l) => l.split(" ")[4]).filter((p): p is string => !!p)
+  const points = lines
+    .map((l) => l.split(" ")[4])
+    .filter((p): p is string => !!p)
     .map((p) => p.replace(/\\040/g, " "))
     .filter((p) => prefixes.some((pre) => p === pre || p.startsWith(`${pre}/`)));
   // Deepest first, so a mount on top of another goes before it.
@@ -281,7 +390,9 @@ function cgroupPids(name: string): number[] {
     try {
       for (const p of readFileSync(join(dir, "cgroup.procs"), "utf8").split("\n")) if (p) out.push(Number(p));
       for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   };
   for (const h of cgroupHierarchies()) walk(join(h, name));
   return [...new Set(out)];
@@ -291,7 +402,9 @@ function removeCgroupTree(dir: string): void {
   try {
     for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
     rmdirSync(dir);
-  } catch { /* gone already, or a process still inside: reported by leftovers() */ }
+  } catch {
+    /* gone already, or a process still inside: reported by leftovers() */
+  }
 }
 
 /** containerd's shims leave its process group (setsid): found by the socket they were given. */
@@ -302,12 +415,20 @@ function shimPids(socket: string): number[] {
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
       if (cmdline.includes("containerd-shim") && cmdline.includes(socket)) out.push(Number(entry));
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return out;
 }
 
-const killNow = (pid: number) => { try { process.kill(pid, "SIGKILL"); } catch { /* gone */ } };
+const killNow = (pid: number) => {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    /* gone */
+  }
+};
 
 /** Stops a node and removes all it made on the machine; synchronous, for exit handlers too. */
 export function stopRealNodeNow(node: RealNodeState): string[] {
@@ -352,4 +473,3 @@ export async function stopRealNode(node: RealNodeState): Promise<string[]> {
   phases.reportIfSlow();
   return stopRealNodeNow(node);
 }
-

@@ -4,7 +4,10 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RigError } from "./errors.ts";
 
-export interface CertPair { cert: string; key: string }
+export interface CertPair {
+  cert: string;
+  key: string;
+}
 export interface ClusterPki {
   dir: string;
   ca: CertPair;
@@ -19,9 +22,16 @@ export interface ClusterPki {
 }
 
 function openssl(args: string[], cwd: string, input?: string) {
-  const res = Bun.spawnSync(["openssl", ...args], { cwd, stdin: input ? Buffer.from(input) : undefined, stderr: "pipe", stdout: "pipe" });
+  const res = Bun.spawnSync(["openssl", ...args], {
+    cwd,
+    stdin: input ? Buffer.from(input) : undefined,
+    stderr: "pipe",
+    stdout: "pipe",
+  });
   if (res.exitCode !== 0) {
-    throw new RigError(`openssl ${args[0]} failed in ${cwd}: ${res.stderr.toString().trim()} (is openssl installed? apt-get install openssl)`);
+    throw new RigError(
+      `openssl ${args[0]} failed in ${cwd}: ${res.stderr.toString().trim()} (is openssl installed? apt-get install openssl)`,
+    );
   }
   return res.stdout.toString();
 }
@@ -39,23 +49,76 @@ export function sign(dir: string, ca: CertPair, name: string, subject: string, e
   writeFileSync(extFile, ext);
   openssl(["req", "-new", "-key", keyPath, "-subj", subject, "-out", csr], dir);
   const cert = join(dir, `${name}.crt`);
-  openssl(["x509", "-req", "-in", csr, "-CA", ca.cert, "-CAkey", ca.key, "-CAcreateserial", "-days", "3650", "-sha256", "-extfile", extFile, "-out", cert], dir);
+  openssl(
+    [
+      "x509",
+      "-req",
+      "-in",
+      csr,
+      "-CA",
+      ca.cert,
+      "-CAkey",
+      ca.key,
+      "-CAcreateserial",
+      "-days",
+      "3650",
+      "-sha256",
+      "-extfile",
+      extFile,
+      "-out",
+      cert,
+    ],
+    dir,
+  );
   return { cert, key: keyPath };
 }
 
-const client = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
+const client =
+  "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
 export const serverExt = (sans: string[]) =>
   `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sans.join(",")}\n`;
 
-export function createClusterPki(dir: string, clusterName: string, serviceIp: string, extraIps: string[] = []): ClusterPki {
+export function createClusterPki(
+  dir: string,
+  clusterName: string,
+  serviceIp: string,
+  extraIps: string[] = [],
+): ClusterPki {
   mkdirSync(dir, { recursive: true });
   const caKey = key(dir, "ca");
   const caCert = join(dir, "ca.crt");
-  openssl(["req", "-x509", "-new", "-key", caKey, "-subj", `/CN=rig-${clusterName}-ca`, "-days", "3650", "-sha256",
-    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature", "-out", caCert], dir);
+  openssl(
+    [
+      "req",
+      "-x509",
+      "-new",
+      "-key",
+      caKey,
+      "-subj",
+      `/CN=rig-${clusterName}-ca`,
+      "-days",
+      "3650",
+      "-sha256",
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+      "-out",
+      caCert,
+    ],
+    dir,
+  );
   const ca = { cert: caCert, key: caKey };
-  const apiserverSans = ["IP:127.0.0.1", `IP:${serviceIp}`, ...extraIps.map((ip) => `IP:${ip}`), "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
-    "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"];
+  const apiserverSans = [
+    "IP:127.0.0.1",
+    `IP:${serviceIp}`,
+    ...extraIps.map((ip) => `IP:${ip}`),
+    "DNS:localhost",
+    "DNS:kubernetes",
+    "DNS:kubernetes.default",
+    "DNS:kubernetes.default.svc",
+    "DNS:kubernetes.default.svc.cluster.local",
+  ];
   const saKey = key(dir, "sa");
   const saPub = join(dir, "sa.pub");
   openssl(["pkey", "-in", saKey, "-pubout", "-out", saPub], dir);
@@ -63,7 +126,13 @@ export function createClusterPki(dir: string, clusterName: string, serviceIp: st
     dir,
     ca,
     apiserver: sign(dir, ca, "apiserver", "/CN=kube-apiserver", serverExt(apiserverSans)),
-    kubeletClient: sign(dir, ca, "apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", client),
+    kubeletClient: sign(
+      dir,
+      ca,
+      "apiserver-kubelet-client",
+      "/O=system:masters/CN=kube-apiserver-kubelet-client",
+      client,
+    ),
     admin: sign(dir, ca, "admin", "/O=system:masters/CN=rig-admin", client),
     controllerManager: sign(dir, ca, "controller-manager", "/CN=system:kube-controller-manager", client),
     scheduler: sign(dir, ca, "scheduler", "/CN=system:kube-scheduler", client),
@@ -76,7 +145,13 @@ export function createClusterPki(dir: string, clusterName: string, serviceIp: st
 const b64 = (path: string) => readFileSync(path).toString("base64");
 
 /** A self-contained kubeconfig (certificates embedded), so it works when copied anywhere. */
-export function kubeconfigYaml(clusterName: string, server: string, caCert: string, user: CertPair, userName = "admin"): string {
+export function kubeconfigYaml(
+  clusterName: string,
+  server: string,
+  caCert: string,
+  user: CertPair,
+  userName = "admin",
+): string {
   const ctx = clusterName;
   return [
     "apiVersion: v1",

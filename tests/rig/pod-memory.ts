@@ -13,7 +13,11 @@ export interface PodMemory {
 
 function findPodCgroup(dir: string, uid: string): string | undefined {
   let entries;
-  try { entries = readdirSync(dir, { withFileTypes: true }); } catch { return undefined; }
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return undefined;
+  }
   for (const e of entries) {
     if (!e.isDirectory()) continue;
     const path = join(dir, e.name);
@@ -26,15 +30,20 @@ function findPodCgroup(dir: string, uid: string): string | undefined {
 
 /** undefined when the pod has no cgroup under any of the given node namespaces' cgroups. */
 export function podMemory(podUid: string, nodeNetns: string[]): PodMemory | undefined {
-  const dir = nodeNetns.map((n) => join("/sys/fs/cgroup/memory", n)).filter((r) => existsSync(r))
-    .map((r) => findPodCgroup(r, podUid)).find(Boolean);
+  const dir = nodeNetns
+    .map((n) => join("/sys/fs/cgroup/memory", n))
+    .filter((r) => existsSync(r))
+    .map((r) => findPodCgroup(r, podUid))
+    .find(Boolean);
   if (!dir) return undefined;
   const pids: number[] = [];
   const walk = (d: string) => {
     try {
       for (const p of readFileSync(join(d, "cgroup.procs"), "utf8").split("\n")) if (p) pids.push(Number(p));
       for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(join(d, e.name));
-    } catch { /* a container exited meanwhile */ }
+    } catch {
+      /* a container exited meanwhile */
+    }
   };
   walk(dir);
   let rssKiB = 0;
@@ -47,7 +56,9 @@ export function podMemory(podUid: string, nodeNetns: string[]): PodMemory | unde
       const kib = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0);
       rssKiB += kib;
       processes.push(`${comm} ${Math.round(kib / 1024)}`);
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   const stat = readFileSync(join(dir, "memory.stat"), "utf8");
   const cgroupRss = Number(/^total_rss (\d+)$/m.exec(stat)?.[1] ?? 0);

@@ -28,13 +28,16 @@ export async function allocatePorts(count: number, base?: number): Promise<numbe
   for (let i = 0; i < count; i++) {
     if (base === undefined) {
       let port: number;
-      do port = await freePort(); while (out.includes(port));
+      do port = await freePort();
+      while (out.includes(port));
       out.push(port);
       continue;
     }
     const port = base + i;
     if (!(await portIsFree(port))) {
-      throw new RigError(`port ${port} on 127.0.0.1 is taken; stop what uses it (ss -ltnp 'sport = :${port}') or pass another --base-port`);
+      throw new RigError(
+        `port ${port} on 127.0.0.1 is taken; stop what uses it (ss -ltnp 'sport = :${port}') or pass another --base-port`,
+      );
     }
     out.push(port);
   }

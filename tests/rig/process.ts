@@ -3,10 +3,21 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 
-export function spawnDetached(cmd: string, args: string[], logFile: string, env?: Record<string, string>, uid?: number): number {
+export function spawnDetached(
+  cmd: string,
+  args: string[],
+  logFile: string,
+  env?: Record<string, string>,
+  uid?: number,
+): number {
   const out = openSync(logFile, "a");
   const ids = uid === undefined ? {} : { uid, gid: uid };
-  const child = spawn(cmd, args, { detached: true, stdio: ["ignore", out, out], env: { ...process.env, ...env }, ...ids });
+  const child = spawn(cmd, args, {
+    detached: true,
+    stdio: ["ignore", out, out],
+    env: { ...process.env, ...env },
+    ...ids,
+  });
   closeSync(out);
   child.unref();
   if (!child.pid) throw new Error(`could not start ${cmd}`);
@@ -26,8 +37,16 @@ export function isAlive(pid: number): boolean {
 }
 
 function signalGroup(pid: number, signal: NodeJS.Signals) {
-  try { process.kill(-pid, signal); } catch { /* already gone */ }
-  try { process.kill(pid, signal); } catch { /* already gone */ }
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    /* already gone */
+  }
+  try {
+    process.kill(pid, signal);
+  } catch {
+    /* already gone */
+  }
 }
 
 /** SIGTERM the process group, wait up to graceMs, then SIGKILL whatever is left. */
@@ -61,7 +80,10 @@ export class PhaseClock {
   private last = this.start;
   private readonly laps: string[] = [];
 
-  constructor(private readonly what: string, private readonly slowMs = 15_000) {}
+  constructor(
+    private readonly what: string,
+    private readonly slowMs = 15_000,
+  ) {}
 
   lap(phase: string): void {
     const now = performance.now();
@@ -71,6 +93,7 @@ export class PhaseClock {
 
   reportIfSlow(): void {
     const total = performance.now() - this.start;
-    if (total >= this.slowMs) console.error(`rig: stopping ${this.what} took ${(total / 1000).toFixed(1)} s (${this.laps.join(", ")})`);
+    if (total >= this.slowMs)
+      console.error(`rig: stopping ${this.what} took ${(total / 1000).toFixed(1)} s (${this.laps.join(", ")})`);
   }
 }

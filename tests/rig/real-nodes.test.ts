@@ -24,7 +24,10 @@ afterAll(async () => {
 
 async function kubectl(cluster: string, ...args: string[]): Promise<{ out: string; err: string; code: number }> {
   const kubeconfig = rig.clusters.find((c) => c.name === cluster)!.kubeconfig;
-  const proc = Bun.spawn([join(rig.bin, "kubectl"), `--kubeconfig=${kubeconfig}`, ...args], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([join(rig.bin, "kubectl"), `--kubeconfig=${kubeconfig}`, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   return { out, err, code: await proc.exited };
 }
@@ -33,25 +36,47 @@ type PodObject = KubeObject & { spec?: { nodeName?: string }; status?: { phase?:
 
 function helloPod(name: string, node: string): KubeObject {
   return {
-    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default", labels: { app: name } },
-    spec: { nodeName: node, containers: [{ name: "web", image: hello, imagePullPolicy: "Never", ports: [{ containerPort: 80 }] }] },
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default", labels: { app: name } },
+    spec: {
+      nodeName: node,
+      containers: [{ name: "web", image: hello, imagePullPolicy: "Never", ports: [{ containerPort: 80 }] }],
+    },
   } as KubeObject;
 }
 
 async function runningPod(cluster: string, name: string): Promise<PodObject> {
   const client = rig.client(cluster);
-  return waitFor(`${cluster}/${name} Running with an IP`, async () => {
-    const p = await client.find<PodObject>(Resources.pods, name, "default");
-    return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
-  }, { timeoutMs: 180_000, describe: async () => (await client.find<PodObject>(Resources.pods, name, "default"))?.status });
+  return waitFor(
+    `${cluster}/${name} Running with an IP`,
+    async () => {
+      const p = await client.find<PodObject>(Resources.pods, name, "default");
+      return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
+    },
+    {
+      timeoutMs: 180_000,
+      describe: async () => (await client.find<PodObject>(Resources.pods, name, "default"))?.status,
+    },
+  );
 }
 
 describe("a rig with real nodes", () => {
   test("both clusters have two Ready real nodes and a kwok node, on the same pod CIDR", async () => {
     for (const c of rig.clusters) {
       expect(c.podCIDR).toBe(overlappingPodCidr);
-      const { out } = await kubectl(c.name, "get", "nodes", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,VERSION:.status.nodeInfo.kubeletVersion,READY:.status.conditions[?(@.type=='Ready')].status");
-      const rows = out.trim().split("\n").map((l) => l.trim().split(/\s+/));
+      const { out } = await kubectl(
+        c.name,
+        "get",
+        "nodes",
+        "--no-headers",
+        "-o",
+        "custom-columns=NAME:.metadata.name,VERSION:.status.nodeInfo.kubeletVersion,READY:.status.conditions[?(@.type=='Ready')].status",
+      );
+      const rows = out
+        .trim()
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/));
       expect(rows).toContainEqual([`${c.name}-node-1`, "v1.34.4", "True"]);
       expect(rows).toContainEqual([`${c.name}-node-2`, "v1.34.4", "True"]);
       expect(rows).toContainEqual([`${c.name}-worker-1`, "fake", "True"]);
@@ -64,34 +89,79 @@ describe("a rig with real nodes", () => {
       await client.create(Resources.pods, helloPod("server", `${c.name}-node-2`));
       await client.create(Resources.pods, helloPod("client", `${c.name}-node-1`));
       await client.create(Resources.services, {
-        apiVersion: "v1", kind: "Service", metadata: { name: "hello", namespace: "default" },
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "hello", namespace: "default" },
         spec: { selector: { app: "server" }, ports: [{ port: 8080, targetPort: 80 }] },
       } as KubeObject);
     }
     for (const c of rig.clusters) {
       const server = await runningPod(c.name, "server");
       await runningPod(c.name, "client");
-      const direct = await kubectl(c.name, "exec", "client", "--", "curl", "-sS", "--max-time", "10", `http://${server.status!.podIP}/`);
+      const direct = await kubectl(
+        c.name,
+        "exec",
+        "client",
+        "--",
+        "curl",
+        "-sS",
+        "--max-time",
+        "10",
+        `http://${server.status!.podIP}/`,
+      );
       expect(direct.err).toBe("");
       expect(direct.out).toContain("Server name: server");
-      const byName = await waitFor(`${c.name}: hello.default.svc.cluster.local answers`, async () => {
-        const r = await kubectl(c.name, "exec", "client", "--", "curl", "-sS", "--max-time", "5", "http://hello.default.svc.cluster.local:8080/");
-        return r.code === 0 ? r : undefined;
-      }, { timeoutMs: 60_000 });
+      const byName = await waitFor(
+        `${c.name}: hello.default.svc.cluster.local answers`,
+        async () => {
+          const r = await kubectl(
+            c.name,
+            "exec",
+            "client",
+            "--",
+            "curl",
+            "-sS",
+            "--max-time",
+            "5",
+            "http://hello.default.svc.cluster.local:8080/",
+          );
+          return r.code === 0 ? r : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       expect(byName.out).toContain("Server name: server");
       // The Service's only endpoint is the caller itself (hairpin through the node's bridge).
       // Each node's kube-proxy programs the Service on its own time: wait for the server's node.
-      const hairpin = await waitFor(`${c.name}: the server reaches itself through its Service`, async () => {
-        const r = await kubectl(c.name, "exec", "server", "--", "curl", "-sS", "--max-time", "5", "http://hello:8080/");
-        return r.code === 0 ? r : undefined;
-      }, { timeoutMs: 60_000 });
+      const hairpin = await waitFor(
+        `${c.name}: the server reaches itself through its Service`,
+        async () => {
+          const r = await kubectl(
+            c.name,
+            "exec",
+            "server",
+            "--",
+            "curl",
+            "-sS",
+            "--max-time",
+            "5",
+            "http://hello:8080/",
+          );
+          return r.code === 0 ? r : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       expect(hairpin.out).toContain("Server name: server");
     }
   }, 600_000);
 
   test("each API server reaches its own cluster's pods (pod proxy), with the same pod CIDR in both", async () => {
     for (const c of rig.clusters) {
-      const r = await kubectl(c.name, "get", "--raw", "/api/v1/namespaces/default/pods/server:80/proxy/via-the-api-server");
+      const r = await kubectl(
+        c.name,
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/pods/server:80/proxy/via-the-api-server",
+      );
       expect(r.err).toBe("");
       expect(r.out).toContain("Server name: server");
       expect(r.out).toContain("URI: /via-the-api-server");
@@ -100,8 +170,15 @@ describe("a rig with real nodes", () => {
 
   test("a pod reaches its cluster's API server through the kubernetes Service", async () => {
     const c = rig.clusters[0]!;
-    const r = await kubectl(c.name, "exec", "client", "--", "sh", "-c",
-      "curl -sS --max-time 10 --cacert /var/run/secrets/kubernetes.io/serviceaccount/ca.crt -H \"Authorization: Bearer $(cat /var/run/secrets/kubernetes.io/serviceaccount/token)\" https://kubernetes.default.svc/version");
+    const r = await kubectl(
+      c.name,
+      "exec",
+      "client",
+      "--",
+      "sh",
+      "-c",
+      'curl -sS --max-time 10 --cacert /var/run/secrets/kubernetes.io/serviceaccount/ca.crt -H "Authorization: Bearer $(cat /var/run/secrets/kubernetes.io/serviceaccount/token)" https://kubernetes.default.svc/version',
+    );
     expect(r.err).toBe("");
     expect(JSON.parse(r.out).gitVersion).toBe("v1.34.4");
   });
@@ -109,10 +186,14 @@ describe("a rig with real nodes", () => {
   test("logs and exec reach the real container through the API server", async () => {
     const c = rig.clusters[1]!;
     await kubectl(c.name, "exec", "client", "--", "curl", "-s", "http://127.0.0.1/from-the-test");
-    const logs = await waitFor("the access line in kubectl logs", async () => {
-      const r = await kubectl(c.name, "logs", "client");
-      return r.out.includes("/from-the-test") ? r.out : undefined;
-    }, { timeoutMs: 30_000 });
+    const logs = await waitFor(
+      "the access line in kubectl logs",
+      async () => {
+        const r = await kubectl(c.name, "logs", "client");
+        return r.out.includes("/from-the-test") ? r.out : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(logs).toContain("GET /from-the-test");
   });
 
@@ -120,14 +201,26 @@ describe("a rig with real nodes", () => {
     const c = rig.clusters[0]!;
     const client = rig.client(c.name);
     await client.create(Resources.pods, {
-      apiVersion: "v1", kind: "Pod", metadata: { name: "ghost", namespace: "default" },
-      spec: { nodeName: `${c.name}-node-1`, containers: [{ name: "x", image: "example.invalid/nothing:1", imagePullPolicy: "IfNotPresent" }] },
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "ghost", namespace: "default" },
+      spec: {
+        nodeName: `${c.name}-node-1`,
+        containers: [{ name: "x", image: "example.invalid/nothing:1", imagePullPolicy: "IfNotPresent" }],
+      },
     } as KubeObject);
-    type Waiting = KubeObject & { status?: { containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] } };
-    const waiting = await waitFor("a pull error", async () => {
-      const w = (await client.find<Waiting>(Resources.pods, "ghost", "default"))?.status?.containerStatuses?.[0]?.state?.waiting;
-      return w && /ErrImagePull|ImagePullBackOff/.test(w.reason ?? "") ? w : undefined;
-    }, { timeoutMs: 120_000 });
+    type Waiting = KubeObject & {
+      status?: { containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] };
+    };
+    const waiting = await waitFor(
+      "a pull error",
+      async () => {
+        const w = (await client.find<Waiting>(Resources.pods, "ghost", "default"))?.status?.containerStatuses?.[0]
+          ?.state?.waiting;
+        return w && /ErrImagePull|ImagePullBackOff/.test(w.reason ?? "") ? w : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
     expect(waiting.message).toContain("example.invalid/nothing:1");
   }, 180_000);
 
@@ -138,7 +231,9 @@ describe("a rig with real nodes", () => {
     const bridge = rig.network!.bridge;
     await rig.down();
     for (const n of nodes) expect(leftovers(n)).toEqual([]);
-    expect(procs.filter((p) => existsSync(`/proc/${p.pid}`) && !readFileSync(`/proc/${p.pid}/stat`, "utf8").includes(") Z"))).toEqual([]);
+    expect(
+      procs.filter((p) => existsSync(`/proc/${p.pid}`) && !readFileSync(`/proc/${p.pid}/stat`, "utf8").includes(") Z")),
+    ).toEqual([]);
     const links = Bun.spawnSync(["ip", "-o", "link", "show"]).stdout.toString();
     expect(links).not.toContain(`${bridge}:`);
     expect(links).not.toContain(`lrig${rig.network!.index}v`);

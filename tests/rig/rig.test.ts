@@ -29,7 +29,13 @@ describe("rig lifecycle", () => {
   test("down stops every process, frees every port and removes the directory", async () => {
     const rig = await startTestRig({ clusters: 1, nodes: 1 });
     const procs = rigProcesses(rig);
-    expect(procs.map((p) => p.component).sort()).toEqual(["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]);
+    expect(procs.map((p) => p.component).sort()).toEqual([
+      "etcd",
+      "kube-apiserver",
+      "kube-controller-manager",
+      "kube-scheduler",
+      "kwok",
+    ]);
     expect(procs.every((p) => p.alive)).toBe(true);
     const ports = Object.values(rig.clusters[0]!.ports);
     await rig.down();
@@ -39,7 +45,10 @@ describe("rig lifecycle", () => {
   }, 300_000);
 
   test("a rig whose owner was killed is reaped by the next start: no processes, no directory", async () => {
-    const child = Bun.spawn([process.execPath, join(import.meta.dir, "fixtures/hold-rig.ts")], { stdout: "pipe", stderr: "ignore" });
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, "fixtures/hold-rig.ts")], {
+      stdout: "pipe",
+      stderr: "ignore",
+    });
     const reader = child.stdout.getReader();
     let out = "";
     while (!out.includes("\n")) {
@@ -78,14 +87,26 @@ describe("clear messages", () => {
   });
 
   test("missing binaries say which and how to build them", () => {
-    expect(() => rigBinDir({ LIQO_RIG_CACHE: join(scratch, "empty-cache"), HOME: scratch })).toThrow(/missing in .*: etcd, kube-apiserver.*run: bash tests\/rig\/build.sh/);
+    expect(() => rigBinDir({ LIQO_RIG_CACHE: join(scratch, "empty-cache"), HOME: scratch })).toThrow(
+      /missing in .*: etcd, kube-apiserver.*run: bash tests\/rig\/build.sh/,
+    );
   });
 
   test("a component that cannot start fails at once with the reason and its log", async () => {
     const dir = join(scratch, "broken");
     const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = await allocatePorts(6);
-    const cluster = prepareCluster({ name: "broken", index: 0, nodes: 1, podCIDR: "10.150.0.0/16", serviceCIDR: "10.151.0.0/16" }, dir,
-      { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! });
+    const cluster = prepareCluster(
+      { name: "broken", index: 0, nodes: 1, podCIDR: "10.150.0.0/16", serviceCIDR: "10.151.0.0/16" },
+      dir,
+      {
+        etcdClient: etcdClient!,
+        etcdPeer: etcdPeer!,
+        apiserver: apiserver!,
+        controllerManager: controllerManager!,
+        scheduler: scheduler!,
+        kwok: kwok!,
+      },
+    );
     const srv = await occupy(etcdClient!); // someone grabs etcd's port after it was chosen
     try {
       const err = await startCluster(cluster, rigBinDir(), () => {}).catch((e) => e);

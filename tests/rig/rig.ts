@@ -1,6 +1,15 @@
 // The rig: N real clusters on loopback, their state in one directory (rig.json, one folder per
 // cluster, and kubeconfigs/<name>.kubeconfig), so `rig down` in another process can stop them.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, copyFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  copyFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureRigBinaries } from "./binaries.ts";
@@ -8,7 +17,14 @@ import { components, prepareCluster, startCluster, stopCluster, type ClusterStat
 import { RigError } from "./errors.ts";
 import { allocatePorts } from "./ports.ts";
 import { isAlive, killGroup, killGroupNow, PhaseClock } from "./process.ts";
-import { allocateRigNetwork, createRigNetwork, prepareRealNode, removeHostRoutingNow, removeRigNetworkNow, stopRealNodeNow } from "./nodes.ts";
+import {
+  allocateRigNetwork,
+  createRigNetwork,
+  prepareRealNode,
+  removeHostRoutingNow,
+  removeRigNetworkNow,
+  stopRealNodeNow,
+} from "./nodes.ts";
 import type { RigNetwork } from "./node-config.ts";
 import { clusterDnsAddress } from "./dns.ts";
 import { ensureRigImages, importImages } from "./images.ts";
@@ -60,7 +76,9 @@ export function clusterNames(count: number, names?: string[]): string[] {
   const out = names ?? Array.from({ length: count }, (_, i) => defaultNames[i] ?? `cluster-${i + 1}`);
   for (const n of out) {
     if (!/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/.test(n)) {
-      throw new RigError(`cluster name "${n}" is not a valid DNS label (lowercase letters, digits and '-', up to 40 characters)`);
+      throw new RigError(
+        `cluster name "${n}" is not a valid DNS label (lowercase letters, digits and '-', up to 40 characters)`,
+      );
     }
   }
   if (new Set(out).size !== out.length) throw new RigError(`cluster names must be unique: ${out.join(", ")}`);
@@ -86,12 +104,35 @@ function saveRig(rig: Rig) {
 }
 
 export function rigProcesses(rig: Rig): { cluster: string; component: string; pid: number; alive: boolean }[] {
-  const extras = (rig.extras ?? []).map((p) => ({ cluster: "-", component: p.name, pid: p.pid, alive: isAlive(p.pid) }));
-  const nodes = rig.clusters.flatMap((c) => (c.realNodeStates ?? []).flatMap((n) =>
-    Object.entries(n.pids).map(([k, pid]) => ({ cluster: c.name, component: `${n.name}/${k}`, pid: pid!, alive: isAlive(pid!) }))));
-  const addons = rig.clusters.flatMap((c) => Object.entries(c.addonPids ?? {}).map(([k, pid]) => ({ cluster: c.name, component: k, pid, alive: isAlive(pid) })));
-  return [...extras, ...addons, ...nodes, ...rig.clusters.flatMap((c) =>
-    components.filter((k) => c.pids[k]).map((k) => ({ cluster: c.name, component: k, pid: c.pids[k]!, alive: isAlive(c.pids[k]!) })))];
+  const extras = (rig.extras ?? []).map((p) => ({
+    cluster: "-",
+    component: p.name,
+    pid: p.pid,
+    alive: isAlive(p.pid),
+  }));
+  const nodes = rig.clusters.flatMap((c) =>
+    (c.realNodeStates ?? []).flatMap((n) =>
+      Object.entries(n.pids).map(([k, pid]) => ({
+        cluster: c.name,
+        component: `${n.name}/${k}`,
+        pid: pid!,
+        alive: isAlive(pid!),
+      })),
+    ),
+  );
+  const addons = rig.clusters.flatMap((c) =>
+    Object.entries(c.addonPids ?? {}).map(([k, pid]) => ({ cluster: c.name, component: k, pid, alive: isAlive(pid) })),
+  );
+  return [
+    ...extras,
+    ...addons,
+    ...nodes,
+    ...rig.clusters.flatMap((c) =>
+      components
+        .filter((k) => c.pids[k])
+        .map((k) => ({ cluster: c.name, component: k, pid: c.pids[k]!, alive: isAlive(c.pids[k]!) })),
+    ),
+  ];
 }
 
 /** Records a process started on top of the rig, so `rig down` stops it too. */
@@ -104,9 +145,11 @@ export function addRigProcess(dir: string, proc: RigProcess): void {
 
 export async function rigUp(options: RigOptions): Promise<Rig> {
   const count = options.clusters;
-  if (!Number.isInteger(count) || count < 1 || count > 8) throw new RigError(`--clusters must be between 1 and 8, got ${count}`);
+  if (!Number.isInteger(count) || count < 1 || count > 8)
+    throw new RigError(`--clusters must be between 1 and 8, got ${count}`);
   const realNodes = options.realNodes ?? 0;
-  if (!Number.isInteger(realNodes) || realNodes < 0 || realNodes > 8) throw new RigError(`--real-nodes must be between 0 and 8, got ${realNodes}`);
+  if (!Number.isInteger(realNodes) || realNodes < 0 || realNodes > 8)
+    throw new RigError(`--real-nodes must be between 0 and 8, got ${realNodes}`);
   const nodes = options.nodes ?? (realNodes ? 0 : 2);
   if (!Number.isInteger(nodes) || nodes < (realNodes ? 0 : 1) || nodes > 100) {
     throw new RigError(`--nodes must be between ${realNodes ? 0 : 1} and 100, got ${nodes}`);
@@ -117,7 +160,9 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
   const existing = loadRig(dir);
   if (existing) {
     if (rigProcesses(existing).some((p) => p.alive)) {
-      throw new RigError(`a rig is already running in ${dir} (clusters: ${existing.clusters.map((c) => c.name).join(", ")}); run \`bun run rig down\` first`);
+      throw new RigError(
+        `a rig is already running in ${dir} (clusters: ${existing.clusters.map((c) => c.name).join(", ")}); run \`bun run rig down\` first`,
+      );
     }
     killRigNow(existing);
   }
@@ -130,23 +175,43 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
     if (realNodes) {
       rig.network = allocateRigNetwork();
       saveRig(rig);
-      progress(`real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`);
+      progress(
+        `real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`,
+      );
       createRigNetwork(rig.network);
     }
     const ports = await allocatePorts(count * portsPerCluster, options.basePort);
     names.forEach((name, i) => {
-      const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = ports.slice(i * portsPerCluster, (i + 1) * portsPerCluster) as number[];
+      const [etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok] = ports.slice(
+        i * portsPerCluster,
+        (i + 1) * portsPerCluster,
+      ) as number[];
       const spec = { name, index: i, nodes, realNodes, ...clusterCidrs(i, options.overlappingPodCidrs ?? false) };
       progress(`${name}: creating PKI (pods ${spec.podCIDR}, services ${spec.serviceCIDR})`);
       // Per rig and cluster: a uid for the API server and its routing table (cluster.ts hostRouting).
       const slot = rig.network ? rig.network.index * 8 + i : 0;
       const hostRouting = rig.network ? { uid: 40000 + slot, table: 41000 + slot, priority: 20000 + slot } : undefined;
-      const cluster = prepareCluster(spec, join(dir, name), { etcdClient: etcdClient!, etcdPeer: etcdPeer!, apiserver: apiserver!, controllerManager: controllerManager!, scheduler: scheduler!, kwok: kwok! }, rig.network?.gateway, hostRouting);
+      const cluster = prepareCluster(
+        spec,
+        join(dir, name),
+        {
+          etcdClient: etcdClient!,
+          etcdPeer: etcdPeer!,
+          apiserver: apiserver!,
+          controllerManager: controllerManager!,
+          scheduler: scheduler!,
+          kwok: kwok!,
+        },
+        rig.network?.gateway,
+        hostRouting,
+      );
       rig.clusters.push(cluster);
       if (rig.network) {
         cluster.realNodeStates = [];
         for (let k = 0; k < realNodes; k++) {
-          cluster.realNodeStates.push(prepareRealNode(cluster, rig.network, k, i * realNodes + k, clusterDnsAddress(cluster.serviceCIDR)));
+          cluster.realNodeStates.push(
+            prepareRealNode(cluster, rig.network, k, i * realNodes + k, clusterDnsAddress(cluster.serviceCIDR)),
+          );
           saveRig(rig);
         }
       }
@@ -155,7 +220,13 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
     // Clusters start side by side; pids are saved as they appear so `rig down` can always stop them.
     const saver = setInterval(() => saveRig(rig), 500);
     try {
-      const nodeImages = { importInto: (socket: string) => importImages(socket, images.map((i) => i.archive)) };
+      const nodeImages = {
+        importInto: (socket: string) =>
+          importImages(
+            socket,
+            images.map((i) => i.archive),
+          ),
+      };
       await Promise.all(rig.clusters.map((c) => startCluster(c, bin, progress, nodeImages)));
     } finally {
       clearInterval(saver);
@@ -179,14 +250,18 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
   // liqo's processes first: they talk to the clusters, which must outlive them.
   await Promise.all((rig.extras ?? []).map((p) => killGroup(p.pid)));
   phases.lap("liqo's processes");
-  const failures = (await Promise.allSettled(rig.clusters.map((c) => stopCluster(c)))).filter((r) => r.status === "rejected");
+  const failures = (await Promise.allSettled(rig.clusters.map((c) => stopCluster(c)))).filter(
+    (r) => r.status === "rejected",
+  );
   phases.lap("the clusters");
   if (rig.network) removeRigNetworkNow(rig.network);
   for (const c of rig.clusters) if (c.hostRouting) removeHostRoutingNow(c.hostRouting);
   phases.lap("the network");
   const left = rigProcesses(rig).filter((p) => p.alive);
   if (left.length) {
-    throw new RigError(`could not stop ${left.map((p) => `${p.cluster}/${p.component} (pid ${p.pid})`).join(", ")}; kill them by hand, then rerun rig down`);
+    throw new RigError(
+      `could not stop ${left.map((p) => `${p.cluster}/${p.component} (pid ${p.pid})`).join(", ")}; kill them by hand, then rerun rig down`,
+    );
   }
   if (failures.length) throw (failures[0] as PromiseRejectedResult).reason;
   rmSync(dir, { recursive: true, force: true });

@@ -20,7 +20,9 @@ let handlersInstalled = false;
 function installHandlers() {
   if (handlersInstalled) return;
   handlersInstalled = true;
-  process.on("exit", () => { for (const rig of live) killRigNow(rig); });
+  process.on("exit", () => {
+    for (const rig of live) killRigNow(rig);
+  });
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     process.once(sig, () => {
       for (const rig of live) killRigNow(rig);

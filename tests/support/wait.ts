@@ -6,7 +6,11 @@ export interface WaitOptions {
   describe?: () => unknown;
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, options: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  options: WaitOptions = {},
+): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   let lastError: unknown;
   while (true) {

@@ -22,12 +22,20 @@ describe("parseForeignCluster accepts what Liqo writes", () => {
 
   test("a status with every peering condition", () => {
     const fc = parseForeignCluster({ ...sampleForeignCluster(), status: sampleForeignClusterStatus() });
-    expect(fc.status?.peeringConditions?.map((c) => c.type)).toEqual(["OutgoingPeering", "IncomingPeering", "NetworkStatus", "AuthenticationStatus"]);
+    expect(fc.status?.peeringConditions?.map((c) => c.type)).toEqual([
+      "OutgoingPeering",
+      "IncomingPeering",
+      "NetworkStatus",
+      "AuthenticationStatus",
+    ]);
     expect(fc.status?.tenantNamespace?.local).toBe("liqo-tenant-milan-3f1c2a");
   });
 
   test("fills Liqo's defaults as the API server does", () => {
-    const fc = parseForeignCluster({ metadata: { name: "milan" }, spec: { foreignAuthUrl: "https://auth.milan.example.com" } });
+    const fc = parseForeignCluster({
+      metadata: { name: "milan" },
+      spec: { foreignAuthUrl: "https://auth.milan.example.com" },
+    });
     expect(fc.spec.outgoingPeeringEnabled).toBe("Auto");
     expect(fc.spec.incomingPeeringEnabled).toBe("Auto");
     expect(fc.spec.networkingEnabled).toBe("Yes");
@@ -35,7 +43,10 @@ describe("parseForeignCluster accepts what Liqo writes", () => {
   });
 
   test("a condition without status defaults to None", () => {
-    const fc = parseForeignCluster({ ...sampleForeignCluster(), status: { peeringConditions: [{ type: "NetworkStatus" }] } });
+    const fc = parseForeignCluster({
+      ...sampleForeignCluster(),
+      status: { peeringConditions: [{ type: "NetworkStatus" }] },
+    });
     expect(fc.status?.peeringConditions?.[0]?.status).toBe("None");
   });
 });
@@ -45,22 +56,32 @@ describe("parseForeignCluster rejects bad input, naming the field", () => {
     const fc = sampleForeignCluster();
     fc.spec.outgoingPeeringEnabled = "Maybe";
     const err = rejection(fc);
-    expect(err.issues).toEqual([{ path: "spec.outgoingPeeringEnabled", message: 'must be one of Auto, No, Yes (got "Maybe")' }]);
+    expect(err.issues).toEqual([
+      { path: "spec.outgoingPeeringEnabled", message: 'must be one of Auto, No, Yes (got "Maybe")' },
+    ]);
     expect(err.message).toStartWith("ForeignCluster milan is invalid: spec.outgoingPeeringEnabled");
   });
 
   test("networkingEnabled None is a code placeholder, not a valid spec value", () => {
-    const err = rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, networkingEnabled: "None" } });
+    const err = rejection({
+      ...sampleForeignCluster(),
+      spec: { ...sampleForeignCluster().spec, networkingEnabled: "None" },
+    });
     expect(err.issues[0]?.path).toBe("spec.networkingEnabled");
   });
 
   test("a missing foreignAuthUrl", () => {
     const { foreignAuthUrl: _, ...spec } = sampleForeignCluster().spec;
-    expect(rejection({ ...sampleForeignCluster(), spec }).issues).toEqual([{ path: "spec.foreignAuthUrl", message: "is required" }]);
+    expect(rejection({ ...sampleForeignCluster(), spec }).issues).toEqual([
+      { path: "spec.foreignAuthUrl", message: "is required" },
+    ]);
   });
 
   test("an auth URL that is not https", () => {
-    const err = rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, foreignAuthUrl: "http://auth.milan.example.com" } });
+    const err = rejection({
+      ...sampleForeignCluster(),
+      spec: { ...sampleForeignCluster().spec, foreignAuthUrl: "http://auth.milan.example.com" },
+    });
     expect(err.issues[0]?.path).toBe("spec.foreignAuthUrl");
     expect(err.issues[0]?.message).toContain("https URL");
   });
@@ -74,8 +95,14 @@ describe("parseForeignCluster rejects bad input, naming the field", () => {
   });
 
   test("an empty clusterID and a missing clusterName are both reported", () => {
-    const err = rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, clusterIdentity: { clusterID: "" } } });
-    expect(err.issues.map((i) => i.path).sort()).toEqual(["spec.clusterIdentity.clusterID", "spec.clusterIdentity.clusterName"]);
+    const err = rejection({
+      ...sampleForeignCluster(),
+      spec: { ...sampleForeignCluster().spec, clusterIdentity: { clusterID: "" } },
+    });
+    expect(err.issues.map((i) => i.path).sort()).toEqual([
+      "spec.clusterIdentity.clusterID",
+      "spec.clusterIdentity.clusterName",
+    ]);
   });
 
   test("a cluster name that is not a DNS label", () => {
@@ -85,18 +112,33 @@ describe("parseForeignCluster rejects bad input, naming the field", () => {
   });
 
   test("a negative or fractional ttl", () => {
-    expect(rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, ttl: -1 } }).issues[0]).toEqual({ path: "spec.ttl", message: "must be 0 or more seconds" });
-    expect(rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, ttl: 1.5 } }).issues[0]?.path).toBe("spec.ttl");
+    expect(
+      rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, ttl: -1 } }).issues[0],
+    ).toEqual({ path: "spec.ttl", message: "must be 0 or more seconds" });
+    expect(
+      rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, ttl: 1.5 } }).issues[0]?.path,
+    ).toBe("spec.ttl");
   });
 
   test("an unknown condition type or status", () => {
-    const err = rejection({ ...sampleForeignCluster(), status: { peeringConditions: [{ type: "Outgoing", status: "Up" }] } });
-    expect(err.issues.map((i) => i.path)).toEqual(["status.peeringConditions.0.type", "status.peeringConditions.0.status"]);
+    const err = rejection({
+      ...sampleForeignCluster(),
+      status: { peeringConditions: [{ type: "Outgoing", status: "Up" }] },
+    });
+    expect(err.issues.map((i) => i.path)).toEqual([
+      "status.peeringConditions.0.type",
+      "status.peeringConditions.0.status",
+    ]);
   });
 
   test("a wrong type names what was expected", () => {
-    const err = rejection({ ...sampleForeignCluster(), spec: { ...sampleForeignCluster().spec, insecureSkipTLSVerify: "yes" } });
-    expect(err.issues).toEqual([{ path: "spec.insecureSkipTLSVerify", message: 'must be of type boolean (got "yes")' }]);
+    const err = rejection({
+      ...sampleForeignCluster(),
+      spec: { ...sampleForeignCluster().spec, insecureSkipTLSVerify: "yes" },
+    });
+    expect(err.issues).toEqual([
+      { path: "spec.insecureSkipTLSVerify", message: 'must be of type boolean (got "yes")' },
+    ]);
   });
 
   test("a wrong apiVersion", () => {
@@ -107,6 +149,8 @@ describe("parseForeignCluster rejects bad input, naming the field", () => {
 
   test("issues() lists the same problems without throwing", () => {
     expect(ForeignClusterKind.issues(sampleForeignCluster())).toEqual([]);
-    expect(ForeignClusterKind.issues({ metadata: {}, spec: {} })).toEqual([{ path: "spec.foreignAuthUrl", message: "is required" }]);
+    expect(ForeignClusterKind.issues({ metadata: {}, spec: {} })).toEqual([
+      { path: "spec.foreignAuthUrl", message: "is required" },
+    ]);
   });
 });

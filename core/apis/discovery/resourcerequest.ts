@@ -16,38 +16,77 @@ export type OfferState = (typeof OfferState)[keyof typeof OfferState];
 const ReflectorPluginRequestSchema = v.object({
   name: text("The plugin's name (its manifest's name)."),
   version: v.optional(text("The plugin's own version.")),
-  resources: v.pipe(v.array(v.object({
-    group: text("API group of the kind (empty for the core group)."),
-    version: text("API version of the kind."),
-    kind: text("The kind the plugin reflects."),
-    direction: oneOfWithDefault(["forward", "backward", "both"] as const, "forward", "forward writes the provider's copy; backward only reads it.", true),
-  })), v.description("The kinds the plugin reflects, as its manifest declares them.")),
+  resources: v.pipe(
+    v.array(
+      v.object({
+        group: text("API group of the kind (empty for the core group)."),
+        version: text("API version of the kind."),
+        kind: text("The kind the plugin reflects."),
+        direction: oneOfWithDefault(
+          ["forward", "backward", "both"] as const,
+          "forward",
+          "forward writes the provider's copy; backward only reads it.",
+          true,
+        ),
+      }),
+    ),
+    v.description("The kinds the plugin reflects, as its manifest declares them."),
+  ),
 });
 
 const ReflectorPluginGrantSchema = v.object({
   name: text("The plugin's name."),
-  state: oneOfWithDefault(["Granted", "Refused"] as const, "Refused", "Whether the provider granted what the plugin reflects.", true),
+  state: oneOfWithDefault(
+    ["Granted", "Refused"] as const,
+    "Refused",
+    "Whether the provider granted what the plugin reflects.",
+    true,
+  ),
   message: v.optional(text("What was granted, or why it was refused and how to fix it.")),
-  rules: v.optional(v.pipe(v.array(v.object({
-    apiGroups: v.array(v.string()),
-    resources: v.array(v.string()),
-    verbs: v.array(v.string()),
-  })), v.description("The RBAC rules granted to the peer identity in its twin namespaces for this plugin."))),
+  rules: v.optional(
+    v.pipe(
+      v.array(
+        v.object({
+          apiGroups: v.array(v.string()),
+          resources: v.array(v.string()),
+          verbs: v.array(v.string()),
+        }),
+      ),
+      v.description("The RBAC rules granted to the peer identity in its twin namespaces for this plugin."),
+    ),
+  ),
 });
 
 export const ResourceRequestSpecSchema = v.object({
   clusterIdentity: v.pipe(ClusterIdentitySchema, v.description("The identity of the cluster asking for resources.")),
   authUrl: text("The URL of the requesting cluster's authentication service."),
   withdrawalTimestamp: v.optional(timestamp("Set when the user asks for a graceful end of the peering.")),
-  reflectorPlugins: v.optional(v.pipe(v.array(ReflectorPluginRequestSchema), v.description("Drop-in reflector plugins the consumer runs, and what they reflect."))),
+  reflectorPlugins: v.optional(
+    v.pipe(
+      v.array(ReflectorPluginRequestSchema),
+      v.description("Drop-in reflector plugins the consumer runs, and what they reflect."),
+    ),
+  ),
 });
 
 export const ResourceRequestStatusSchema = v.object({
   offerWithdrawalTimestamp: v.optional(timestamp("When the ResourceOffer answering this request was withdrawn.")),
-  offerState: oneOfWithDefault(["None", "Created"] as const, "None", "Whether the ResourceOffer answering this request exists.", true),
-  reflectorPlugins: v.optional(v.pipe(v.array(ReflectorPluginGrantSchema), v.description("The provider's answer for each plugin of spec.reflectorPlugins."))),
+  offerState: oneOfWithDefault(
+    ["None", "Created"] as const,
+    "None",
+    "Whether the ResourceOffer answering this request exists.",
+    true,
+  ),
+  reflectorPlugins: v.optional(
+    v.pipe(
+      v.array(ReflectorPluginGrantSchema),
+      v.description("The provider's answer for each plugin of spec.reflectorPlugins."),
+    ),
+  ),
   // Not in Liqo v0.5: the consumer shows it in its OutgoingPeering condition.
-  refusal: v.optional(text("Why the provider makes no ResourceOffer for this request, and what fixes it (empty when it does).")),
+  refusal: v.optional(
+    text("Why the provider makes no ResourceOffer for this request, and what fixes it (empty when it does)."),
+  ),
 });
 
 export type ReflectorPluginRequest = v.InferOutput<typeof ReflectorPluginRequestSchema>;

@@ -19,29 +19,50 @@ const subnet = (description: string) => cidr(description, ["None", ""]);
 export const SubnetsSchema = v.object({
   localNATPodCIDR: subnet("The network the remote cluster uses for our pods, or None when it uses our pod CIDR."),
   remotePodCIDR: subnet("The network used for the remote cluster's pods."),
-  localNATExternalCIDR: subnet("The network the remote cluster uses for our endpoints, or None when it uses our external CIDR."),
+  localNATExternalCIDR: subnet(
+    "The network the remote cluster uses for our endpoints, or None when it uses our external CIDR.",
+  ),
   remoteExternalCIDR: subnet("The network used in the local cluster for the remote cluster's endpoints."),
 });
 
 export const EndpointMappingSchema = v.object({
   ip: ipAddress("The address of the external CIDR assigned to this endpoint."),
-  clusterMappings: v.pipe(v.record(v.string(), emptyObject),
-    v.description("The clusters this endpoint is reflected to; only the keys (cluster IDs) matter.")),
+  clusterMappings: v.pipe(
+    v.record(v.string(), emptyObject),
+    v.description("The clusters this endpoint is reflected to; only the keys (cluster IDs) matter."),
+  ),
 });
 
 export const IpamSpecSchema = v.object({
   prefixes: v.pipe(
-    v.record(v.string(), v.pipe(v.string(), v.check((s) => BASE64.test(s), "must be base64"), v.metadata({ openapi: { format: "byte" } }))),
+    v.record(
+      v.string(),
+      v.pipe(
+        v.string(),
+        v.check((s) => BASE64.test(s), "must be base64"),
+        v.metadata({ openapi: { format: "byte" } }),
+      ),
+    ),
     v.description("Allocator state by prefix (base64); Liqo stores go-ipam's state here."),
   ),
-  pools: v.pipe(v.array(cidr("A network pool.")), v.description("The network pools remote networks are remapped into.")),
+  pools: v.pipe(
+    v.array(cidr("A network pool.")),
+    v.description("The network pools remote networks are remapped into."),
+  ),
   reservedSubnets: v.pipe(v.array(cidr("A reserved network.")), v.description("Networks never used for remapping.")),
-  clusterSubnets: v.pipe(v.record(v.string(), SubnetsSchema), v.description("By remote cluster ID: the networks used with that cluster.")),
+  clusterSubnets: v.pipe(
+    v.record(v.string(), SubnetsSchema),
+    v.description("By remote cluster ID: the networks used with that cluster."),
+  ),
   externalCIDR: cidr("The external CIDR of this cluster.", [""]),
-  endpointMappings: v.pipe(v.record(v.string(), EndpointMappingSchema),
-    v.description("By local endpoint address: its external CIDR address and the clusters it is active for.")),
-  natMappingsConfigured: v.pipe(v.record(v.string(), emptyObject),
-    v.description("The remote clusters whose NatMappings are configured; only the keys (cluster IDs) matter.")),
+  endpointMappings: v.pipe(
+    v.record(v.string(), EndpointMappingSchema),
+    v.description("By local endpoint address: its external CIDR address and the clusters it is active for."),
+  ),
+  natMappingsConfigured: v.pipe(
+    v.record(v.string(), emptyObject),
+    v.description("The remote clusters whose NatMappings are configured; only the keys (cluster IDs) matter."),
+  ),
   podCIDR: cidr("The pod CIDR of this cluster.", [""]),
   serviceCIDR: cidr("The service CIDR of this cluster.", [""]),
 });

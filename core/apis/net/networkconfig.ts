@@ -23,7 +23,10 @@ export const NetworkConfigSpecSchema = v.object({
 export const NetworkConfigStatusSchema = v.object({
   // Required with a default, as Liqo declares it.
   processed: v.pipe(
-    v.optional(v.pipe(v.boolean(), v.description("Whether the receiving cluster has processed this NetworkConfig.")), false),
+    v.optional(
+      v.pipe(v.boolean(), v.description("Whether the receiving cluster has processed this NetworkConfig.")),
+      false,
+    ),
     v.metadata({ crdRequired: true }),
   ),
   podCIDRNAT: optionalText("The network the receiving cluster remapped the sender's pod CIDR to, or None."),

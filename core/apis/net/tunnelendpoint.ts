@@ -11,7 +11,8 @@ export type ConnectionStatus = (typeof ConnectionStatus)[keyof typeof Connection
 
 /** A NAT network, "None" when the original network is used as is. */
 const natCidr = (description: string) => v.optional(cidr(description, [NO_NAT_CIDR]), NO_NAT_CIDR);
-const optionalInt = (description: string) => v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.description(description)));
+const optionalInt = (description: string) =>
+  v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.description(description)));
 
 export const TunnelEndpointSpecSchema = v.object({
   clusterID: clusterId("The ID of the remote cluster."),
@@ -35,13 +36,23 @@ export const TunnelEndpointStatusSchema = v.object({
   vethIFaceName: optionalText("The name of the veth interface."),
   vethIP: optionalText("The IP address of the veth interface."),
   gatewayIP: optionalText("The IP address of the gateway."),
-  connection: v.optional(v.pipe(v.object({
-    // Liqo declares no enum here; the parser checks the values Liqo writes.
-    status: v.optional(v.pipe(v.string(), v.check((s) => s in ConnectionStatus, "must be one of Connected, Connecting, Error"),
-      v.description("Connected, Connecting or Error."))),
-    statusMessage: optionalText("Details about the connection status."),
-    peerConfiguration: v.optional(stringMap("The configuration of the peer as the VPN backend sees it.")),
-  }), v.description("The state of the VPN connection."))),
+  connection: v.optional(
+    v.pipe(
+      v.object({
+        // Liqo declares no enum here; the parser checks the values Liqo writes.
+        status: v.optional(
+          v.pipe(
+            v.string(),
+            v.check((s) => s in ConnectionStatus, "must be one of Connected, Connecting, Error"),
+            v.description("Connected, Connecting or Error."),
+          ),
+        ),
+        statusMessage: optionalText("Details about the connection status."),
+        peerConfiguration: v.optional(stringMap("The configuration of the peer as the VPN backend sees it.")),
+      }),
+      v.description("The state of the VPN connection."),
+    ),
+  ),
 });
 
 export const TunnelEndpointKind = defineKind({

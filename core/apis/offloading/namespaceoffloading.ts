@@ -27,45 +27,82 @@ export const OffloadingPhase = {
 export type OffloadingPhase = (typeof OffloadingPhase)[keyof typeof OffloadingPhase];
 
 export const RemoteNamespaceConditionType = { OffloadingRequired: "OffloadingRequired", Ready: "Ready" } as const;
-export type RemoteNamespaceConditionType = (typeof RemoteNamespaceConditionType)[keyof typeof RemoteNamespaceConditionType];
+export type RemoteNamespaceConditionType =
+  (typeof RemoteNamespaceConditionType)[keyof typeof RemoteNamespaceConditionType];
 
 // The mapping strategy names the twin namespaces; changing it would orphan them, so the API server
 // refuses the change (a CEL transition rule: no webhook has to be up for this to hold).
-export const NamespaceOffloadingSpecSchema = v.pipe(v.object({
-  namespaceMappingStrategy: oneOfWithDefault(["EnforceSameName", "DefaultName"] as const, "DefaultName",
-    "How remote namespaces are named: DefaultName (unique, localName-localClusterID) or EnforceSameName (same name, may conflict)."),
-  podOffloadingStrategy: oneOfWithDefault(["Local", "Remote", "LocalAndRemote"] as const, "LocalAndRemote",
-    "Where the pods of this namespace may run: Local, Remote or LocalAndRemote."),
-  clusterSelector: v.optional(nodeSelector(
-    "Selects the remote clusters (their virtual nodes) eligible for offloading, as a node selector; no terms selects all.")),
-}), v.metadata({
-  openapi: {
-    "x-kubernetes-validations": [{
-      rule: "self.namespaceMappingStrategy == oldSelf.namespaceMappingStrategy",
-      message: "namespaceMappingStrategy is immutable: unoffload the namespace (liqoctl unoffload namespace) and offload it again to change it",
-      fieldPath: ".namespaceMappingStrategy",
-    }],
-  },
-}));
+export const NamespaceOffloadingSpecSchema = v.pipe(
+  v.object({
+    namespaceMappingStrategy: oneOfWithDefault(
+      ["EnforceSameName", "DefaultName"] as const,
+      "DefaultName",
+      "How remote namespaces are named: DefaultName (unique, localName-localClusterID) or EnforceSameName (same name, may conflict).",
+    ),
+    podOffloadingStrategy: oneOfWithDefault(
+      ["Local", "Remote", "LocalAndRemote"] as const,
+      "LocalAndRemote",
+      "Where the pods of this namespace may run: Local, Remote or LocalAndRemote.",
+    ),
+    clusterSelector: v.optional(
+      nodeSelector(
+        "Selects the remote clusters (their virtual nodes) eligible for offloading, as a node selector; no terms selects all.",
+      ),
+    ),
+  }),
+  v.metadata({
+    openapi: {
+      "x-kubernetes-validations": [
+        {
+          rule: "self.namespaceMappingStrategy == oldSelf.namespaceMappingStrategy",
+          message:
+            "namespaceMappingStrategy is immutable: unoffload the namespace (liqoctl unoffload namespace) and offload it again to change it",
+          fieldPath: ".namespaceMappingStrategy",
+        },
+      ],
+    },
+  }),
+);
 
 // Liqo declares no enum for these (they are corev1 ConditionStatus and a free type), so the
 // checks stay in the parser.
 export const RemoteNamespaceConditionSchema = v.object({
-  type: v.pipe(v.string(), v.check((s) => s === "OffloadingRequired" || s === "Ready", "must be one of OffloadingRequired, Ready"),
-    v.description("OffloadingRequired or Ready.")),
-  status: v.pipe(v.string(), v.check((s) => s === "True" || s === "False" || s === "Unknown", "must be one of True, False, Unknown"),
-    v.description("True, False or Unknown.")),
+  type: v.pipe(
+    v.string(),
+    v.check((s) => s === "OffloadingRequired" || s === "Ready", "must be one of OffloadingRequired, Ready"),
+    v.description("OffloadingRequired or Ready."),
+  ),
+  status: v.pipe(
+    v.string(),
+    v.check((s) => s === "True" || s === "False" || s === "Unknown", "must be one of True, False, Unknown"),
+    v.description("True, False or Unknown."),
+  ),
   ...conditionFields,
 });
 
 export const NamespaceOffloadingStatusSchema = v.object({
   remoteNamespaceName: optionalText("The name of the remote namespaces, chosen by the mapping strategy."),
-  offloadingPhase: v.optional(v.pipe(v.string(), v.check((s) => s in OffloadingPhase,
-    `must be one of ${Object.keys(OffloadingPhase).join(", ")}`), v.description("The overall state of the offloading."))),
-  remoteNamespacesConditions: v.optional(v.pipe(v.record(v.string(), v.array(RemoteNamespaceConditionSchema)),
-    v.description("For each remote cluster, whether it was selected and whether its namespace is ready."))),
-  observedGeneration: v.optional(v.pipe(v.number(), v.integer("must be a whole number"), v.metadata({ openapi: { format: "int64" } }),
-    v.description("The generation the controller last processed; lets liqoctl know the status is current."))),
+  offloadingPhase: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((s) => s in OffloadingPhase, `must be one of ${Object.keys(OffloadingPhase).join(", ")}`),
+      v.description("The overall state of the offloading."),
+    ),
+  ),
+  remoteNamespacesConditions: v.optional(
+    v.pipe(
+      v.record(v.string(), v.array(RemoteNamespaceConditionSchema)),
+      v.description("For each remote cluster, whether it was selected and whether its namespace is ready."),
+    ),
+  ),
+  observedGeneration: v.optional(
+    v.pipe(
+      v.number(),
+      v.integer("must be a whole number"),
+      v.metadata({ openapi: { format: "int64" } }),
+      v.description("The generation the controller last processed; lets liqoctl know the status is current."),
+    ),
+  ),
 });
 
 export const NamespaceOffloadingKind = defineKind({

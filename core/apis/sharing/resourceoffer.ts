@@ -29,34 +29,72 @@ const scopedResourceSelectorRequirement = v.object({
 /** A core/v1 ResourceQuotaSpec. */
 const resourceQuotaSpec = v.object({
   hard: v.optional(resourceList("The hard limits for each named resource.")),
-  scopeSelector: v.optional(v.pipe(v.object({
-    matchExpressions: v.optional(v.pipe(v.array(scopedResourceSelectorRequirement), v.description("Scope selector requirements."))),
-  }), v.description("Filters on the scopes of the objects the quota tracks."))),
+  scopeSelector: v.optional(
+    v.pipe(
+      v.object({
+        matchExpressions: v.optional(
+          v.pipe(v.array(scopedResourceSelectorRequirement), v.description("Scope selector requirements.")),
+        ),
+      }),
+      v.description("Filters on the scopes of the objects the quota tracks."),
+    ),
+  ),
   scopes: v.optional(v.pipe(v.array(v.string()), v.description("Filters every tracked object must match."))),
 });
 
 export const ResourceOfferSpecSchema = v.object({
   clusterId: clusterId("The identifier of the cluster sending this offer."),
-  images: v.optional(v.pipe(v.array(v.object({
-    names: v.optional(v.pipe(v.array(v.string()), v.description("The names the image is known by."))),
-    sizeBytes: v.optional(v.pipe(v.number(), v.integer("must be a whole number of bytes"), v.metadata({ openapi: { format: "int64" } }),
-      v.description("The size of the image in bytes."))),
-  })), v.description("The images already stored in the providing cluster."))),
-  resourceQuota: v.optional(v.pipe(resourceQuotaSpec, v.description("The resources the providing cluster makes available."))),
+  images: v.optional(
+    v.pipe(
+      v.array(
+        v.object({
+          names: v.optional(v.pipe(v.array(v.string()), v.description("The names the image is known by."))),
+          sizeBytes: v.optional(
+            v.pipe(
+              v.number(),
+              v.integer("must be a whole number of bytes"),
+              v.metadata({ openapi: { format: "int64" } }),
+              v.description("The size of the image in bytes."),
+            ),
+          ),
+        }),
+      ),
+      v.description("The images already stored in the providing cluster."),
+    ),
+  ),
+  resourceQuota: v.optional(
+    v.pipe(resourceQuotaSpec, v.description("The resources the providing cluster makes available.")),
+  ),
   labels: v.optional(stringMap("The labels to put on the virtual node.")),
   prices: v.optional(resourceList("The price of each kind of resource (cpu, memory, image).")),
   withdrawalTimestamp: v.optional(timestamp("Set when the provider asks for a graceful end of the offer.")),
-  storageClasses: v.optional(v.pipe(v.array(v.object({
-    storageClassName: text("The name of the storage class."),
-    default: v.optional(v.pipe(v.boolean(), v.description("Whether this is the default storage class for Liqo."))),
-  })), v.description("The storage classes the providing cluster offers."))),
+  storageClasses: v.optional(
+    v.pipe(
+      v.array(
+        v.object({
+          storageClassName: text("The name of the storage class."),
+          default: v.optional(
+            v.pipe(v.boolean(), v.description("Whether this is the default storage class for Liqo.")),
+          ),
+        }),
+      ),
+      v.description("The storage classes the providing cluster offers."),
+    ),
+  ),
 });
 
 export const ResourceOfferStatusSchema = v.object({
-  phase: oneOfWithDefault(["Pending", "ManualActionRequired", "Accepted", "Refused"] as const, "Pending",
-    "Whether the offer was accepted; once Accepted, a virtual kubelet is started for it.", true),
-  virtualKubeletStatus: oneOfWithDefault(["None", "Created", "Deleting"] as const, "None",
-    "Whether the virtual kubelet for this offer exists."),
+  phase: oneOfWithDefault(
+    ["Pending", "ManualActionRequired", "Accepted", "Refused"] as const,
+    "Pending",
+    "Whether the offer was accepted; once Accepted, a virtual kubelet is started for it.",
+    true,
+  ),
+  virtualKubeletStatus: oneOfWithDefault(
+    ["None", "Created", "Deleting"] as const,
+    "None",
+    "Whether the virtual kubelet for this offer exists.",
+  ),
 });
 
 export const ResourceOfferKind = defineKind({

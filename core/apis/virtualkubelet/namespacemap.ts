@@ -14,17 +14,25 @@ export const MappingPhase = {
 export type MappingPhase = (typeof MappingPhase)[keyof typeof MappingPhase];
 
 export const NamespaceMapSpecSchema = v.object({
-  desiredMapping: v.optional(stringMap("Local namespace name to remote namespace name, for every namespace to offload there.")),
+  desiredMapping: v.optional(
+    stringMap("Local namespace name to remote namespace name, for every namespace to offload there."),
+  ),
 });
 
 export const RemoteNamespaceStatusSchema = v.object({
   remoteNamespace: optionalText("The name of the remote namespace."),
-  phase: v.optional(oneOf(["Accepted", "CreationLoopBackOff", "Terminating"] as const, "The state of the remote namespace.")),
+  phase: v.optional(
+    oneOf(["Accepted", "CreationLoopBackOff", "Terminating"] as const, "The state of the remote namespace."),
+  ),
 });
 
 export const NamespaceMapStatusSchema = v.object({
-  currentMapping: v.optional(v.pipe(v.record(v.string(), RemoteNamespaceStatusSchema),
-    v.description("Local namespace name to the state of its remote namespace."))),
+  currentMapping: v.optional(
+    v.pipe(
+      v.record(v.string(), RemoteNamespaceStatusSchema),
+      v.description("Local namespace name to the state of its remote namespace."),
+    ),
+  ),
 });
 
 export const NamespaceMapKind = defineKind({

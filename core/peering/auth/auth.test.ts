@@ -52,24 +52,48 @@ describe("parseIdentityRequest", () => {
   const good = { cluster: { clusterID: ID, clusterName: "rome" }, token: "t".repeat(128) };
   const parse = (body: unknown) => parseIdentityRequest(typeof body === "string" ? body : JSON.stringify(body));
   test("accepts Liqo's shape", () => expect(parse(good)).toEqual({ ok: true, value: good }));
-  test("not JSON", () => expect(parse("{nope")).toMatchObject({ ok: false, field: "body", message: expect.stringContaining("not JSON") }));
+  test("not JSON", () =>
+    expect(parse("{nope")).toMatchObject({ ok: false, field: "body", message: expect.stringContaining("not JSON") }));
   test("an array", () => expect(parse([])).toMatchObject({ ok: false, field: "body" }));
   test("missing cluster", () => expect(parse({ token: "x" })).toMatchObject({ ok: false, field: "cluster" }));
-  test("missing clusterID", () => expect(parse({ ...good, cluster: { clusterName: "rome" } })).toMatchObject({ ok: false, field: "cluster.clusterID", message: "cluster.clusterID is required" }));
-  test("missing clusterName", () => expect(parse({ ...good, cluster: { clusterID: ID } })).toMatchObject({ ok: false, field: "cluster.clusterName" }));
-  test("clusterID not a string", () => expect(parse({ ...good, cluster: { clusterID: 7, clusterName: "rome" } })).toMatchObject({ ok: false, field: "cluster.clusterID", message: "cluster.clusterID must be a string" }));
-  test("clusterID that cannot name objects", () => expect(parse({ ...good, cluster: { clusterID: "../etc", clusterName: "rome" } })).toMatchObject({ ok: false, field: "cluster.clusterID" }));
-  test("bad clusterName", () => expect(parse({ ...good, cluster: { clusterID: ID, clusterName: "Rome!" } })).toMatchObject({ ok: false, field: "cluster.clusterName" }));
+  test("missing clusterID", () =>
+    expect(parse({ ...good, cluster: { clusterName: "rome" } })).toMatchObject({
+      ok: false,
+      field: "cluster.clusterID",
+      message: "cluster.clusterID is required",
+    }));
+  test("missing clusterName", () =>
+    expect(parse({ ...good, cluster: { clusterID: ID } })).toMatchObject({ ok: false, field: "cluster.clusterName" }));
+  test("clusterID not a string", () =>
+    expect(parse({ ...good, cluster: { clusterID: 7, clusterName: "rome" } })).toMatchObject({
+      ok: false,
+      field: "cluster.clusterID",
+      message: "cluster.clusterID must be a string",
+    }));
+  test("clusterID that cannot name objects", () =>
+    expect(parse({ ...good, cluster: { clusterID: "../etc", clusterName: "rome" } })).toMatchObject({
+      ok: false,
+      field: "cluster.clusterID",
+    }));
+  test("bad clusterName", () =>
+    expect(parse({ ...good, cluster: { clusterID: ID, clusterName: "Rome!" } })).toMatchObject({
+      ok: false,
+      field: "cluster.clusterName",
+    }));
   test("missing token", () => expect(parse({ cluster: good.cluster })).toMatchObject({ ok: false, field: "token" }));
-  test("token too long", () => expect(parse({ ...good, token: "x".repeat(2000) })).toMatchObject({ ok: false, field: "token" }));
+  test("token too long", () =>
+    expect(parse({ ...good, token: "x".repeat(2000) })).toMatchObject({ ok: false, field: "token" }));
   test("keeps the caller's own token for the reverse direction", () =>
-    expect(parse({ ...good, peerToken: "ab".repeat(64) })).toEqual({ ok: true, value: { ...good, peerToken: "ab".repeat(64) } }));
+    expect(parse({ ...good, peerToken: "ab".repeat(64) })).toEqual({
+      ok: true,
+      value: { ...good, peerToken: "ab".repeat(64) },
+    }));
   test("an empty or null peerToken is no peerToken", () => {
     expect(parse({ ...good, peerToken: "" })).toEqual({ ok: true, value: good });
     expect(parse({ ...good, peerToken: null })).toEqual({ ok: true, value: good });
   });
   test("a peerToken that is not a token is refused, naming the field", () => {
-    for (const bad of [42, { a: 1 }, "has space", "x".repeat(1025), "line\nbreak", "quote\"s"]) {
+    for (const bad of [42, { a: 1 }, "has space", "x".repeat(1025), "line\nbreak", 'quote"s']) {
       expect(parse({ ...good, peerToken: bad })).toMatchObject({ ok: false, field: "peerToken" });
     }
   });
@@ -89,7 +113,16 @@ describe("tokens", () => {
 
 describe("peerKubeconfig", () => {
   test("carries the server, the CA and the token", () => {
-    const kc = Bun.YAML.parse(peerKubeconfig({ clusterName: "milan", apiServerUrl: "https://1.2.3.4:6443", apiServerCa: "PEM", token: "tok", namespace: "ns", userName: "liqo-rome" })) as any;
+    const kc = Bun.YAML.parse(
+      peerKubeconfig({
+        clusterName: "milan",
+        apiServerUrl: "https://1.2.3.4:6443",
+        apiServerCa: "PEM",
+        token: "tok",
+        namespace: "ns",
+        userName: "liqo-rome",
+      }),
+    ) as any;
     expect(kc["current-context"]).toBe("milan");
     expect(kc.clusters[0].cluster.server).toBe("https://1.2.3.4:6443");
     expect(Buffer.from(kc.clusters[0].cluster["certificate-authority-data"], "base64").toString()).toBe("PEM");
@@ -99,8 +132,10 @@ describe("peerKubeconfig", () => {
 });
 
 describe("RBAC", () => {
-  const verbs = (rules: { resources: string[]; verbs: string[] }[], resource: string) => rules.filter((r) => r.resources.includes(resource)).flatMap((r) => r.verbs);
-  test("resource offers are read-only for the peer", () => expect(verbs(peeringRules, "resourceoffers")).toEqual(["get", "list", "watch"]));
+  const verbs = (rules: { resources: string[]; verbs: string[] }[], resource: string) =>
+    rules.filter((r) => r.resources.includes(resource)).flatMap((r) => r.verbs);
+  test("resource offers are read-only for the peer", () =>
+    expect(verbs(peeringRules, "resourceoffers")).toEqual(["get", "list", "watch"]));
   test("pods in twin namespaces: read and delete (grace periods), never create or update (ShadowPods create them)", () =>
     expect(verbs(twinNamespaceRules, "pods")).toEqual(["get", "list", "watch", "delete"]));
   test("cluster-wide: namespaces only, never list or update", () => {

@@ -15,11 +15,18 @@ export interface PeerKubeconfigInput {
 export function peerKubeconfig(i: PeerKubeconfigInput): string {
   const cluster: Record<string, string> = { server: i.apiServerUrl };
   if (i.apiServerCa) cluster["certificate-authority-data"] = Buffer.from(i.apiServerCa).toString("base64");
-  return JSON.stringify({
-    apiVersion: "v1", kind: "Config",
-    clusters: [{ name: i.clusterName, cluster }],
-    users: [{ name: i.userName, user: { token: i.token } }],
-    contexts: [{ name: i.clusterName, context: { cluster: i.clusterName, user: i.userName, namespace: i.namespace } }],
-    "current-context": i.clusterName,
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: i.clusterName, cluster }],
+      users: [{ name: i.userName, user: { token: i.token } }],
+      contexts: [
+        { name: i.clusterName, context: { cluster: i.clusterName, user: i.userName, namespace: i.namespace } },
+      ],
+      "current-context": i.clusterName,
+    },
+    null,
+    2,
+  );
 }

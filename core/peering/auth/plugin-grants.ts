@@ -30,18 +30,28 @@ function grantedOf(role: KubeObject | undefined): GrantedResource[] {
 }
 
 /** Binds (or unbinds, when the peer has no granted plugin) the plugin ClusterRole in one twin namespace. */
-export async function bindPluginRole(client: KubeClient, clusterId: string, twinNamespace: string, tenantNamespace: string): Promise<void> {
+export async function bindPluginRole(
+  client: KubeClient,
+  clusterId: string,
+  twinNamespace: string,
+  tenantNamespace: string,
+): Promise<void> {
   const role = await client.find(ClusterRoles, pluginClusterRoleName(clusterId));
   if (!role) {
     await client.delete(RoleBindings, PLUGIN_BINDING, twinNamespace);
     return;
   }
-  await client.apply(RoleBindings, {
-    apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding",
-    metadata: { name: PLUGIN_BINDING, namespace: twinNamespace, labels: idLabels(clusterId) },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: pluginClusterRoleName(clusterId) },
-    subjects: [{ kind: "ServiceAccount", name: `${REMOTE_SA_PREFIX}${clusterId}`, namespace: tenantNamespace }],
-  }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
+  await client.apply(
+    RoleBindings,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: PLUGIN_BINDING, namespace: twinNamespace, labels: idLabels(clusterId) },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: pluginClusterRoleName(clusterId) },
+      subjects: [{ kind: "ServiceAccount", name: `${REMOTE_SA_PREFIX}${clusterId}`, namespace: tenantNamespace }],
+    },
+    { fieldManager: AUTH_FIELD_MANAGER, force: true },
+  );
 }
 
 export interface PluginGrantTarget {
@@ -64,7 +74,12 @@ export interface AppliedGrants {
  * role's annotation (not in its rules) until its copies are gone, so a deletion that failed (this
  * controller may not list or delete the kind: chart value reflection.pluginRules) is retried.
  */
-export async function applyPluginGrants(client: KubeClient, t: PluginGrantTarget, decisions: PluginDecision[], log: Logger): Promise<AppliedGrants> {
+export async function applyPluginGrants(
+  client: KubeClient,
+  t: PluginGrantTarget,
+  decisions: PluginDecision[],
+  log: Logger,
+): Promise<AppliedGrants> {
   const name = pluginClusterRoleName(t.clusterId);
   const existing = await client.find(ClusterRoles, name);
   const before = grantedOf(existing);
@@ -72,14 +87,27 @@ export async function applyPluginGrants(client: KubeClient, t: PluginGrantTarget
   // The common case, a peer without plugins: one read, no writes (bindings follow the role, twin-binder.ts).
   if (!granted.length && !existing) return { revoked: [], stuck: [] };
   const revoked = before.filter((b) => !granted.some((g) => g.group === b.group && g.plural === b.plural));
-  const writeRole = (remembered: GrantedResource[]) => client.apply(ClusterRoles, {
-    apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole",
-    metadata: {
-      name, labels: idLabels(t.clusterId),
-      annotations: { [GRANTED_ANNOTATION]: JSON.stringify(remembered), "liqo.io/reflector-plugins": decisions.filter((d) => d.resources.length).map((d) => d.grant.name).join(",") },
-    },
-    rules: granted.map((g) => ({ apiGroups: [g.group], resources: [g.plural], verbs: g.verbs })),
-  }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
+  const writeRole = (remembered: GrantedResource[]) =>
+    client.apply(
+      ClusterRoles,
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: {
+          name,
+          labels: idLabels(t.clusterId),
+          annotations: {
+            [GRANTED_ANNOTATION]: JSON.stringify(remembered),
+            "liqo.io/reflector-plugins": decisions
+              .filter((d) => d.resources.length)
+              .map((d) => d.grant.name)
+              .join(","),
+          },
+        },
+        rules: granted.map((g) => ({ apiGroups: [g.group], resources: [g.plural], verbs: g.verbs })),
+      },
+      { fieldManager: AUTH_FIELD_MANAGER, force: true },
+    );
   // Rules are narrowed before any copy is deleted: the peer cannot write them back.
   if (granted.length || revoked.length) await writeRole([...granted, ...revoked]);
   else await client.delete(ClusterRoles, name); // a role left with nothing to remember: its bindings go below
@@ -91,9 +119,18 @@ export async function applyPluginGrants(client: KubeClient, t: PluginGrantTarget
     const ref: ResourceRef = { group: r.group, version: r.version, kind: r.kind, plural: r.plural, namespaced: true };
     try {
       for (const ns of t.twinNamespaces) {
-        const copies = await client.list(ref, { namespace: ns, labelSelector: `${REFLECTION_LABELS},liqo.io/origin-cluster-id=${t.clusterId}` });
+        const copies = await client.list(ref, {
+          namespace: ns,
+          labelSelector: `${REFLECTION_LABELS},liqo.io/origin-cluster-id=${t.clusterId}`,
+        });
         for (const c of copies.items) await client.delete(ref, c.metadata.name!, ns, { uid: c.metadata.uid });
-        if (copies.items.length) log.info("reflected copies of a revoked plugin kind deleted", { remoteClusterId: t.clusterId, key: ns, kind: r.kind, count: copies.items.length });
+        if (copies.items.length)
+          log.info("reflected copies of a revoked plugin kind deleted", {
+            remoteClusterId: t.clusterId,
+            key: ns,
+            kind: r.kind,
+            count: copies.items.length,
+          });
       }
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 404) continue; // the kind is no longer served here: no copy left

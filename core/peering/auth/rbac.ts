@@ -6,11 +6,41 @@ import type { KubeClient } from "../../kube/client.ts";
 import type { KubeObject, ResourceRef } from "../../kube/resources.ts";
 import { REMOTE_CLUSTER_ID_LABEL } from "../../apis/labels.ts";
 
-export const ClusterRoles: ResourceRef = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRole", plural: "clusterroles", namespaced: false };
-export const ClusterRoleBindings: ResourceRef = { group: "rbac.authorization.k8s.io", version: "v1", kind: "ClusterRoleBinding", plural: "clusterrolebindings", namespaced: false };
-export const RoleBindings: ResourceRef = { group: "rbac.authorization.k8s.io", version: "v1", kind: "RoleBinding", plural: "rolebindings", namespaced: true };
-export const ValidatingAdmissionPolicies: ResourceRef = { group: "admissionregistration.k8s.io", version: "v1", kind: "ValidatingAdmissionPolicy", plural: "validatingadmissionpolicies", namespaced: false };
-export const ValidatingAdmissionPolicyBindings: ResourceRef = { group: "admissionregistration.k8s.io", version: "v1", kind: "ValidatingAdmissionPolicyBinding", plural: "validatingadmissionpolicybindings", namespaced: false };
+export const ClusterRoles: ResourceRef = {
+  group: "rbac.authorization.k8s.io",
+  version: "v1",
+  kind: "ClusterRole",
+  plural: "clusterroles",
+  namespaced: false,
+};
+export const ClusterRoleBindings: ResourceRef = {
+  group: "rbac.authorization.k8s.io",
+  version: "v1",
+  kind: "ClusterRoleBinding",
+  plural: "clusterrolebindings",
+  namespaced: false,
+};
+export const RoleBindings: ResourceRef = {
+  group: "rbac.authorization.k8s.io",
+  version: "v1",
+  kind: "RoleBinding",
+  plural: "rolebindings",
+  namespaced: true,
+};
+export const ValidatingAdmissionPolicies: ResourceRef = {
+  group: "admissionregistration.k8s.io",
+  version: "v1",
+  kind: "ValidatingAdmissionPolicy",
+  plural: "validatingadmissionpolicies",
+  namespaced: false,
+};
+export const ValidatingAdmissionPolicyBindings: ResourceRef = {
+  group: "admissionregistration.k8s.io",
+  version: "v1",
+  kind: "ValidatingAdmissionPolicyBinding",
+  plural: "validatingadmissionpolicybindings",
+  namespaced: false,
+};
 
 /** Liqo's name: bound in the tenant namespace when the identity is issued. */
 export const PEERING_ROLE = "liqo-remote-peering-basic";
@@ -67,37 +97,71 @@ export const twinNamespacesRules = [
  */
 export function twinNamespacesPolicy(): KubeObject[] {
   const label = `'${REMOTE_CLUSTER_ID_LABEL}'`;
-  return [{
-    apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicy",
-    metadata: { name: TWIN_NAMESPACES_POLICY, labels: MANAGED_BY },
-    spec: {
-      failurePolicy: "Fail",
-      matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE", "UPDATE", "DELETE"], resources: ["namespaces"] }] },
-      matchConditions: [{
-        name: "remote-cluster",
-        expression: `request.userInfo.username.startsWith('system:serviceaccount:liqo-tenant-') && request.userInfo.username.split(':')[3].startsWith('${REMOTE_SA_PREFIX}')`,
-      }],
-      variables: [
-        { name: "remoteId", expression: `request.userInfo.username.split(':')[3].substring(${REMOTE_SA_PREFIX.length})` },
-        { name: "target", expression: "request.operation == 'DELETE' ? oldObject : object" },
-      ],
-      validations: [{
-        expression: `has(variables.target.metadata.labels) && ${label} in variables.target.metadata.labels && variables.target.metadata.labels[${label}] == variables.remoteId`,
-        messageExpression: `'remote cluster ' + variables.remoteId + ' may only create or delete namespaces labelled ${REMOTE_CLUSTER_ID_LABEL}=' + variables.remoteId + ' (its twin namespaces); ' + variables.target.metadata.name + ' is not one'`,
-        reason: "Forbidden",
-      }],
+  return [
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name: TWIN_NAMESPACES_POLICY, labels: MANAGED_BY },
+      spec: {
+        failurePolicy: "Fail",
+        matchConstraints: {
+          resourceRules: [
+            {
+              apiGroups: [""],
+              apiVersions: ["v1"],
+              operations: ["CREATE", "UPDATE", "DELETE"],
+              resources: ["namespaces"],
+            },
+          ],
+        },
+        matchConditions: [
+          {
+            name: "remote-cluster",
+            expression: `request.userInfo.username.startsWith('system:serviceaccount:liqo-tenant-') && request.userInfo.username.split(':')[3].startsWith('${REMOTE_SA_PREFIX}')`,
+          },
+        ],
+        variables: [
+          {
+            name: "remoteId",
+            expression: `request.userInfo.username.split(':')[3].substring(${REMOTE_SA_PREFIX.length})`,
+          },
+          { name: "target", expression: "request.operation == 'DELETE' ? oldObject : object" },
+        ],
+        validations: [
+          {
+            expression: `has(variables.target.metadata.labels) && ${label} in variables.target.metadata.labels && variables.target.metadata.labels[${label}] == variables.remoteId`,
+            messageExpression: `'remote cluster ' + variables.remoteId + ' may only create or delete namespaces labelled ${REMOTE_CLUSTER_ID_LABEL}=' + variables.remoteId + ' (its twin namespaces); ' + variables.target.metadata.name + ' is not one'`,
+            reason: "Forbidden",
+          },
+        ],
+      },
     },
-  }, {
-    apiVersion: "admissionregistration.k8s.io/v1", kind: "ValidatingAdmissionPolicyBinding",
-    metadata: { name: TWIN_NAMESPACES_POLICY, labels: MANAGED_BY },
-    spec: { policyName: TWIN_NAMESPACES_POLICY, validationActions: ["Deny"] },
-  }];
+    {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name: TWIN_NAMESPACES_POLICY, labels: MANAGED_BY },
+      spec: { policyName: TWIN_NAMESPACES_POLICY, validationActions: ["Deny"] },
+    },
+  ];
 }
 
 /** Applies the shared ClusterRoles and the policy; idempotent (server-side apply). */
 export async function ensurePeeringRbac(client: KubeClient, deadlineMs = 60_000): Promise<void> {
-  for (const [name, rules] of [[PEERING_ROLE, peeringRules], [TWIN_NAMESPACE_ROLE, twinNamespaceRules], [TWIN_NAMESPACES_ROLE, twinNamespacesRules]] as const) {
-    await client.apply(ClusterRoles, { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels: MANAGED_BY }, rules: rules as unknown[] }, { fieldManager: FIELD_MANAGER, force: true });
+  for (const [name, rules] of [
+    [PEERING_ROLE, peeringRules],
+    [TWIN_NAMESPACE_ROLE, twinNamespaceRules],
+    [TWIN_NAMESPACES_ROLE, twinNamespacesRules],
+  ] as const) {
+    await client.apply(
+      ClusterRoles,
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name, labels: MANAGED_BY },
+        rules: rules as unknown[],
+      },
+      { fieldManager: FIELD_MANAGER, force: true },
+    );
   }
   const [policy, binding] = twinNamespacesPolicy();
   await client.apply(ValidatingAdmissionPolicies, policy!, { fieldManager: FIELD_MANAGER, force: true });
@@ -114,10 +178,15 @@ export async function ensurePeeringRbac(client: KubeClient, deadlineMs = 60_000)
 async function policyObserved(client: KubeClient, deadlineMs: number): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   while (true) {
-    const p = await client.get<KubeObject & { status?: { observedGeneration?: number } }>(ValidatingAdmissionPolicies, TWIN_NAMESPACES_POLICY);
+    const p = await client.get<KubeObject & { status?: { observedGeneration?: number } }>(
+      ValidatingAdmissionPolicies,
+      TWIN_NAMESPACES_POLICY,
+    );
     if ((p.status?.observedGeneration ?? 0) >= (p.metadata.generation ?? 1)) return;
     if (Date.now() > deadline) {
-      throw new Error(`the API server has not loaded the ValidatingAdmissionPolicy ${TWIN_NAMESPACES_POLICY} within ${deadlineMs / 1000}s (status.observedGeneration unset): is the ValidatingAdmissionPolicy API enabled (Kubernetes ≥ 1.30)?`);
+      throw new Error(
+        `the API server has not loaded the ValidatingAdmissionPolicy ${TWIN_NAMESPACES_POLICY} within ${deadlineMs / 1000}s (status.observedGeneration unset): is the ValidatingAdmissionPolicy API enabled (Kubernetes ≥ 1.30)?`,
+      );
     }
     await Bun.sleep(200);
   }

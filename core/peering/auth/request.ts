@@ -23,30 +23,50 @@ export function parseIdentityRequest(text: string): Parsed<IdentityRequest> {
   } catch {
     return { ok: false, field: "body", message: `the body is not JSON; expected ${EXAMPLE}` };
   }
-  if (!body || typeof body !== "object" || Array.isArray(body)) return { ok: false, field: "body", message: `the body must be a JSON object: ${EXAMPLE}` };
+  if (!body || typeof body !== "object" || Array.isArray(body))
+    return { ok: false, field: "body", message: `the body must be a JSON object: ${EXAMPLE}` };
   const b = body as Record<string, unknown>;
   const cluster = b.cluster;
-  if (cluster === undefined || cluster === null) return { ok: false, field: "cluster", message: `cluster is required: ${EXAMPLE}` };
-  if (typeof cluster !== "object" || Array.isArray(cluster)) return { ok: false, field: "cluster", message: "cluster must be an object with clusterID and clusterName" };
+  if (cluster === undefined || cluster === null)
+    return { ok: false, field: "cluster", message: `cluster is required: ${EXAMPLE}` };
+  if (typeof cluster !== "object" || Array.isArray(cluster))
+    return { ok: false, field: "cluster", message: "cluster must be an object with clusterID and clusterName" };
   const c = cluster as Record<string, unknown>;
   for (const field of ["clusterID", "clusterName"] as const) {
-    if (c[field] === undefined || c[field] === "") return { ok: false, field: `cluster.${field}`, message: `cluster.${field} is required` };
-    if (typeof c[field] !== "string") return { ok: false, field: `cluster.${field}`, message: `cluster.${field} must be a string` };
+    if (c[field] === undefined || c[field] === "")
+      return { ok: false, field: `cluster.${field}`, message: `cluster.${field} is required` };
+    if (typeof c[field] !== "string")
+      return { ok: false, field: `cluster.${field}`, message: `cluster.${field} must be a string` };
   }
   const idProblem = clusterIdProblem(c.clusterID as string);
   if (idProblem) return { ok: false, field: "cluster.clusterID", message: `cluster.clusterID: ${idProblem}` };
   const nameProblem = clusterNameProblem(c.clusterName as string);
   if (nameProblem) return { ok: false, field: "cluster.clusterName", message: `cluster.clusterName: ${nameProblem}` };
-  if (b.token === undefined || b.token === "") return { ok: false, field: "token", message: "token is required: the provider's auth token (liqoctl generate peer-command prints it)" };
+  if (b.token === undefined || b.token === "")
+    return {
+      ok: false,
+      field: "token",
+      message: "token is required: the provider's auth token (liqoctl generate peer-command prints it)",
+    };
   if (typeof b.token !== "string") return { ok: false, field: "token", message: "token must be a string" };
   if (b.token.length > 1024) return { ok: false, field: "token", message: "token is too long to be an auth token" };
   const peerToken = b.peerToken;
   if (peerToken !== undefined && peerToken !== null && peerToken !== "") {
-    if (typeof peerToken !== "string") return { ok: false, field: "peerToken", message: "peerToken must be a string: the caller's own auth token" };
-    if (!PEER_TOKEN.test(peerToken)) return { ok: false, field: "peerToken", message: "peerToken must be an auth token: 1 to 1024 letters, digits or -._~+/= (no spaces)" };
+    if (typeof peerToken !== "string")
+      return { ok: false, field: "peerToken", message: "peerToken must be a string: the caller's own auth token" };
+    if (!PEER_TOKEN.test(peerToken))
+      return {
+        ok: false,
+        field: "peerToken",
+        message: "peerToken must be an auth token: 1 to 1024 letters, digits or -._~+/= (no spaces)",
+      };
   }
   return {
     ok: true,
-    value: { cluster: { clusterID: c.clusterID as string, clusterName: c.clusterName as string }, token: b.token, ...(peerToken ? { peerToken } : {}) },
+    value: {
+      cluster: { clusterID: c.clusterID as string, clusterName: c.clusterName as string },
+      token: b.token,
+      ...(peerToken ? { peerToken } : {}),
+    },
   };
 }

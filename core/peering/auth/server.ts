@@ -59,14 +59,23 @@ export interface AuthServer {
   stop(): Promise<void>;
 }
 
-const problem = (status: number, error: string, message: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-  Response.json({ error, message, ...extra }, { status, headers });
+const problem = (
+  status: number,
+  error: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+) => Response.json({ error, message, ...extra }, { status, headers });
 
 export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer> {
   const liqoNamespace = o.liqoNamespace ?? "liqo";
   const log = (o.logger ?? silentLogger).child({ component: "auth" });
   const limiter = createFailureLimiter(o.rateLimit);
-  const requests = o.registry?.counter({ name: "liqo_auth_identity_requests_total", help: "Identity requests by outcome.", labelNames: ["outcome"] });
+  const requests = o.registry?.counter({
+    name: "liqo_auth_identity_requests_total",
+    help: "Identity requests by outcome.",
+    labelNames: ["outcome"],
+  });
   const count = (outcome: string) => requests?.inc({ outcome });
   const local = o.clusterIdentity;
 
@@ -82,10 +91,17 @@ export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer
     if (wait > 0) {
       count("throttled");
       const seconds = Math.ceil(wait / 1000);
-      return problem(429, "TooManyRequests", `too many failed attempts from ${ip}; retry in ${seconds}s`, {}, { "retry-after": String(seconds) });
+      return problem(
+        429,
+        "TooManyRequests",
+        `too many failed attempts from ${ip}; retry in ${seconds}s`,
+        {},
+        { "retry-after": String(seconds) },
+      );
     }
     const length = Number(req.headers.get("content-length") ?? 0);
-    if (length > MAX_BODY) return problem(413, "PayloadTooLarge", `the body has ${length} bytes; an identity request is a few hundred`);
+    if (length > MAX_BODY)
+      return problem(413, "PayloadTooLarge", `the body has ${length} bytes; an identity request is a few hundred`);
     const text = await req.text();
     if (text.length > MAX_BODY) return problem(413, "PayloadTooLarge", "the body is too large for an identity request");
     const parsed = parseIdentityRequest(text);
@@ -97,28 +113,50 @@ export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer
 
     const expected = await readAuthToken(o.client, liqoNamespace);
     if (!expected) {
-      log.error(`no auth token: the Secret ${liqoNamespace}/auth-token is missing or empty; restart liqo auth to create one`);
+      log.error(
+        `no auth token: the Secret ${liqoNamespace}/auth-token is missing or empty; restart liqo auth to create one`,
+      );
       count("unconfigured");
       return problem(503, "ServiceUnavailable", "this cluster has no auth token configured yet; retry later");
     }
     if (!tokensEqual(token, expected)) {
       limiter.fail(ip);
       count("unauthorized");
-      log.warn("identity request with a wrong token", { client: ip, remoteClusterId: cluster.clusterID, remoteClusterName: cluster.clusterName });
-      return problem(401, "Unauthorized", `the auth token is wrong or has been revoked; ask the administrator of ${local.clusterName} for the current one (liqoctl generate peer-command)`);
+      log.warn("identity request with a wrong token", {
+        client: ip,
+        remoteClusterId: cluster.clusterID,
+        remoteClusterName: cluster.clusterName,
+      });
+      return problem(
+        401,
+        "Unauthorized",
+        `the auth token is wrong or has been revoked; ask the administrator of ${local.clusterName} for the current one (liqoctl generate peer-command)`,
+      );
     }
     limiter.succeed(ip);
     if (cluster.clusterID === local.clusterId) {
       count("self");
-      return problem(400, "BadRequest", `cluster.clusterID ${cluster.clusterID} is this cluster's own ID: a cluster cannot peer with itself`, { field: "cluster.clusterID" });
+      return problem(
+        400,
+        "BadRequest",
+        `cluster.clusterID ${cluster.clusterID} is this cluster's own ID: a cluster cannot peer with itself`,
+        { field: "cluster.clusterID" },
+      );
     }
 
     // Checked after the token, so that a caller without it learns nothing about our ForeignClusters.
     const known = await foreignClusterOf(o.client, cluster.clusterID);
     if (!incomingAllowed(known)) {
       count("incoming-disabled");
-      log.warn("identity request refused: incoming peering disabled", { remoteClusterId: cluster.clusterID, foreignCluster: known?.metadata.name });
-      return problem(403, "IncomingPeeringDisabled", incomingDisabledMessage(known!.metadata.name!, cluster.clusterName, local.clusterName));
+      log.warn("identity request refused: incoming peering disabled", {
+        remoteClusterId: cluster.clusterID,
+        foreignCluster: known?.metadata.name,
+      });
+      return problem(
+        403,
+        "IncomingPeeringDisabled",
+        incomingDisabledMessage(known!.metadata.name!, cluster.clusterName, local.clusterName),
+      );
     }
 
     try {
@@ -127,17 +165,29 @@ export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer
       // The caller's own token, kept where liqoctl peer out-of-band would put it: liqoctl peer
       // <caller> here then peers back with it. A caller may only ever set its own cluster's token.
       if (peerToken) {
-        await o.client.apply(Resources.secrets, remoteTokenSecret(liqoNamespace, cluster.clusterID, peerToken), { fieldManager: "liqo-auth", force: true });
+        await o.client.apply(Resources.secrets, remoteTokenSecret(liqoNamespace, cluster.clusterID, peerToken), {
+          fieldManager: "liqo-auth",
+          force: true,
+        });
       }
-      log.info("identity issued", { remoteClusterId: cluster.clusterID, remoteClusterName: cluster.clusterName, namespace: issued.namespace, client: ip });
+      log.info("identity issued", {
+        remoteClusterId: cluster.clusterID,
+        remoteClusterName: cluster.clusterName,
+        namespace: issued.namespace,
+        client: ip,
+      });
       const body: IdentityResponse = {
         namespace: issued.namespace,
         apiServerUrl: o.apiServerUrl,
         ...(o.apiServerCa ? { apiServerCA: Buffer.from(o.apiServerCa).toString("base64") } : {}),
         token: issued.token,
         kubeconfig: peerKubeconfig({
-          clusterName: local.clusterName, apiServerUrl: o.apiServerUrl, apiServerCa: o.apiServerCa,
-          token: issued.token, namespace: issued.namespace, userName: `liqo-${cluster.clusterName}`,
+          clusterName: local.clusterName,
+          apiServerUrl: o.apiServerUrl,
+          apiServerCa: o.apiServerCa,
+          token: issued.token,
+          namespace: issued.namespace,
+          userName: `liqo-${cluster.clusterName}`,
         }),
       };
       // Liqo answers 202 Accepted to an identity request.
@@ -150,7 +200,11 @@ export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer
       }
       count("error");
       log.error("issuing an identity failed", { remoteClusterId: cluster.clusterID, err });
-      return problem(500, "InternalError", `could not issue the identity of cluster ${cluster.clusterID}: ${(err as Error).message}`);
+      return problem(
+        500,
+        "InternalError",
+        `could not issue the identity of cluster ${cluster.clusterID}: ${(err as Error).message}`,
+      );
     }
   }
 
@@ -167,21 +221,38 @@ export async function createAuthServer(o: AuthServerOptions): Promise<AuthServer
           return Response.json({ clusterId: local.clusterId, clusterName: local.clusterName });
         }
         if (path === IDENTITY_PATH) {
-          if (req.method !== "POST") return problem(405, "MethodNotAllowed", `${IDENTITY_PATH} answers POST with {cluster: {clusterID, clusterName}, token}`);
+          if (req.method !== "POST")
+            return problem(
+              405,
+              "MethodNotAllowed",
+              `${IDENTITY_PATH} answers POST with {cluster: {clusterID, clusterName}, token}`,
+            );
           return await identity(req, ip);
         }
         if (path === CERT_IDENTITY_PATH) {
-          return problem(501, "NotImplemented", `certificate identities are not issued here; POST ${IDENTITY_PATH} with {cluster: {clusterID, clusterName}, token} for a ServiceAccount identity`);
+          return problem(
+            501,
+            "NotImplemented",
+            `certificate identities are not issued here; POST ${IDENTITY_PATH} with {cluster: {clusterID, clusterName}, token} for a ServiceAccount identity`,
+          );
         }
         if (path === "/healthz") return new Response("ok");
-        return problem(404, "NotFound", `nothing at ${path}; the auth service serves GET ${IDS_PATH} and POST ${IDENTITY_PATH}`);
+        return problem(
+          404,
+          "NotFound",
+          `nothing at ${path}; the auth service serves GET ${IDS_PATH} and POST ${IDENTITY_PATH}`,
+        );
       } catch (err) {
         log.error("request failed", { path, err });
         return problem(500, "InternalError", "the request failed; see the auth service's log");
       }
     },
   });
-  log.info("auth service listening", { url: `https://${server.hostname}:${server.port}`, clusterId: local.clusterId, clusterName: local.clusterName });
+  log.info("auth service listening", {
+    url: `https://${server.hostname}:${server.port}`,
+    clusterId: local.clusterId,
+    clusterName: local.clusterName,
+  });
 
   return {
     url: `https://${server.hostname}:${server.port}`,

@@ -1,15 +1,27 @@
 // A remote cluster's identity here: its tenant namespace (Liqo's name and labels), a
 // ServiceAccount with a long-lived token Secret in it, and the RoleBindings and the
 // ClusterRoleBinding of rbac.ts. Issuing is idempotent; revoking removes all of it.
-import { DISCOVERY_CLUSTER_ID_LABEL, TENANT_NAMESPACE_LABEL, REMOTE_CLUSTER_ID_LABEL, REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION } from "../../apis/labels.ts";
+import {
+  DISCOVERY_CLUSTER_ID_LABEL,
+  TENANT_NAMESPACE_LABEL,
+  REMOTE_CLUSTER_ID_LABEL,
+  REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION,
+} from "../../apis/labels.ts";
 import { ForeignClusterResource, type ClusterIdentity, type ForeignCluster } from "../../apis/index.ts";
 import { KubeApiError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { tenantNamespaceName } from "../../offloading/names.ts";
 import {
-  AUTH_FIELD_MANAGER, ClusterRoleBindings, ClusterRoles, MANAGED_BY, PEERING_ROLE, REMOTE_SA_PREFIX, RoleBindings,
-  TWIN_NAMESPACE_ROLE, TWIN_NAMESPACES_ROLE,
+  AUTH_FIELD_MANAGER,
+  ClusterRoleBindings,
+  ClusterRoles,
+  MANAGED_BY,
+  PEERING_ROLE,
+  REMOTE_SA_PREFIX,
+  RoleBindings,
+  TWIN_NAMESPACE_ROLE,
+  TWIN_NAMESPACES_ROLE,
 } from "./rbac.ts";
 import { bindPluginRole, pluginClusterRoleName } from "./plugin-grants.ts";
 
@@ -33,11 +45,17 @@ export interface IssuedIdentity {
 }
 
 const idLabels = (clusterId: string) => ({ ...MANAGED_BY, [DISCOVERY_CLUSTER_ID_LABEL]: clusterId });
-const saSubject = (clusterId: string, namespace: string) => ({ kind: "ServiceAccount", name: remoteServiceAccountName(clusterId), namespace });
+const saSubject = (clusterId: string, namespace: string) => ({
+  kind: "ServiceAccount",
+  name: remoteServiceAccountName(clusterId),
+  namespace,
+});
 
 /** The tenant namespace of a remote cluster, found by Liqo's label (its name embeds the cluster name). */
 export async function findTenantNamespace(client: KubeClient, clusterId: string): Promise<KubeObject | undefined> {
-  const list = await client.list(Resources.namespaces, { labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${clusterId},${TENANT_NAMESPACE_LABEL}` });
+  const list = await client.list(Resources.namespaces, {
+    labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${clusterId},${TENANT_NAMESPACE_LABEL}`,
+  });
   return list.items.find((ns) => !ns.metadata.deletionTimestamp) ?? list.items[0];
 }
 
@@ -58,20 +76,29 @@ export interface IssueOptions {
 }
 
 /** Creates (or finds) everything the remote cluster needs and returns its token. */
-export async function issueIdentity(client: KubeClient, remote: ClusterIdentity, options: IssueOptions = {}): Promise<IssuedIdentity> {
+export async function issueIdentity(
+  client: KubeClient,
+  remote: ClusterIdentity,
+  options: IssueOptions = {},
+): Promise<IssuedIdentity> {
   const id = remote.clusterID;
   let ns = await findTenantNamespace(client, id);
   if (ns?.metadata.deletionTimestamp) {
-    throw new IdentityConflictError(`the identity of cluster ${id} is being revoked (namespace ${ns.metadata.name} is terminating); retry in a few seconds`);
+    throw new IdentityConflictError(
+      `the identity of cluster ${id} is being revoked (namespace ${ns.metadata.name} is terminating); retry in a few seconds`,
+    );
   }
   const issuedTo = ns?.metadata.annotations?.[CLUSTER_NAME_ANNOTATION];
   if (ns && issuedTo && issuedTo !== remote.clusterName) {
     // Two clusters must never share an identity: a second one with the same ID is refused, not merged.
-    throw new IdentityConflictError(`cluster ID ${id} already has an identity here, issued to cluster ${issuedTo}, not ${remote.clusterName}; ` +
-      `cluster IDs must be unique (if ${issuedTo} was renamed, revoke its identity on this cluster first)`);
+    throw new IdentityConflictError(
+      `cluster ID ${id} already has an identity here, issued to cluster ${issuedTo}, not ${remote.clusterName}; ` +
+        `cluster IDs must be unique (if ${issuedTo} was renamed, revoke its identity on this cluster first)`,
+    );
   }
   ns ??= await createOrGet(client, Resources.namespaces, {
-    apiVersion: "v1", kind: "Namespace",
+    apiVersion: "v1",
+    kind: "Namespace",
     metadata: {
       name: tenantNamespaceName(remote),
       labels: { ...idLabels(id), [TENANT_NAMESPACE_LABEL]: "true" },
@@ -80,30 +107,51 @@ export async function issueIdentity(client: KubeClient, remote: ClusterIdentity,
   });
   const namespace = ns.metadata.name!;
   if (ns.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL] !== id) {
-    throw new IdentityConflictError(`namespace ${namespace} exists but is not the tenant namespace of cluster ${id}; delete or relabel it`);
+    throw new IdentityConflictError(
+      `namespace ${namespace} exists but is not the tenant namespace of cluster ${id}; delete or relabel it`,
+    );
   }
 
   await createOrGet(client, Resources.serviceAccounts, {
-    apiVersion: "v1", kind: "ServiceAccount", metadata: { name: remoteServiceAccountName(id), namespace, labels: idLabels(id) },
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: remoteServiceAccountName(id), namespace, labels: idLabels(id) },
     // The token below is the only credential; no auto-mounted tokens for pods that run as it.
     automountServiceAccountToken: false,
   });
   await createOrGet(client, Resources.secrets, {
-    apiVersion: "v1", kind: "Secret", type: "kubernetes.io/service-account-token",
-    metadata: { name: remoteTokenSecretName(id), namespace, labels: idLabels(id), annotations: { "kubernetes.io/service-account.name": remoteServiceAccountName(id) } },
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "kubernetes.io/service-account-token",
+    metadata: {
+      name: remoteTokenSecretName(id),
+      namespace,
+      labels: idLabels(id),
+      annotations: { "kubernetes.io/service-account.name": remoteServiceAccountName(id) },
+    },
   });
-  await client.apply(RoleBindings, {
-    apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding",
-    metadata: { name: peeringRoleBindingName(), namespace, labels: idLabels(id) },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: PEERING_ROLE },
-    subjects: [saSubject(id, namespace)],
-  }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
-  await client.apply(ClusterRoleBindings, {
-    apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding",
-    metadata: { name: twinNamespacesBindingName(id), labels: idLabels(id) },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TWIN_NAMESPACES_ROLE },
-    subjects: [saSubject(id, namespace)],
-  }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
+  await client.apply(
+    RoleBindings,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: peeringRoleBindingName(), namespace, labels: idLabels(id) },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: PEERING_ROLE },
+      subjects: [saSubject(id, namespace)],
+    },
+    { fieldManager: AUTH_FIELD_MANAGER, force: true },
+  );
+  await client.apply(
+    ClusterRoleBindings,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: twinNamespacesBindingName(id), labels: idLabels(id) },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TWIN_NAMESPACES_ROLE },
+      subjects: [saSubject(id, namespace)],
+    },
+    { fieldManager: AUTH_FIELD_MANAGER, force: true },
+  );
 
   const token = await waitForToken(client, namespace, remoteTokenSecretName(id), options.tokenTimeoutMs ?? 30_000);
   return { namespace, serviceAccount: remoteServiceAccountName(id), token };
@@ -117,7 +165,9 @@ async function waitForToken(client: KubeClient, namespace: string, name: string,
     const b64 = (secret?.data as Record<string, string> | undefined)?.token;
     if (b64) return Buffer.from(b64, "base64").toString("utf8");
     if (Date.now() > deadline) {
-      throw new Error(`the token Secret ${namespace}/${name} was not filled within ${timeoutMs}ms; is the kube-controller-manager's token controller running?`);
+      throw new Error(
+        `the token Secret ${namespace}/${name} was not filled within ${timeoutMs}ms; is the kube-controller-manager's token controller running?`,
+      );
     }
     await Bun.sleep(delay);
     delay = Math.min(delay * 2, 1000);
@@ -128,18 +178,31 @@ async function waitForToken(client: KubeClient, namespace: string, name: string,
  * Lets the remote cluster work in one of its twin namespaces (Liqo: a RoleBinding named after the
  * tenant namespace, binding liqo-virtual-kubelet-remote). Refuses namespaces not labelled as its.
  */
-export async function grantTwinNamespace(client: KubeClient, clusterId: string, twinNamespace: string): Promise<boolean> {
+export async function grantTwinNamespace(
+  client: KubeClient,
+  clusterId: string,
+  twinNamespace: string,
+): Promise<boolean> {
   const twin = await client.find(Resources.namespaces, twinNamespace);
   if (!twin || twin.metadata.deletionTimestamp) return false;
-  if (twin.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] !== clusterId || !twin.metadata.annotations?.[REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION]) return false;
+  if (
+    twin.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] !== clusterId ||
+    !twin.metadata.annotations?.[REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION]
+  )
+    return false;
   const tenant = await findTenantNamespace(client, clusterId);
   if (!tenant || tenant.metadata.deletionTimestamp) return false;
-  await client.apply(RoleBindings, {
-    apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding",
-    metadata: { name: tenant.metadata.name!, namespace: twinNamespace, labels: idLabels(clusterId) },
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TWIN_NAMESPACE_ROLE },
-    subjects: [saSubject(clusterId, tenant.metadata.name!)],
-  }, { fieldManager: AUTH_FIELD_MANAGER, force: true });
+  await client.apply(
+    RoleBindings,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: tenant.metadata.name!, namespace: twinNamespace, labels: idLabels(clusterId) },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TWIN_NAMESPACE_ROLE },
+      subjects: [saSubject(clusterId, tenant.metadata.name!)],
+    },
+    { fieldManager: AUTH_FIELD_MANAGER, force: true },
+  );
   // What the peer's reflector plugins were granted (plugin-grants.ts), if anything.
   await bindPluginRole(client, clusterId, twinNamespace, tenant.metadata.name!);
   return true;
@@ -155,29 +218,49 @@ export interface RevokeOptions {
  * at once), then the tenant namespace (its ServiceAccount and token go with it). Idempotent;
  * returns what it deleted.
  */
-export async function revokeIdentity(client: KubeClient, remoteClusterId: string, options: RevokeOptions = {}): Promise<string[]> {
+export async function revokeIdentity(
+  client: KubeClient,
+  remoteClusterId: string,
+  options: RevokeOptions = {},
+): Promise<string[]> {
   const deleted: string[] = [];
   const selector = `${DISCOVERY_CLUSTER_ID_LABEL}=${remoteClusterId},app.kubernetes.io/managed-by=liqo-auth`;
-  if (await client.delete(ClusterRoleBindings, twinNamespacesBindingName(remoteClusterId))) deleted.push(`clusterrolebinding/${twinNamespacesBindingName(remoteClusterId)}`);
-  if (await client.delete(ClusterRoles, pluginClusterRoleName(remoteClusterId))) deleted.push(`clusterrole/${pluginClusterRoleName(remoteClusterId)}`);
+  if (await client.delete(ClusterRoleBindings, twinNamespacesBindingName(remoteClusterId)))
+    deleted.push(`clusterrolebinding/${twinNamespacesBindingName(remoteClusterId)}`);
+  if (await client.delete(ClusterRoles, pluginClusterRoleName(remoteClusterId)))
+    deleted.push(`clusterrole/${pluginClusterRoleName(remoteClusterId)}`);
   for (const rb of (await client.list(RoleBindings, { labelSelector: selector })).items) {
-    if (await client.delete(RoleBindings, rb.metadata.name!, rb.metadata.namespace, { uid: rb.metadata.uid })) deleted.push(`rolebinding/${rb.metadata.namespace}/${rb.metadata.name}`);
+    if (await client.delete(RoleBindings, rb.metadata.name!, rb.metadata.namespace, { uid: rb.metadata.uid }))
+      deleted.push(`rolebinding/${rb.metadata.namespace}/${rb.metadata.name}`);
   }
-  const tenants = (await client.list(Resources.namespaces, { labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${remoteClusterId},${TENANT_NAMESPACE_LABEL}` })).items;
+  const tenants = (
+    await client.list(Resources.namespaces, {
+      labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${remoteClusterId},${TENANT_NAMESPACE_LABEL}`,
+    })
+  ).items;
   for (const ns of tenants) {
     // The token Secret is deleted explicitly: namespace deletion can take a while, the token must die now.
-    if (await client.delete(Resources.secrets, remoteTokenSecretName(remoteClusterId), ns.metadata.name)) deleted.push(`secret/${ns.metadata.name}/${remoteTokenSecretName(remoteClusterId)}`);
-    if (await client.delete(Resources.serviceAccounts, remoteServiceAccountName(remoteClusterId), ns.metadata.name)) deleted.push(`serviceaccount/${ns.metadata.name}/${remoteServiceAccountName(remoteClusterId)}`);
+    if (await client.delete(Resources.secrets, remoteTokenSecretName(remoteClusterId), ns.metadata.name))
+      deleted.push(`secret/${ns.metadata.name}/${remoteTokenSecretName(remoteClusterId)}`);
+    if (await client.delete(Resources.serviceAccounts, remoteServiceAccountName(remoteClusterId), ns.metadata.name))
+      deleted.push(`serviceaccount/${ns.metadata.name}/${remoteServiceAccountName(remoteClusterId)}`);
     // In a two-way peering the same tenant namespace also holds our outgoing peering towards that
     // cluster (its identity Secret, our ResourceRequest, its offer): revoking its identity here
     // must not take those with it. The namespace goes with the last direction.
     if (await outgoingPeeringUses(client, remoteClusterId)) continue;
-    if (!ns.metadata.deletionTimestamp && await client.delete(Resources.namespaces, ns.metadata.name!, undefined, { uid: ns.metadata.uid })) deleted.push(`namespace/${ns.metadata.name}`);
+    if (
+      !ns.metadata.deletionTimestamp &&
+      (await client.delete(Resources.namespaces, ns.metadata.name!, undefined, { uid: ns.metadata.uid }))
+    )
+      deleted.push(`namespace/${ns.metadata.name}`);
   }
   if (options.deleteTwinNamespaces) {
-    for (const ns of (await client.list(Resources.namespaces, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${remoteClusterId}` })).items) {
+    for (const ns of (
+      await client.list(Resources.namespaces, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${remoteClusterId}` })
+    ).items) {
       if (!ns.metadata.annotations?.[REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION] || ns.metadata.deletionTimestamp) continue;
-      if (await client.delete(Resources.namespaces, ns.metadata.name!, undefined, { uid: ns.metadata.uid })) deleted.push(`namespace/${ns.metadata.name}`);
+      if (await client.delete(Resources.namespaces, ns.metadata.name!, undefined, { uid: ns.metadata.uid }))
+        deleted.push(`namespace/${ns.metadata.name}`);
     }
   }
   return deleted;
@@ -192,7 +275,10 @@ async function outgoingPeeringUses(client: KubeClient, remoteClusterId: string):
     if (err instanceof KubeApiError && err.status === 404) return false; // CRDs not installed: no peering
     throw err;
   }
-  return foreignClusters.some((fc) => fc.spec?.clusterIdentity?.clusterID === remoteClusterId
-    && (fc.spec?.outgoingPeeringEnabled === "Yes"
-      || (fc.status?.peeringConditions ?? []).some((c) => c.type === "OutgoingPeering" && c.status !== "None")));
+  return foreignClusters.some(
+    (fc) =>
+      fc.spec?.clusterIdentity?.clusterID === remoteClusterId &&
+      (fc.spec?.outgoingPeeringEnabled === "Yes" ||
+        (fc.status?.peeringConditions ?? []).some((c) => c.type === "OutgoingPeering" && c.status !== "None")),
+  );
 }

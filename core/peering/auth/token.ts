@@ -37,14 +37,17 @@ export async function ensureAuthToken(client: KubeClient, options: { liqoNamespa
   if (existing) {
     // Liqo replaces a token Secret that holds no token; the resourceVersion guards against a concurrent fix.
     await client.mergePatch(Resources.secrets, AUTH_TOKEN_SECRET, ns, {
-      metadata: { resourceVersion: existing.metadata.resourceVersion }, data: { [AUTH_TOKEN_KEY]: Buffer.from(token).toString("base64") },
+      metadata: { resourceVersion: existing.metadata.resourceVersion },
+      data: { [AUTH_TOKEN_KEY]: Buffer.from(token).toString("base64") },
     });
     return token;
   }
   await ensureNamespace(client, ns);
   try {
     await client.create(Resources.secrets, {
-      apiVersion: "v1", kind: "Secret", type: "Opaque",
+      apiVersion: "v1",
+      kind: "Secret",
+      type: "Opaque",
       metadata: { name: AUTH_TOKEN_SECRET, namespace: ns },
       stringData: { [AUTH_TOKEN_KEY]: token },
     });

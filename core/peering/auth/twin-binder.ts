@@ -19,15 +19,27 @@ export interface TwinBinder {
 
 export function createTwinBinder(o: { client: KubeClient; logger?: Logger }): TwinBinder {
   const log = (o.logger ?? silentLogger).child({ component: "twin-binder" });
-  const twins = createInformer({ client: o.client, resource: Resources.namespaces, labelSelector: REMOTE_CLUSTER_ID_LABEL, logger: log });
-  const tenants = createInformer({ client: o.client, resource: Resources.namespaces, labelSelector: `${TENANT_NAMESPACE_LABEL},${DISCOVERY_CLUSTER_ID_LABEL}`, logger: log });
+  const twins = createInformer({
+    client: o.client,
+    resource: Resources.namespaces,
+    labelSelector: REMOTE_CLUSTER_ID_LABEL,
+    logger: log,
+  });
+  const tenants = createInformer({
+    client: o.client,
+    resource: Resources.namespaces,
+    labelSelector: `${TENANT_NAMESPACE_LABEL},${DISCOVERY_CLUSTER_ID_LABEL}`,
+    logger: log,
+  });
   const queue = createWorkQueue({
-    name: "twin-binder", logger: log,
+    name: "twin-binder",
+    logger: log,
     async handler(name) {
       const ns = twins.get(name);
       const id = ns?.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL];
       if (!ns || !id) return;
-      if (await grantTwinNamespace(o.client, id, name)) log.debug("twin namespace granted", { key: name, remoteClusterId: id });
+      if (await grantTwinNamespace(o.client, id, name))
+        log.debug("twin namespace granted", { key: name, remoteClusterId: id });
     },
   });
   const enqueue = (ns: KubeObject) => queue.add(ns.metadata.name!);

@@ -28,14 +28,29 @@ async function call<T>(url: string, init: RequestInit, o: AuthCallOptions): Prom
   }
   const text = await res.text().catch(() => "");
   let body: unknown;
-  try { body = JSON.parse(text); } catch { body = undefined; }
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
   if (!res.ok) {
     const message = (body as { message?: string } | undefined)?.message ?? (text.slice(0, 300) || res.statusText);
     const retry = Number(res.headers.get("retry-after"));
     const reason = (body as { error?: unknown } | undefined)?.error;
-    return { ok: false, status: res.status, message, ...(retry > 0 ? { retryAfterSeconds: retry } : {}), ...(typeof reason === "string" ? { reason } : {}) };
+    return {
+      ok: false,
+      status: res.status,
+      message,
+      ...(retry > 0 ? { retryAfterSeconds: retry } : {}),
+      ...(typeof reason === "string" ? { reason } : {}),
+    };
   }
-  if (body === undefined) return { ok: false, status: res.status, message: `${url} answered HTTP ${res.status} with a body that is not JSON` };
+  if (body === undefined)
+    return {
+      ok: false,
+      status: res.status,
+      message: `${url} answered HTTP ${res.status} with a body that is not JSON`,
+    };
   return { ok: true, value: body as T };
 }
 
@@ -51,20 +66,31 @@ export async function fetchRemoteIds(authUrl: string, o: AuthCallOptions = {}): 
   if (!answer.ok) return answer;
   const { clusterId, clusterName } = answer.value;
   if (typeof clusterId !== "string" || !clusterId || typeof clusterName !== "string") {
-    return { ok: false, status: 200, message: `${authUrl}/ids did not answer {clusterId, clusterName}; is ${authUrl} a liqo authentication service?` };
+    return {
+      ok: false,
+      status: 200,
+      message: `${authUrl}/ids did not answer {clusterId, clusterName}; is ${authUrl} a liqo authentication service?`,
+    };
   }
   return { ok: true, value: { clusterId, clusterName } };
 }
 
 export async function requestIdentity(
-  authUrl: string, local: { clusterID: string; clusterName: string }, token: string, o: AuthCallOptions & { peerToken?: string } = {},
+  authUrl: string,
+  local: { clusterID: string; clusterName: string },
+  token: string,
+  o: AuthCallOptions & { peerToken?: string } = {},
 ): Promise<AuthAnswer<IdentityResponse>> {
-  const answer = await call<IdentityResponse>(join(authUrl, "/identity"), {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    // peerToken: our own auth token, so that the provider may peer back (core/peering/auth/request.ts).
-    body: JSON.stringify({ cluster: local, token, ...(o.peerToken ? { peerToken: o.peerToken } : {}) }),
-  }, o);
+  const answer = await call<IdentityResponse>(
+    join(authUrl, "/identity"),
+    {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      // peerToken: our own auth token, so that the provider may peer back (core/peering/auth/request.ts).
+      body: JSON.stringify({ cluster: local, token, ...(o.peerToken ? { peerToken: o.peerToken } : {}) }),
+    },
+    o,
+  );
   if (!answer.ok) return answer;
   if (typeof answer.value.kubeconfig !== "string" || typeof answer.value.namespace !== "string") {
     return { ok: false, status: 200, message: `${authUrl}/identity answered without a kubeconfig and namespace` };

@@ -1,7 +1,15 @@
 // The pure part of the ForeignCluster controller: what the user asked for (spec, deletion, force)
 // and the peering conditions Liqo documents (types OutgoingPeering, IncomingPeering, NetworkStatus,
 // AuthenticationStatus; statuses None, Pending, Established, Disconnecting, Denied, Error).
-import { AUTOJOIN_LABEL, DISCOVERY_TYPE_LABEL, DiscoveryType, type ForeignCluster, type PeeringCondition, type PeeringConditionStatus, type PeeringConditionType } from "../../apis/index.ts";
+import {
+  AUTOJOIN_LABEL,
+  DISCOVERY_TYPE_LABEL,
+  DiscoveryType,
+  type ForeignCluster,
+  type PeeringCondition,
+  type PeeringConditionStatus,
+  type PeeringConditionType,
+} from "../../apis/index.ts";
 import type { KubeObject } from "../../kube/resources.ts";
 
 export type ForeignClusterObject = ForeignCluster & KubeObject;
@@ -25,7 +33,11 @@ export interface ConditionUpdate {
  * The conditions with `update` applied. lastTransitionTime moves only when the status changes
  * (Kubernetes' convention), so a reconcile that repeats itself writes nothing new.
  */
-export function withCondition(conditions: readonly PeeringCondition[] | undefined, update: ConditionUpdate, now: Date): PeeringCondition[] {
+export function withCondition(
+  conditions: readonly PeeringCondition[] | undefined,
+  update: ConditionUpdate,
+  now: Date,
+): PeeringCondition[] {
   const list = [...(conditions ?? [])];
   const i = list.findIndex((c) => c.type === update.type);
   const old = i >= 0 ? list[i] : undefined;
@@ -34,7 +46,10 @@ export function withCondition(conditions: readonly PeeringCondition[] | undefine
     status: update.status,
     reason: update.reason,
     message: update.message,
-    lastTransitionTime: old && old.status === update.status && old.lastTransitionTime ? old.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, "Z"),
+    lastTransitionTime:
+      old && old.status === update.status && old.lastTransitionTime
+        ? old.lastTransitionTime
+        : now.toISOString().replace(/\.\d+Z$/, "Z"),
   };
   if (i >= 0) list[i] = next;
   else list.push(next);
@@ -51,7 +66,8 @@ export function statusOf(fc: ForeignClusterObject, type: PeeringConditionType): 
 
 /** Whether the conditions differ in anything but lastTransitionTime. */
 export function conditionsChanged(a: readonly PeeringCondition[] | undefined, b: readonly PeeringCondition[]): boolean {
-  const key = (l: readonly PeeringCondition[] | undefined) => JSON.stringify([...(l ?? [])].map((c) => [c.type, c.status, c.reason, c.message]).sort());
+  const key = (l: readonly PeeringCondition[] | undefined) =>
+    JSON.stringify([...(l ?? [])].map((c) => [c.type, c.status, c.reason, c.message]).sort());
   return key(a) !== key(b);
 }
 
@@ -67,14 +83,18 @@ export function outgoingWanted(fc: ForeignClusterObject): boolean {
   if (enabled !== "Auto") return enabled === "Yes";
   const discovery = fc.metadata.labels?.[DISCOVERY_TYPE_LABEL];
   // Found on the LAN or through a SearchDomain: peered by itself only when that discovery allows it (autojoin).
-  if (discovery === DiscoveryType.LAN || discovery === DiscoveryType.WAN) return fc.metadata.labels?.[AUTOJOIN_LABEL] === "true";
+  if (discovery === DiscoveryType.LAN || discovery === DiscoveryType.WAN)
+    return fc.metadata.labels?.[AUTOJOIN_LABEL] === "true";
   return discovery === undefined || discovery === DiscoveryType.Manual;
 }
 
 export const forced = (fc: ForeignClusterObject) => fc.metadata.annotations?.[FORCE_UNPEER_ANNOTATION] === "true";
 
 /** The ForeignCluster (other than `fc`) that keeps a clusterID when two claim it: the older one, then the first by name. */
-export function duplicateOwner(fc: ForeignClusterObject, all: readonly ForeignClusterObject[]): ForeignClusterObject | undefined {
+export function duplicateOwner(
+  fc: ForeignClusterObject,
+  all: readonly ForeignClusterObject[],
+): ForeignClusterObject | undefined {
   const id = fc.spec.clusterIdentity?.clusterID;
   if (!id) return undefined;
   const rank = (f: ForeignClusterObject) => `${f.metadata.creationTimestamp ?? ""}/${f.metadata.name}`;
@@ -84,19 +104,64 @@ export function duplicateOwner(fc: ForeignClusterObject, all: readonly ForeignCl
 }
 
 /** Why the authentication service's answer to an identity request ends in this condition. */
-export function authenticationFailure(status: number, message: string, clusterName: string, reason?: string): ConditionUpdate {
+export function authenticationFailure(
+  status: number,
+  message: string,
+  clusterName: string,
+  reason?: string,
+): ConditionUpdate {
   const base = { type: "AuthenticationStatus" as const };
   // The token was right, but the provider does not accept peerings from us: only its administrator can change that.
-  if (status === 403 && reason === "IncomingPeeringDisabled") return { ...base, status: "Denied", reason: "IncomingPeeringDisabled", message: `${clusterName} refused the peering: ${message}` };
+  if (status === 403 && reason === "IncomingPeeringDisabled")
+    return {
+      ...base,
+      status: "Denied",
+      reason: "IncomingPeeringDisabled",
+      message: `${clusterName} refused the peering: ${message}`,
+    };
   if (status === 401 || status === 403) {
-    return { ...base, status: "Denied", reason: "TokenRefused", message: `${clusterName} refused the auth token: ${message} (run liqoctl generate peer-command on ${clusterName} and run the printed command here again)` };
+    return {
+      ...base,
+      status: "Denied",
+      reason: "TokenRefused",
+      message: `${clusterName} refused the auth token: ${message} (run liqoctl generate peer-command on ${clusterName} and run the printed command here again)`,
+    };
   }
   // The provider is still removing our previous identity (an unpeer moments ago): it will pass.
-  if (status === 409 && /being revoked/.test(message)) return { ...base, status: "Pending", reason: "IdentityBeingRevoked", message: `${clusterName} is still revoking the previous identity: ${message}` };
-  if (status === 409) return { ...base, status: "Error", reason: "IdentityConflict", message: `${clusterName} refused to issue an identity: ${message}` };
-  if (status === 429) return { ...base, status: "Pending", reason: "RateLimited", message: `${clusterName} is rate-limiting identity requests from here: ${message}` };
-  if (status >= 400 && status < 500) return { ...base, status: "Error", reason: "IdentityRequestRefused", message: `${clusterName} refused the identity request (HTTP ${status}): ${message}` };
-  return { ...base, status: "Pending", reason: "AuthServiceError", message: `${clusterName}'s authentication service failed (HTTP ${status}): ${message}; retrying` };
+  if (status === 409 && /being revoked/.test(message))
+    return {
+      ...base,
+      status: "Pending",
+      reason: "IdentityBeingRevoked",
+      message: `${clusterName} is still revoking the previous identity: ${message}`,
+    };
+  if (status === 409)
+    return {
+      ...base,
+      status: "Error",
+      reason: "IdentityConflict",
+      message: `${clusterName} refused to issue an identity: ${message}`,
+    };
+  if (status === 429)
+    return {
+      ...base,
+      status: "Pending",
+      reason: "RateLimited",
+      message: `${clusterName} is rate-limiting identity requests from here: ${message}`,
+    };
+  if (status >= 400 && status < 500)
+    return {
+      ...base,
+      status: "Error",
+      reason: "IdentityRequestRefused",
+      message: `${clusterName} refused the identity request (HTTP ${status}): ${message}`,
+    };
+  return {
+    ...base,
+    status: "Pending",
+    reason: "AuthServiceError",
+    message: `${clusterName}'s authentication service failed (HTTP ${status}): ${message}; retrying`,
+  };
 }
 
 /** The capacity of the virtual node from an offer's resourceQuota.hard. */

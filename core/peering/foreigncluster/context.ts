@@ -63,7 +63,9 @@ export function statusWriter(cfg: ControllerConfig, fc: ForeignClusterObject): S
   let conditions: PeeringCondition[] = [...(fc.status?.peeringConditions ?? [])];
   let tenant = { ...(fc.status?.tenantNamespace ?? {}) };
   return {
-    get fc() { return current; },
+    get fc() {
+      return current;
+    },
     set(update) {
       conditions = withCondition(conditions, update, cfg.now());
     },
@@ -74,10 +76,19 @@ export function statusWriter(cfg: ControllerConfig, fc: ForeignClusterObject): S
       const was = current.status?.tenantNamespace ?? {};
       const tenantChanged = (tenant.local ?? "") !== (was.local ?? "") || (tenant.remote ?? "") !== (was.remote ?? "");
       if (!tenantChanged && !conditionsChanged(current.status?.peeringConditions, conditions)) return;
-      current = await cfg.client.mergePatch<ForeignClusterObject>(ForeignClusterResource, current.metadata.name!, undefined, {
-        metadata: { resourceVersion: current.metadata.resourceVersion },
-        status: { tenantNamespace: { local: tenant.local ?? "", remote: tenant.remote ?? "" }, peeringConditions: conditions },
-      }, "status");
+      current = await cfg.client.mergePatch<ForeignClusterObject>(
+        ForeignClusterResource,
+        current.metadata.name!,
+        undefined,
+        {
+          metadata: { resourceVersion: current.metadata.resourceVersion },
+          status: {
+            tenantNamespace: { local: tenant.local ?? "", remote: tenant.remote ?? "" },
+            peeringConditions: conditions,
+          },
+        },
+        "status",
+      );
     },
   };
 }

@@ -3,8 +3,15 @@
 // the virtual kubelet in this process; or tear all of it down (finalizer). Level-triggered: every
 // reconcile starts from the ForeignCluster, the Secrets, the ResourceRequest and the offer.
 import {
-  ForeignClusterResource, ResourceOfferResource, ResourceRequestResource, AUTH_TOKEN_LABEL, DISCOVERY_CLUSTER_ID_LABEL, REMOTE_CLUSTER_ID_LABEL,
-  REPLICATION_REQUESTED_LABEL, type ResourceOffer, type ResourceRequest,
+  ForeignClusterResource,
+  ResourceOfferResource,
+  ResourceRequestResource,
+  AUTH_TOKEN_LABEL,
+  DISCOVERY_CLUSTER_ID_LABEL,
+  REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_REQUESTED_LABEL,
+  type ResourceOffer,
+  type ResourceRequest,
 } from "../../apis/index.ts";
 import type { PluginInfo } from "../../reflection/engine/engine.ts";
 import { watchReflectionPolicy, type ReflectionPolicySource } from "../../reflection/policy-watch.ts";
@@ -60,51 +67,116 @@ export interface ForeignClusterController {
   handle(name: string): Promise<void>;
   idle(): Promise<void>;
   /** Per peer: what runs in this process, for the admin API. */
-  peers(): { clusterId: string; node?: string; ready?: boolean; kubelet?: string; replicator: boolean; plugins?: PluginInfo[] }[];
+  peers(): {
+    clusterId: string;
+    node?: string;
+    ready?: boolean;
+    kubelet?: string;
+    replicator: boolean;
+    plugins?: PluginInfo[];
+  }[];
   /** The plugin store's verdicts: what is installed, validated and what was rejected. */
-  pluginStore(): { ready: { name: string; configMap: string; version: string }[]; problems: PluginProblem[] } | undefined;
+  pluginStore():
+    | { ready: { name: string; configMap: string; version: string }[]; problems: PluginProblem[] }
+    | undefined;
 }
 
 export function createForeignClusterController(o: ForeignClusterControllerOptions): ForeignClusterController {
   const log = (o.logger ?? silentLogger).child({ component: "foreigncluster" });
   const liqoNamespace = o.liqoNamespace ?? "liqo";
-  const plugins = o.plugins === false ? undefined : o.plugins ?? createPluginStore({ client: o.client, namespace: liqoNamespace, logger: log });
-  const reflectionPolicy = o.reflectionPolicy === false ? undefined : o.reflectionPolicy ?? watchReflectionPolicy({ client: o.client, namespace: liqoNamespace, logger: log });
+  const plugins =
+    o.plugins === false
+      ? undefined
+      : (o.plugins ?? createPluginStore({ client: o.client, namespace: liqoNamespace, logger: log }));
+  const reflectionPolicy =
+    o.reflectionPolicy === false
+      ? undefined
+      : (o.reflectionPolicy ?? watchReflectionPolicy({ client: o.client, namespace: liqoNamespace, logger: log }));
   const cfg: ControllerConfig = {
-    client: o.client, local: o.localCluster, liqoNamespace, authUrl: o.authUrl ?? "", kubelet: o.kubelet, replicator: o.replicator, plugins, reflectionPolicy,
-    registry: o.registry, logger: log, ipTranslator: o.ipTranslator, disconnectTimeoutMs: o.disconnectTimeoutMs ?? 120_000, now: () => new Date(),
+    client: o.client,
+    local: o.localCluster,
+    liqoNamespace,
+    authUrl: o.authUrl ?? "",
+    kubelet: o.kubelet,
+    replicator: o.replicator,
+    plugins,
+    reflectionPolicy,
+    registry: o.registry,
+    logger: log,
+    ipTranslator: o.ipTranslator,
+    disconnectTimeoutMs: o.disconnectTimeoutMs ?? 120_000,
+    now: () => new Date(),
   };
   const peers = new Map<string, PeerRuntime>();
   const ctx: ReconcileContext = { cfg, peers, log };
   const events = createEventRecorder(o.client, "liqo-foreigncluster", log);
   const fcs = createInformer<ForeignClusterObject>({ client: o.client, resource: ForeignClusterResource, logger: log });
-  const offers = createInformer<ResourceOffer & KubeObject>({ client: o.client, resource: ResourceOfferResource, logger: log });
-  const tokens = createInformer({ client: o.client, resource: Resources.secrets, namespace: liqoNamespace, labelSelector: AUTH_TOKEN_LABEL, logger: log });
-  const reconciles = o.registry?.counter({ name: "liqo_foreigncluster_reconciles_total", help: "ForeignCluster reconciles by outcome.", labelNames: ["outcome"] });
+  const offers = createInformer<ResourceOffer & KubeObject>({
+    client: o.client,
+    resource: ResourceOfferResource,
+    logger: log,
+  });
+  const tokens = createInformer({
+    client: o.client,
+    resource: Resources.secrets,
+    namespace: liqoNamespace,
+    labelSelector: AUTH_TOKEN_LABEL,
+    logger: log,
+  });
+  const reconciles = o.registry?.counter({
+    name: "liqo_foreigncluster_reconciles_total",
+    help: "ForeignCluster reconciles by outcome.",
+    labelNames: ["outcome"],
+  });
 
-  const byClusterId = (id: string | undefined) => fcs.list().filter((f) => id && f.spec.clusterIdentity?.clusterID === id).map((f) => f.metadata.name!);
+  const byClusterId = (id: string | undefined) =>
+    fcs
+      .list()
+      .filter((f) => id && f.spec.clusterIdentity?.clusterID === id)
+      .map((f) => f.metadata.name!);
   const queue = createWorkQueue({
-    name: "foreigncluster", logger: log, workers: o.workers ?? 2, baseDelayMs: 500, maxDelayMs: 30_000, handler: guarded,
+    name: "foreigncluster",
+    logger: log,
+    workers: o.workers ?? 2,
+    baseDelayMs: 500,
+    maxDelayMs: 30_000,
+    handler: guarded,
     observe: (_key, outcome) => reconciles?.inc({ outcome }),
   });
   // Our own status writes must not re-trigger a reconcile (each would ask the auth service again):
   // only spec and metadata changes do; status is re-checked by retries and the periodic resync.
   const meaningful = (a: ForeignClusterObject, b: ForeignClusterObject) =>
-    a.metadata.generation !== b.metadata.generation || !!a.metadata.deletionTimestamp !== !!b.metadata.deletionTimestamp ||
-    JSON.stringify([a.metadata.annotations, a.metadata.labels, a.metadata.finalizers]) !== JSON.stringify([b.metadata.annotations, b.metadata.labels, b.metadata.finalizers]);
-  fcs.on({ add: (f) => queue.add(f.metadata.name!), update: (a, f) => { if (meaningful(a, f)) queue.add(f.metadata.name!); }, delete: (f) => queue.add(f.metadata.name!) });
-  const byOffer = (offer: ResourceOffer & KubeObject) => byClusterId(offer.spec?.clusterId).forEach((n) => queue.add(n));
+    a.metadata.generation !== b.metadata.generation ||
+    !!a.metadata.deletionTimestamp !== !!b.metadata.deletionTimestamp ||
+    JSON.stringify([a.metadata.annotations, a.metadata.labels, a.metadata.finalizers]) !==
+      JSON.stringify([b.metadata.annotations, b.metadata.labels, b.metadata.finalizers]);
+  fcs.on({
+    add: (f) => queue.add(f.metadata.name!),
+    update: (a, f) => {
+      if (meaningful(a, f)) queue.add(f.metadata.name!);
+    },
+    delete: (f) => queue.add(f.metadata.name!),
+  });
+  const byOffer = (offer: ResourceOffer & KubeObject) =>
+    byClusterId(offer.spec?.clusterId).forEach((n) => queue.add(n));
   offers.on({ add: byOffer, update: (_, x) => byOffer(x), delete: byOffer });
-  const byToken = (s: KubeObject) => byClusterId(s.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL]).forEach((n) => queue.add(n));
+  const byToken = (s: KubeObject) =>
+    byClusterId(s.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL]).forEach((n) => queue.add(n));
   tokens.on({ add: byToken, update: (_, s) => byToken(s) });
   // A plugin installed, changed or removed: every peering brings its ResourceRequest and its
   // virtual kubelet's drop-ins up to date. The provider's answer (the request's status, replicated
   // back) decides what is loaded, so a change of it re-queues the peering too.
   plugins?.onChange(() => fcs.list().forEach((f) => queue.add(f.metadata.name!)));
-  const requests = createInformer<ResourceRequest & KubeObject>({ client: o.client, resource: ResourceRequestResource, labelSelector: `${REPLICATION_REQUESTED_LABEL}=true`, logger: log });
+  const requests = createInformer<ResourceRequest & KubeObject>({
+    client: o.client,
+    resource: ResourceRequestResource,
+    labelSelector: `${REPLICATION_REQUESTED_LABEL}=true`,
+    logger: log,
+  });
   requests.on({
     update: (a, b) => {
-      if (JSON.stringify(a.status?.reflectorPlugins) !== JSON.stringify(b.status?.reflectorPlugins)) byClusterId(b.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL]).forEach((n) => queue.add(n));
+      if (JSON.stringify(a.status?.reflectorPlugins) !== JSON.stringify(b.status?.reflectorPlugins))
+        byClusterId(b.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL]).forEach((n) => queue.add(n));
     },
   });
   let resync: ReturnType<typeof setInterval> | undefined;
@@ -112,15 +184,23 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
   async function setFinalizer(fc: ForeignClusterObject, present: boolean): Promise<ForeignClusterObject> {
     const finalizers = fc.metadata.finalizers ?? [];
     if (finalizers.includes(FOREIGN_CLUSTER_FINALIZER) === present) return fc;
-    const next = present ? [...finalizers, FOREIGN_CLUSTER_FINALIZER] : finalizers.filter((f) => f !== FOREIGN_CLUSTER_FINALIZER);
-    return o.client.mergePatch<ForeignClusterObject>(ForeignClusterResource, fc.metadata.name!, undefined, { metadata: { finalizers: next, resourceVersion: fc.metadata.resourceVersion } });
+    const next = present
+      ? [...finalizers, FOREIGN_CLUSTER_FINALIZER]
+      : finalizers.filter((f) => f !== FOREIGN_CLUSTER_FINALIZER);
+    return o.client.mergePatch<ForeignClusterObject>(ForeignClusterResource, fc.metadata.name!, undefined, {
+      metadata: { finalizers: next, resourceVersion: fc.metadata.resourceVersion },
+    });
   }
 
   async function handle(name: string): Promise<void> {
     let fc = await o.client.find<ForeignClusterObject>(ForeignClusterResource, name);
     if (!fc) {
       // Gone without our finalizer (it was never peered, or someone removed it): stop what still runs.
-      for (const [id, rt] of peers) if (!byClusterId(id).length) { await stopRuntime(rt, log, false); peers.delete(id); }
+      for (const [id, rt] of peers)
+        if (!byClusterId(id).length) {
+          await stopRuntime(rt, log, false);
+          peers.delete(id);
+        }
       return;
     }
     if (!outgoingWanted(fc)) {
@@ -128,7 +208,12 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
       // A ForeignCluster refused as a duplicate never owned the peering of its cluster ID: tearing
       // it down must leave alone the one that does.
       const id = fc.spec.clusterIdentity?.clusterID;
-      const holder = fcs.list().find((f) => f.metadata.name !== name && !f.metadata.deletionTimestamp && id && f.spec.clusterIdentity?.clusterID === id);
+      const holder = fcs
+        .list()
+        .find(
+          (f) =>
+            f.metadata.name !== name && !f.metadata.deletionTimestamp && id && f.spec.clusterIdentity?.clusterID === id,
+        );
       const done = holder ? true : await teardown(ctx, st);
       if (done && st.fc.metadata.finalizers?.includes(FOREIGN_CLUSTER_FINALIZER)) {
         await setFinalizer(st.fc, false);
@@ -138,7 +223,13 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     }
     fc = await setFinalizer(fc, true);
     const st = statusWriter(cfg, fc);
-    if (!conditionOf(fc, "IncomingPeering")) st.set({ type: "IncomingPeering", status: "None", reason: "NoIncomingPeering", message: "the remote cluster does not use this one's resources" });
+    if (!conditionOf(fc, "IncomingPeering"))
+      st.set({
+        type: "IncomingPeering",
+        status: "None",
+        reason: "NoIncomingPeering",
+        message: "the remote cluster does not use this one's resources",
+      });
     const before = conditionOf(fc, "AuthenticationStatus")?.status;
     let auth;
     try {
@@ -154,7 +245,12 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     await st.flush();
     const was = conditionOf(st.fc, "OutgoingPeering")?.status;
     await outgoing(ctx, st, auth);
-    if (was !== "Established") events.normal(st.fc, "PeeringEstablished", conditionOf(st.fc, "OutgoingPeering")?.message ?? "outgoing peering established");
+    if (was !== "Established")
+      events.normal(
+        st.fc,
+        "PeeringEstablished",
+        conditionOf(st.fc, "OutgoingPeering")?.message ?? "outgoing peering established",
+      );
   }
 
   async function guarded(name: string): Promise<void> {
@@ -174,7 +270,14 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
       offers.start();
       tokens.start();
       requests.start();
-      await Promise.all([fcs.waitForSync(), offers.waitForSync(), tokens.waitForSync(), requests.waitForSync(), plugins?.start(), reflectionPolicy?.start()]);
+      await Promise.all([
+        fcs.waitForSync(),
+        offers.waitForSync(),
+        tokens.waitForSync(),
+        requests.waitForSync(),
+        plugins?.start(),
+        reflectionPolicy?.start(),
+      ]);
       queue.start();
       resync = setInterval(() => fcs.list().forEach((f) => queue.add(f.metadata.name!)), o.resyncMs ?? 15_000);
       log.info("ForeignCluster controller started", { clusterId: cfg.local.clusterId });
@@ -182,19 +285,36 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     async stop() {
       clearInterval(resync);
       await queue.shutdown();
-      await Promise.all([fcs.stop(), offers.stop(), tokens.stop(), requests.stop(), plugins?.stop(), reflectionPolicy?.stop()]);
+      await Promise.all([
+        fcs.stop(),
+        offers.stop(),
+        tokens.stop(),
+        requests.stop(),
+        plugins?.stop(),
+        reflectionPolicy?.stop(),
+      ]);
       for (const rt of peers.values()) await stopRuntime(rt, log, false);
       peers.clear();
     },
     handle: guarded,
     idle: () => queue.idle(),
-    peers: () => [...peers.values()].map((rt) => ({
-      clusterId: rt.clusterId, replicator: !!rt.replicator,
-      ...(rt.vk ? { node: rt.vk.nodeName, ready: rt.vk.node.status().ready, kubelet: rt.vk.api.url, plugins: rt.vk.engine.plugins().filter((p) => p.trust === "dropin") } : {}),
-    })),
-    pluginStore: () => plugins && {
-      ready: plugins.ready().map((p) => ({ name: p.name, configMap: p.configMap, version: p.manifest.version })),
-      problems: plugins.problems(),
-    },
+    peers: () =>
+      [...peers.values()].map((rt) => ({
+        clusterId: rt.clusterId,
+        replicator: !!rt.replicator,
+        ...(rt.vk
+          ? {
+              node: rt.vk.nodeName,
+              ready: rt.vk.node.status().ready,
+              kubelet: rt.vk.api.url,
+              plugins: rt.vk.engine.plugins().filter((p) => p.trust === "dropin"),
+            }
+          : {}),
+      })),
+    pluginStore: () =>
+      plugins && {
+        ready: plugins.ready().map((p) => ({ name: p.name, configMap: p.configMap, version: p.manifest.version })),
+        problems: plugins.problems(),
+      },
   };
 }

@@ -5,14 +5,22 @@ import { peerRegistry } from "./peer-registry.ts";
 
 const declareLikeAnEngine = (r: ReturnType<typeof peerRegistry>, depth: number) => {
   const m = createEngineMetrics(r);
-  r.callbackGauge({ name: "liqo_reflection_queue_depth", help: "h", labelNames: ["reflector"] as const, collect: () => [{ labels: { reflector: "pods" }, value: depth }] });
+  r.callbackGauge({
+    name: "liqo_reflection_queue_depth",
+    help: "h",
+    labelNames: ["reflector"] as const,
+    collect: () => [{ labels: { reflector: "pods" }, value: depth }],
+  });
   return m;
 };
 
 describe("peerRegistry", () => {
   test("two virtual kubelets declare the same metrics on one registry; each series carries its peer", async () => {
     const parent = createRegistry();
-    expect(() => { createEngineMetrics(parent); createEngineMetrics(parent); }).toThrow("already registered"); // the bug this fixes
+    expect(() => {
+      createEngineMetrics(parent);
+      createEngineMetrics(parent);
+    }).toThrow("already registered"); // the bug this fixes
     const shared = createRegistry();
     const a = peerRegistry(shared, "aaa");
     const b = peerRegistry(shared, "bbb");
@@ -22,8 +30,12 @@ describe("peerRegistry", () => {
     mb.reconciles.inc({ reflector: "pods", outcome: "apply" }, 2);
     ma.latency.observe({ reflector: "pods" }, 0.01);
     const text = await shared.expose();
-    expect(text).toContain('liqo_reflection_reconciles_total{reflector="pods",outcome="apply",remote_cluster_id="aaa"} 1');
-    expect(text).toContain('liqo_reflection_reconciles_total{reflector="pods",outcome="apply",remote_cluster_id="bbb"} 2');
+    expect(text).toContain(
+      'liqo_reflection_reconciles_total{reflector="pods",outcome="apply",remote_cluster_id="aaa"} 1',
+    );
+    expect(text).toContain(
+      'liqo_reflection_reconciles_total{reflector="pods",outcome="apply",remote_cluster_id="bbb"} 2',
+    );
     expect(text).toContain('liqo_reflection_queue_depth{reflector="pods",remote_cluster_id="aaa"} 3');
     expect(text).toContain('liqo_reflection_queue_depth{reflector="pods",remote_cluster_id="bbb"} 5');
     expect(text).toContain('liqo_reflection_reconcile_seconds_count{reflector="pods",remote_cluster_id="aaa"} 1');

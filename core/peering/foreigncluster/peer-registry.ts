@@ -12,7 +12,9 @@ export const PEER_LABEL = "remote_cluster_id";
 
 type Labels = Record<string, string | number>;
 type Callback = CallbackOptions<string>["collect"];
-interface Removable { remove(labels: Labels): boolean }
+interface Removable {
+  remove(labels: Labels): boolean;
+}
 interface Shared {
   instruments: Map<string, unknown>;
   /** Per callback metric name: each peer's collect function. */
@@ -28,7 +30,10 @@ function stateOf(parent: Registry): Shared {
   return s;
 }
 
-const withPeerLabel = <O extends { labelNames?: readonly string[] }>(opts: O): O => ({ ...opts, labelNames: [...(opts.labelNames ?? []), PEER_LABEL] });
+const withPeerLabel = <O extends { labelNames?: readonly string[] }>(opts: O): O => ({
+  ...opts,
+  labelNames: [...(opts.labelNames ?? []), PEER_LABEL],
+});
 
 export interface PeerRegistry extends Registry {
   /** Removes this peer's callback metrics and series (the virtual kubelet is gone). */
@@ -46,10 +51,15 @@ export function peerRegistry(parent: Registry, remoteClusterId: string): PeerReg
     const label = (args: unknown[]): unknown[] => {
       const first = args[0];
       const given = first !== null && typeof first === "object";
-      const labels: Labels = given ? { ...(first as Labels), [PEER_LABEL]: remoteClusterId } : { [PEER_LABEL]: remoteClusterId };
+      const labels: Labels = given
+        ? { ...(first as Labels), [PEER_LABEL]: remoteClusterId }
+        : { [PEER_LABEL]: remoteClusterId };
       let mineUsed = used.get(remoteClusterId);
       if (!mineUsed) used.set(remoteClusterId, (mineUsed = new Map()));
-      const key = Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
+      const key = Object.keys(labels)
+        .sort()
+        .map((k) => `${k}=${labels[k]}`)
+        .join(",");
       if (!mineUsed.has(key)) mineUsed.set(key, labels);
       return given ? [labels, ...args.slice(1)] : [labels, ...args];
     };
@@ -58,7 +68,11 @@ export function peerRegistry(parent: Registry, remoteClusterId: string): PeerReg
         const value = (target as Record<string | symbol, unknown>)[key];
         if (typeof value !== "function") return value;
         // reset() would clear every peer's series: a peer may only clear its own.
-        if (key === "reset") return () => { for (const l of used.get(remoteClusterId)?.values() ?? []) (target as unknown as Removable).remove(l); used.delete(remoteClusterId); };
+        if (key === "reset")
+          return () => {
+            for (const l of used.get(remoteClusterId)?.values() ?? []) (target as unknown as Removable).remove(l);
+            used.delete(remoteClusterId);
+          };
         if (["inc", "dec", "set", "get", "observe", "startTimer", "with", "remove"].includes(key as string)) {
           return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, label(args));
         }

@@ -41,8 +41,19 @@ export interface PeerRuntime {
  */
 export async function bounded(work: Promise<unknown>, ms: number, what: string, log: Logger): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<"late">((resolve) => { timer = setTimeout(() => resolve("late"), ms); });
-  const outcome = await Promise.race([work.then(() => "done" as const, (err) => { log.warn(`${what} failed`, { err }); return "done" as const; }), late]);
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+  });
+  const outcome = await Promise.race([
+    work.then(
+      () => "done" as const,
+      (err) => {
+        log.warn(`${what} failed`, { err });
+        return "done" as const;
+      },
+    ),
+    late,
+  ]);
   clearTimeout(timer);
   if (outcome === "late") log.warn(`${what} did not finish within ${ms}ms; going on`);
 }

@@ -17,13 +17,23 @@ const unb64 = (s: string | undefined) => (s ? Buffer.from(s, "base64").toString(
 /** The Secret `liqoctl peer out-of-band --auth-token` writes (and this function, for tests and liqoctl). */
 export function remoteTokenSecret(liqoNamespace: string, clusterId: string, token: string): KubeObject {
   return {
-    apiVersion: "v1", kind: "Secret", type: "Opaque",
-    metadata: { name: remoteTokenSecretName(clusterId), namespace: liqoNamespace, labels: { [AUTH_TOKEN_LABEL]: "", [DISCOVERY_CLUSTER_ID_LABEL]: clusterId } },
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "Opaque",
+    metadata: {
+      name: remoteTokenSecretName(clusterId),
+      namespace: liqoNamespace,
+      labels: { [AUTH_TOKEN_LABEL]: "", [DISCOVERY_CLUSTER_ID_LABEL]: clusterId },
+    },
     data: { token: b64(token) },
   };
 }
 
-export async function readRemoteToken(client: KubeClient, liqoNamespace: string, clusterId: string): Promise<string | undefined> {
+export async function readRemoteToken(
+  client: KubeClient,
+  liqoNamespace: string,
+  clusterId: string,
+): Promise<string | undefined> {
   const secret = await client.find(Resources.secrets, remoteTokenSecretName(clusterId), liqoNamespace);
   return unb64((secret?.data as Record<string, string> | undefined)?.token)?.trim() || undefined;
 }
@@ -33,7 +43,11 @@ export interface StoredIdentity {
   remoteNamespace: string;
 }
 
-export async function readIdentity(client: KubeClient, tenantNamespace: string, clusterId: string): Promise<StoredIdentity | undefined> {
+export async function readIdentity(
+  client: KubeClient,
+  tenantNamespace: string,
+  clusterId: string,
+): Promise<StoredIdentity | undefined> {
   const secret = await client.find(Resources.secrets, remoteIdentitySecretName(clusterId), tenantNamespace);
   const data = (secret?.data ?? {}) as Record<string, string>;
   const kubeconfig = unb64(data[IDENTITY_KUBECONFIG_KEY]);
@@ -41,11 +55,25 @@ export async function readIdentity(client: KubeClient, tenantNamespace: string, 
   return kubeconfig && remoteNamespace ? { kubeconfig, remoteNamespace } : undefined;
 }
 
-export async function storeIdentity(client: KubeClient, tenantNamespace: string, clusterId: string, identity: StoredIdentity): Promise<void> {
+export async function storeIdentity(
+  client: KubeClient,
+  tenantNamespace: string,
+  clusterId: string,
+  identity: StoredIdentity,
+): Promise<void> {
   const secret: KubeObject = {
-    apiVersion: "v1", kind: "Secret", type: "Opaque",
-    metadata: { name: remoteIdentitySecretName(clusterId), namespace: tenantNamespace, labels: { [DISCOVERY_CLUSTER_ID_LABEL]: clusterId, "liqo.io/identity": "remote" } },
-    data: { [IDENTITY_KUBECONFIG_KEY]: b64(identity.kubeconfig), [IDENTITY_NAMESPACE_KEY]: b64(identity.remoteNamespace) },
+    apiVersion: "v1",
+    kind: "Secret",
+    type: "Opaque",
+    metadata: {
+      name: remoteIdentitySecretName(clusterId),
+      namespace: tenantNamespace,
+      labels: { [DISCOVERY_CLUSTER_ID_LABEL]: clusterId, "liqo.io/identity": "remote" },
+    },
+    data: {
+      [IDENTITY_KUBECONFIG_KEY]: b64(identity.kubeconfig),
+      [IDENTITY_NAMESPACE_KEY]: b64(identity.remoteNamespace),
+    },
   };
   try {
     await client.create(Resources.secrets, secret);
@@ -60,5 +88,9 @@ export async function storeIdentity(client: KubeClient, tenantNamespace: string,
 export function peerClient(kubeconfig: string, proxyUrl?: string): KubeClient {
   const kc = new KubeConfig();
   kc.loadFromString(kubeconfig);
-  return createKubeClient(kc, { userAgent: "liqo-foreigncluster", timeoutMs: 15_000, ...(proxyUrl ? { proxy: proxyUrl } : {}) });
+  return createKubeClient(kc, {
+    userAgent: "liqo-foreigncluster",
+    timeoutMs: 15_000,
+    ...(proxyUrl ? { proxy: proxyUrl } : {}),
+  });
 }

@@ -6,8 +6,12 @@
 // Every step is idempotent and checks observed state, so a crash anywhere resumes cleanly. With
 // the force annotation, steps that need the remote cluster are tried once and their failures ignored.
 import {
-  NamespaceMapResource, REMOTE_CLUSTER_ID_LABEL, ResourceOfferResource, ResourceRequestResource,
-  type NamespaceMap, type ResourceOffer,
+  NamespaceMapResource,
+  REMOTE_CLUSTER_ID_LABEL,
+  ResourceOfferResource,
+  ResourceRequestResource,
+  type NamespaceMap,
+  type ResourceOffer,
 } from "../../apis/index.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
@@ -26,13 +30,15 @@ type NsMap = NamespaceMap & KubeObject;
 async function leftovers(ctx: ReconcileContext, fc: ForeignClusterObject, localNs: string): Promise<boolean> {
   const id = fc.spec.clusterIdentity!.clusterID;
   if (ctx.peers.get(id)?.vk || ctx.peers.get(id)?.replicator) return true;
-  if (await ctx.cfg.client.find(ResourceRequestResource, resourceRequestName(ctx.cfg.local.clusterId), localNs)) return true;
+  if (await ctx.cfg.client.find(ResourceRequestResource, resourceRequestName(ctx.cfg.local.clusterId), localNs))
+    return true;
   if (await ctx.cfg.client.find(Resources.secrets, remoteIdentitySecretName(id), localNs)) return true;
   return false;
 }
 
 /** The error of a call to the remote cluster that means "no use retrying": our identity is gone there. */
-const revoked = (err: unknown) => err instanceof KubeApiError && (err.status === 401 || err.status === 403 || err.notFound);
+const revoked = (err: unknown) =>
+  err instanceof KubeApiError && (err.status === 401 || err.status === 403 || err.notFound);
 
 /** Returns true once everything is gone. Throws RetryAfterError while waiting for the remote cluster. */
 export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise<boolean> {
@@ -41,12 +47,34 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
   const remote = fc.spec.clusterIdentity;
   const noneLeft = () => {
     const why = fc.metadata.deletionTimestamp ? "ForeignClusterDeleted" : "OutgoingPeeringDisabled";
-    st.set({ type: "OutgoingPeering", status: "None", reason: why, message: fc.metadata.deletionTimestamp ? "the ForeignCluster is being deleted" : "outgoing peering is disabled (spec.outgoingPeeringEnabled No); liqoctl peer enables it" });
-    if (statusOf(fc, "AuthenticationStatus") === "Established" || conditionOf(fc, "AuthenticationStatus") === undefined) {
-      st.set({ type: "AuthenticationStatus", status: "None", reason: "NoIdentity", message: "no identity is held in the remote cluster" });
+    st.set({
+      type: "OutgoingPeering",
+      status: "None",
+      reason: why,
+      message: fc.metadata.deletionTimestamp
+        ? "the ForeignCluster is being deleted"
+        : "outgoing peering is disabled (spec.outgoingPeeringEnabled No); liqoctl peer enables it",
+    });
+    if (
+      statusOf(fc, "AuthenticationStatus") === "Established" ||
+      conditionOf(fc, "AuthenticationStatus") === undefined
+    ) {
+      st.set({
+        type: "AuthenticationStatus",
+        status: "None",
+        reason: "NoIdentity",
+        message: "no identity is held in the remote cluster",
+      });
     }
-    if (!conditionOf(fc, "NetworkStatus")) st.set({ type: "NetworkStatus", status: "None", reason: "NotPeered", message: "no network interconnection" });
-    if (!conditionOf(fc, "IncomingPeering")) st.set({ type: "IncomingPeering", status: "None", reason: "NoIncomingPeering", message: "the remote cluster does not use this one's resources" });
+    if (!conditionOf(fc, "NetworkStatus"))
+      st.set({ type: "NetworkStatus", status: "None", reason: "NotPeered", message: "no network interconnection" });
+    if (!conditionOf(fc, "IncomingPeering"))
+      st.set({
+        type: "IncomingPeering",
+        status: "None",
+        reason: "NoIncomingPeering",
+        message: "the remote cluster does not use this one's resources",
+      });
   };
   if (!remote?.clusterID || remote.clusterID === cfg.local.clusterId) {
     noneLeft();
@@ -64,21 +92,43 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
   }
 
   const force = forced(fc);
-  const started = Date.parse(conditionOf(fc, "OutgoingPeering")?.status === "Disconnecting" ? conditionOf(fc, "OutgoingPeering")!.lastTransitionTime ?? "" : "") || cfg.now().getTime();
+  const started =
+    Date.parse(
+      conditionOf(fc, "OutgoingPeering")?.status === "Disconnecting"
+        ? (conditionOf(fc, "OutgoingPeering")!.lastTransitionTime ?? "")
+        : "",
+    ) || cfg.now().getTime();
   const giveUp = force || cfg.now().getTime() - started > cfg.disconnectTimeoutMs;
-  st.set({ type: "OutgoingPeering", status: "Disconnecting", reason: force ? "ForcedUnpeering" : "Unpeering", message: `releasing the resources of ${remote.clusterName}${force ? " without waiting for it (forced)" : ""}` });
+  st.set({
+    type: "OutgoingPeering",
+    status: "Disconnecting",
+    reason: force ? "ForcedUnpeering" : "Unpeering",
+    message: `releasing the resources of ${remote.clusterName}${force ? " without waiting for it (forced)" : ""}`,
+  });
   await st.flush();
 
   const identity = await readIdentity(cfg.client, localNs, id);
   const rt = ctx.peers.get(id);
-  const peer: KubeClient | undefined = rt?.remote ?? (identity ? peerClient(identity.kubeconfig, fc.spec.foreignProxyUrl || undefined) : undefined);
+  const peer: KubeClient | undefined =
+    rt?.remote ?? (identity ? peerClient(identity.kubeconfig, fc.spec.foreignProxyUrl || undefined) : undefined);
   const remoteNs = identity?.remoteNamespace ?? fc.status?.tenantNamespace?.remote;
   const rrName = resourceRequestName(cfg.local.clusterId);
 
   // 1. Withdraw the request: the provider stops counting on us.
-  const rr = await cfg.client.find<KubeObject & { spec?: { withdrawalTimestamp?: string } }>(ResourceRequestResource, rrName, localNs);
+  const rr = await cfg.client.find<KubeObject & { spec?: { withdrawalTimestamp?: string } }>(
+    ResourceRequestResource,
+    rrName,
+    localNs,
+  );
   if (rr && !rr.spec?.withdrawalTimestamp) {
-    await cfg.client.mergePatch(ResourceRequestResource, rrName, localNs, { spec: { withdrawalTimestamp: cfg.now().toISOString().replace(/\.\d+Z$/, "Z") } });
+    await cfg.client.mergePatch(ResourceRequestResource, rrName, localNs, {
+      spec: {
+        withdrawalTimestamp: cfg
+          .now()
+          .toISOString()
+          .replace(/\.\d+Z$/, "Z"),
+      },
+    });
   }
 
   // 2. The virtual kubelet and its node go; the NamespaceMap (owned by the node) is finished by hand below.
@@ -90,13 +140,15 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
   }
   rt?.metrics?.close();
   if (rt) rt.metrics = undefined;
-  for (const node of (await cfg.client.list(Resources.nodes, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id}` })).items) {
+  for (const node of (await cfg.client.list(Resources.nodes, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id}` }))
+    .items) {
     await cfg.client.delete(Resources.nodes, node.metadata.name!, undefined, { uid: node.metadata.uid });
   }
 
   // 3. Twin namespaces on the provider, named in the NamespaceMap's status; then the map itself.
-  const maps = (await cfg.client.list<NsMap>(NamespaceMapResource, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id}` })).items
-    .filter((m) => m.metadata.labels?.["liqo.io/replicated"] !== "true");
+  const maps = (
+    await cfg.client.list<NsMap>(NamespaceMapResource, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id}` })
+  ).items.filter((m) => m.metadata.labels?.["liqo.io/replicated"] !== "true");
   for (const map of maps) {
     for (const entry of Object.values(map.status?.currentMapping ?? {})) {
       if (!entry.remoteNamespace || !peer) continue;
@@ -105,18 +157,35 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
       } catch (err) {
         if (revoked(err)) continue;
         if (!giveUp) return waitRemote(st, remote.clusterName, `deleting twin namespace ${entry.remoteNamespace}`, err);
-        log.warn("twin namespace left on the unreachable remote cluster", { remoteClusterId: id, namespace: entry.remoteNamespace, err });
+        log.warn("twin namespace left on the unreachable remote cluster", {
+          remoteClusterId: id,
+          namespace: entry.remoteNamespace,
+          err,
+        });
       }
     }
-    if (map.metadata.finalizers?.length) await cfg.client.mergePatch(NamespaceMapResource, map.metadata.name!, map.metadata.namespace, { metadata: { finalizers: null } });
-    await cfg.client.delete(NamespaceMapResource, map.metadata.name!, map.metadata.namespace, { uid: map.metadata.uid });
+    if (map.metadata.finalizers?.length)
+      await cfg.client.mergePatch(NamespaceMapResource, map.metadata.name!, map.metadata.namespace, {
+        metadata: { finalizers: null },
+      });
+    await cfg.client.delete(NamespaceMapResource, map.metadata.name!, map.metadata.namespace, {
+      uid: map.metadata.uid,
+    });
   }
 
   // 4. The offer is released: no virtual kubelet stands for it any more (the replicator tells the provider).
-  const offers = (await cfg.client.list<Offer>(ResourceOfferResource, { namespace: localNs })).items.filter((x) => x.spec.clusterId === id);
+  const offers = (await cfg.client.list<Offer>(ResourceOfferResource, { namespace: localNs })).items.filter(
+    (x) => x.spec.clusterId === id,
+  );
   for (const offer of offers) {
     if (offer.status?.virtualKubeletStatus === "None") continue;
-    await cfg.client.mergePatch(ResourceOfferResource, offer.metadata.name!, localNs, { status: { virtualKubeletStatus: "None" } }, "status");
+    await cfg.client.mergePatch(
+      ResourceOfferResource,
+      offer.metadata.name!,
+      localNs,
+      { status: { virtualKubeletStatus: "None" } },
+      "status",
+    );
   }
 
   // 5. The request goes here and there; the provider revokes our identity when its copy goes.
@@ -126,14 +195,16 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
       await peer.delete(ResourceRequestResource, rrName, remoteNs);
     } catch (err) {
       if (!revoked(err) && !giveUp) return waitRemote(st, remote.clusterName, "deleting the ResourceRequest", err);
-      if (!revoked(err)) log.warn("ResourceRequest left on the unreachable remote cluster", { remoteClusterId: id, err });
+      if (!revoked(err))
+        log.warn("ResourceRequest left on the unreachable remote cluster", { remoteClusterId: id, err });
     }
   }
 
   // 6. The replicator stops; the offer copies it pulled go; the identity is forgotten (a new
   // peering asks for a new one with the token).
   if (rt) await stopRuntime(rt, log, true);
-  for (const offer of offers) await cfg.client.delete(ResourceOfferResource, offer.metadata.name!, localNs, { uid: offer.metadata.uid });
+  for (const offer of offers)
+    await cfg.client.delete(ResourceOfferResource, offer.metadata.name!, localNs, { uid: offer.metadata.uid });
   await cfg.client.delete(Resources.secrets, remoteIdentitySecretName(id), localNs);
   ctx.peers.delete(id);
   noneLeft();
@@ -145,7 +216,9 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
 
 async function waitRemote(st: StatusWriter, remoteName: string, step: string, err: unknown): Promise<never> {
   st.set({
-    type: "OutgoingPeering", status: "Disconnecting", reason: "RemoteUnreachable",
+    type: "OutgoingPeering",
+    status: "Disconnecting",
+    reason: "RemoteUnreachable",
     message: `${step} in ${remoteName} failed: ${(err as Error).message}; retrying (liqoctl unpeer --force skips what needs ${remoteName})`,
   });
   await st.flush();

@@ -9,7 +9,13 @@ import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import type { Logger } from "../../log.ts";
 import type { EventRecorder } from "../../reflection/engine/events.ts";
 import {
-  isReplicaOf, replicaOf, replicaUpToDate, sourceSelector, statusPatch, targetSelector, type ReplicatedKind,
+  isReplicaOf,
+  replicaOf,
+  replicaUpToDate,
+  sourceSelector,
+  statusPatch,
+  targetSelector,
+  type ReplicatedKind,
 } from "./forge.ts";
 
 export const REPLICATOR_FIELD_MANAGER = "liqo-crd-replicator";
@@ -40,13 +46,33 @@ export interface Channel {
   handle(name: string): Promise<void>;
 }
 
-export function createChannel(o: { kind: ReplicatedKind; source: Side; target: Side; logger: Logger; counters: ChannelCounters; workers?: number; conflictRecheckMs?: number }): Channel {
+export function createChannel(o: {
+  kind: ReplicatedKind;
+  source: Side;
+  target: Side;
+  logger: Logger;
+  counters: ChannelCounters;
+  workers?: number;
+  conflictRecheckMs?: number;
+}): Channel {
   const { kind, source, target, counters } = o;
   const name = `${kind.direction}-${kind.resource.plural}`;
   const log = o.logger.child({ channel: name });
   // The source side asks for the target cluster; copies carry the source cluster as origin.
-  const sources: Informer = createInformer({ client: source.client, resource: kind.resource, namespace: source.namespace, labelSelector: sourceSelector(target.clusterId), logger: log });
-  const targets: Informer = createInformer({ client: target.client, resource: kind.resource, namespace: target.namespace, labelSelector: targetSelector(source.clusterId), logger: log });
+  const sources: Informer = createInformer({
+    client: source.client,
+    resource: kind.resource,
+    namespace: source.namespace,
+    labelSelector: sourceSelector(target.clusterId),
+    logger: log,
+  });
+  const targets: Informer = createInformer({
+    client: target.client,
+    resource: kind.resource,
+    namespace: target.namespace,
+    labelSelector: targetSelector(source.clusterId),
+    logger: log,
+  });
   const conflicted = new Set<string>();
   let queue: WorkQueue | undefined;
   let recheck: ReturnType<typeof setInterval> | undefined;
@@ -84,7 +110,13 @@ export function createChannel(o: { kind: ReplicatedKind; source: Side; target: S
     // The target's owner answers in its status; the source shows that answer.
     const patch = tgt ? statusPatch(src.status, tgt.status) : undefined;
     if (patch) {
-      await source.client.mergePatch(kind.resource, objName, source.namespace, { metadata: { resourceVersion: src.metadata.resourceVersion }, status: patch }, "status");
+      await source.client.mergePatch(
+        kind.resource,
+        objName,
+        source.namespace,
+        { metadata: { resourceVersion: src.metadata.resourceVersion }, status: patch },
+        "status",
+      );
       counters.writes("status");
     }
   }
@@ -95,9 +127,13 @@ export function createChannel(o: { kind: ReplicatedKind; source: Side; target: S
     if (!first) return;
     counters.conflict();
     const where = `${kind.resource.kind} ${target.namespace}/${src.metadata.name} in cluster ${target.clusterId}`;
-    const message = `${where} already exists and was not made by the replicator from cluster ${source.clusterId} ` +
+    const message =
+      `${where} already exists and was not made by the replicator from cluster ${source.clusterId} ` +
       `(it lacks liqo.io/replicated=true, liqo.io/originID=${source.clusterId}); it is left alone — delete or rename it to let replication proceed`;
-    log.warn("replication conflict", { key: `${target.namespace}/${src.metadata.name}`, owner: found.metadata.labels ?? {} });
+    log.warn("replication conflict", {
+      key: `${target.namespace}/${src.metadata.name}`,
+      owner: found.metadata.labels ?? {},
+    });
     // The Event goes on whichever of the two objects lives in the local cluster.
     if (source.events) source.events.warning(src, "ReplicationConflict", message);
     else target.events?.warning(found, "ReplicationConflict", message);
@@ -107,21 +143,29 @@ export function createChannel(o: { kind: ReplicatedKind; source: Side; target: S
   return {
     name,
     handle,
-    get synced() { return sources.synced && targets.synced; },
+    get synced() {
+      return sources.synced && targets.synced;
+    },
     conflicts: () => [...conflicted].sort(),
     async start() {
       queue = createWorkQueue({
-        name: `crd-replicator-${name}`, workers: o.workers ?? 2, logger: log, maxDelayMs: 30_000,
+        name: `crd-replicator-${name}`,
+        workers: o.workers ?? 2,
+        logger: log,
+        maxDelayMs: 30_000,
         // The queue logs failures with the key and retries them with backoff (a remote outage, a revoked identity).
         handler: handle,
       });
       const enqueue = (obj: KubeObject) => queue?.add(keyOf(obj));
-      for (const inf of [sources, targets]) inf.on({ add: enqueue, update: (_old, obj) => enqueue(obj), delete: enqueue });
+      for (const inf of [sources, targets])
+        inf.on({ add: enqueue, update: (_old, obj) => enqueue(obj), delete: enqueue });
       sources.start();
       targets.start();
       await Promise.all([sources.waitForSync(), targets.waitForSync()]);
       queue.start();
-      recheck = setInterval(() => { for (const n of conflicted) queue?.add(n); }, o.conflictRecheckMs ?? CONFLICT_RECHECK_MS);
+      recheck = setInterval(() => {
+        for (const n of conflicted) queue?.add(n);
+      }, o.conflictRecheckMs ?? CONFLICT_RECHECK_MS);
     },
     async stop() {
       clearInterval(recheck);

@@ -1,11 +1,23 @@
 import { describe, expect, test } from "bun:test";
-import { REPLICATED_KINDS, isReplicaOf, replicaOf, replicaUpToDate, sourceSelector, statusPatch, targetSelector } from "./forge.ts";
+import {
+  REPLICATED_KINDS,
+  isReplicaOf,
+  replicaOf,
+  replicaUpToDate,
+  sourceSelector,
+  statusPatch,
+  targetSelector,
+} from "./forge.ts";
 
 const push = REPLICATED_KINDS.find((k) => k.direction === "push" && k.resource.kind === "ResourceRequest")!;
 const source = {
-  apiVersion: "discovery.liqo.io/v1alpha1", kind: "ResourceRequest",
+  apiVersion: "discovery.liqo.io/v1alpha1",
+  kind: "ResourceRequest",
   metadata: {
-    name: "rome-id", namespace: "liqo-tenant-milan-abc123", uid: "u1", resourceVersion: "7",
+    name: "rome-id",
+    namespace: "liqo-tenant-milan-abc123",
+    uid: "u1",
+    resourceVersion: "7",
     labels: { "liqo.io/replication": "true", "liqo.io/remoteID": "milan-id", app: "x" },
     annotations: { note: "kept", "kubectl.kubernetes.io/last-applied-configuration": "{}" },
   },
@@ -15,7 +27,12 @@ const source = {
 
 describe("which objects travel", () => {
   test("the consumer pushes requests and its NetworkConfig, pulls offers and the provider's NetworkConfig", () => {
-    expect(REPLICATED_KINDS.map((k) => `${k.direction} ${k.resource.kind}`)).toEqual(["push ResourceRequest", "push NetworkConfig", "pull ResourceOffer", "pull NetworkConfig"]);
+    expect(REPLICATED_KINDS.map((k) => `${k.direction} ${k.resource.kind}`)).toEqual([
+      "push ResourceRequest",
+      "push NetworkConfig",
+      "pull ResourceOffer",
+      "pull NetworkConfig",
+    ]);
   });
   test("selectors use Liqo's labels", () => {
     expect(sourceSelector("milan-id")).toBe("liqo.io/replication=true,liqo.io/remoteID=milan-id");
@@ -46,12 +63,25 @@ describe("the replica", () => {
     expect(isReplicaOf(undefined, "rome-id")).toBe(false);
   });
   test("up to date ignores key order and extra server fields, not spec changes", () => {
-    const onServer = { ...r, metadata: { ...r.metadata, uid: "u2", labels: { "liqo.io/originID": "rome-id", "liqo.io/replicated": "true", app: "x" } }, spec: { authUrl: "https://a.b:1", clusterIdentity: { clusterName: "rome", clusterID: "rome-id" } } };
+    const onServer = {
+      ...r,
+      metadata: {
+        ...r.metadata,
+        uid: "u2",
+        labels: { "liqo.io/originID": "rome-id", "liqo.io/replicated": "true", app: "x" },
+      },
+      spec: { authUrl: "https://a.b:1", clusterIdentity: { clusterName: "rome", clusterID: "rome-id" } },
+    };
     expect(replicaUpToDate(onServer, r)).toBe(true);
     expect(replicaUpToDate({ ...onServer, spec: { ...onServer.spec, authUrl: "https://c.d:1" } }, r)).toBe(false);
     expect(replicaUpToDate({ ...onServer, metadata: { ...onServer.metadata, labels: { app: "x" } } }, r)).toBe(false);
     // A label the source dropped is still on the copy.
-    expect(replicaUpToDate({ ...onServer, metadata: { ...onServer.metadata, labels: { ...onServer.metadata.labels, old: "y" } } }, r)).toBe(false);
+    expect(
+      replicaUpToDate(
+        { ...onServer, metadata: { ...onServer.metadata, labels: { ...onServer.metadata.labels, old: "y" } } },
+        r,
+      ),
+    ).toBe(false);
   });
 });
 
@@ -62,6 +92,9 @@ describe("status flowing back", () => {
   });
   test("nothing when equal", () => expect(statusPatch({ a: 1, b: { c: 2 } }, { b: { c: 2 }, a: 1 })).toBeUndefined());
   test("the owner's status, with keys it dropped removed", () => {
-    expect(statusPatch({ offerState: "None", offerWithdrawalTimestamp: "t" }, { offerState: "Created" })).toEqual({ offerState: "Created", offerWithdrawalTimestamp: null });
+    expect(statusPatch({ offerState: "None", offerWithdrawalTimestamp: "t" }, { offerState: "Created" })).toEqual({
+      offerState: "Created",
+      offerWithdrawalTimestamp: null,
+    });
   });
 });

@@ -3,11 +3,12 @@
 // liqo.io/replication=true + liqo.io/remoteID=<destination>; the copy carries
 // liqo.io/replicated=true + liqo.io/originID=<sender>, and never the request labels (so a copy is
 // never sent on again).
+import { NetworkConfigResource, ResourceOfferResource, ResourceRequestResource } from "../../apis/index.ts";
 import {
-  NetworkConfigResource, ResourceOfferResource, ResourceRequestResource,
-} from "../../apis/index.ts";
-import {
-  REPLICATION_DESTINATION_LABEL, REPLICATION_ORIGIN_LABEL, REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL,
+  REPLICATION_DESTINATION_LABEL,
+  REPLICATION_ORIGIN_LABEL,
+  REPLICATION_REQUESTED_LABEL,
+  REPLICATION_STATUS_LABEL,
 } from "../../apis/labels.ts";
 import type { KubeObject, ResourceRef } from "../../kube/resources.ts";
 
@@ -73,12 +74,18 @@ export function replicaOf(source: KubeObject, kind: ReplicatedKind, namespace: s
 function userAnnotations(a: Record<string, string> | undefined): Record<string, string> | undefined {
   if (!a) return undefined;
   // kubectl's last-applied copy belongs to whoever ran kubectl on the source, not to the copy.
-  const out = Object.fromEntries(Object.entries(a).filter(([k]) => k !== "kubectl.kubernetes.io/last-applied-configuration"));
+  const out = Object.fromEntries(
+    Object.entries(a).filter(([k]) => k !== "kubectl.kubernetes.io/last-applied-configuration"),
+  );
   return Object.keys(out).length ? out : undefined;
 }
 
-const stable = (v: unknown): string => JSON.stringify(v, (_k, val) =>
-  val && typeof val === "object" && !Array.isArray(val) ? Object.fromEntries(Object.entries(val).sort(([a], [b]) => a.localeCompare(b))) : val);
+const stable = (v: unknown): string =>
+  JSON.stringify(v, (_k, val) =>
+    val && typeof val === "object" && !Array.isArray(val)
+      ? Object.fromEntries(Object.entries(val).sort(([a], [b]) => a.localeCompare(b)))
+      : val,
+  );
 
 export const sameJson = (a: unknown, b: unknown) => stable(a ?? null) === stable(b ?? null);
 
@@ -102,6 +109,7 @@ export function statusPatch(current: unknown, wanted: unknown): Record<string, u
   if (!wanted || typeof wanted !== "object" || Object.keys(wanted).length === 0) return undefined;
   if (sameJson(current, wanted)) return undefined;
   const patch: Record<string, unknown> = { ...(wanted as Record<string, unknown>) };
-  for (const k of Object.keys((current as Record<string, unknown> | undefined) ?? {})) if (!(k in patch)) patch[k] = null;
+  for (const k of Object.keys((current as Record<string, unknown> | undefined) ?? {}))
+    if (!(k in patch)) patch[k] = null;
   return patch;
 }

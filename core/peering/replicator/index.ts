@@ -9,7 +9,14 @@ import { createEventRecorder } from "../../reflection/engine/events.ts";
 import { createChannel, type Channel, type ChannelCounters, type Side } from "./channel.ts";
 import { REPLICATED_KINDS } from "./forge.ts";
 
-export { REPLICATED_KINDS, isReplicaOf, replicaOf, sourceSelector, targetSelector, type ReplicatedKind } from "./forge.ts";
+export {
+  REPLICATED_KINDS,
+  isReplicaOf,
+  replicaOf,
+  sourceSelector,
+  targetSelector,
+  type ReplicatedKind,
+} from "./forge.ts";
 export { REPLICATOR_FIELD_MANAGER } from "./channel.ts";
 
 export interface CrdReplicatorOptions {
@@ -50,11 +57,13 @@ function counters(registry: Registry | undefined, remoteClusterId: string, chann
   if (!c) {
     c = {
       writes: registry.counter<WriteLabels>({
-        name: "liqo_crd_replicator_writes_total", help: "Writes made by the CRD replicator, by peer, channel and what was written.",
+        name: "liqo_crd_replicator_writes_total",
+        help: "Writes made by the CRD replicator, by peer, channel and what was written.",
         labelNames: ["remote_cluster_id", "channel", "what"],
       }),
       conflicts: registry.counter<ConflictLabels>({
-        name: "liqo_crd_replicator_conflicts_total", help: "Objects not replicated because the name is held by an object the replicator did not make.",
+        name: "liqo_crd_replicator_conflicts_total",
+        help: "Objects not replicated because the name is held by an object the replicator did not make.",
         labelNames: ["remote_cluster_id", "channel"],
       }),
     };
@@ -75,7 +84,15 @@ export function createCrdReplicator(o: CrdReplicatorOptions): CrdReplicator {
   const channels: Channel[] = REPLICATED_KINDS.map((kind) => {
     const [source, target] = kind.direction === "push" ? [local, remote] : [remote, local];
     const name = `${kind.direction}-${kind.resource.plural}`;
-    return createChannel({ kind, source, target, logger, counters: counters(o.registry, o.remoteClusterId, name), workers: o.workers, conflictRecheckMs: o.conflictRecheckMs });
+    return createChannel({
+      kind,
+      source,
+      target,
+      logger,
+      counters: counters(o.registry, o.remoteClusterId, name),
+      workers: o.workers,
+      conflictRecheckMs: o.conflictRecheckMs,
+    });
   });
   let started = false;
   return {
@@ -83,7 +100,10 @@ export function createCrdReplicator(o: CrdReplicatorOptions): CrdReplicator {
       if (started) return;
       started = true;
       await Promise.all(channels.map((c) => c.start()));
-      logger.info("CRD replicator synced", { localNamespace: o.localTenantNamespace, remoteNamespace: o.remoteTenantNamespace });
+      logger.info("CRD replicator synced", {
+        localNamespace: o.localTenantNamespace,
+        remoteNamespace: o.remoteTenantNamespace,
+      });
     },
     async stop() {
       await Promise.all(channels.map((c) => c.stop()));

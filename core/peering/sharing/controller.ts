@@ -5,12 +5,23 @@
 // deleted it deletes the offer and revokes the consumer's identity and tenant namespace.
 // Keyed by tenant namespace, so the request, its offer and the ForeignCluster are one unit.
 import {
-  ForeignClusterResource, OfferPhase, ResourceOfferResource, ResourceRequestResource, VirtualKubeletStatus,
-  type ForeignCluster, type ResourceOffer, type ResourceRequest,
+  ForeignClusterResource,
+  OfferPhase,
+  ResourceOfferResource,
+  ResourceRequestResource,
+  VirtualKubeletStatus,
+  type ForeignCluster,
+  type ResourceOffer,
+  type ResourceRequest,
 } from "../../apis/index.ts";
 import {
-  DISCOVERY_CLUSTER_ID_LABEL, REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL, REPLICATION_ORIGIN_LABEL,
-  REPLICATION_REQUESTED_LABEL, REPLICATION_STATUS_LABEL, TENANT_NAMESPACE_LABEL,
+  DISCOVERY_CLUSTER_ID_LABEL,
+  REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_DESTINATION_LABEL,
+  REPLICATION_ORIGIN_LABEL,
+  REPLICATION_REQUESTED_LABEL,
+  REPLICATION_STATUS_LABEL,
+  TENANT_NAMESPACE_LABEL,
 } from "../../apis/labels.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
@@ -24,8 +35,22 @@ import { revokeIdentity } from "../auth/tenant.ts";
 import { applyPluginGrants } from "../auth/plugin-grants.ts";
 import { decidePluginGrants } from "../auth/plugin-rbac.ts";
 import type { LocalClusterIdentity } from "../identity.ts";
-import { ensureIncomingForeignCluster, ForeignClusterError, setIncomingPeering, type IncomingStatus } from "./foreigncluster.ts";
-import { freeFor, offeredQuota, parseSharingPercentage, sameQuota, summarizeUsage, type Node, type Pod, type Usage } from "./offer.ts";
+import {
+  ensureIncomingForeignCluster,
+  ForeignClusterError,
+  setIncomingPeering,
+  type IncomingStatus,
+} from "./foreigncluster.ts";
+import {
+  freeFor,
+  offeredQuota,
+  parseSharingPercentage,
+  sameQuota,
+  summarizeUsage,
+  type Node,
+  type Pod,
+  type Usage,
+} from "./offer.ts";
 import { sameJson } from "../replicator/forge.ts";
 import { incomingAllowed, incomingDisabledMessage } from "../incoming.ts";
 
@@ -76,16 +101,40 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
   const clock = o.now ?? Date.now;
   const log = (o.logger ?? silentLogger).child({ controller: "resourcerequest" });
   const events = createEventRecorder(client, "liqo-resourcerequest", log);
-  const offerWrites = o.registry && !o.registry.has("liqo_resourceoffer_writes_total")
-    ? o.registry.counter({ name: "liqo_resourceoffer_writes_total", help: "ResourceOffer creations, updates and deletions by the provider." })
-    : undefined;
+  const offerWrites =
+    o.registry && !o.registry.has("liqo_resourceoffer_writes_total")
+      ? o.registry.counter({
+          name: "liqo_resourceoffer_writes_total",
+          help: "ResourceOffer creations, updates and deletions by the provider.",
+        })
+      : undefined;
 
   // Only copies made by a consumer's replicator are requests to serve; our own outgoing requests
   // (liqo.io/replication=true) are the consumer side's business.
-  const requests: Informer<ResourceRequest> = createInformer({ client, resource: ResourceRequestResource, labelSelector: `${REPLICATION_STATUS_LABEL}=true`, logger: log });
-  const offers: Informer<ResourceOffer> = createInformer({ client, resource: ResourceOfferResource, labelSelector: `${REPLICATION_REQUESTED_LABEL}=true`, logger: log });
-  const tenants: Informer<Labelled> = createInformer({ client, resource: Resources.namespaces, labelSelector: `${TENANT_NAMESPACE_LABEL}=true`, logger: log });
-  const twins: Informer<Labelled> = createInformer({ client, resource: Resources.namespaces, labelSelector: REMOTE_CLUSTER_ID_LABEL, logger: log });
+  const requests: Informer<ResourceRequest> = createInformer({
+    client,
+    resource: ResourceRequestResource,
+    labelSelector: `${REPLICATION_STATUS_LABEL}=true`,
+    logger: log,
+  });
+  const offers: Informer<ResourceOffer> = createInformer({
+    client,
+    resource: ResourceOfferResource,
+    labelSelector: `${REPLICATION_REQUESTED_LABEL}=true`,
+    logger: log,
+  });
+  const tenants: Informer<Labelled> = createInformer({
+    client,
+    resource: Resources.namespaces,
+    labelSelector: `${TENANT_NAMESPACE_LABEL}=true`,
+    logger: log,
+  });
+  const twins: Informer<Labelled> = createInformer({
+    client,
+    resource: Resources.namespaces,
+    labelSelector: REMOTE_CLUSTER_ID_LABEL,
+    logger: log,
+  });
   const nodes: Informer<Node> = createInformer({ client, resource: Resources.nodes, logger: log });
   const pods: Informer<Pod> = createInformer({ client, resource: Resources.pods, logger: log });
   const fcs: Informer<ForeignCluster> = createInformer({ client, resource: ForeignClusterResource, logger: log });
@@ -101,35 +150,68 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
   const offerName = () => me.clusterName; // Liqo names the offer after the cluster that makes it
   const foreignClusterOf = (id: string) => fcs.list().find((f) => f.spec?.clusterIdentity?.clusterID === id);
 
-  async function incoming(consumerId: string, status: IncomingStatus, reason: string, message: string, tenantNamespace?: string) {
+  async function incoming(
+    consumerId: string,
+    status: IncomingStatus,
+    reason: string,
+    message: string,
+    tenantNamespace?: string,
+  ) {
     const fc = foreignClusterOf(consumerId);
     if (fc) await setIncomingPeering(client, fc, status, reason, message, tenantNamespace);
   }
 
   async function patchRequestStatus(rr: ResourceRequest, status: Record<string, unknown>) {
     const current = rr.status ?? {};
-    if (Object.entries(status).every(([k, v]) => JSON.stringify((current as Record<string, unknown>)[k]) === JSON.stringify(v ?? undefined))) return;
-    await client.mergePatch(ResourceRequestResource, rr.metadata.name!, rr.metadata.namespace, { metadata: { resourceVersion: rr.metadata.resourceVersion }, status }, "status");
+    if (
+      Object.entries(status).every(
+        ([k, v]) => JSON.stringify((current as Record<string, unknown>)[k]) === JSON.stringify(v ?? undefined),
+      )
+    )
+      return;
+    await client.mergePatch(
+      ResourceRequestResource,
+      rr.metadata.name!,
+      rr.metadata.namespace,
+      { metadata: { resourceVersion: rr.metadata.resourceVersion }, status },
+      "status",
+    );
   }
 
   async function deleteOffer(offer: ResourceOffer | undefined) {
     if (!offer || offer.metadata.deletionTimestamp) return false;
-    const deleted = await client.delete(ResourceOfferResource, offer.metadata.name!, offer.metadata.namespace, { uid: offer.metadata.uid });
+    const deleted = await client.delete(ResourceOfferResource, offer.metadata.name!, offer.metadata.namespace, {
+      uid: offer.metadata.uid,
+    });
     if (deleted) offerWrites?.inc();
     return deleted;
   }
 
   function desiredOffer(rr: ResourceRequest, consumerId: string, withdrawal?: string): ResourceOffer {
     // One pass over nodes and pods per change, shared by every consumer's offer.
-    usage ??= summarizeUsage({ nodes: nodes.list(), pods: pods.list(), namespaceLabels: (ns) => twins.get(ns)?.metadata.labels });
+    usage ??= summarizeUsage({
+      nodes: nodes.list(),
+      pods: pods.list(),
+      namespaceLabels: (ns) => twins.get(ns)?.metadata.labels,
+    });
     const free = freeFor(usage, consumerId);
     const storageClasses = o.storageClasses?.() ?? [];
     return {
-      apiVersion: "sharing.liqo.io/v1alpha1", kind: "ResourceOffer",
+      apiVersion: "sharing.liqo.io/v1alpha1",
+      kind: "ResourceOffer",
       metadata: {
-        name: offerName(), namespace: rr.metadata.namespace,
+        name: offerName(),
+        namespace: rr.metadata.namespace,
         labels: { [REPLICATION_REQUESTED_LABEL]: "true", [REPLICATION_DESTINATION_LABEL]: consumerId },
-        ownerReferences: [{ apiVersion: "discovery.liqo.io/v1alpha1", kind: "ResourceRequest", name: rr.metadata.name!, uid: rr.metadata.uid!, controller: true }],
+        ownerReferences: [
+          {
+            apiVersion: "discovery.liqo.io/v1alpha1",
+            kind: "ResourceRequest",
+            name: rr.metadata.name!,
+            uid: rr.metadata.uid!,
+            controller: true,
+          },
+        ],
       },
       spec: {
         clusterId: me.clusterId,
@@ -141,9 +223,13 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     } as ResourceOffer;
   }
 
-  const offerUpToDate = (cur: ResourceOffer | undefined, want: ResourceOffer) => !!cur &&
+  const offerUpToDate = (cur: ResourceOffer | undefined, want: ResourceOffer) =>
+    !!cur &&
     cur.spec.clusterId === want.spec.clusterId &&
-    sameQuota(cur.spec.resourceQuota?.hard as Record<string, string>, want.spec.resourceQuota!.hard as Record<string, string>) &&
+    sameQuota(
+      cur.spec.resourceQuota?.hard as Record<string, string>,
+      want.spec.resourceQuota!.hard as Record<string, string>,
+    ) &&
     sameJson(cur.spec.labels ?? {}, want.spec.labels) &&
     sameJson(cur.spec.storageClasses ?? [], want.spec.storageClasses ?? []) &&
     cur.spec.withdrawalTimestamp === want.spec.withdrawalTimestamp &&
@@ -153,25 +239,45 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     if (offerUpToDate(cur, want)) return;
     await client.apply(ResourceOfferResource, want, { fieldManager: SHARING_FIELD_MANAGER, force: true });
     offerWrites?.inc();
-    log.info("offer written", { key: `${want.metadata.namespace}/${want.metadata.name}`, hard: want.spec.resourceQuota?.hard, withdrawn: !!want.spec.withdrawalTimestamp });
+    log.info("offer written", {
+      key: `${want.metadata.namespace}/${want.metadata.name}`,
+      hard: want.spec.resourceQuota?.hard,
+      withdrawn: !!want.spec.withdrawalTimestamp,
+    });
   }
 
   async function handle(ns: string) {
     const tenant = tenants.get(ns);
-    const all = requests.list().filter((r) => r.metadata.namespace === ns)
-      .sort((a, b) => (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") || a.metadata.name!.localeCompare(b.metadata.name!));
+    const all = requests
+      .list()
+      .filter((r) => r.metadata.namespace === ns)
+      .sort(
+        (a, b) =>
+          (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
+          a.metadata.name!.localeCompare(b.metadata.name!),
+      );
     const offer = offers.get(`${ns}/${offerName()}`);
     const consumerId = tenant?.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL];
     if (!tenant || !consumerId) {
       // A request outside any tenant namespace comes from nobody we issued an identity to.
       for (const rr of all) {
         if (rr.metadata.deletionTimestamp) await dropFinalizer(rr);
-        else events.warning(rr, "NotInTenantNamespace", `namespace ${ns} is not a tenant namespace (label ${TENANT_NAMESPACE_LABEL}=true); ResourceRequests are served only in the tenant namespace of the cluster that sent them`);
+        else
+          events.warning(
+            rr,
+            "NotInTenantNamespace",
+            `namespace ${ns} is not a tenant namespace (label ${TENANT_NAMESPACE_LABEL}=true); ResourceRequests are served only in the tenant namespace of the cluster that sent them`,
+          );
       }
       return;
     }
     const [rr, ...extra] = all;
-    for (const x of extra) events.warning(x, "DuplicateResourceRequest", `tenant namespace ${ns} already has ResourceRequest ${rr!.metadata.name}; only the oldest is served, delete this one`);
+    for (const x of extra)
+      events.warning(
+        x,
+        "DuplicateResourceRequest",
+        `tenant namespace ${ns} already has ResourceRequest ${rr!.metadata.name}; only the oldest is served, delete this one`,
+      );
     if (!rr) {
       if (await deleteOffer(offer)) log.info("offer deleted: no request left", { namespace: ns });
       await incoming(consumerId, "None", "NoResourceRequest", "the remote cluster has no ResourceRequest here");
@@ -180,41 +286,78 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     const claimed = rr.spec?.clusterIdentity?.clusterID;
     if (claimed !== consumerId || rr.metadata.labels?.[REPLICATION_ORIGIN_LABEL] !== consumerId) {
       if (rr.metadata.deletionTimestamp) return dropFinalizer(rr);
-      events.warning(rr, "ClusterIdentityMismatch", `ResourceRequest ${ns}/${rr.metadata.name} claims cluster ${claimed} (origin ${rr.metadata.labels?.[REPLICATION_ORIGIN_LABEL]}) ` +
-        `but ${ns} is the tenant namespace of cluster ${consumerId}; it is ignored: a cluster may only ask for itself`);
+      events.warning(
+        rr,
+        "ClusterIdentityMismatch",
+        `ResourceRequest ${ns}/${rr.metadata.name} claims cluster ${claimed} (origin ${rr.metadata.labels?.[REPLICATION_ORIGIN_LABEL]}) ` +
+          `but ${ns} is the tenant namespace of cluster ${consumerId}; it is ignored: a cluster may only ask for itself`,
+      );
       return;
     }
     if (rr.metadata.deletionTimestamp) return release(rr, offer, consumerId);
     if (!rr.metadata.finalizers?.includes(TENANT_FINALIZER)) {
-      await client.mergePatch(ResourceRequestResource, rr.metadata.name!, ns, { metadata: { resourceVersion: rr.metadata.resourceVersion, finalizers: [...(rr.metadata.finalizers ?? []), TENANT_FINALIZER] } });
+      await client.mergePatch(ResourceRequestResource, rr.metadata.name!, ns, {
+        metadata: {
+          resourceVersion: rr.metadata.resourceVersion,
+          finalizers: [...(rr.metadata.finalizers ?? []), TENANT_FINALIZER],
+        },
+      });
       return; // the update event brings the key back with the new version
     }
     await ensureForeignCluster(rr);
     if (rr.spec.withdrawalTimestamp) return withdraw(rr, offer, consumerId);
     const fc = foreignClusterOf(consumerId);
-    if (!incomingAllowed(fc)) return refuse(rr, offer, consumerId, incomingDisabledMessage(fc!.metadata.name!, rr.spec.clusterIdentity.clusterName, me.clusterName));
+    if (!incomingAllowed(fc))
+      return refuse(
+        rr,
+        offer,
+        consumerId,
+        incomingDisabledMessage(fc!.metadata.name!, rr.spec.clusterIdentity.clusterName, me.clusterName),
+      );
 
     await applyOffer(offer, desiredOffer(rr, consumerId));
     const plugins = await pluginGrants(rr, consumerId);
-    await patchRequestStatus(rr, { offerState: "Created", offerWithdrawalTimestamp: null, reflectorPlugins: plugins, refusal: null });
+    await patchRequestStatus(rr, {
+      offerState: "Created",
+      offerWithdrawalTimestamp: null,
+      reflectorPlugins: plugins,
+      refusal: null,
+    });
     const accepted = offer?.status?.phase === OfferPhase.Accepted;
-    await incoming(consumerId, accepted ? "Established" : "Pending",
+    await incoming(
+      consumerId,
+      accepted ? "Established" : "Pending",
       accepted ? "OfferAccepted" : "OfferPending",
-      accepted ? `cluster ${rr.spec.clusterIdentity.clusterName} accepted ResourceOffer ${ns}/${offerName()}` : `ResourceOffer ${ns}/${offerName()} waits for cluster ${rr.spec.clusterIdentity.clusterName} to accept it`,
-      ns);
+      accepted
+        ? `cluster ${rr.spec.clusterIdentity.clusterName} accepted ResourceOffer ${ns}/${offerName()}`
+        : `ResourceOffer ${ns}/${offerName()} waits for cluster ${rr.spec.clusterIdentity.clusterName} to accept it`,
+      ns,
+    );
   }
 
   /** What the consumer's reflector plugins may do here (auth/plugin-rbac.ts), applied; the answer for its status. */
   async function pluginGrants(rr: ResourceRequest, consumerId: string) {
-    const twinNamespaces = twins.list().filter((n) => n.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] === consumerId && !n.metadata.deletionTimestamp).map((n) => n.metadata.name!);
+    const twinNamespaces = twins
+      .list()
+      .filter((n) => n.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] === consumerId && !n.metadata.deletionTimestamp)
+      .map((n) => n.metadata.name!);
     let decisions, applied;
     try {
       decisions = await decidePluginGrants(client, rr.spec.reflectorPlugins);
-      applied = await applyPluginGrants(client, { clusterId: consumerId, tenantNamespace: rr.metadata.namespace!, twinNamespaces }, decisions, log);
+      applied = await applyPluginGrants(
+        client,
+        { clusterId: consumerId, tenantNamespace: rr.metadata.namespace!, twinNamespaces },
+        decisions,
+        log,
+      );
     } catch (err) {
       // The offer does not depend on it: keep the last answer, say why, and let the resync retry.
-      events.warning(rr, "ReflectorPluginGrantFailed", `granting the reflector plugins of cluster ${rr.spec.clusterIdentity.clusterName} failed: ${(err as Error).message} ` +
-        `(the controller manager needs the plugins' kinds: chart value reflection.pluginRules)`);
+      events.warning(
+        rr,
+        "ReflectorPluginGrantFailed",
+        `granting the reflector plugins of cluster ${rr.spec.clusterIdentity.clusterName} failed: ${(err as Error).message} ` +
+          `(the controller manager needs the plugins' kinds: chart value reflection.pluginRules)`,
+      );
       log.warn("reflector plugin grants failed", { key: rr.metadata.namespace, err });
       return rr.status?.reflectorPlugins ?? null;
     }
@@ -224,23 +367,41 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       if (d.grant.state === "Refused") events.warning(rr, "ReflectorPluginRefused", d.grant.message ?? "");
       else events.normal(rr, "ReflectorPluginGranted", `plugin ${d.grant.name}: ${d.grant.message}`);
     }
-    if (applied.revoked.length) events.normal(rr, "ReflectorPluginRevoked", `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${applied.revoked.join(", ")} any more: its rights removed, its reflected copies deleted`);
+    if (applied.revoked.length)
+      events.normal(
+        rr,
+        "ReflectorPluginRevoked",
+        `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${applied.revoked.join(", ")} any more: its rights removed, its reflected copies deleted`,
+      );
     for (const s of applied.stuck) {
       // Its rights are gone; its copies stay until this controller may delete them (retried every pass).
-      events.warning(rr, "ReflectorPluginCopiesLeft", `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${s.kind} any more, its rights are removed, but its reflected copies ` +
-        `could not be deleted: ${s.error} (the controller manager needs list and delete on that kind: chart value reflection.pluginRules); retried`);
+      events.warning(
+        rr,
+        "ReflectorPluginCopiesLeft",
+        `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${s.kind} any more, its rights are removed, but its reflected copies ` +
+          `could not be deleted: ${s.error} (the controller manager needs list and delete on that kind: chart value reflection.pluginRules); retried`,
+      );
     }
     return decisions.length ? decisions.map((d) => d.grant) : null;
   }
 
   async function ensureForeignCluster(rr: ResourceRequest) {
     try {
-      await ensureIncomingForeignCluster(client, foreignClusterOf(rr.spec.clusterIdentity.clusterID), rr.spec.clusterIdentity, rr.spec.authUrl);
+      await ensureIncomingForeignCluster(
+        client,
+        foreignClusterOf(rr.spec.clusterIdentity.clusterID),
+        rr.spec.clusterIdentity,
+        rr.spec.authUrl,
+      );
     } catch (err) {
       // The offer does not depend on it: report, and go on.
       if (err instanceof KubeApiError && err.status === 403) {
-        events.warning(rr, "ForeignClusterNotRecorded", `cannot create ForeignCluster ${rr.spec.clusterIdentity.clusterName}: ${err.message}; ` +
-          "give the controller manager's ServiceAccount create on foreignclusters.discovery.liqo.io (the chart's RBAC does)");
+        events.warning(
+          rr,
+          "ForeignClusterNotRecorded",
+          `cannot create ForeignCluster ${rr.spec.clusterIdentity.clusterName}: ${err.message}; ` +
+            "give the controller manager's ServiceAccount create on foreignclusters.discovery.liqo.io (the chart's RBAC does)",
+        );
         return;
       }
       if (!(err instanceof ForeignClusterError)) throw err;
@@ -252,7 +413,12 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     const ns = rr.metadata.namespace!;
     if (!offer) {
       await patchRequestStatus(rr, { offerState: "None" });
-      await incoming(consumerId, "None", "OfferWithdrawn", `the peering with ${rr.spec.clusterIdentity.clusterName} ended at its request`);
+      await incoming(
+        consumerId,
+        "None",
+        "OfferWithdrawn",
+        `the peering with ${rr.spec.clusterIdentity.clusterName} ended at its request`,
+      );
       return;
     }
     const since = offer.spec.withdrawalTimestamp;
@@ -260,19 +426,39 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       const now = new Date(clock()).toISOString().replace(/\.\d+Z$/, "Z");
       await applyOffer(offer, desiredOffer(rr, consumerId, now));
       await patchRequestStatus(rr, { offerWithdrawalTimestamp: now });
-      await incoming(consumerId, "Disconnecting", "OfferWithdrawn", `ResourceOffer ${ns}/${offerName()} withdrawn; waiting for ${rr.spec.clusterIdentity.clusterName} to stop its virtual kubelet`);
+      await incoming(
+        consumerId,
+        "Disconnecting",
+        "OfferWithdrawn",
+        `ResourceOffer ${ns}/${offerName()} withdrawn; waiting for ${rr.spec.clusterIdentity.clusterName} to stop its virtual kubelet`,
+      );
       throw new RetryAfterError(Math.min(withdrawalTimeoutMs, 5_000), "waiting for the consumer to release the offer");
     }
     const unused = (offer.status?.virtualKubeletStatus ?? VirtualKubeletStatus.None) === VirtualKubeletStatus.None;
     const left = Date.parse(since) + withdrawalTimeoutMs - clock();
     if (!unused && left > 0) {
-      await incoming(consumerId, "Disconnecting", "OfferWithdrawn", `ResourceOffer ${ns}/${offerName()} withdrawn; waiting for ${rr.spec.clusterIdentity.clusterName} to stop its virtual kubelet`);
+      await incoming(
+        consumerId,
+        "Disconnecting",
+        "OfferWithdrawn",
+        `ResourceOffer ${ns}/${offerName()} withdrawn; waiting for ${rr.spec.clusterIdentity.clusterName} to stop its virtual kubelet`,
+      );
       throw new RetryAfterError(Math.min(left, 5_000), "waiting for the consumer to release the offer");
     }
-    if (!unused) events.warning(rr, "OfferWithdrawalTimeout", `the virtual kubelet of ${rr.spec.clusterIdentity.clusterName} still reported ${offer.status?.virtualKubeletStatus} ${withdrawalTimeoutMs / 1000}s after the withdrawal; the offer is deleted anyway`);
+    if (!unused)
+      events.warning(
+        rr,
+        "OfferWithdrawalTimeout",
+        `the virtual kubelet of ${rr.spec.clusterIdentity.clusterName} still reported ${offer.status?.virtualKubeletStatus} ${withdrawalTimeoutMs / 1000}s after the withdrawal; the offer is deleted anyway`,
+      );
     await deleteOffer(offer);
     await patchRequestStatus(rr, { offerState: "None" });
-    await incoming(consumerId, "None", "OfferWithdrawn", `the peering with ${rr.spec.clusterIdentity.clusterName} ended at its request`);
+    await incoming(
+      consumerId,
+      "None",
+      "OfferWithdrawn",
+      `the peering with ${rr.spec.clusterIdentity.clusterName} ended at its request`,
+    );
   }
 
   /**
@@ -289,7 +475,10 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       await applyOffer(offer, desiredOffer(rr, consumerId, now));
       await patchRequestStatus(rr, { offerWithdrawalTimestamp: now, refusal: why });
       await denied();
-      throw new RetryAfterError(Math.min(withdrawalTimeoutMs, 5_000), "waiting for the consumer to release the refused offer");
+      throw new RetryAfterError(
+        Math.min(withdrawalTimeoutMs, 5_000),
+        "waiting for the consumer to release the refused offer",
+      );
     }
     if (offer) {
       const unused = (offer.status?.virtualKubeletStatus ?? VirtualKubeletStatus.None) === VirtualKubeletStatus.None;
@@ -316,7 +505,12 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     const wait = (offerGoneAt.get(ns) ?? 0) + revokeGraceMs - clock();
     if (wait > 0) throw new RetryAfterError(wait, "offer deleted; revoking the identity next");
     offerGoneAt.delete(ns);
-    await incoming(consumerId, "None", "ResourceRequestDeleted", `cluster ${rr.spec.clusterIdentity.clusterName} deleted its ResourceRequest; its identity here is revoked`);
+    await incoming(
+      consumerId,
+      "None",
+      "ResourceRequestDeleted",
+      `cluster ${rr.spec.clusterIdentity.clusterName} deleted its ResourceRequest; its identity here is revoked`,
+    );
     const revoked = await revokeIdentity(client, consumerId);
     if (revoked.length) log.info("identity revoked", { consumerId, deleted: revoked });
     await dropFinalizer(rr);
@@ -325,31 +519,55 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
   async function dropFinalizer(rr: ResourceRequest) {
     if (!rr.metadata.finalizers?.includes(TENANT_FINALIZER)) return;
     await client.mergePatch(ResourceRequestResource, rr.metadata.name!, rr.metadata.namespace, {
-      metadata: { resourceVersion: rr.metadata.resourceVersion, finalizers: rr.metadata.finalizers.filter((f) => f !== TENANT_FINALIZER) },
+      metadata: {
+        resourceVersion: rr.metadata.resourceVersion,
+        finalizers: rr.metadata.finalizers.filter((f) => f !== TENANT_FINALIZER),
+      },
     });
   }
 
   const servedNamespaces = () => new Set([...requests.list(), ...offers.list()].map((x) => x.metadata.namespace!));
-  const enqueueAll = () => { for (const ns of servedNamespaces()) queue?.add(ns); };
+  const enqueueAll = () => {
+    for (const ns of servedNamespaces()) queue?.add(ns);
+  };
   // Node and pod churn comes in bursts; one recomputation per burst is enough.
   const soon = () => {
     usage = undefined;
     if (debounce) return;
-    debounce = setTimeout(() => { debounce = undefined; enqueueAll(); }, o.debounceMs ?? 1_000);
+    debounce = setTimeout(() => {
+      debounce = undefined;
+      enqueueAll();
+    }, o.debounceMs ?? 1_000);
   };
 
   return {
     handle,
     synced: () => informers.every((i) => i.synced),
-    async idle() { await queue?.idle(); },
+    async idle() {
+      await queue?.idle();
+    },
     async start() {
-      queue = createWorkQueue({ name: "resourcerequests", handler: handle, workers: 2, logger: log, maxDelayMs: 30_000 });
+      queue = createWorkQueue({
+        name: "resourcerequests",
+        handler: handle,
+        workers: 2,
+        logger: log,
+        maxDelayMs: 30_000,
+      });
       const byNamespace = (x: KubeObject) => queue?.add(x.metadata.namespace!);
-      for (const inf of [requests, offers] as Informer<KubeObject>[]) inf.on({ add: byNamespace, update: (_a, b) => byNamespace(b), delete: byNamespace });
+      for (const inf of [requests, offers] as Informer<KubeObject>[])
+        inf.on({ add: byNamespace, update: (_a, b) => byNamespace(b), delete: byNamespace });
       tenants.on({ add: (n) => queue?.add(n.metadata.name!), update: (_a, n) => queue?.add(n.metadata.name!) });
       // incomingPeeringEnabled changed: offers are made or withdrawn.
-      fcs.on({ add: enqueueAll, delete: enqueueAll, update: (a, b) => { if (a.spec?.incomingPeeringEnabled !== b.spec?.incomingPeeringEnabled) enqueueAll(); } });
-      for (const inf of [nodes, pods, twins] as Informer<KubeObject>[]) inf.on({ add: soon, update: soon, delete: soon });
+      fcs.on({
+        add: enqueueAll,
+        delete: enqueueAll,
+        update: (a, b) => {
+          if (a.spec?.incomingPeeringEnabled !== b.spec?.incomingPeeringEnabled) enqueueAll();
+        },
+      });
+      for (const inf of [nodes, pods, twins] as Informer<KubeObject>[])
+        inf.on({ add: soon, update: soon, delete: soon });
       for (const inf of informers) inf.start();
       await Promise.all(informers.map((i) => i.waitForSync()));
       queue.start();

@@ -7,7 +7,10 @@ describe("the provider's ForeignCluster for a consumer", () => {
   test("is named after the consumer, labelled as an incoming peering, with its auth URL", () => {
     const fc = incomingForeignCluster(rome, "https://172.18.0.3:30721");
     expect(fc.metadata.name).toBe("rome");
-    expect(fc.metadata.labels).toEqual({ "discovery.liqo.io/cluster-id": rome.clusterID, "discovery.liqo.io/discovery-type": "IncomingPeering" });
+    expect(fc.metadata.labels).toEqual({
+      "discovery.liqo.io/cluster-id": rome.clusterID,
+      "discovery.liqo.io/discovery-type": "IncomingPeering",
+    });
     expect(fc.spec.foreignAuthUrl).toBe("https://172.18.0.3:30721");
     expect(fc.spec.clusterIdentity).toEqual(rome);
   });
@@ -20,8 +23,23 @@ describe("the provider's ForeignCluster for a consumer", () => {
 describe("the IncomingPeering condition", () => {
   const at = new Date("2026-11-22T00:00:00Z");
   test("added when absent, other conditions kept", () => {
-    const out = withIncoming([{ type: "AuthenticationStatus", status: "Established" }], "Pending", "OfferPending", "m", at)!;
-    expect(out).toEqual([{ type: "AuthenticationStatus", status: "Established" }, { type: "IncomingPeering", status: "Pending", reason: "OfferPending", message: "m", lastTransitionTime: "2026-11-22T00:00:00Z" }]);
+    const out = withIncoming(
+      [{ type: "AuthenticationStatus", status: "Established" }],
+      "Pending",
+      "OfferPending",
+      "m",
+      at,
+    )!;
+    expect(out).toEqual([
+      { type: "AuthenticationStatus", status: "Established" },
+      {
+        type: "IncomingPeering",
+        status: "Pending",
+        reason: "OfferPending",
+        message: "m",
+        lastTransitionTime: "2026-11-22T00:00:00Z",
+      },
+    ]);
   });
   test("no write when nothing changes, and None is not written where there was nothing", () => {
     const cur = [{ type: "IncomingPeering" as const, status: "Pending" as const, reason: "R", message: "m" }];
@@ -29,7 +47,15 @@ describe("the IncomingPeering condition", () => {
     expect(withIncoming(undefined, "None", "R", "m", at)).toBeUndefined();
   });
   test("the transition time moves only when the status does", () => {
-    const cur = [{ type: "IncomingPeering" as const, status: "Pending" as const, reason: "R", message: "m", lastTransitionTime: "2026-01-01T00:00:00Z" }];
+    const cur = [
+      {
+        type: "IncomingPeering" as const,
+        status: "Pending" as const,
+        reason: "R",
+        message: "m",
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      },
+    ];
     expect(withIncoming(cur, "Pending", "R", "other", at)![0]!.lastTransitionTime).toBe("2026-01-01T00:00:00Z");
     expect(withIncoming(cur, "Established", "R", "m", at)![0]!.lastTransitionTime).toBe("2026-11-22T00:00:00Z");
   });

@@ -2,7 +2,12 @@
 // Liqo's auth service does for an incoming peering), and its IncomingPeering condition kept in
 // step with the offer. Only that one condition is ever written here.
 import {
-  ForeignClusterResource, parseForeignCluster, PeeringConditionStatus, type ClusterIdentity, type ForeignCluster, type PeeringCondition,
+  ForeignClusterResource,
+  parseForeignCluster,
+  PeeringConditionStatus,
+  type ClusterIdentity,
+  type ForeignCluster,
+  type PeeringCondition,
 } from "../../apis/index.ts";
 import { DISCOVERY_CLUSTER_ID_LABEL, DISCOVERY_TYPE_LABEL, DiscoveryType } from "../../apis/labels.ts";
 import type { KubeClient } from "../../kube/client.ts";
@@ -22,20 +27,38 @@ export function incomingForeignCluster(consumer: ClusterIdentity, authUrl: strin
     kind: "ForeignCluster",
     metadata: {
       name: consumer.clusterName,
-      labels: { [DISCOVERY_CLUSTER_ID_LABEL]: consumer.clusterID, [DISCOVERY_TYPE_LABEL]: DiscoveryType.IncomingPeering },
+      labels: {
+        [DISCOVERY_CLUSTER_ID_LABEL]: consumer.clusterID,
+        [DISCOVERY_TYPE_LABEL]: DiscoveryType.IncomingPeering,
+      },
     },
-    spec: { clusterIdentity: { ...consumer }, foreignAuthUrl: authUrl, outgoingPeeringEnabled: "Auto", incomingPeeringEnabled: "Auto", networkingEnabled: "Yes", insecureSkipTLSVerify: true },
+    spec: {
+      clusterIdentity: { ...consumer },
+      foreignAuthUrl: authUrl,
+      outgoingPeeringEnabled: "Auto",
+      incomingPeeringEnabled: "Auto",
+      networkingEnabled: "Yes",
+      insecureSkipTLSVerify: true,
+    },
   };
   try {
     return parseForeignCluster(fc);
   } catch (err) {
-    throw new ForeignClusterError(`cannot record cluster ${consumer.clusterName} (${consumer.clusterID}) as a ForeignCluster: ${(err as Error).message}; ` +
-      `its ResourceRequest's spec.authUrl must be the https URL of its authentication service`, { cause: err });
+    throw new ForeignClusterError(
+      `cannot record cluster ${consumer.clusterName} (${consumer.clusterID}) as a ForeignCluster: ${(err as Error).message}; ` +
+        `its ResourceRequest's spec.authUrl must be the https URL of its authentication service`,
+      { cause: err },
+    );
   }
 }
 
 /** Creates the ForeignCluster unless one with that cluster ID exists; refuses to take over a name held by another ID. */
-export async function ensureIncomingForeignCluster(client: KubeClient, existing: ForeignCluster | undefined, consumer: ClusterIdentity, authUrl: string): Promise<ForeignCluster> {
+export async function ensureIncomingForeignCluster(
+  client: KubeClient,
+  existing: ForeignCluster | undefined,
+  consumer: ClusterIdentity,
+  authUrl: string,
+): Promise<ForeignCluster> {
   if (existing) return existing;
   const desired = incomingForeignCluster(consumer, authUrl);
   try {
@@ -44,20 +67,35 @@ export async function ensureIncomingForeignCluster(client: KubeClient, existing:
     if (!(err instanceof KubeApiError && err.conflict)) throw err;
     const taken = await client.get<ForeignCluster>(ForeignClusterResource, desired.metadata.name!);
     if (taken.spec?.clusterIdentity?.clusterID === consumer.clusterID) return taken;
-    throw new ForeignClusterError(`ForeignCluster ${desired.metadata.name} already exists for cluster ID ${taken.spec?.clusterIdentity?.clusterID}, ` +
-      `not ${consumer.clusterID}: two clusters claim the name ${consumer.clusterName}; rename one of them or delete the stale ForeignCluster`);
+    throw new ForeignClusterError(
+      `ForeignCluster ${desired.metadata.name} already exists for cluster ID ${taken.spec?.clusterIdentity?.clusterID}, ` +
+        `not ${consumer.clusterID}: two clusters claim the name ${consumer.clusterName}; rename one of them or delete the stale ForeignCluster`,
+    );
   }
 }
 
 /** The conditions with IncomingPeering set to `status`; the same array when nothing changes. */
-export function withIncoming(conditions: PeeringCondition[] | undefined, status: IncomingStatus, reason: string, message: string, now = new Date()): PeeringCondition[] | undefined {
+export function withIncoming(
+  conditions: PeeringCondition[] | undefined,
+  status: IncomingStatus,
+  reason: string,
+  message: string,
+  now = new Date(),
+): PeeringCondition[] | undefined {
   const list = conditions ?? [];
   const current = list.find((c) => c.type === "IncomingPeering");
-  if (current && current.status === status && current.reason === reason && current.message === message) return undefined;
+  if (current && current.status === status && current.reason === reason && current.message === message)
+    return undefined;
   if (!current && status === PeeringConditionStatus.None) return undefined;
   const next: PeeringCondition = {
-    type: "IncomingPeering", status, reason, message,
-    lastTransitionTime: current?.status === status && current.lastTransitionTime ? current.lastTransitionTime : now.toISOString().replace(/\.\d+Z$/, "Z"),
+    type: "IncomingPeering",
+    status,
+    reason,
+    message,
+    lastTransitionTime:
+      current?.status === status && current.lastTransitionTime
+        ? current.lastTransitionTime
+        : now.toISOString().replace(/\.\d+Z$/, "Z"),
   };
   return current ? list.map((c) => (c === current ? next : c)) : [...list, next];
 }
@@ -66,16 +104,29 @@ export function withIncoming(conditions: PeeringCondition[] | undefined, status:
  * Writes the IncomingPeering condition and, as Liqo's provider shows it, the local tenant namespace
  * (optimistic: a concurrent writer makes this fail with 409 and retry).
  */
-export async function setIncomingPeering(client: KubeClient, fc: ForeignCluster, status: IncomingStatus, reason: string, message: string, tenantNamespace?: string): Promise<boolean> {
+export async function setIncomingPeering(
+  client: KubeClient,
+  fc: ForeignCluster,
+  status: IncomingStatus,
+  reason: string,
+  message: string,
+  tenantNamespace?: string,
+): Promise<boolean> {
   const next = withIncoming(fc.status?.peeringConditions, status, reason, message);
   const tenantMissing = !!tenantNamespace && fc.status?.tenantNamespace?.local !== tenantNamespace;
   if (!next && !tenantMissing) return false;
-  await client.mergePatch(ForeignClusterResource, fc.metadata.name!, undefined, {
-    metadata: { resourceVersion: fc.metadata.resourceVersion },
-    status: {
-      ...(next ? { peeringConditions: next } : {}),
-      ...(tenantMissing ? { tenantNamespace: { local: tenantNamespace } } : {}),
+  await client.mergePatch(
+    ForeignClusterResource,
+    fc.metadata.name!,
+    undefined,
+    {
+      metadata: { resourceVersion: fc.metadata.resourceVersion },
+      status: {
+        ...(next ? { peeringConditions: next } : {}),
+        ...(tenantMissing ? { tenantNamespace: { local: tenantNamespace } } : {}),
+      },
     },
-  }, "status");
+    "status",
+  );
   return true;
 }

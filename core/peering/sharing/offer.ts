@@ -1,7 +1,13 @@
 // What a provider offers a consumer: a share of its FREE physical capacity. Pure functions over
 // the nodes and pods the controller caches, so the arithmetic is tested without a cluster.
 import { LABEL_ORIGIN } from "../../reflection/abi.ts";
-import { MANAGED_BY_LABEL, MANAGED_BY_SHADOWPOD, REMOTE_CLUSTER_ID_LABEL, TYPE_LABEL, VIRTUAL_NODE_TYPE } from "../../apis/labels.ts";
+import {
+  MANAGED_BY_LABEL,
+  MANAGED_BY_SHADOWPOD,
+  REMOTE_CLUSTER_ID_LABEL,
+  TYPE_LABEL,
+  VIRTUAL_NODE_TYPE,
+} from "../../apis/labels.ts";
 import type { KubeObject } from "../../kube/resources.ts";
 import { formatQuantity, parseQuantity, percentOf, unitOf } from "./quantity.ts";
 
@@ -18,9 +24,12 @@ export class SharingPercentageError extends Error {
 
 /** Accepts 0–100 (a number or its text, decimals allowed); anything else is refused with the fix. */
 export function parseSharingPercentage(value: unknown): number {
-  const n = typeof value === "number" ? value : typeof value === "string" && value.trim() !== "" ? Number(value.trim()) : NaN;
+  const n =
+    typeof value === "number" ? value : typeof value === "string" && value.trim() !== "" ? Number(value.trim()) : NaN;
   if (!Number.isFinite(n) || n < 0 || n > 100) {
-    throw new SharingPercentageError(`--sharing-percentage ${JSON.stringify(value)} is not a percentage: give a number from 0 to 100 (default ${DEFAULT_SHARING_PERCENTAGE}), e.g. --sharing-percentage 30`);
+    throw new SharingPercentageError(
+      `--sharing-percentage ${JSON.stringify(value)} is not a percentage: give a number from 0 to 100 (default ${DEFAULT_SHARING_PERCENTAGE}), e.g. --sharing-percentage 30`,
+    );
   }
   return n;
 }
@@ -29,9 +38,16 @@ export type Node = KubeObject & {
   spec?: { unschedulable?: boolean };
   status?: { allocatable?: Record<string, string | number>; conditions?: { type: string; status: string }[] };
 };
-type Container = { resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> } };
+type Container = {
+  resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
+};
 export type Pod = KubeObject & {
-  spec?: { nodeName?: string; containers?: Container[]; initContainers?: Container[]; overhead?: Record<string, string | number> };
+  spec?: {
+    nodeName?: string;
+    containers?: Container[];
+    initContainers?: Container[];
+    overhead?: Record<string, string | number>;
+  };
   status?: { phase?: string };
 };
 
@@ -86,9 +102,14 @@ export function isActivePod(pod: Pod): boolean {
  * ShadowPod controller): the origin label the consumer's reflection puts on it, else the
  * remote-cluster-id label of its (twin) namespace.
  */
-export function offloadedFor(pod: Pod, namespaceLabels: (ns: string) => Record<string, string> | undefined): string | undefined {
+export function offloadedFor(
+  pod: Pod,
+  namespaceLabels: (ns: string) => Record<string, string> | undefined,
+): string | undefined {
   if (pod.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_SHADOWPOD) return undefined;
-  return pod.metadata.labels?.[LABEL_ORIGIN] ?? namespaceLabels(pod.metadata.namespace ?? "")?.[REMOTE_CLUSTER_ID_LABEL];
+  return (
+    pod.metadata.labels?.[LABEL_ORIGIN] ?? namespaceLabels(pod.metadata.namespace ?? "")?.[REMOTE_CLUSTER_ID_LABEL]
+  );
 }
 
 export interface FreeInput {
@@ -124,7 +145,7 @@ export function summarizeUsage(i: Omit<FreeInput, "consumerClusterId">): Usage {
     const consumer = offloadedFor(p, labels);
     if (consumer === undefined) continue;
     let own = byConsumer.get(consumer);
-    if (!own) byConsumer.set(consumer, own = zero());
+    if (!own) byConsumer.set(consumer, (own = zero()));
     for (const r of OFFERED_RESOURCES) own[r] += used[r];
   }
   return { left, byConsumer };

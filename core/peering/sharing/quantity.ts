@@ -6,7 +6,14 @@ export class QuantityError extends Error {
   override name = "QuantityError";
 }
 
-const BINARY: Record<string, bigint> = { Ki: 1n << 10n, Mi: 1n << 20n, Gi: 1n << 30n, Ti: 1n << 40n, Pi: 1n << 50n, Ei: 1n << 60n };
+const BINARY: Record<string, bigint> = {
+  Ki: 1n << 10n,
+  Mi: 1n << 20n,
+  Gi: 1n << 30n,
+  Ti: 1n << 40n,
+  Pi: 1n << 50n,
+  Ei: 1n << 60n,
+};
 const DECIMAL_EXP: Record<string, number> = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
 const QUANTITY = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE]([+-]?\d+))?$/;
 
@@ -26,7 +33,10 @@ export function parseQuantity(value: string | number, what = "quantity"): bigint
 
 function parseText(text: string, value: string | number, what: string): bigint {
   const m = QUANTITY.exec(text);
-  if (!m) throw new QuantityError(`${what}: "${value}" is not a Kubernetes quantity (examples: 500m, 2, 1.5Gi, 128974848, 1e3)`);
+  if (!m)
+    throw new QuantityError(
+      `${what}: "${value}" is not a Kubernetes quantity (examples: 500m, 2, 1.5Gi, 128974848, 1e3)`,
+    );
   const [, sign, number, suffix = "", exponent] = m;
   const [whole, fraction = ""] = number!.split(".");
   // digits × 10^(scale) with `scale` counting the fraction digits, then times the suffix.

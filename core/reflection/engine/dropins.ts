@@ -21,7 +21,11 @@ export interface DropinWatcher {
   stop(): void;
 }
 
-export function watchPluginDir(engine: ReflectionEngine, dir: string, options: { logger?: Logger; intervalMs?: number } = {}): DropinWatcher {
+export function watchPluginDir(
+  engine: ReflectionEngine,
+  dir: string,
+  options: { logger?: Logger; intervalMs?: number } = {},
+): DropinWatcher {
   const log = (options.logger ?? silentLogger).child({ component: "dropins", dir });
   const known = new Map<string, DropinFileState>();
   let scanning: Promise<void> | undefined;
@@ -78,7 +82,9 @@ export function watchPluginDir(engine: ReflectionEngine, dir: string, options: {
         again = false;
         await scanOnce().catch((err) => log.error("plugin directory scan failed", { err }));
       } while (again);
-    })().finally(() => { scanning = undefined; });
+    })().finally(() => {
+      scanning = undefined;
+    });
     return scanning;
   }
 

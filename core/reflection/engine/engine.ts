@@ -87,7 +87,10 @@ export class PluginConflictError extends Error {
 }
 
 export function createReflectionEngine(options: EngineOptions): ReflectionEngine {
-  const log = (options.logger ?? silentLogger).child({ component: "reflection", remoteClusterId: options.remoteClusterId });
+  const log = (options.logger ?? silentLogger).child({
+    component: "reflection",
+    remoteClusterId: options.remoteClusterId,
+  });
   const registry = options.registry ?? createRegistry();
   const metrics = createEngineMetrics(registry);
   const events = createEventRecorder(options.local, "liqo-reflection", log);
@@ -97,19 +100,36 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
   let stopped = false;
 
   registry.callbackGauge({
-    name: "liqo_reflection_queue_depth", help: "Keys waiting in a reflector's work queue.", labelNames: ["reflector"] as const,
-    collect: () => [...loaded.values()].flatMap((l) => l.reflectors.map((r) => ({ labels: { reflector: r.name }, value: r.queueDepth }))),
+    name: "liqo_reflection_queue_depth",
+    help: "Keys waiting in a reflector's work queue.",
+    labelNames: ["reflector"] as const,
+    collect: () =>
+      [...loaded.values()].flatMap((l) =>
+        l.reflectors.map((r) => ({ labels: { reflector: r.name }, value: r.queueDepth })),
+      ),
   });
   registry.callbackGauge({
-    name: "liqo_reflection_plugin_quarantined", help: "1 when a plugin is quarantined.", labelNames: ["plugin"] as const,
-    collect: () => [...loaded.values()].map((l) => ({ labels: { plugin: l.plugin.manifest.name }, value: l.plugin.state === "quarantined" ? 1 : 0 })),
+    name: "liqo_reflection_plugin_quarantined",
+    help: "1 when a plugin is quarantined.",
+    labelNames: ["plugin"] as const,
+    collect: () =>
+      [...loaded.values()].map((l) => ({
+        labels: { plugin: l.plugin.manifest.name },
+        value: l.plugin.state === "quarantined" ? 1 : 0,
+      })),
   });
 
   // The same context object per pair: the host serialises each context once.
   function contextFor(pair: NamespacePair): ReflectionContext {
     let ctx = contexts.get(pair.localNamespace);
     if (!ctx) {
-      ctx = { ...options.context, localClusterId: options.localClusterId, remoteClusterId: options.remoteClusterId, localNamespace: pair.localNamespace, remoteNamespace: pair.remoteNamespace };
+      ctx = {
+        ...options.context,
+        localClusterId: options.localClusterId,
+        remoteClusterId: options.remoteClusterId,
+        localNamespace: pair.localNamespace,
+        remoteNamespace: pair.remoteNamespace,
+      };
       contexts.set(pair.localNamespace, ctx);
     }
     return ctx;
@@ -129,10 +149,16 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
   function info(l: Loaded): PluginInfo {
     const s = l.plugin.stats();
     return {
-      name: l.plugin.manifest.name, version: l.plugin.manifest.version, trust: l.plugin.trust, source: l.source,
-      state: l.plugin.state, quarantineReason: l.plugin.quarantineReason,
+      name: l.plugin.manifest.name,
+      version: l.plugin.manifest.version,
+      trust: l.plugin.trust,
+      source: l.source,
+      state: l.plugin.state,
+      quarantineReason: l.plugin.quarantineReason,
       resources: l.plugin.manifest.resources.map((r) => `${r.kind}.${apiVersionOf(r)} (${r.direction})`),
-      calls: s.calls, recycles: s.recycles, memoHits: s.memoHits,
+      calls: s.calls,
+      recycles: s.recycles,
+      memoHits: s.memoHits,
     };
   }
 
@@ -149,8 +175,15 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
 
   async function startReflectors(l: Loaded) {
     const deps = {
-      local: options.local, remote: options.remote, contextFor, fieldManager: options.fieldManager ?? "liqo-reflection",
-      workers: options.workers ?? 4, logger: log, metrics, events, admits: options.admits,
+      local: options.local,
+      remote: options.remote,
+      contextFor,
+      fieldManager: options.fieldManager ?? "liqo-reflection",
+      workers: options.workers ?? 4,
+      logger: log,
+      metrics,
+      events,
+      admits: options.admits,
       onQuarantine: (_r: Reflector, reason: string) => quarantine(l, reason),
     };
     for (const res of l.plugin.manifest.resources) {
@@ -164,14 +197,28 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     registry,
     async addPlugin(wasm, { trust, source }) {
       if (stopped) throw new Error("the reflection engine is stopped");
-      const plugin = await loadPlugin(wasm, { trust, translateIp: options.translateIp, lookup, logger: log, memoEntries: options.memoEntries });
+      const plugin = await loadPlugin(wasm, {
+        trust,
+        translateIp: options.translateIp,
+        lookup,
+        logger: log,
+        memoEntries: options.memoEntries,
+      });
       const name = plugin.manifest.name;
-      const clash = [...loaded.values()].flatMap((l) => l.plugin.manifest.resources
-        .filter((r) => l.plugin.manifest.name !== name && plugin.manifest.resources.some((n) => n.kind === r.kind && apiVersionOf(n) === apiVersionOf(r)))
-        .map((r) => `${r.kind} (already reflected by ${l.plugin.manifest.name} from ${l.source})`));
+      const clash = [...loaded.values()].flatMap((l) =>
+        l.plugin.manifest.resources
+          .filter(
+            (r) =>
+              l.plugin.manifest.name !== name &&
+              plugin.manifest.resources.some((n) => n.kind === r.kind && apiVersionOf(n) === apiVersionOf(r)),
+          )
+          .map((r) => `${r.kind} (already reflected by ${l.plugin.manifest.name} from ${l.source})`),
+      );
       if (clash.length) {
         await plugin.close();
-        throw new PluginConflictError(`plugin ${name} from ${source} declares ${clash.join(", ")}; one kind has one reflector: remove the other plugin first`);
+        throw new PluginConflictError(
+          `plugin ${name} from ${source} declares ${clash.join(", ")}; one kind has one reflector: remove the other plugin first`,
+        );
       }
       const previous = loaded.get(name);
       if (previous) await this.removePlugin(name);
@@ -183,7 +230,12 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
         await this.removePlugin(name);
         throw err;
       }
-      log.info(previous ? "plugin replaced" : "plugin loaded", { plugin: name, version: plugin.manifest.version, trust, source });
+      log.info(previous ? "plugin replaced" : "plugin loaded", {
+        plugin: name,
+        version: plugin.manifest.version,
+        trust,
+        source,
+      });
       return info(l);
     },
     async removePlugin(name) {
@@ -197,7 +249,9 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     async addNamespacePair(pair) {
       const existing = pairs.get(pair.localNamespace);
       if (existing && existing.remoteNamespace !== pair.remoteNamespace) {
-        throw new Error(`namespace ${pair.localNamespace} is already paired with ${existing.remoteNamespace}; remove that pair first`);
+        throw new Error(
+          `namespace ${pair.localNamespace} is already paired with ${existing.remoteNamespace}; remove that pair first`,
+        );
       }
       pairs.set(pair.localNamespace, pair);
       await Promise.all([...loaded.values()].flatMap((l) => l.reflectors.map((r) => r.addPair(pair))));
@@ -205,14 +259,26 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     async removeNamespacePair(localNamespace) {
       if (!pairs.delete(localNamespace)) return;
       contexts.delete(localNamespace);
-      await Promise.all([...loaded.values()].flatMap((l) => l.reflectors.filter((r) => r.namespaced).map((r) => r.removePair(localNamespace))));
+      await Promise.all(
+        [...loaded.values()].flatMap((l) =>
+          l.reflectors.filter((r) => r.namespaced).map((r) => r.removePair(localNamespace)),
+        ),
+      );
     },
     pairs: () => [...pairs.values()],
     plugins: () => [...loaded.values()].map(info),
-    reflectors: () => [...loaded.values()].flatMap((l) => l.reflectors.map((r) => ({
-      name: r.name, kind: r.resource.kind, direction: r.resource.direction, pairs: r.pairCount, queueDepth: r.queueDepth,
-      handled: r.queueStats.handled, failed: r.queueStats.failed,
-    }))),
+    reflectors: () =>
+      [...loaded.values()].flatMap((l) =>
+        l.reflectors.map((r) => ({
+          name: r.name,
+          kind: r.resource.kind,
+          direction: r.resource.direction,
+          pairs: r.pairCount,
+          queueDepth: r.queueDepth,
+          handled: r.queueStats.handled,
+          failed: r.queueStats.failed,
+        })),
+      ),
     synced: () => [...loaded.values()].every((l) => l.reflectors.every((r) => r.synced())),
     requeueAll() {
       for (const l of loaded.values()) for (const r of l.reflectors) r.requeueLocal();

@@ -35,7 +35,10 @@ describe("event recorder", () => {
     recorder.normal(obj, "Broken", "second");
     await recorder.flush();
     const got = await events("ev-once", "subject");
-    expect(got.map((e) => `${e.type} ${e.reason} ${e.message}`).sort()).toEqual(["Normal Broken second", "Warning Broken first"]);
+    expect(got.map((e) => `${e.type} ${e.reason} ${e.message}`).sort()).toEqual([
+      "Normal Broken second",
+      "Warning Broken first",
+    ]);
     expect(got[0].involvedObject).toMatchObject({ kind: "ConfigMap", namespace: "ev-once", uid: cm.metadata.uid });
     expect(got[0].source.component).toBe("test");
   });
@@ -43,7 +46,11 @@ describe("event recorder", () => {
   test("a write that fails for good is not remembered: once the cause is gone the same Event is recorded", async () => {
     const recorder = createEventRecorder(client, "test", silentLogger, { attempts: 2, baseDelayMs: 10 });
     // Its namespace does not exist yet: the API server refuses the Event (404, not worth retrying).
-    const ghost = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "early", namespace: "ev-later", uid: "0000-early" } } as KubeObject;
+    const ghost = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "early", namespace: "ev-later", uid: "0000-early" },
+    } as KubeObject;
     recorder.warning(ghost, "ReflectionPluginQuarantined", "configmaps not reflected: plugin x trapped");
     await recorder.flush();
     await client.create(Resources.namespaces, { metadata: { name: "ev-later" } });

@@ -28,7 +28,12 @@ export function isTransientEventError(err: unknown): boolean {
   return err.status === 0 || err.status === 409 || err.status === 429 || err.status >= 500;
 }
 
-export function createEventRecorder(client: KubeClient, component: string, logger: Logger, options: EventRecorderOptions | number = {}): EventRecorder {
+export function createEventRecorder(
+  client: KubeClient,
+  component: string,
+  logger: Logger,
+  options: EventRecorderOptions | number = {},
+): EventRecorder {
   const o = typeof options === "number" ? { windowMs: options } : options;
   const windowMs = o.windowMs ?? 10 * 60_000;
   const attempts = o.attempts ?? 6;
@@ -63,12 +68,25 @@ export function createEventRecorder(client: KubeClient, component: string, logge
     const namespace = m.namespace ?? "default";
     const stamp = new Date(now).toISOString().replace(/\.\d+Z$/, "Z");
     const body = {
-      apiVersion: "v1", kind: "Event",
+      apiVersion: "v1",
+      kind: "Event",
       metadata: { generateName: `${m.name}.`, namespace },
-      involvedObject: { apiVersion: obj.apiVersion, kind: obj.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion },
-      reason, message: message.slice(0, 1024), type,
-      source: { component }, reportingComponent: component,
-      firstTimestamp: stamp, lastTimestamp: stamp, count: 1,
+      involvedObject: {
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: m.name,
+        namespace: m.namespace,
+        uid: m.uid,
+        resourceVersion: m.resourceVersion,
+      },
+      reason,
+      message: message.slice(0, 1024),
+      type,
+      source: { component },
+      reportingComponent: component,
+      firstTimestamp: stamp,
+      lastTimestamp: stamp,
+      count: 1,
     };
     const done = write(body, namespace, dedupe, `${namespace}/${m.name}`, reason).finally(() => pending.delete(done));
     pending.add(done);
@@ -76,6 +94,8 @@ export function createEventRecorder(client: KubeClient, component: string, logge
   return {
     warning: (obj, reason, message) => record("Warning", obj, reason, message),
     normal: (obj, reason, message) => record("Normal", obj, reason, message),
-    flush: async () => { while (pending.size) await Promise.all([...pending]); },
+    flush: async () => {
+      while (pending.size) await Promise.all([...pending]);
+    },
   };
 }

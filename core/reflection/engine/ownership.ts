@@ -30,7 +30,11 @@ type FieldSet = { [key: string]: FieldSet };
 type Json = Record<string, unknown>;
 
 /** Managers of the destination's control plane: their fields are part of the object's life there. */
-export const DESTINATION_CONTROLLERS: ReadonlySet<string> = new Set(["kube-controller-manager", "kube-scheduler", "kubelet"]);
+export const DESTINATION_CONTROLLERS: ReadonlySet<string> = new Set([
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kubelet",
+]);
 
 export function isEqual(c: Convergence): boolean {
   return !c.apply && c.removals.length === 0;
@@ -41,7 +45,12 @@ export function isEqual(c: Convergence): boolean {
  * subresource write: only the status counts, and only our own status entry (the user's local
  * object may have other status writers).
  */
-export function convergence(answer: Json, actual: Json, fieldManager: string, scope: "main" | "status" = "main"): Convergence {
+export function convergence(
+  answer: Json,
+  actual: Json,
+  fieldManager: string,
+  scope: "main" | "status" = "main",
+): Convergence {
   const desired = scope === "status" ? { status: answer.status } : answer;
   const sub = scope === "status" ? "status" : "";
   const entries = ((actual.metadata as Json | undefined)?.managedFields ?? []) as ManagedFieldsEntry[];
@@ -87,7 +96,14 @@ interface Leaf {
  * item is found by its key fields (k:), its value (v:) or its index (i:), in the object and in
  * the answer separately: the same item may sit at another index in each.
  */
-function walk(set: FieldSet, actual: unknown, answer: unknown, id: string, pointer: string, visit: (leaf: Leaf) => void): void {
+function walk(
+  set: FieldSet,
+  actual: unknown,
+  answer: unknown,
+  id: string,
+  pointer: string,
+  visit: (leaf: Leaf) => void,
+): void {
   for (const [key, child] of Object.entries(set)) {
     if (key === ".") continue;
     const kind = key.slice(0, 2);
@@ -141,8 +157,10 @@ function itemMatcher(kind: string, arg: string, defaulted: boolean): Matcher | u
   if (kind === "v:") return (item) => sameValue(item, parsed);
   if (parsed === null || typeof parsed !== "object") return undefined;
   const keys = Object.entries(parsed as Json);
-  return (item) => item !== null && typeof item === "object"
-    && keys.every(([k, v]) => sameValue((item as Json)[k], v) || (defaulted && (item as Json)[k] === undefined));
+  return (item) =>
+    item !== null &&
+    typeof item === "object" &&
+    keys.every(([k, v]) => sameValue((item as Json)[k], v) || (defaulted && (item as Json)[k] === undefined));
 }
 
 function element(list: unknown, match: Matcher): { value: unknown; at: string } | undefined {
@@ -152,7 +170,14 @@ function element(list: unknown, match: Matcher): { value: unknown; at: string } 
 }
 
 function sameValue(a: unknown, b: unknown): boolean {
-  return a === b || (a !== null && b !== null && typeof a === "object" && typeof b === "object" && JSON.stringify(a) === JSON.stringify(b));
+  return (
+    a === b ||
+    (a !== null &&
+      b !== null &&
+      typeof a === "object" &&
+      typeof b === "object" &&
+      JSON.stringify(a) === JSON.stringify(b))
+  );
 }
 
 /** The API server stores empty lists and maps as absent: an empty value is no value. */

@@ -63,37 +63,57 @@ export class Reflector {
   /** Per key, the uid of an object this reflector created and its cache has not shown yet (createByApply). */
   private readonly createdHere = new Map<string, string>();
 
-  constructor(readonly plugin: ReflectorPlugin, readonly resource: Resource, readonly ref: ResourceRef, private readonly deps: ReflectorDeps) {
+  constructor(
+    readonly plugin: ReflectorPlugin,
+    readonly resource: Resource,
+    readonly ref: ResourceRef,
+    private readonly deps: ReflectorDeps,
+  ) {
     this.name = `${plugin.manifest.name}/${resource.kind}`;
     this.log = deps.logger.child({ reflector: this.name });
     // lookup reads other objects and translateIp may be remapped by the network fabric later: an
     // answer that uses either can change while both objects stay the same.
     this.memoable = resource.direction !== "both" && plugin.manifest.hostFunctions.every((f) => f === "log");
     this.queue = createWorkQueue({
-      name: this.name, workers: deps.workers, logger: this.log, baseDelayMs: 50, maxDelayMs: 60_000,
+      name: this.name,
+      workers: deps.workers,
+      logger: this.log,
+      baseDelayMs: 50,
+      maxDelayMs: 60_000,
       handler: (key) => this.handle(key),
       observe: (_k, _o, ms) => deps.metrics.latency.observe({ reflector: this.name }, ms / 1000),
     });
     this.queue.start();
   }
 
-  get namespaced(): boolean { return this.resource.namespaced !== false; }
-  get queueDepth(): number { return this.queue.depth; }
-  get pairCount(): number { return this.pairs.size; }
-  get queueStats() { return this.queue.stats; }
+  get namespaced(): boolean {
+    return this.resource.namespaced !== false;
+  }
+  get queueDepth(): number {
+    return this.queue.depth;
+  }
+  get pairCount(): number {
+    return this.pairs.size;
+  }
+  get queueStats() {
+    return this.queue.stats;
+  }
 
   /** Starts reflecting this kind for a pair; cluster-scoped kinds share one pair-less set of informers. */
   async addPair(pair: NamespacePair): Promise<void> {
     const id = this.namespaced ? pair.localNamespace : "";
     if (this.stopped || this.pairs.has(id)) return;
-    const mk = (client: KubeClient, namespace?: string) => createInformer<KubeObj>({ client, resource: this.ref, namespace, logger: this.log, resyncMs: 10 * 60_000 });
+    const mk = (client: KubeClient, namespace?: string) =>
+      createInformer<KubeObj>({ client, resource: this.ref, namespace, logger: this.log, resyncMs: 10 * 60_000 });
     const entry: PairInformers = {
       pair,
       local: mk(this.deps.local, this.namespaced ? pair.localNamespace : undefined),
       remote: mk(this.deps.remote, this.namespaced ? pair.remoteNamespace : undefined),
     };
-    const enqueue = (obj: KubeObj) => this.queue.add(this.namespaced ? `${pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
-    for (const inf of [entry.local, entry.remote]) inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+    const enqueue = (obj: KubeObj) =>
+      this.queue.add(this.namespaced ? `${pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+    for (const inf of [entry.local, entry.remote])
+      inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
     this.pairs.set(id, entry);
     if (this.namespaced) this.byRemoteNs.set(pair.remoteNamespace, pair.localNamespace);
     entry.local.start();
@@ -125,7 +145,8 @@ export class Reflector {
   /** Queues every local object again, so each one gets the Event of a quarantine that happened meanwhile. */
   requeueLocal(): void {
     for (const entry of this.pairs.values()) {
-      for (const obj of entry.local.list()) this.queue.add(this.namespaced ? `${entry.pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+      for (const obj of entry.local.list())
+        this.queue.add(this.namespaced ? `${entry.pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
     }
   }
 
@@ -149,7 +170,8 @@ export class Reflector {
     // Decide only once both caches have listed: with just the remote side listed, a local object
     // looks absent, so its copy would be deleted, or a plugin failure blamed on no local object
     // (a quarantine then had nothing to put its Event on).
-    if (!entry.local.synced || !entry.remote.synced) throw new RetryAfterError(100, `caches of namespace ${entry.pair.localNamespace} are still listing`);
+    if (!entry.local.synced || !entry.remote.synced)
+      throw new RetryAfterError(100, `caches of namespace ${entry.pair.localNamespace} are still listing`);
     const { pair } = entry;
     const seen = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
     const local = seen && this.deps.admits && !this.deps.admits(this.resource.kind, seen) ? null : seen;
@@ -162,7 +184,8 @@ export class Reflector {
     const ctx = this.deps.contextFor(pair);
     const dir = this.resource.direction;
     // Done once the cache shows the object, or once there is nothing left to create it from.
-    if (this.createdHere.size && (dir === "backward" ? local || !remote : remote || !local)) this.createdHere.delete(key);
+    if (this.createdHere.size && (dir === "backward" ? local || !remote : remote || !local))
+      this.createdHere.delete(key);
     if (this.memoable) {
       const [source, target] = dir === "forward" ? [local, remote] : [remote, local];
       const stamp = `${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
@@ -179,14 +202,25 @@ export class Reflector {
   /** The engine quarantines the plugin (once); the object gets its Event (the recorder keeps one per object). */
   private reportQuarantine(subject: KubeObj | null | undefined, reason: string): void {
     this.deps.onQuarantine(this, reason);
-    if (subject) this.deps.events.warning(subject, "ReflectionPluginQuarantined", `${this.resource.kind} not reflected: ${reason}`);
+    if (subject)
+      this.deps.events.warning(
+        subject,
+        "ReflectionPluginQuarantined",
+        `${this.resource.kind} not reflected: ${reason}`,
+      );
   }
 
   /**
    * source → target: forward writes the remote cluster, backward the local one. Returns the
    * target's resourceVersion when the target now equals what the plugin answered (written or already so).
    */
-  private async step(key: string, direction: "forward" | "backward", source: KubeObj | null, target: KubeObj | null, ctx: ReflectionContext): Promise<string | undefined> {
+  private async step(
+    key: string,
+    direction: "forward" | "backward",
+    source: KubeObj | null,
+    target: KubeObj | null,
+    ctx: ReflectionContext,
+  ): Promise<string | undefined> {
     if (!source && !target) return;
     const forward = direction === "forward";
     const targetClient = forward ? this.deps.remote : this.deps.local;
@@ -198,7 +232,8 @@ export class Reflector {
     try {
       const [s, t] = [source as KubeObject | null, target as KubeObject | null];
       // A built-in answers synchronously: no promise, and the metric times the call alone.
-      if (this.plugin.trust === "builtin") decision = forward ? this.plugin.forwardSync(s, t, ctx) : this.plugin.backwardSync(s, t, ctx);
+      if (this.plugin.trust === "builtin")
+        decision = forward ? this.plugin.forwardSync(s, t, ctx) : this.plugin.backwardSync(s, t, ctx);
       else decision = forward ? await this.plugin.forward(s, t, ctx) : await this.plugin.backward(s, t, ctx);
     } catch (err) {
       this.countError("plugin");
@@ -221,7 +256,8 @@ export class Reflector {
     // Reflection never sets owner references. A destination controller that copies its parent's
     // labels (the EndpointSlice controller copies a reflected Service's) makes objects that carry our
     // labels and an owner: not ours. Deleting them started an endless delete/recreate fight.
-    const owned = !!target && (statusOnly || (isOwnedBy(target as KubeObject, origin) && !target.metadata.ownerReferences?.length));
+    const owned =
+      !!target && (statusOnly || (isOwnedBy(target as KubeObject, origin) && !target.metadata.ownerReferences?.length));
     try {
       if (decision.decision === "apply") {
         if (target && !owned) return this.conflict(subject, target);
@@ -229,7 +265,9 @@ export class Reflector {
       } else if (decision.decision === "delete") {
         // Never delete what reflection did not create; with no local object there is no conflict to report.
         if (!target || statusOnly || !owned) return this.count("skip");
-        await targetClient.delete(this.ref, target.metadata.name!, target.metadata.namespace, { uid: target.metadata.uid });
+        await targetClient.delete(this.ref, target.metadata.name!, target.metadata.namespace, {
+          uid: target.metadata.uid,
+        });
       } else if (/conflict/i.test(decision.reason) && target && subject) {
         return this.conflict(subject, target);
       }
@@ -239,7 +277,11 @@ export class Reflector {
       if (err instanceof KubeApiError && err.conflict && decision.decision === "delete") return; // replaced meanwhile: the informer brings the new one
       this.countError("api");
       if (subject && err instanceof KubeApiError) {
-        this.deps.events.warning(subject, "ReflectionFailed", `${direction} ${decision.decision} of ${this.resource.kind} failed: ${err.message}`);
+        this.deps.events.warning(
+          subject,
+          "ReflectionFailed",
+          `${direction} ${decision.decision} of ${this.resource.kind} failed: ${err.message}`,
+        );
       }
       throw err;
     }
@@ -255,7 +297,13 @@ export class Reflector {
    * replace (PUT) would do it in one request but would hand every field to an Update entry,
    * which later applies never remove, and would drop what the destination's own controllers set.
    */
-  private async write(key: string, client: KubeClient, answer: KubeObj, target: KubeObj | null, statusOnly: boolean): Promise<string | undefined> {
+  private async write(
+    key: string,
+    client: KubeClient,
+    answer: KubeObj,
+    target: KubeObj | null,
+    statusOnly: boolean,
+  ): Promise<string | undefined> {
     const fieldManager = this.deps.fieldManager;
     const scope = statusOnly ? "status" : "main";
     if (!target && !statusOnly) {
@@ -272,10 +320,13 @@ export class Reflector {
     if (plan.apply) {
       // The cached resourceVersion is a precondition: if the object changed hands meanwhile, the apply fails.
       const body = { ...answer };
-      if (current && !statusOnly) body.metadata = { ...body.metadata, resourceVersion: current.metadata.resourceVersion };
-      current = await client.apply(this.ref, body, { fieldManager, force: true, subresource: statusOnly ? "status" : undefined })
+      if (current && !statusOnly)
+        body.metadata = { ...body.metadata, resourceVersion: current.metadata.resourceVersion };
+      current = await client
+        .apply(this.ref, body, { fieldManager, force: true, subresource: statusOnly ? "status" : undefined })
         .catch((err) => {
-          if (err instanceof KubeApiError && err.status === 409) throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
+          if (err instanceof KubeApiError && err.status === 409)
+            throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
           throw err;
         });
       this.count("apply");
@@ -284,9 +335,13 @@ export class Reflector {
     if (plan.removals.length && current) {
       const { name, namespace, resourceVersion } = current.metadata;
       // Replacing the resourceVersion with itself is the precondition: another version fails with a Conflict.
-      const ops = [{ op: "replace" as const, path: "/metadata/resourceVersion", value: resourceVersion }, ...plan.removals.map((path) => ({ op: "remove" as const, path }))];
+      const ops = [
+        { op: "replace" as const, path: "/metadata/resourceVersion", value: resourceVersion },
+        ...plan.removals.map((path) => ({ op: "remove" as const, path })),
+      ];
       current = await client.jsonPatch(this.ref, name!, namespace, ops, { fieldManager }).catch((err) => {
-        if (err instanceof KubeApiError && (err.status === 409 || err.status === 422)) throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
+        if (err instanceof KubeApiError && (err.status === 409 || err.status === 422))
+          throw new RetryAfterError(200, `${this.resource.kind} changed in the destination; re-reading`);
         throw err;
       });
       this.count("repair");
@@ -308,11 +363,14 @@ export class Reflector {
    */
   private async createByApply(client: KubeClient, answer: KubeObj, key: string): Promise<KubeObj> {
     const fieldManager = this.deps.fieldManager;
-    const appeared = () => new RetryAfterError(200, `${this.resource.kind} appeared in the destination before our cache saw it`);
-    const { object, created } = await client.applyReporting(this.ref, answer, { fieldManager, force: false }).catch((err) => {
-      if (err instanceof KubeApiError && err.status === 409) throw appeared();
-      throw err;
-    });
+    const appeared = () =>
+      new RetryAfterError(200, `${this.resource.kind} appeared in the destination before our cache saw it`);
+    const { object, created } = await client
+      .applyReporting(this.ref, answer, { fieldManager, force: false })
+      .catch((err) => {
+        if (err instanceof KubeApiError && err.status === 409) throw appeared();
+        throw err;
+      });
     if (created) {
       this.createdHere.set(key, object.metadata.uid!);
       return object;
@@ -320,18 +378,27 @@ export class Reflector {
     // Ours after all: our own create, whose watch event the cache has not seen yet.
     if (this.createdHere.get(key) === object.metadata.uid) return object;
     const { name, namespace } = answer.metadata;
-    await client.apply(this.ref, { apiVersion: answer.apiVersion, kind: answer.kind, metadata: { name, namespace } }, { fieldManager, force: false });
+    await client.apply(
+      this.ref,
+      { apiVersion: answer.apiVersion, kind: answer.kind, metadata: { name, namespace } },
+      { fieldManager, force: false },
+    );
     throw appeared();
   }
 
   private settledAt(obj: KubeObj, plan: Convergence): string | undefined {
     if (isEqual(plan)) return obj.metadata.resourceVersion;
-    this.log.warn("the destination still differs from the answer after writing it", { key: obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name, removals: plan.removals });
+    this.log.warn("the destination still differs from the answer after writing it", {
+      key: obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name,
+      removals: plan.removals,
+    });
     return undefined;
   }
 
   private conflict(subject: KubeObj | null, target: KubeObj) {
-    const where = target.metadata.namespace ? `${target.metadata.namespace}/${target.metadata.name}` : target.metadata.name;
+    const where = target.metadata.namespace
+      ? `${target.metadata.namespace}/${target.metadata.name}`
+      : target.metadata.name;
     const msg = `${this.resource.kind} ${where} already exists in the destination and was not created by liqo reflection; it is left untouched. Rename or delete it to let reflection proceed.`;
     if (subject) this.deps.events.warning(subject, "ReflectionConflict", msg);
     this.log.warn("conflict: destination object not owned by reflection", { key: where });

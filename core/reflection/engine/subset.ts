@@ -25,6 +25,7 @@ export function isSubset(desired: unknown, actual: unknown): boolean {
 
 function isEmpty(value: object): boolean {
   if (Array.isArray(value)) return value.length === 0;
-  for (const v of Object.values(value)) if (v !== undefined && !(v !== null && typeof v === "object" && isEmpty(v))) return false;
+  for (const v of Object.values(value))
+    if (v !== undefined && !(v !== null && typeof v === "object" && isEmpty(v))) return false;
   return true;
 }

@@ -34,9 +34,11 @@ export interface StoredPlugin {
 
 export function pluginConfigMap(namespace: string, name: string, bytes: Uint8Array, manifest: Manifest): KubeObject {
   return {
-    apiVersion: "v1", kind: "ConfigMap",
+    apiVersion: "v1",
+    kind: "ConfigMap",
     metadata: {
-      name: pluginConfigMapName(name), namespace,
+      name: pluginConfigMapName(name),
+      namespace,
       labels: { [PLUGIN_LABEL]: "true", [PLUGIN_NAME_LABEL]: name, "app.kubernetes.io/managed-by": "liqoctl" },
       annotations: { [MANIFEST_ANNOTATION]: JSON.stringify(manifest) },
     },
@@ -50,22 +52,37 @@ export function storedPlugin(cm: KubeObject): StoredPlugin | { configMap: string
   const keys = Object.keys(bin).filter((k) => k.endsWith(".wasm"));
   const key = PLUGIN_KEY in bin ? PLUGIN_KEY : keys.length === 1 ? keys[0]! : undefined;
   const configMap = cm.metadata.name!;
-  if (!key) return { configMap, error: `ConfigMap ${cm.metadata.namespace}/${configMap} is labelled ${PLUGIN_LABEL}=true but has no binaryData key ${PLUGIN_KEY} (or one *.wasm key)` };
+  if (!key)
+    return {
+      configMap,
+      error: `ConfigMap ${cm.metadata.namespace}/${configMap} is labelled ${PLUGIN_LABEL}=true but has no binaryData key ${PLUGIN_KEY} (or one *.wasm key)`,
+    };
   let manifest: Manifest | undefined;
   try {
-    manifest = cm.metadata.annotations?.[MANIFEST_ANNOTATION] ? JSON.parse(cm.metadata.annotations[MANIFEST_ANNOTATION]) : undefined;
+    manifest = cm.metadata.annotations?.[MANIFEST_ANNOTATION]
+      ? JSON.parse(cm.metadata.annotations[MANIFEST_ANNOTATION])
+      : undefined;
   } catch {
     manifest = undefined;
   }
   return {
-    name: cm.metadata.labels?.[PLUGIN_NAME_LABEL] ?? configMap.replace(/^liqo-plugin-/, ""), configMap, namespace: cm.metadata.namespace!,
-    bytes: new Uint8Array(Buffer.from(bin[key]!, "base64")), manifest, uid: cm.metadata.uid, createdAt: cm.metadata.creationTimestamp,
+    name: cm.metadata.labels?.[PLUGIN_NAME_LABEL] ?? configMap.replace(/^liqo-plugin-/, ""),
+    configMap,
+    namespace: cm.metadata.namespace!,
+    bytes: new Uint8Array(Buffer.from(bin[key]!, "base64")),
+    manifest,
+    uid: cm.metadata.uid,
+    createdAt: cm.metadata.creationTimestamp,
   };
 }
 
-export async function listStoredPlugins(client: KubeClient, namespace: string): Promise<Array<StoredPlugin | { configMap: string; error: string }>> {
+export async function listStoredPlugins(
+  client: KubeClient,
+  namespace: string,
+): Promise<Array<StoredPlugin | { configMap: string; error: string }>> {
   const list = await client.list(Resources.configMaps, { namespace, labelSelector: `${PLUGIN_LABEL}=true` });
   return list.items.sort((a, b) => a.metadata.name!.localeCompare(b.metadata.name!)).map(storedPlugin);
 }
 
-export const kindsOf = (m: Manifest) => m.resources.map((r) => `${r.kind}.${r.group || "core"}/${r.version} (${r.direction})`);
+export const kindsOf = (m: Manifest) =>
+  m.resources.map((r) => `${r.kind}.${r.group || "core"}/${r.version} (${r.direction})`);

@@ -8,9 +8,19 @@ import type { ReadyPlugin } from "./watch.ts";
 
 const sourceOf = (p: ReadyPlugin, namespace: string) => `configmap:${namespace}/${p.configMap}#${p.hash}`;
 
-export interface DropinSync { loaded: string[]; stopped: string[]; failed: { name: string; error: string }[] }
+export interface DropinSync {
+  loaded: string[];
+  stopped: string[];
+  failed: { name: string; error: string }[];
+}
 
-export async function syncDropins(engine: ReflectionEngine, wanted: ReadyPlugin[], namespace: string, log: Logger, only: "removals" | "all" = "all"): Promise<DropinSync> {
+export async function syncDropins(
+  engine: ReflectionEngine,
+  wanted: ReadyPlugin[],
+  namespace: string,
+  log: Logger,
+  only: "removals" | "all" = "all",
+): Promise<DropinSync> {
   const out: DropinSync = { loaded: [], stopped: [], failed: [] };
   const want = new Map(wanted.map((p) => [p.name, p]));
   for (const info of engine.plugins()) {

@@ -19,7 +19,11 @@ export interface ReadyPlugin {
   manifest: Manifest;
 }
 
-export interface PluginProblem { configMap: string; name?: string; error: string }
+export interface PluginProblem {
+  configMap: string;
+  name?: string;
+  error: string;
+}
 
 export interface PluginStore {
   start(): Promise<void>;
@@ -28,7 +32,11 @@ export interface PluginStore {
   ready(): ReadyPlugin[];
   problems(): PluginProblem[];
   /** What a ResourceRequest asks the provider to grant (spec.reflectorPlugins). */
-  requests(): { name: string; version: string; resources: { group: string; version: string; kind: string; direction: "forward" | "backward" | "both" }[] }[];
+  requests(): {
+    name: string;
+    version: string;
+    resources: { group: string; version: string; kind: string; direction: "forward" | "backward" | "both" }[];
+  }[];
   onChange(listener: () => void): void;
   /** Resolves once every ConfigMap seen so far is validated. */
   settled(): Promise<void>;
@@ -36,9 +44,18 @@ export interface PluginStore {
 
 export function createPluginStore(o: { client: KubeClient; namespace: string; logger?: Logger }): PluginStore {
   const log = (o.logger ?? silentLogger).child({ component: "plugin-store", namespace: o.namespace });
-  const informer = createInformer({ client: o.client, resource: Resources.configMaps, namespace: o.namespace, labelSelector: `${PLUGIN_LABEL}=true`, logger: log });
+  const informer = createInformer({
+    client: o.client,
+    resource: Resources.configMaps,
+    namespace: o.namespace,
+    labelSelector: `${PLUGIN_LABEL}=true`,
+    logger: log,
+  });
   /** By ConfigMap name: the verdict on its current bytes. */
-  const verdicts = new Map<string, { hash: string; plugin?: ReadyPlugin; error?: string; name?: string; created: string }>();
+  const verdicts = new Map<
+    string,
+    { hash: string; plugin?: ReadyPlugin; error?: string; name?: string; created: string }
+  >();
   const listeners: (() => void)[] = [];
   let work: Promise<void> = Promise.resolve();
 
@@ -55,8 +72,17 @@ export function createPluginStore(o: { client: KubeClient; namespace: string; lo
     const verdict = await validatePlugin(s.bytes, { label: `ConfigMap ${o.namespace}/${name}` });
     if (!informer.get(`${o.namespace}/${name}`)) return; // deleted while it was being validated
     if (verdict.ok) {
-      verdicts.set(name, { hash, created, name: verdict.manifest.name, plugin: { name: verdict.manifest.name, configMap: name, hash, bytes: s.bytes, manifest: verdict.manifest } });
-      log.info("reflector plugin validated", { key: name, plugin: verdict.manifest.name, version: verdict.manifest.version });
+      verdicts.set(name, {
+        hash,
+        created,
+        name: verdict.manifest.name,
+        plugin: { name: verdict.manifest.name, configMap: name, hash, bytes: s.bytes, manifest: verdict.manifest },
+      });
+      log.info("reflector plugin validated", {
+        key: name,
+        plugin: verdict.manifest.name,
+        version: verdict.manifest.version,
+      });
     } else {
       verdicts.set(name, { hash, created, name: verdict.manifest?.name, error: verdict.problems.join("; ") });
       log.warn("reflector plugin rejected", { key: name, problems: verdict.problems });
@@ -65,24 +91,42 @@ export function createPluginStore(o: { client: KubeClient; namespace: string; lo
 
   // One at a time, in order: validation runs a worker per module.
   function enqueue(step: () => Promise<void> | void) {
-    work = work.then(step).catch((err) => log.error("plugin store update failed", { err })).then(() => { for (const l of listeners) l(); });
+    work = work
+      .then(step)
+      .catch((err) => log.error("plugin store update failed", { err }))
+      .then(() => {
+        for (const l of listeners) l();
+      });
   }
   informer.on({
     add: (cm) => enqueue(() => examine(cm)),
     update: (_, cm) => enqueue(() => examine(cm)),
-    delete: (cm) => enqueue(() => { verdicts.delete(cm.metadata.name!); log.info("reflector plugin removed from the store", { key: cm.metadata.name }); }),
+    delete: (cm) =>
+      enqueue(() => {
+        verdicts.delete(cm.metadata.name!);
+        log.info("reflector plugin removed from the store", { key: cm.metadata.name });
+      }),
   });
 
   function winners(): { ready: ReadyPlugin[]; problems: PluginProblem[] } {
     const ready: ReadyPlugin[] = [];
     const problems: PluginProblem[] = [];
-    const sorted = [...verdicts.entries()].sort(([a, x], [b, y]) => x.created.localeCompare(y.created) || a.localeCompare(b));
+    const sorted = [...verdicts.entries()].sort(
+      ([a, x], [b, y]) => x.created.localeCompare(y.created) || a.localeCompare(b),
+    );
     for (const [configMap, v] of sorted) {
-      if (!v.plugin) { problems.push({ configMap, name: v.name, error: v.error ?? "not validated yet" }); continue; }
+      if (!v.plugin) {
+        problems.push({ configMap, name: v.name, error: v.error ?? "not validated yet" });
+        continue;
+      }
       const kinds = (p: ReadyPlugin) => p.manifest.resources.map((r) => `${r.group}/${r.kind}`);
       const clash = ready.find((r) => r.name === v.plugin!.name || kinds(r).some((k) => kinds(v.plugin!).includes(k)));
       if (clash) {
-        problems.push({ configMap, name: v.plugin.name, error: `plugin ${v.plugin.name} clashes with plugin ${clash.name} of ConfigMap ${clash.configMap} (same name or kind); remove one of them` });
+        problems.push({
+          configMap,
+          name: v.plugin.name,
+          error: `plugin ${v.plugin.name} clashes with plugin ${clash.name} of ConfigMap ${clash.configMap} (same name or kind); remove one of them`,
+        });
         continue;
       }
       ready.push(v.plugin);
@@ -100,10 +144,17 @@ export function createPluginStore(o: { client: KubeClient; namespace: string; lo
     },
     ready: () => winners().ready,
     problems: () => winners().problems,
-    requests: () => winners().ready.map((p) => ({
-      name: p.name, version: p.manifest.version,
-      resources: p.manifest.resources.map((r) => ({ group: r.group, version: r.version, kind: r.kind, direction: r.direction })),
-    })),
+    requests: () =>
+      winners().ready.map((p) => ({
+        name: p.name,
+        version: p.manifest.version,
+        resources: p.manifest.resources.map((r) => ({
+          group: r.group,
+          version: r.version,
+          kind: r.kind,
+          direction: r.direction,
+        })),
+      })),
     onChange: (l) => void listeners.push(l),
     settled: () => work,
   };

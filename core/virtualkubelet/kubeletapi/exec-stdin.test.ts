@@ -22,7 +22,8 @@ let v4Only = false;
 
 beforeAll(() => {
   server = Bun.serve<Session>({
-    port: 0, hostname: "127.0.0.1",
+    port: 0,
+    hostname: "127.0.0.1",
     fetch(req, srv) {
       const offered = (req.headers.get("sec-websocket-protocol") ?? "").split(",").map((s) => s.trim());
       const protocol = v4Only ? "v4.channel.k8s.io" : offered[0]!;
@@ -31,7 +32,9 @@ beforeAll(() => {
       return new Response("not an upgrade", { status: 400 });
     },
     websocket: {
-      open(ws) { sessions.push(ws.data); },
+      open(ws) {
+        sessions.push(ws.data);
+      },
       message(ws: ServerWebSocket<Session>, msg) {
         const bytes = typeof msg === "string" ? new TextEncoder().encode(msg) : new Uint8Array(msg);
         ws.data.messages.push([...bytes]);
@@ -48,8 +51,10 @@ beforeAll(() => {
   });
   const kc = new KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: "c", server: `http://127.0.0.1:${server.port}`, skipTLSVerify: true }], users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }], currentContext: "x",
+    clusters: [{ name: "c", server: `http://127.0.0.1:${server.port}`, skipTLSVerify: true }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
   });
   remote = createKubeClient(kc);
 });
@@ -65,7 +70,9 @@ describe("startRemoteExec", () => {
     let ended: Promise<string | undefined> | undefined;
     const done = new Promise<string | undefined>((resolve) => {
       ended = startRemoteExec(remote, target, request, {
-        stdout: (d) => { out += new TextDecoder().decode(d); },
+        stdout: (d) => {
+          out += new TextDecoder().decode(d);
+        },
         stderr: () => {},
         status: () => {},
         end: resolve,
@@ -77,16 +84,28 @@ describe("startRemoteExec", () => {
       });
     });
     await ended;
-    expect(await Promise.race([done, Bun.sleep(5000).then(() => "timed out waiting for the remote to finish")])).toBeUndefined();
+    expect(
+      await Promise.race([done, Bun.sleep(5000).then(() => "timed out waiting for the remote to finish")]),
+    ).toBeUndefined();
     expect(out).toBe("HI\n");
     expect(sessions[0]!.protocol).toBe("v5.channel.k8s.io");
-    expect(sessions[0]!.messages).toEqual([[0, ...new TextEncoder().encode("hi\n")], [255, 0]]);
+    expect(sessions[0]!.messages).toEqual([
+      [0, ...new TextEncoder().encode("hi\n")],
+      [255, 0],
+    ]);
   });
 
   test("reports the protocol the remote chose once open", async () => {
     sessions.length = 0;
-    const exec = await startRemoteExec(remote, target, { ...request, stdin: false }, { stdout() {}, stderr() {}, status() {}, end() {} });
-    expect(await waitFor("the protocol once open", () => exec.protocol || undefined, { timeoutMs: 5_000, intervalMs: 10 })).toBe("v5.channel.k8s.io");
+    const exec = await startRemoteExec(
+      remote,
+      target,
+      { ...request, stdin: false },
+      { stdout() {}, stderr() {}, status() {}, end() {} },
+    );
+    expect(
+      await waitFor("the protocol once open", () => exec.protocol || undefined, { timeoutMs: 5_000, intervalMs: 10 }),
+    ).toBe("v5.channel.k8s.io");
     exec.close();
   });
 
@@ -96,10 +115,18 @@ describe("startRemoteExec", () => {
     try {
       let told = "";
       const exec = await startRemoteExec(remote, target, request, {
-        stdout() {}, stderr() {}, status() {}, end() {}, stdinNotClosable: (p) => { told = p; },
+        stdout() {},
+        stderr() {},
+        status() {},
+        end() {},
+        stdinNotClosable: (p) => {
+          told = p;
+        },
       });
       exec.closeStdin();
-      expect(await waitFor("the v4-only warning", () => told || undefined, { timeoutMs: 5_000, intervalMs: 10 })).toBe("v4.channel.k8s.io");
+      expect(await waitFor("the v4-only warning", () => told || undefined, { timeoutMs: 5_000, intervalMs: 10 })).toBe(
+        "v4.channel.k8s.io",
+      );
       expect(sessions[0]!.messages.some((m) => m[0] === 255)).toBe(false);
       exec.close();
     } finally {
@@ -109,8 +136,12 @@ describe("startRemoteExec", () => {
 });
 
 /** The SPDY side of the local API server: a raw connection to serveExecUpgrade. */
-async function spdyExec(frames: (enc: HeaderEncoder) => Uint8Array[]): Promise<{ stdout: string; error: string; fins: number[] }> {
-  const kubelet = net.createServer((socket) => serveExecUpgrade(socket, Buffer.alloc(0), remote, target, request, silentLogger));
+async function spdyExec(
+  frames: (enc: HeaderEncoder) => Uint8Array[],
+): Promise<{ stdout: string; error: string; fins: number[] }> {
+  const kubelet = net.createServer((socket) =>
+    serveExecUpgrade(socket, Buffer.alloc(0), remote, target, request, silentLogger),
+  );
   await new Promise<void>((r) => kubelet.listen(0, "127.0.0.1", r));
   const port = (kubelet.address() as net.AddressInfo).port;
   const client = net.connect(port, "127.0.0.1");
@@ -154,11 +185,20 @@ function synStream(id: number, streamtype: string, enc: HeaderEncoder): Uint8Arr
   return controlFrame(FrameType.SynStream, 0, payload);
 }
 
-const opening = (enc: HeaderEncoder) => [synStream(1, "error", enc), synStream(3, "stdin", enc), synStream(5, "stdout", enc), synStream(7, "stderr", enc)];
+const opening = (enc: HeaderEncoder) => [
+  synStream(1, "error", enc),
+  synStream(3, "stdin", enc),
+  synStream(5, "stdout", enc),
+  synStream(7, "stderr", enc),
+];
 
 describe("serveExecUpgrade", () => {
   test("stdin and its FIN sent together with the streams reach the remote command", async () => {
-    const got = await spdyExec((enc) => [...opening(enc), dataFrame(3, new TextEncoder().encode("hi\n")), dataFrame(3, new Uint8Array(0), true)]);
+    const got = await spdyExec((enc) => [
+      ...opening(enc),
+      dataFrame(3, new TextEncoder().encode("hi\n")),
+      dataFrame(3, new Uint8Array(0), true),
+    ]);
     expect(got.stdout).toBe("HI\n");
     expect(got.error).toContain('"status":"Success"');
     expect(got.fins).toContain(5);
@@ -168,7 +208,11 @@ describe("serveExecUpgrade", () => {
     const rst = new Uint8Array(8);
     new DataView(rst.buffer).setUint32(0, 3);
     new DataView(rst.buffer).setUint32(4, 5); // CANCEL
-    const got = await spdyExec((enc) => [...opening(enc), dataFrame(3, new TextEncoder().encode("bye\n")), controlFrame(FrameType.RstStream, 0, rst)]);
+    const got = await spdyExec((enc) => [
+      ...opening(enc),
+      dataFrame(3, new TextEncoder().encode("bye\n")),
+      controlFrame(FrameType.RstStream, 0, rst),
+    ]);
     expect(got.stdout).toBe("BYE\n");
   });
 });

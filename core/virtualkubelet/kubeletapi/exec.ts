@@ -7,7 +7,16 @@ import type { KubeClient } from "../../kube/client.ts";
 import type { Logger } from "../../log.ts";
 import { startRemoteExec, type ExecRequest, type RemoteExec } from "./remote-exec.ts";
 import {
-  controlFrame, dataFrame, FLAG_FIN, FrameReader, FrameType, goAway, HeaderDecoder, HeaderEncoder, parseSynStream, synReply,
+  controlFrame,
+  dataFrame,
+  FLAG_FIN,
+  FrameReader,
+  FrameType,
+  goAway,
+  HeaderDecoder,
+  HeaderEncoder,
+  parseSynStream,
+  synReply,
 } from "./spdy/frames.ts";
 import type { RemotePodRef } from "./types.ts";
 
@@ -18,7 +27,14 @@ type StreamType = "error" | "stdin" | "stdout" | "stderr" | "resize";
 /** Kubelet's query (command=…&input=1&output=1&error=1&tty=1) as an exec request. */
 export function execRequestFromQuery(container: string, query: URLSearchParams): ExecRequest {
   const flag = (k: string) => ["1", "true"].includes(query.get(k) ?? "");
-  return { container, command: query.getAll("command"), stdin: flag("input"), stdout: flag("output"), stderr: flag("error"), tty: flag("tty") };
+  return {
+    container,
+    command: query.getAll("command"),
+    stdin: flag("input"),
+    stdout: flag("output"),
+    stderr: flag("error"),
+    tty: flag("tty"),
+  };
 }
 
 export function expectedStreams(req: ExecRequest): StreamType[] {
@@ -32,13 +48,22 @@ export function expectedStreams(req: ExecRequest): StreamType[] {
 
 /** A v4 Status for failures that happen on our side (the remote never produced one). */
 export function failureStatus(message: string): Uint8Array {
-  return new TextEncoder().encode(JSON.stringify({ metadata: {}, status: "Failure", message, reason: "InternalError", code: 500 }));
+  return new TextEncoder().encode(
+    JSON.stringify({ metadata: {}, status: "Failure", message, reason: "InternalError", code: 500 }),
+  );
 }
 
-export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClient, target: RemotePodRef, req: ExecRequest, log: Logger): void {
+export function serveExecUpgrade(
+  socket: Duplex,
+  head: Buffer,
+  remote: KubeClient,
+  target: RemotePodRef,
+  req: ExecRequest,
+  log: Logger,
+): void {
   socket.write(
     "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n" +
-    `X-Stream-Protocol-Version: ${EXEC_PROTOCOL}\r\n\r\n`,
+      `X-Stream-Protocol-Version: ${EXEC_PROTOCOL}\r\n\r\n`,
   );
   const reader = new FrameReader();
   const decoder = new HeaderDecoder();
@@ -67,17 +92,23 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
   let status: Uint8Array | undefined;
   let done = false;
 
-  const write = (b: Uint8Array) => { if (!socket.destroyed) socket.write(b); };
+  const write = (b: Uint8Array) => {
+    if (!socket.destroyed) socket.write(b);
+  };
   const toStream = (type: StreamType, data: Uint8Array) => {
     const id = streams.get(type);
     // SPDY frames carry at most 16 MiB; chunk well below to keep latency low.
-    if (id !== undefined) for (let at = 0; at < data.length; at += 32_768) write(dataFrame(id, data.subarray(at, at + 32_768)));
+    if (id !== undefined)
+      for (let at = 0; at < data.length; at += 32_768) write(dataFrame(id, data.subarray(at, at + 32_768)));
   };
 
   const end = (error?: string) => {
     if (done) return;
     done = true;
-    toStream("error", status ?? (error ? failureStatus(error) : new TextEncoder().encode('{"metadata":{},"status":"Success"}')));
+    toStream(
+      "error",
+      status ?? (error ? failureStatus(error) : new TextEncoder().encode('{"metadata":{},"status":"Success"}')),
+    );
     for (const type of ["stdout", "stderr", "error"] as const) {
       const id = streams.get(type);
       if (id !== undefined) write(dataFrame(id, new Uint8Array(0), true));
@@ -95,15 +126,24 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
     startRemoteExec(remote, target, req, {
       stdout: (d) => toStream("stdout", d),
       stderr: (d) => toStream(streams.has("stderr") ? "stderr" : "stdout", d),
-      status: (s) => { status = s; },
+      status: (s) => {
+        status = s;
+      },
       end,
-      stdinNotClosable: (protocol) => log.warn("stdin ended but the remote API server speaks only the exec protocol " +
-        `"${protocol}", which cannot pass that on: the remote command keeps reading`, { pod: `${target.remoteNamespace}/${target.remoteName}` }),
-    }).then((s) => {
-      session = s;
-      for (const op of early.splice(0)) op(s);
-      if (done) s.close();
-    }, (err) => end(`cannot start the exec in the remote cluster: ${(err as Error).message}`));
+      stdinNotClosable: (protocol) =>
+        log.warn(
+          "stdin ended but the remote API server speaks only the exec protocol " +
+            `"${protocol}", which cannot pass that on: the remote command keeps reading`,
+          { pod: `${target.remoteNamespace}/${target.remoteName}` },
+        ),
+    }).then(
+      (s) => {
+        session = s;
+        for (const op of early.splice(0)) op(s);
+        if (done) s.close();
+      },
+      (err) => end(`cannot start the exec in the remote cluster: ${(err as Error).message}`),
+    );
   };
 
   const onFrame = (frame: ReturnType<FrameReader["push"]>[number]) => {
@@ -154,7 +194,12 @@ export function serveExecUpgrade(socket: Duplex, head: Buffer, remote: KubeClien
     }
   };
   socket.on("data", onData);
-  socket.on("close", () => { done = true; session?.close(); });
-  socket.on("error", () => { session?.close(); });
+  socket.on("close", () => {
+    done = true;
+    session?.close();
+  });
+  socket.on("error", () => {
+    session?.close();
+  });
   if (head.length) onData(head);
 }

@@ -8,7 +8,15 @@ import type { KubeClient } from "../../kube/client.ts";
 import type { RemotePodRef } from "./types.ts";
 
 // Kubelet's query parameters, which are also pods/log's; `tail` is kubelet's legacy spelling.
-const passThrough = ["follow", "previous", "tailLines", "sinceSeconds", "sinceTime", "timestamps", "limitBytes"] as const;
+const passThrough = [
+  "follow",
+  "previous",
+  "tailLines",
+  "sinceSeconds",
+  "sinceTime",
+  "timestamps",
+  "limitBytes",
+] as const;
 
 export function remoteLogQuery(query: URLSearchParams, container: string): URLSearchParams {
   const out = new URLSearchParams({ container });
@@ -33,7 +41,13 @@ export function validateLogQuery(query: URLSearchParams): string | undefined {
 }
 
 export async function serveContainerLogs(
-  req: IncomingMessage, res: ServerResponse, remote: KubeClient, target: RemotePodRef, container: string, query: URLSearchParams, log: Logger,
+  req: IncomingMessage,
+  res: ServerResponse,
+  remote: KubeClient,
+  target: RemotePodRef,
+  container: string,
+  query: URLSearchParams,
+  log: Logger,
 ): Promise<void> {
   const endpoint: RemoteEndpoint = await remoteEndpoint(remote);
   const url = `${endpoint.server}${podPath(target.remoteNamespace, target.remoteName, "log")}?${remoteLogQuery(query, container)}`;
@@ -43,13 +57,19 @@ export async function serveContainerLogs(
   let upstream: Response;
   try {
     upstream = await fetch(url, {
-      headers: endpoint.headers, tls: endpoint.tls, signal: abort.signal,
+      headers: endpoint.headers,
+      tls: endpoint.tls,
+      signal: abort.signal,
       timeout: false,
     } as RequestInit);
   } catch (err) {
     if (abort.signal.aborted) return;
     log.warn("remote log request failed", { err, pod: `${target.remoteNamespace}/${target.remoteName}` });
-    res.writeHead(502, { "content-type": "text/plain" }).end(`cannot reach the remote cluster's API server for the logs of ${target.remoteNamespace}/${target.remoteName}: ${(err as Error).message}\n`);
+    res
+      .writeHead(502, { "content-type": "text/plain" })
+      .end(
+        `cannot reach the remote cluster's API server for the logs of ${target.remoteNamespace}/${target.remoteName}: ${(err as Error).message}\n`,
+      );
     return;
   }
   if (!upstream.ok) {
@@ -64,11 +84,16 @@ export async function serveContainerLogs(
   if (!upstream.body) return void res.end();
   try {
     for await (const chunk of upstream.body) {
-      if (!res.write(chunk)) await new Promise<void>((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+      if (!res.write(chunk))
+        await new Promise<void>((resolve) => {
+          res.once("drain", resolve);
+          res.once("close", resolve);
+        });
       if (res.destroyed) break;
     }
   } catch (err) {
-    if (!abort.signal.aborted) log.warn("remote log stream broke", { err, pod: `${target.remoteNamespace}/${target.remoteName}` });
+    if (!abort.signal.aborted)
+      log.warn("remote log stream broke", { err, pod: `${target.remoteNamespace}/${target.remoteName}` });
   }
   res.end();
   void req;

@@ -12,14 +12,27 @@ import type { KubeClient } from "../../kube/client.ts";
 import type { Logger } from "../../log.ts";
 import { podPath, remoteEndpoint, statusMessage } from "./remote.ts";
 import {
-  controlFrame, dataFrame, FLAG_FIN, FrameReader, FrameType, goAway, HeaderDecoder, HeaderEncoder, parseSynStream, synReply, type Frame,
+  controlFrame,
+  dataFrame,
+  FLAG_FIN,
+  FrameReader,
+  FrameType,
+  goAway,
+  HeaderDecoder,
+  HeaderEncoder,
+  parseSynStream,
+  synReply,
+  type Frame,
 } from "./spdy/frames.ts";
 import type { RemotePodRef } from "./types.ts";
 
 export const PORTFORWARD_PROTOCOL = "portforward.k8s.io";
 
 /** The SPDY upgrade of the remote API server's pods/portforward, as an open socket past the 101. */
-export async function dialRemotePortForward(remote: KubeClient, target: RemotePodRef): Promise<{ socket: Duplex; head: Buffer }> {
+export async function dialRemotePortForward(
+  remote: KubeClient,
+  target: RemotePodRef,
+): Promise<{ socket: Duplex; head: Buffer }> {
   const endpoint = await remoteEndpoint(remote);
   const url = new URL(endpoint.server);
   const secure = url.protocol === "https:";
@@ -29,7 +42,14 @@ export async function dialRemotePortForward(remote: KubeClient, target: RemotePo
     ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, ...endpoint.tls })
     : net.connect({ host, port });
   const path = `${url.pathname.replace(/\/+$/, "")}${podPath(target.remoteNamespace, target.remoteName, "portforward")}`;
-  const headers = { ...endpoint.headers, host: url.host, connection: "Upgrade", upgrade: "SPDY/3.1", "x-stream-protocol-version": PORTFORWARD_PROTOCOL, "content-length": "0" };
+  const headers = {
+    ...endpoint.headers,
+    host: url.host,
+    connection: "Upgrade",
+    upgrade: "SPDY/3.1",
+    "x-stream-protocol-version": PORTFORWARD_PROTOCOL,
+    "content-length": "0",
+  };
   return await new Promise((resolve, reject) => {
     let got = Buffer.alloc(0);
     let answered = false;
@@ -55,18 +75,29 @@ export async function dialRemotePortForward(remote: KubeClient, target: RemotePo
       const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? NaN);
       const body = got.subarray(end + 4);
       if (Number.isFinite(length) && body.length < length) return;
-      fail(`the remote API server answered ${status || head.split("\r\n")[0]}: ${statusMessage(body.toString()) || "no reason given"}`);
+      fail(
+        `the remote API server answered ${status || head.split("\r\n")[0]}: ${statusMessage(body.toString()) || "no reason given"}`,
+      );
     };
     socket.on("data", onData);
     socket.once("error", (err) => fail(`cannot reach the remote API server ${endpoint.server}: ${err.message}`));
     socket.once("close", () => fail("the remote API server closed the port-forward connection before upgrading it"));
     socket.once(secure ? "secureConnect" : "connect", () => {
-      socket.write(`POST ${path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join("\r\n")}\r\n\r\n`);
+      socket.write(
+        `POST ${path} HTTP/1.1\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join("\r\n")}\r\n\r\n`,
+      );
     });
   });
 }
 
-function synStream(streamId: number, flags: number, headers: Record<string, string>, encoder: HeaderEncoder): Uint8Array {
+function synStream(
+  streamId: number,
+  flags: number,
+  headers: Record<string, string>,
+  encoder: HeaderEncoder,
+): Uint8Array {
   const block = encoder.encode(headers);
   const payload = new Uint8Array(10 + block.length);
   new DataView(payload.buffer).setUint32(0, streamId & 0x7fffffff);
@@ -86,10 +117,17 @@ const streamOf = (payload: Uint8Array) => new DataView(payload.buffer, payload.b
 
 export type RemoteDialer = (remote: KubeClient, target: RemotePodRef) => Promise<{ socket: Duplex; head: Buffer }>;
 
-export function servePortForwardUpgrade(socket: Duplex, head: Buffer, remote: KubeClient, target: RemotePodRef, log: Logger, dial: RemoteDialer = dialRemotePortForward): void {
+export function servePortForwardUpgrade(
+  socket: Duplex,
+  head: Buffer,
+  remote: KubeClient,
+  target: RemotePodRef,
+  log: Logger,
+  dial: RemoteDialer = dialRemotePortForward,
+): void {
   socket.write(
     "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n" +
-    `X-Stream-Protocol-Version: ${PORTFORWARD_PROTOCOL}\r\n\r\n`,
+      `X-Stream-Protocol-Version: ${PORTFORWARD_PROTOCOL}\r\n\r\n`,
   );
   const pod = `${target.remoteNamespace}/${target.remoteName}`;
   const localReader = new FrameReader();
@@ -107,7 +145,9 @@ export function servePortForwardUpgrade(socket: Duplex, head: Buffer, remote: Ku
   let failure: string | undefined;
   let closed = false;
 
-  const writeLocal = (b: Uint8Array) => { if (!socket.destroyed) socket.write(b); };
+  const writeLocal = (b: Uint8Array) => {
+    if (!socket.destroyed) socket.write(b);
+  };
   const writeRemote = (b: Uint8Array) => {
     if (queued) queued.push(b);
     else if (remoteSocket && !remoteSocket.destroyed) remoteSocket.write(b);
@@ -116,7 +156,10 @@ export function servePortForwardUpgrade(socket: Duplex, head: Buffer, remote: Ku
   /** No remote session: every error stream says why and every stream ends, as kubectl expects. */
   const failStream = (localId: number) => {
     const port = errorStreams.get(localId);
-    if (port !== undefined) writeLocal(dataFrame(localId, new TextEncoder().encode(`error forwarding port ${port} to pod ${pod}: ${failure}`)));
+    if (port !== undefined)
+      writeLocal(
+        dataFrame(localId, new TextEncoder().encode(`error forwarding port ${port} to pod ${pod}: ${failure}`)),
+      );
     writeLocal(dataFrame(localId, new Uint8Array(0), true));
   };
 
@@ -141,7 +184,12 @@ export function servePortForwardUpgrade(socket: Duplex, head: Buffer, remote: Ku
         const { streamId, headers } = parseSynStream(frame.payload, decoder);
         lastLocalId = Math.max(lastLocalId, streamId);
         writeLocal(synReply(streamId, localEncoder));
-        log.debug("port-forward stream opened", { streamId, type: headers.streamtype, port: headers.port, requestID: headers.requestid });
+        log.debug("port-forward stream opened", {
+          streamId,
+          type: headers.streamtype,
+          port: headers.port,
+          requestID: headers.requestid,
+        });
         if (headers.streamtype === "error") errorStreams.set(streamId, headers.port ?? "?");
         if (failure) return failStream(streamId);
         const remoteId = nextRemoteId;
@@ -155,7 +203,8 @@ export function servePortForwardUpgrade(socket: Duplex, head: Buffer, remote: Ku
       }
       case FrameType.RstStream: {
         const remoteId = toRemoteId.get(streamOf(frame.payload));
-        if (remoteId !== undefined) writeRemote(rstStream(remoteId, new DataView(frame.payload.buffer, frame.payload.byteOffset).getUint32(4)));
+        if (remoteId !== undefined)
+          writeRemote(rstStream(remoteId, new DataView(frame.payload.buffer, frame.payload.byteOffset).getUint32(4)));
         break;
       }
       case FrameType.Ping:
@@ -177,7 +226,8 @@ export function servePortForwardUpgrade(socket: Duplex, head: Buffer, remote: Ku
     switch (frame.type) {
       case FrameType.RstStream: {
         const localId = toLocalId.get(streamOf(frame.payload));
-        if (localId !== undefined) writeLocal(rstStream(localId, new DataView(frame.payload.buffer, frame.payload.byteOffset).getUint32(4)));
+        if (localId !== undefined)
+          writeLocal(rstStream(localId, new DataView(frame.payload.buffer, frame.payload.byteOffset).getUint32(4)));
         break;
       }
       case FrameType.Ping:
@@ -200,32 +250,40 @@ export function servePortForwardUpgrade(socket: Duplex, head: Buffer, remote: Ku
     }
   };
   socket.on("data", onLocalData);
-  socket.on("close", () => { closed = true; remoteSocket?.destroy(); });
+  socket.on("close", () => {
+    closed = true;
+    remoteSocket?.destroy();
+  });
   socket.on("error", () => remoteSocket?.destroy());
   if (head.length) onLocalData(head);
 
-  dial(remote, target).then(({ socket: rs, head: rhead }) => {
-    if (closed) return void rs.destroy();
-    remoteSocket = rs;
-    const reader = new FrameReader();
-    const onRemoteData = (chunk: Buffer | Uint8Array) => {
-      try {
-        for (const f of reader.push(new Uint8Array(chunk))) onRemoteFrame(f);
-      } catch (err) {
-        close(`bad SPDY data from the remote API server: ${(err as Error).message}`);
-      }
-    };
-    rs.on("data", onRemoteData);
-    rs.on("close", () => close());
-    rs.on("error", (err: Error) => close(`the port-forward connection to the remote API server broke: ${err.message}`));
-    for (const b of queued!) rs.write(b);
-    queued = undefined;
-    if (rhead.length) onRemoteData(rhead);
-  }, (err: Error) => {
-    failure = err.message;
-    queued = undefined;
-    log.warn("cannot open the port-forward in the remote cluster", { pod, error: failure });
-    for (const localId of toRemoteId.keys()) failStream(localId);
-    toRemoteId.clear();
-  });
+  dial(remote, target).then(
+    ({ socket: rs, head: rhead }) => {
+      if (closed) return void rs.destroy();
+      remoteSocket = rs;
+      const reader = new FrameReader();
+      const onRemoteData = (chunk: Buffer | Uint8Array) => {
+        try {
+          for (const f of reader.push(new Uint8Array(chunk))) onRemoteFrame(f);
+        } catch (err) {
+          close(`bad SPDY data from the remote API server: ${(err as Error).message}`);
+        }
+      };
+      rs.on("data", onRemoteData);
+      rs.on("close", () => close());
+      rs.on("error", (err: Error) =>
+        close(`the port-forward connection to the remote API server broke: ${err.message}`),
+      );
+      for (const b of queued!) rs.write(b);
+      queued = undefined;
+      if (rhead.length) onRemoteData(rhead);
+    },
+    (err: Error) => {
+      failure = err.message;
+      queued = undefined;
+      log.warn("cannot open the port-forward in the remote cluster", { pod, error: failure });
+      for (const localId of toRemoteId.keys()) failStream(localId);
+      toRemoteId.clear();
+    },
+  );
 }

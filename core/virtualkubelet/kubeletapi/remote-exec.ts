@@ -41,7 +41,12 @@ export interface RemoteExec {
 const V5 = "v5.channel.k8s.io";
 const Channel = { stdin: 0, stdout: 1, stderr: 2, error: 3, resize: 4, close: 255 } as const;
 
-export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, req: ExecRequest, on: ExecHandlers): Promise<RemoteExec> {
+export async function startRemoteExec(
+  remote: KubeClient,
+  target: RemotePodRef,
+  req: ExecRequest,
+  on: ExecHandlers,
+): Promise<RemoteExec> {
   const endpoint = await remoteEndpoint(remote);
   const q = new URLSearchParams({ container: req.container });
   for (const c of req.command) q.append("command", c);
@@ -91,17 +96,32 @@ export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, 
     if (bytes.length === 0) return;
     const body = bytes.subarray(1);
     switch (bytes[0]) {
-      case Channel.stdout: on.stdout(body); break;
-      case Channel.stderr: on.stderr(body); break;
-      case Channel.error: on.status(body); break;
+      case Channel.stdout:
+        on.stdout(body);
+        break;
+      case Channel.stderr:
+        on.stderr(body);
+        break;
+      case Channel.error:
+        on.status(body);
+        break;
     }
   };
   ws.onerror = (ev) => {
     // Bun reports a refused upgrade (e.g. 403, 404 from the remote) as an error before open.
     const detail = (ev as ErrorEvent).message || "the WebSocket to the remote API server failed";
-    finish(opened ? `the exec stream to the remote cluster broke: ${detail}` : `the remote API server refused the exec into ${target.remoteNamespace}/${target.remoteName}: ${detail}`);
+    finish(
+      opened
+        ? `the exec stream to the remote cluster broke: ${detail}`
+        : `the remote API server refused the exec into ${target.remoteNamespace}/${target.remoteName}: ${detail}`,
+    );
   };
-  ws.onclose = (ev) => finish(opened ? undefined : `the remote API server closed the exec into ${target.remoteNamespace}/${target.remoteName} before it started (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ""})`);
+  ws.onclose = (ev) =>
+    finish(
+      opened
+        ? undefined
+        : `the remote API server closed the exec into ${target.remoteNamespace}/${target.remoteName} before it started (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ""})`,
+    );
   return {
     stdin: (data) => send(Channel.stdin, data),
     closeStdin: () => {
@@ -109,10 +129,16 @@ export async function startRemoteExec(remote: KubeClient, target: RemotePodRef, 
       stdinClosed = true;
       if (ws.readyState === WebSocket.OPEN) sendStdinClose();
     },
-    get protocol() { return ws.protocol; },
+    get protocol() {
+      return ws.protocol;
+    },
     resize: (json) => send(Channel.resize, json),
     close: () => {
-      try { ws.close(); } catch { /* already closed */ }
+      try {
+        ws.close();
+      } catch {
+        /* already closed */
+      }
     },
   };
 }

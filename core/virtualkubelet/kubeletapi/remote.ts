@@ -14,12 +14,23 @@ export function remoteEndpoint(client: KubeClient): Promise<RemoteEndpoint> {
   let found = cache.get(client);
   if (!found) {
     found = (async () => {
-      const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean; headers?: Record<string, string>; auth?: string } = {};
+      const opts: {
+        ca?: Buffer;
+        cert?: Buffer;
+        key?: Buffer;
+        rejectUnauthorized?: boolean;
+        headers?: Record<string, string>;
+        auth?: string;
+      } = {};
       await client.kc.applyToHTTPSOptions(opts as never);
       const headers: Record<string, string> = { "user-agent": "liqo-virtual-kubelet" };
       for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = String(v);
       if (opts.auth) headers.authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
-      return { server: client.server, headers, tls: { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized } };
+      return {
+        server: client.server,
+        headers,
+        tls: { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized },
+      };
     })();
     found.catch(() => cache.delete(client));
     cache.set(client, found);
@@ -36,6 +47,8 @@ export function statusMessage(text: string): string {
   try {
     const s = JSON.parse(text) as { message?: string };
     if (s.message) return s.message;
-  } catch { /* not JSON */ }
+  } catch {
+    /* not JSON */
+  }
   return text.trim().slice(0, 500);
 }

@@ -43,22 +43,37 @@ type Route = { kind: "logs" | "exec" | "run" | "portForward"; namespace: string;
 export function parseRoute(pathname: string): Route | undefined {
   // /portForward/{namespace}/{pod}[/{uid}]: no container, the pod's network namespace is shared.
   const pf = /^\/portForward\/([^/]+)\/([^/]+)(?:\/[^/]+)?$/.exec(pathname);
-  if (pf) return { kind: "portForward", namespace: decodeURIComponent(pf[1]!), pod: decodeURIComponent(pf[2]!), container: "" };
+  if (pf)
+    return {
+      kind: "portForward",
+      namespace: decodeURIComponent(pf[1]!),
+      pod: decodeURIComponent(pf[2]!),
+      container: "",
+    };
   const m = /^\/(containerLogs|exec|run)\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(pathname);
   if (!m) return undefined;
   const kind = m[1] === "containerLogs" ? "logs" : (m[1] as "exec" | "run");
-  return { kind, namespace: decodeURIComponent(m[2]!), pod: decodeURIComponent(m[3]!), container: decodeURIComponent(m[4]!) };
+  return {
+    kind,
+    namespace: decodeURIComponent(m[2]!),
+    pod: decodeURIComponent(m[3]!),
+    container: decodeURIComponent(m[4]!),
+  };
 }
 
 function textError(res: ServerResponse, status: number, message: string) {
   if (res.headersSent) return void res.end();
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8" }).end(message.endsWith("\n") ? message : `${message}\n`);
+  res
+    .writeHead(status, { "content-type": "text/plain; charset=utf-8" })
+    .end(message.endsWith("\n") ? message : `${message}\n`);
 }
 
 function rejectUpgrade(socket: Duplex, status: number, reason: string, message: string) {
   // The answer is final: once it is out, the connection goes (a peer may keep it open otherwise).
   socket.once("finish", () => socket.destroy());
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(message) + 1}\r\nconnection: close\r\n\r\n${message}\n`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(message) + 1}\r\nconnection: close\r\n\r\n${message}\n`,
+  );
 }
 
 const unauthorizedMessage = (socket: TLSSocket) =>
@@ -66,8 +81,13 @@ const unauthorizedMessage = (socket: TLSSocket) =>
   (socket.authorizationError ? `; the TLS layer said: ${socket.authorizationError}` : "");
 
 export async function createKubeletApi(options: KubeletApiOptions): Promise<KubeletApi> {
-  if (!options.auth?.clientCA) throw new KubeletApiError(0, "kubelet API: auth.clientCA is required: pass the PEM of the CA that signs the API server's kubelet client certificate");
-  if (!options.tls?.cert || !options.tls?.key) throw new KubeletApiError(0, "kubelet API: tls.cert and tls.key (PEM) are required");
+  if (!options.auth?.clientCA)
+    throw new KubeletApiError(
+      0,
+      "kubelet API: auth.clientCA is required: pass the PEM of the CA that signs the API server's kubelet client certificate",
+    );
+  if (!options.tls?.cert || !options.tls?.key)
+    throw new KubeletApiError(0, "kubelet API: tls.cert and tls.key (PEM) are required");
   const log = (options.logger ?? silentLogger).child({ component: "kubelet-api" });
   const stats = { requests: 0, unauthorized: 0, logs: 0, execs: 0, portForwards: 0 };
   // Upgraded sockets leave the HTTP server's bookkeeping: close() must end them itself.
@@ -76,8 +96,11 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
   async function resolve(route: Route): Promise<RemotePodRef> {
     const target = await options.resolvePod(route.namespace, route.pod);
     if (!target) {
-      throw new KubeletApiError(404, `pod ${route.namespace}/${route.pod} is not running on this virtual node ` +
-        `(it has no remote counterpart); check that the pod is bound to this node and has been offloaded`);
+      throw new KubeletApiError(
+        404,
+        `pod ${route.namespace}/${route.pod} is not running on this virtual node ` +
+          `(it has no remote counterpart); check that the pod is bound to this node and has been offloaded`,
+      );
     }
     return target;
   }
@@ -93,12 +116,31 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     try {
       if (url.pathname === "/healthz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok");
       if (url.pathname === "/stats/summary" || url.pathname === "/metrics/resource") {
-        return textError(res, METRICS_UNAVAILABLE_STATUS, metricsUnavailable(options.nodeName ?? "virtual-node", url.pathname as "/stats/summary"));
+        return textError(
+          res,
+          METRICS_UNAVAILABLE_STATUS,
+          metricsUnavailable(options.nodeName ?? "virtual-node", url.pathname as "/stats/summary"),
+        );
       }
       const route = parseRoute(url.pathname);
-      if (!route) return textError(res, 404, `no such kubelet endpoint: ${req.method} ${url.pathname} (served: /containerLogs, /exec, /run, /portForward, /stats/summary, /metrics/resource, /healthz)`);
-      if (route.kind === "exec") return textError(res, 400, `exec needs a streaming upgrade (SPDY/3.1, protocol ${EXEC_PROTOCOL}); use kubectl exec`);
-      if (route.kind === "portForward") return textError(res, 400, `portForward needs a streaming upgrade (SPDY/3.1, protocol ${PORTFORWARD_PROTOCOL}); use kubectl port-forward`);
+      if (!route)
+        return textError(
+          res,
+          404,
+          `no such kubelet endpoint: ${req.method} ${url.pathname} (served: /containerLogs, /exec, /run, /portForward, /stats/summary, /metrics/resource, /healthz)`,
+        );
+      if (route.kind === "exec")
+        return textError(
+          res,
+          400,
+          `exec needs a streaming upgrade (SPDY/3.1, protocol ${EXEC_PROTOCOL}); use kubectl exec`,
+        );
+      if (route.kind === "portForward")
+        return textError(
+          res,
+          400,
+          `portForward needs a streaming upgrade (SPDY/3.1, protocol ${PORTFORWARD_PROTOCOL}); use kubectl port-forward`,
+        );
       const target = await resolve(route);
       if (route.kind === "logs") {
         if (req.method !== "GET") return textError(res, 405, "containerLogs answers GET only");
@@ -130,25 +172,48 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     const url = new URL(req.url ?? "/", "https://kubelet");
     const route = parseRoute(url.pathname);
     if (!route || (route.kind !== "exec" && route.kind !== "portForward")) {
-      return rejectUpgrade(socket, 404, "Not Found", `no streaming endpoint at ${url.pathname}; only /exec/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod} upgrade`);
+      return rejectUpgrade(
+        socket,
+        404,
+        "Not Found",
+        `no streaming endpoint at ${url.pathname}; only /exec/{namespace}/{pod}/{container} and /portForward/{namespace}/{pod} upgrade`,
+      );
     }
     if (String(req.headers.upgrade ?? "").toLowerCase() !== "spdy/3.1") {
-      return rejectUpgrade(socket, 400, "Bad Request", `${route.kind} upgrades to SPDY/3.1 only, not "${req.headers.upgrade}"`);
+      return rejectUpgrade(
+        socket,
+        400,
+        "Bad Request",
+        `${route.kind} upgrades to SPDY/3.1 only, not "${req.headers.upgrade}"`,
+      );
     }
     const portForward = route.kind === "portForward";
     const protocol = portForward ? PORTFORWARD_PROTOCOL : EXEC_PROTOCOL;
-    const offered = String(req.headers["x-stream-protocol-version"] ?? "").split(",").map((s) => s.trim());
+    const offered = String(req.headers["x-stream-protocol-version"] ?? "")
+      .split(",")
+      .map((s) => s.trim());
     if (!offered.includes(protocol)) {
-      return rejectUpgrade(socket, 403, "Forbidden", `none of the offered stream protocols (${req.headers["x-stream-protocol-version"] ?? "none"}) is supported; ${portForward ? "port-forward" : "this kubelet"} speaks ${protocol}`);
+      return rejectUpgrade(
+        socket,
+        403,
+        "Forbidden",
+        `none of the offered stream protocols (${req.headers["x-stream-protocol-version"] ?? "none"}) is supported; ${portForward ? "port-forward" : "this kubelet"} speaks ${protocol}`,
+      );
     }
     const exec = portForward ? undefined : execRequestFromQuery(route.container, url.searchParams);
-    if (exec && !exec.command.length) return rejectUpgrade(socket, 400, "Bad Request", "exec needs a command (command=...)");
+    if (exec && !exec.command.length)
+      return rejectUpgrade(socket, 400, "Bad Request", "exec needs a command (command=...)");
     let target: RemotePodRef;
     try {
       target = await resolve(route);
     } catch (err) {
       const e = err as KubeletApiError;
-      return rejectUpgrade(socket, e.status || 500, e.status === 404 ? "Not Found" : "Internal Server Error", e.message);
+      return rejectUpgrade(
+        socket,
+        e.status || 500,
+        e.status === 404 ? "Not Found" : "Internal Server Error",
+        e.message,
+      );
     }
     const podLog = log.child({ pod: `${route.namespace}/${route.pod}` });
     if (!exec) {
@@ -159,12 +224,18 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
     serveExecUpgrade(socket, head, options.remote, target, exec, podLog);
   }
 
-  const server = https.createServer({
-    cert: options.tls.cert, key: options.tls.key, ca: options.auth.clientCA,
-    // Ask for a certificate but let unauthenticated callers in, so they get a 401 that says why
-    // instead of an opaque TLS alert.
-    requestCert: true, rejectUnauthorized: false,
-  }, (req, res) => void onRequest(req, res));
+  const server = https.createServer(
+    {
+      cert: options.tls.cert,
+      key: options.tls.key,
+      ca: options.auth.clientCA,
+      // Ask for a certificate but let unauthenticated callers in, so they get a 401 that says why
+      // instead of an opaque TLS alert.
+      requestCert: true,
+      rejectUnauthorized: false,
+    },
+    (req, res) => void onRequest(req, res),
+  );
   server.on("upgrade", (req, socket, head) => void onUpgrade(req, socket, head));
   // Every connection, so close() can end long log streams and idle keep-alives at once.
   const connections = new Set<Duplex>();
@@ -179,20 +250,23 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
 
   const host = options.host ?? "0.0.0.0";
   await new Promise<void>((resolveListen, rejectListen) => {
-    server.once("error", (err) => rejectListen(new KubeletApiError(0, `kubelet API cannot listen on ${host}:${options.port ?? 0}: ${err.message}`)));
+    server.once("error", (err) =>
+      rejectListen(new KubeletApiError(0, `kubelet API cannot listen on ${host}:${options.port ?? 0}: ${err.message}`)),
+    );
     server.listen(options.port ?? 0, host, () => resolveListen());
   });
   const address = server.address();
-  const port = typeof address === "object" && address ? address.port : options.port ?? 0;
+  const port = typeof address === "object" && address ? address.port : (options.port ?? 0);
   log.info("kubelet API listening", { host, port });
   return {
     port,
     url: `https://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`,
     stats,
-    close: () => new Promise<void>((done) => {
-      for (const s of [...upgraded, ...connections]) s.destroy();
-      server.closeAllConnections?.();
-      server.close(() => done());
-    }),
+    close: () =>
+      new Promise<void>((done) => {
+        for (const s of [...upgraded, ...connections]) s.destroy();
+        server.closeAllConnections?.();
+        server.close(() => done());
+      }),
   };
 }

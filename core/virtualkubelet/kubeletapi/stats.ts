@@ -9,7 +9,9 @@
 export const METRICS_UNAVAILABLE_STATUS = 503;
 
 export function metricsUnavailable(nodeName: string, endpoint: "/stats/summary" | "/metrics/resource"): string {
-  return `${endpoint} is not available on virtual node ${nodeName}: pod usage of offloaded pods lives in the remote cluster, ` +
+  return (
+    `${endpoint} is not available on virtual node ${nodeName}: pod usage of offloaded pods lives in the remote cluster, ` +
     `and this virtual kubelet does not read it yet (it would need the remote metrics.k8s.io API or the remote nodes' /metrics/resource); ` +
-    `query the remote cluster's metrics directly (kubectl top pod in the twin namespace)`;
+    `query the remote cluster's metrics directly (kubectl top pod in the twin namespace)`
+  );
 }

@@ -7,12 +7,18 @@ export interface RemotePodRef {
 }
 
 /** Maps a local pod to its remote twin; undefined when this virtual node does not run it. */
-export type PodResolver = (namespace: string, name: string) => RemotePodRef | undefined | Promise<RemotePodRef | undefined>;
+export type PodResolver = (
+  namespace: string,
+  name: string,
+) => RemotePodRef | undefined | Promise<RemotePodRef | undefined>;
 
 /** The kubelet API's kinds of failure, with the HTTP status each answers with. */
 export class KubeletApiError extends Error {
   override name = "KubeletApiError";
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -9,7 +9,12 @@ export interface NodeEvent {
   message: string;
 }
 
-export async function postNodeEvent(local: KubeClient, nodeName: string, nodeUid: string | undefined, event: NodeEvent): Promise<void> {
+export async function postNodeEvent(
+  local: KubeClient,
+  nodeName: string,
+  nodeUid: string | undefined,
+  event: NodeEvent,
+): Promise<void> {
   const at = new Date().toISOString();
   await local.create(Resources.events, {
     apiVersion: "v1",

@@ -1,8 +1,6 @@
 // Pure shapes of the virtual node: labels, taint, status and conditions, the Lease. No I/O here;
 // the caller passes the clock and the observed health, so every field is testable in isolation.
-import {
-  REMOTE_CLUSTER_ID_LABEL, TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE,
-} from "../../apis/labels.ts";
+import { REMOTE_CLUSTER_ID_LABEL, TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../../apis/labels.ts";
 import type { KubeObject } from "../../kube/resources.ts";
 
 /** Quantities as Kubernetes writes them: cpu "4", memory "8Gi", pods "110", any extended resource. */
@@ -30,7 +28,11 @@ export interface NodeCondition {
 }
 
 export interface VirtualNodeObject extends KubeObject {
-  spec?: { taints?: { key: string; value?: string; effect: string; timeAdded?: string }[]; unschedulable?: boolean; podCIDR?: string };
+  spec?: {
+    taints?: { key: string; value?: string; effect: string; timeAdded?: string }[];
+    unschedulable?: boolean;
+    podCIDR?: string;
+  };
   status?: {
     capacity?: NodeResources;
     allocatable?: NodeResources;
@@ -88,24 +90,57 @@ export function isOurVirtualNode(node: KubeObject | undefined, remoteClusterId: 
 // The steady-state conditions of a healthy kubelet, with kubelet's own reasons, so tools that
 // read them (kubectl describe, dashboards) see what they expect.
 const healthyConditions: Omit<NodeCondition, "lastHeartbeatTime" | "lastTransitionTime">[] = [
-  { type: "Ready", status: "True", reason: "KubeletReady", message: "the remote cluster is reachable; the virtual kubelet is posting ready status" },
-  { type: "MemoryPressure", status: "False", reason: "KubeletHasSufficientMemory", message: "kubelet has sufficient memory available" },
-  { type: "DiskPressure", status: "False", reason: "KubeletHasNoDiskPressure", message: "kubelet has no disk pressure" },
-  { type: "PIDPressure", status: "False", reason: "KubeletHasSufficientPID", message: "kubelet has sufficient PID available" },
-  { type: "NetworkUnavailable", status: "False", reason: "RouteCreated", message: "the virtual node reaches the remote cluster through the Liqo network fabric" },
+  {
+    type: "Ready",
+    status: "True",
+    reason: "KubeletReady",
+    message: "the remote cluster is reachable; the virtual kubelet is posting ready status",
+  },
+  {
+    type: "MemoryPressure",
+    status: "False",
+    reason: "KubeletHasSufficientMemory",
+    message: "kubelet has sufficient memory available",
+  },
+  {
+    type: "DiskPressure",
+    status: "False",
+    reason: "KubeletHasNoDiskPressure",
+    message: "kubelet has no disk pressure",
+  },
+  {
+    type: "PIDPressure",
+    status: "False",
+    reason: "KubeletHasSufficientPID",
+    message: "kubelet has sufficient PID available",
+  },
+  {
+    type: "NetworkUnavailable",
+    status: "False",
+    reason: "RouteCreated",
+    message: "the virtual node reaches the remote cluster through the Liqo network fabric",
+  },
 ];
 
 export const REMOTE_UNREACHABLE_REASON = "RemoteClusterUnreachable";
 
 /** The conditions for the observed health; a transition time only moves when the status changes. */
-export function nodeConditions(health: RemoteHealth, remoteClusterName: string, now: Date, previous: NodeCondition[] = []): NodeCondition[] {
+export function nodeConditions(
+  health: RemoteHealth,
+  remoteClusterName: string,
+  now: Date,
+  previous: NodeCondition[] = [],
+): NodeCondition[] {
   const at = now.toISOString();
   return healthyConditions.map((base) => {
     let c = base;
     if (base.type === "Ready" && !health.healthy) {
       c = {
-        type: "Ready", status: "False", reason: REMOTE_UNREACHABLE_REASON,
-        message: `the API server of remote cluster ${remoteClusterName} failed ${health.consecutiveFailures} consecutive health checks` +
+        type: "Ready",
+        status: "False",
+        reason: REMOTE_UNREACHABLE_REASON,
+        message:
+          `the API server of remote cluster ${remoteClusterName} failed ${health.consecutiveFailures} consecutive health checks` +
           (health.detail ? `: ${health.detail}` : ""),
       };
     }
@@ -115,13 +150,20 @@ export function nodeConditions(health: RemoteHealth, remoteClusterName: string, 
   });
 }
 
-export function nodeStatus(id: NodeIdentity, resources: NodeResources, conditions: NodeCondition[]): VirtualNodeObject["status"] {
+export function nodeStatus(
+  id: NodeIdentity,
+  resources: NodeResources,
+  conditions: NodeCondition[],
+): VirtualNodeObject["status"] {
   return {
     // A virtual node offers exactly what the provider negotiated: nothing is reserved locally.
     capacity: { ...resources },
     allocatable: { ...resources },
     conditions,
-    addresses: [{ type: "InternalIP", address: id.address }, { type: "Hostname", address: id.nodeName }],
+    addresses: [
+      { type: "InternalIP", address: id.address },
+      { type: "Hostname", address: id.nodeName },
+    ],
     daemonEndpoints: { kubeletEndpoint: { Port: id.kubeletPort } },
     nodeInfo: {
       architecture: "amd64",
@@ -131,7 +173,9 @@ export function nodeStatus(id: NodeIdentity, resources: NodeResources, condition
       containerRuntimeVersion: `liqo://${id.remoteClusterName}`,
       kernelVersion: "",
       osImage: `Liqo virtual node for ${id.remoteClusterName}`,
-      machineID: "", systemUUID: "", bootID: "",
+      machineID: "",
+      systemUUID: "",
+      bootID: "",
     },
   };
 }

@@ -27,17 +27,27 @@ const dnsSubdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const quantity = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/;
 
 export function validateVirtualNodeOptions(o: VirtualNodeOptions): ResolvedVirtualNodeOptions {
-  const fail = (msg: string): never => { throw new VirtualNodeError(`virtual node for ${o.remoteClusterName || "(no remoteClusterName)"}: ${msg}`); };
-  if (!o.remoteClusterId) fail("remoteClusterId is empty; pass the remote cluster's ID (its ForeignCluster's clusterID)");
+  const fail = (msg: string): never => {
+    throw new VirtualNodeError(`virtual node for ${o.remoteClusterName || "(no remoteClusterName)"}: ${msg}`);
+  };
+  if (!o.remoteClusterId)
+    fail("remoteClusterId is empty; pass the remote cluster's ID (its ForeignCluster's clusterID)");
   if (!o.remoteClusterName) fail("remoteClusterName is empty; pass the remote cluster's name");
   const nodeName = o.nodeName ?? `liqo-${o.remoteClusterName}`;
-  if (!dnsSubdomain.test(nodeName)) fail(`node name "${nodeName}" is not a valid DNS subdomain (lowercase letters, digits, '-' and '.')`);
-  if (!o.resources || typeof o.resources !== "object") fail("resources is missing; pass the negotiated resources, e.g. {cpu: \"4\", memory: \"8Gi\", pods: \"110\"}");
+  if (!dnsSubdomain.test(nodeName))
+    fail(`node name "${nodeName}" is not a valid DNS subdomain (lowercase letters, digits, '-' and '.')`);
+  if (!o.resources || typeof o.resources !== "object")
+    fail('resources is missing; pass the negotiated resources, e.g. {cpu: "4", memory: "8Gi", pods: "110"}');
   for (const [name, value] of Object.entries(o.resources)) {
-    if (typeof value !== "string" || !quantity.test(value)) fail(`resource ${name}="${String(value)}" is not a Kubernetes quantity (e.g. "4", "500m", "8Gi")`);
+    if (typeof value !== "string" || !quantity.test(value))
+      fail(`resource ${name}="${String(value)}" is not a Kubernetes quantity (e.g. "4", "500m", "8Gi")`);
   }
-  if (!o.address || !/^[0-9a-fA-F:.]+$/.test(o.address)) fail(`address "${o.address ?? ""}" is not an IP address; pass the IP at which the API server reaches the kubelet API`);
-  if (!Number.isInteger(o.kubeletPort) || o.kubeletPort < 1 || o.kubeletPort > 65535) fail(`kubeletPort ${o.kubeletPort} is not a TCP port (1-65535)`);
+  if (!o.address || !/^[0-9a-fA-F:.]+$/.test(o.address))
+    fail(
+      `address "${o.address ?? ""}" is not an IP address; pass the IP at which the API server reaches the kubelet API`,
+    );
+  if (!Number.isInteger(o.kubeletPort) || o.kubeletPort < 1 || o.kubeletPort > 65535)
+    fail(`kubeletPort ${o.kubeletPort} is not a TCP port (1-65535)`);
   const positive = (name: string, v: number | undefined, dflt: number) => {
     const x = v ?? dflt;
     if (!Number.isFinite(x) || x <= 0) fail(`${name} must be a positive number, got ${v}`);

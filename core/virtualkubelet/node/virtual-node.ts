@@ -8,8 +8,16 @@ import { createInformer, type Informer } from "../../kube/informer.ts";
 import { Resources } from "../../kube/resources.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import {
-  isOurVirtualNode, isVirtualNode, nodeConditions, nodeStatus, virtualNode, virtualNodeLabels,
-  type NodeIdentity, type NodeResources, type RemoteHealth, type VirtualNodeObject,
+  isOurVirtualNode,
+  isVirtualNode,
+  nodeConditions,
+  nodeStatus,
+  virtualNode,
+  virtualNodeLabels,
+  type NodeIdentity,
+  type NodeResources,
+  type RemoteHealth,
+  type VirtualNodeObject,
 } from "./forge.ts";
 import { createRemoteHealthProbe } from "./health.ts";
 import { renewNodeLease } from "./lease.ts";
@@ -73,13 +81,22 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
   const { local, logger: baseLogger = silentLogger } = options;
   const now = options.now ?? (() => new Date());
   const id: NodeIdentity = {
-    nodeName: opts.nodeName, remoteClusterId: opts.remoteClusterId, remoteClusterName: opts.remoteClusterName,
-    remoteClusterLabels: opts.remoteClusterLabels, address: opts.address, kubeletPort: opts.kubeletPort, kubeletVersion: opts.kubeletVersion,
+    nodeName: opts.nodeName,
+    remoteClusterId: opts.remoteClusterId,
+    remoteClusterName: opts.remoteClusterName,
+    remoteClusterLabels: opts.remoteClusterLabels,
+    address: opts.address,
+    kubeletPort: opts.kubeletPort,
+    kubeletVersion: opts.kubeletVersion,
   };
   const log = baseLogger.child({ component: "virtual-node", node: id.nodeName, remoteClusterId: id.remoteClusterId });
   // A probe must end before the next tick: one that timed out at the full interval made the next
   // tick skip (probes overlap never), so a black-holed remote took K × 2 intervals to be noticed.
-  const health = createRemoteHealthProbe({ remote: options.remote, failureThreshold: opts.failureThreshold, timeoutMs: Math.min(opts.healthIntervalMs * 0.8, 5000) });
+  const health = createRemoteHealthProbe({
+    remote: options.remote,
+    failureThreshold: opts.failureThreshold,
+    timeoutMs: Math.min(opts.healthIntervalMs * 0.8, 5000),
+  });
 
   let resources: NodeResources = { ...opts.resources };
   let statusDirty = true;
@@ -108,19 +125,24 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     if (!isVirtualNode(found)) {
       throw new VirtualNodeError(
         `Node ${id.nodeName} already exists and is not a Liqo virtual node (no liqo.io/type=virtual-node label); ` +
-        `refusing to overwrite it: delete that Node or choose another name for the virtual node (nodeName)`);
+          `refusing to overwrite it: delete that Node or choose another name for the virtual node (nodeName)`,
+      );
     }
     if (!isOurVirtualNode(found, id.remoteClusterId)) {
       throw new VirtualNodeError(
         `Node ${id.nodeName} is the virtual node of another remote cluster (${found.metadata.labels?.["liqo.io/remote-cluster-id"]}), ` +
-        `not of ${id.remoteClusterId}; choose another name for the virtual node (nodeName)`);
+          `not of ${id.remoteClusterId}; choose another name for the virtual node (nodeName)`,
+      );
     }
     const wantLabels = virtualNodeLabels(id);
     const hasTaint = found.spec?.taints?.some((t) => t.key === virtualNode(id).spec!.taints![0]!.key);
     const labelsDrifted = Object.entries(wantLabels).some(([k, v]) => found.metadata.labels?.[k] !== v);
     if (labelsDrifted || !hasTaint) {
       const taints = hasTaint ? found.spec?.taints : [...(found.spec?.taints ?? []), ...virtualNode(id).spec!.taints!];
-      return local.mergePatch<VirtualNodeObject>(Resources.nodes, id.nodeName, undefined, { metadata: { labels: wantLabels }, spec: { taints } });
+      return local.mergePatch<VirtualNodeObject>(Resources.nodes, id.nodeName, undefined, {
+        metadata: { labels: wantLabels },
+        spec: { taints },
+      });
     }
     return found;
   }
@@ -129,10 +151,25 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     const conditions = nodeConditions(h, id.remoteClusterName, now(), node.status?.conditions);
     const status = nodeStatus(id, resources, conditions)!;
     // A merge patch keeps map keys it does not mention: resources dropped since must be nulled.
-    const dropped = (m?: NodeResources) => Object.fromEntries(Object.keys(m ?? {}).filter((k) => !(k in resources)).map((k) => [k, null]));
-    await local.mergePatch(Resources.nodes, id.nodeName, undefined, {
-      status: { ...status, capacity: { ...dropped(node.status?.capacity), ...status.capacity }, allocatable: { ...dropped(node.status?.allocatable), ...status.allocatable } },
-    }, "status");
+    const dropped = (m?: NodeResources) =>
+      Object.fromEntries(
+        Object.keys(m ?? {})
+          .filter((k) => !(k in resources))
+          .map((k) => [k, null]),
+      );
+    await local.mergePatch(
+      Resources.nodes,
+      id.nodeName,
+      undefined,
+      {
+        status: {
+          ...status,
+          capacity: { ...dropped(node.status?.capacity), ...status.capacity },
+          allocatable: { ...dropped(node.status?.allocatable), ...status.allocatable },
+        },
+      },
+      "status",
+    );
     statusDirty = false;
     lastStatusAt = Date.now();
     st.lastStatusUpdate = now().toISOString();
@@ -186,11 +223,23 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     if (!h.changed) return;
     statusDirty = true;
     if (h.healthy) log.info("the remote cluster answers again; the virtual node is Ready");
-    else log.warn("the remote cluster stopped answering; the virtual node is NotReady", { failures: h.consecutiveFailures, detail: h.detail });
+    else
+      log.warn("the remote cluster stopped answering; the virtual node is NotReady", {
+        failures: h.consecutiveFailures,
+        detail: h.detail,
+      });
     kick();
-    postNodeEvent(local, id.nodeName, st.nodeUid, h.healthy
-      ? { type: "Normal", reason: "NodeReady", message: `remote cluster ${id.remoteClusterName} answers again` }
-      : { type: "Warning", reason: "RemoteClusterUnreachable", message: `remote cluster ${id.remoteClusterName} failed ${h.consecutiveFailures} consecutive health checks: ${h.detail ?? ""}` },
+    postNodeEvent(
+      local,
+      id.nodeName,
+      st.nodeUid,
+      h.healthy
+        ? { type: "Normal", reason: "NodeReady", message: `remote cluster ${id.remoteClusterName} answers again` }
+        : {
+            type: "Warning",
+            reason: "RemoteClusterUnreachable",
+            message: `remote cluster ${id.remoteClusterName} failed ${h.consecutiveFailures} consecutive health checks: ${h.detail ?? ""}`,
+          },
     ).catch((err) => log.warn("could not post a node event", { err }));
   }
 
@@ -208,14 +257,30 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
         throw err;
       }
       let probing = false;
-      timers.push(setInterval(() => {
-        if (probing) return;
-        probing = true;
-        checkHealth().catch((err) => log.error("health check failed", { err })).finally(() => { probing = false; });
-      }, opts.healthIntervalMs));
+      timers.push(
+        setInterval(() => {
+          if (probing) return;
+          probing = true;
+          checkHealth()
+            .catch((err) => log.error("health check failed", { err }))
+            .finally(() => {
+              probing = false;
+            });
+        }, opts.healthIntervalMs),
+      );
       timers.push(setInterval(kick, Math.min(opts.leaseRenewMs, opts.statusReportMs)));
-      informer = createInformer<VirtualNodeObject>({ client: local, resource: Resources.nodes, fieldSelector: `metadata.name=${id.nodeName}`, logger: log });
-      informer.on({ delete: () => { log.warn("the virtual node was deleted; re-creating it"); kick(); } });
+      informer = createInformer<VirtualNodeObject>({
+        client: local,
+        resource: Resources.nodes,
+        fieldSelector: `metadata.name=${id.nodeName}`,
+        logger: log,
+      });
+      informer.on({
+        delete: () => {
+          log.warn("the virtual node was deleted; re-creating it");
+          kick();
+        },
+      });
       informer.start();
       log.info("virtual node started", { address: id.address, kubeletPort: id.kubeletPort });
     },
@@ -229,7 +294,8 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     async remove() {
       await this.stop();
       const node = await local.find(Resources.nodes, id.nodeName);
-      if (node && isOurVirtualNode(node, id.remoteClusterId)) await local.delete(Resources.nodes, id.nodeName, undefined, { uid: node.metadata.uid });
+      if (node && isOurVirtualNode(node, id.remoteClusterId))
+        await local.delete(Resources.nodes, id.nodeName, undefined, { uid: node.metadata.uid });
     },
     async updateResources(next) {
       resources = { ...validateVirtualNodeOptions({ ...options, resources: next }).resources };

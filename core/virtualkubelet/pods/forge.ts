@@ -19,9 +19,15 @@ export interface ApiServerAddress {
   port: string;
 }
 
-type Volume = { name: string; projected?: { defaultMode?: number; sources?: Record<string, unknown>[] } } & Record<string, unknown>;
+type Volume = { name: string; projected?: { defaultMode?: number; sources?: Record<string, unknown>[] } } & Record<
+  string,
+  unknown
+>;
 type Named = { name: string } & Record<string, unknown>;
-type Container = { name: string; env?: Named[]; volumeMounts?: (Named & { mountPath?: string })[] } & Record<string, unknown>;
+type Container = { name: string; env?: Named[]; volumeMounts?: (Named & { mountPath?: string })[] } & Record<
+  string,
+  unknown
+>;
 type PodSpec = {
   serviceAccountName?: string;
   automountServiceAccountToken?: boolean;
@@ -35,7 +41,11 @@ export type Pod = KubeObject & { spec?: PodSpec; status?: Record<string, any> };
 export function apiServerAddress(url: string | undefined): ApiServerAddress | undefined {
   if (!url) return undefined;
   let u: URL;
-  try { u = new URL(url); } catch { return undefined; }
+  try {
+    u = new URL(url);
+  } catch {
+    return undefined;
+  }
   if (u.protocol !== "https:" || !u.hostname) return undefined;
   // An IPv6 literal comes bracketed; the variable holds the bare address, as the kubelet writes it.
   return { host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port || "443" };
@@ -46,10 +56,15 @@ export function tokenVolumeIndex(spec: PodSpec | undefined): number {
   const volumes = spec?.volumes ?? [];
   const mountedAtSaPath = new Set(
     [...(spec?.containers ?? []), ...(spec?.initContainers ?? [])]
-      .flatMap((c) => c.volumeMounts ?? []).filter((m) => m.mountPath === SERVICE_ACCOUNT_MOUNT).map((m) => m.name),
+      .flatMap((c) => c.volumeMounts ?? [])
+      .filter((m) => m.mountPath === SERVICE_ACCOUNT_MOUNT)
+      .map((m) => m.name),
   );
-  return volumes.findIndex((v) => v.projected?.sources?.some((s) => "serviceAccountToken" in s) &&
-    (v.name.startsWith("kube-api-access-") || mountedAtSaPath.has(v.name)));
+  return volumes.findIndex(
+    (v) =>
+      v.projected?.sources?.some((s) => "serviceAccountToken" in s) &&
+      (v.name.startsWith("kube-api-access-") || mountedAtSaPath.has(v.name)),
+  );
 }
 
 /**
@@ -103,8 +118,11 @@ export function projectedTokens(local: Pod): ProjectedToken[] {
       if (!t) return;
       const seconds = Number(t.expirationSeconds) || PROJECTED_TOKEN_SECONDS;
       out.push({
-        key: `${v.name}.${j}.token`, volume: v.name, audience: t.audience || undefined,
-        expirationSeconds: Math.max(MIN_TOKEN_SECONDS, Math.floor(seconds)), path: t.path ?? "token",
+        key: `${v.name}.${j}.token`,
+        volume: v.name,
+        audience: t.audience || undefined,
+        expirationSeconds: Math.max(MIN_TOKEN_SECONDS, Math.floor(seconds)),
+        path: t.path ?? "token",
       });
     });
   });
@@ -112,10 +130,17 @@ export function projectedTokens(local: Pod): ProjectedToken[] {
 }
 
 /** The tokens the origin cluster mints for the remote pod: the API one (key "token") and the pod's projected ones. */
-export function tokenRequests(local: Pod, address: ApiServerAddress | undefined): { serviceAccount: string; tokens: { key: string; audience?: string; expirationSeconds: number }[] } | undefined {
+export function tokenRequests(
+  local: Pod,
+  address: ApiServerAddress | undefined,
+): { serviceAccount: string; tokens: { key: string; audience?: string; expirationSeconds: number }[] } | undefined {
   const main = originServiceAccount(local, address);
-  const projected = local.metadata.annotations?.[API_SERVER_SUPPORT_ANNOTATION] === "disabled" ? [] : projectedTokens(local);
-  const tokens = [...(main ? [{ key: "token", expirationSeconds: 3600 }] : []), ...projected.map(({ key, audience, expirationSeconds }) => ({ key, audience, expirationSeconds }))];
+  const projected =
+    local.metadata.annotations?.[API_SERVER_SUPPORT_ANNOTATION] === "disabled" ? [] : projectedTokens(local);
+  const tokens = [
+    ...(main ? [{ key: "token", expirationSeconds: 3600 }] : []),
+    ...projected.map(({ key, audience, expirationSeconds }) => ({ key, audience, expirationSeconds })),
+  ];
   return tokens.length ? { serviceAccount: local.spec?.serviceAccountName || "default", tokens } : undefined;
 }
 
@@ -128,8 +153,16 @@ export function withoutTokenVolume(local: Pod): Pod {
   const idx = tokenVolumeIndex(local.spec);
   const own = projectedTokens(local).length > 0;
   if (idx < 0 && !own) return local;
-  const volumes = local.spec!.volumes!.filter((_, i) => i !== idx).map((v) => !own || !v.projected?.sources?.some((s) => "serviceAccountToken" in s) ? v
-    : { ...v, projected: { ...v.projected, sources: v.projected.sources.filter((s) => !("serviceAccountToken" in s)) } });
+  const volumes = local
+    .spec!.volumes!.filter((_, i) => i !== idx)
+    .map((v) =>
+      !own || !v.projected?.sources?.some((s) => "serviceAccountToken" in s)
+        ? v
+        : {
+            ...v,
+            projected: { ...v.projected, sources: v.projected.sources.filter((s) => !("serviceAccountToken" in s)) },
+          },
+    );
   return { ...local, spec: { ...local.spec, volumes } };
 }
 
@@ -243,12 +276,20 @@ export function remoteTokenSecret(
     metadata: {
       name: remoteTokenSecretName(local.metadata.name!),
       namespace: remoteNamespace,
-      labels: { [LABEL_MANAGED_BY]: MANAGED_BY_REFLECTION, [LABEL_ORIGIN]: localClusterId, [TOKEN_SECRET_LABEL]: "true" },
-      ownerReferences: [{ apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", name: shadowPod.name, uid: shadowPod.uid }],
+      labels: {
+        [LABEL_MANAGED_BY]: MANAGED_BY_REFLECTION,
+        [LABEL_ORIGIN]: localClusterId,
+        [TOKEN_SECRET_LABEL]: "true",
+      },
+      ownerReferences: [
+        { apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod", name: shadowPod.name, uid: shadowPod.uid },
+      ],
     },
     // The keys of a ServiceAccount token volume; the namespace is the origin one, the token's.
     data: {
-      ...(t.token === undefined ? {} : { token: b64(t.token) }), "ca.crt": b64(t.ca), namespace: b64(local.metadata.namespace!),
+      ...(t.token === undefined ? {} : { token: b64(t.token) }),
+      "ca.crt": b64(t.ca),
+      namespace: b64(local.metadata.namespace!),
       ...Object.fromEntries(Object.entries(t.projected ?? {}).map(([k, v]) => [k, b64(v)])),
     },
   } as KubeObject;

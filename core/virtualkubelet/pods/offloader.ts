@@ -49,7 +49,8 @@ export function pendingNeedsAttention(status: Record<string, any>): boolean {
   const conditions: { status?: string; reason?: string }[] = status.conditions ?? [];
   if (conditions.some((c) => c.status === "False" && c.reason && !ROUTINE_CONDITIONS.has(c.reason))) return true;
   const waiting = [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? [])]
-    .map((c: { state?: { waiting?: { reason?: string } } }) => c.state?.waiting?.reason).filter(Boolean);
+    .map((c: { state?: { waiting?: { reason?: string } } }) => c.state?.waiting?.reason)
+    .filter(Boolean);
   return waiting.some((r) => !ROUTINE_WAITING.has(r!));
 }
 
@@ -96,12 +97,15 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   const log = (o.logger ?? silentLogger).child({ component: "pod-offloader", node: o.nodeName });
   const events = createEventRecorder(o.local, "liqo-virtual-kubelet", log);
   const address = apiServerAddress(o.apiServerUrl);
-  if (o.apiServerUrl && !address) log.warn("not an https URL: offloaded pods get no API server token", { apiServerUrl: o.apiServerUrl });
+  if (o.apiServerUrl && !address)
+    log.warn("not an https URL: offloaded pods get no API server token", { apiServerUrl: o.apiServerUrl });
   if (!o.apiServerUrl) log.info("no origin API server URL: offloaded pods get no API server token");
   /** When each offloaded pod's origin token is due for renewal (ms since the epoch). */
   const tokenRefresh = new Map<string, number>();
   const plugin: ReflectorPlugin = await loadPlugin(o.podsWasm, {
-    trust: "builtin", translateIp: o.translateIp, logger: log,
+    trust: "builtin",
+    translateIp: o.translateIp,
+    logger: log,
     // It looks up a ServiceAccount's legacy token Secret only for a token volume, which it never
     // sees here: remotePodSpec wires the token (withoutTokenVolume).
     lookup: () => null,
@@ -109,11 +113,29 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   // The caches keep only what handle reads: managedFields (large on pods, several managers) never,
   // of a ShadowPod only its metadata (the pod spec in it is ours, already in the local pod), of a
   // remote pod its metadata and status (the pods reflector's backward transform reads /status).
-  const localPods: Informer<Pod> = createInformer({ client: o.local, resource: Resources.pods, fieldSelector: `spec.nodeName=${o.nodeName}`, logger: log, transform: withoutManagedFields });
+  const localPods: Informer<Pod> = createInformer({
+    client: o.local,
+    resource: Resources.pods,
+    fieldSelector: `spec.nodeName=${o.nodeName}`,
+    logger: log,
+    transform: withoutManagedFields,
+  });
   const origin = `liqo.io/origin-cluster-id=${o.localClusterId}`;
   // The remote side is watched per twin namespace: a peer's identity may not list cluster-wide.
-  const shadows: NamespacedInformers<KubeObject> = createNamespacedInformers({ client: o.remote, resource: ShadowPodResource, labelSelector: origin, logger: log, transform: metadataOnly });
-  const remotePods: NamespacedInformers<Pod> = createNamespacedInformers({ client: o.remote, resource: Resources.pods, labelSelector: `liqo.io/managed-by=shadowpod,${origin}`, logger: log, transform: metadataAndStatus });
+  const shadows: NamespacedInformers<KubeObject> = createNamespacedInformers({
+    client: o.remote,
+    resource: ShadowPodResource,
+    labelSelector: origin,
+    logger: log,
+    transform: metadataOnly,
+  });
+  const remotePods: NamespacedInformers<Pod> = createNamespacedInformers({
+    client: o.remote,
+    resource: Resources.pods,
+    labelSelector: `liqo.io/managed-by=shadowpod,${origin}`,
+    logger: log,
+    transform: metadataAndStatus,
+  });
   const pendingDelay = o.pendingStatusDelayMs ?? PENDING_STATUS_DELAY_MS;
   /** When each pod was first found Pending on both sides with a status still to write (see PENDING_STATUS_DELAY_MS). */
   const pendingSince = new Map<string, number>();
@@ -124,7 +146,10 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const previous = followed.get(localNs);
     if (previous === remoteNs) return;
     if (previous && ![...followed].some(([l, r]) => l !== localNs && r === previous)) {
-      for (const inf of [shadows, remotePods]) inf.removeNamespace(previous).catch((err) => log.warn("stopping a twin namespace's informer failed", { err, namespace: previous }));
+      for (const inf of [shadows, remotePods])
+        inf
+          .removeNamespace(previous)
+          .catch((err) => log.warn("stopping a twin namespace's informer failed", { err, namespace: previous }));
     }
     if (remoteNs) {
       followed.set(localNs, remoteNs);
@@ -140,7 +165,14 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   const ctxFor = (localNs: string, remoteNs: string): ReflectionContext => {
     let ctx = contexts.get(localNs);
     if (!ctx || ctx.remoteNamespace !== remoteNs) {
-      ctx = { localClusterId: o.localClusterId, remoteClusterId: o.remoteClusterId, localNamespace: localNs, remoteNamespace: remoteNs, virtualKubeletIp: o.virtualKubeletIp, virtualNodeName: o.nodeName };
+      ctx = {
+        localClusterId: o.localClusterId,
+        remoteClusterId: o.remoteClusterId,
+        localNamespace: localNs,
+        remoteNamespace: remoteNs,
+        virtualKubeletIp: o.virtualKubeletIp,
+        virtualNodeName: o.nodeName,
+      };
       contexts.set(localNs, ctx);
     }
     return ctx;
@@ -148,10 +180,16 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
 
   async function backOff(pod: Pod, message: string) {
     if (pod.status?.reason === OFFLOADING_BACKOFF && pod.status?.message === message) return;
-    await o.local.apply(Resources.pods, {
-      apiVersion: "v1", kind: "Pod", metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace },
-      status: { phase: "Pending", reason: OFFLOADING_BACKOFF, message },
-    }, { fieldManager: FIELD_MANAGER, force: true, subresource: "status" });
+    await o.local.apply(
+      Resources.pods,
+      {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace },
+        status: { phase: "Pending", reason: OFFLOADING_BACKOFF, message },
+      },
+      { fieldManager: FIELD_MANAGER, force: true, subresource: "status" },
+    );
     events.warning(pod, OFFLOADING_BACKOFF, message);
   }
 
@@ -159,7 +197,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   // a restart (pairs not yet known) never mistakes running pods for unoffloaded ones.
   const offloadedNamespaces = new Set<string>();
   /** A pod we reported status for (ours are the only ones with the virtual kubelet's IP as host). */
-  const wasOffloaded = (pod: Pod) => pod.status?.hostIP === o.virtualKubeletIp || (pod.status?.phase !== undefined && pod.status.phase !== "Pending");
+  const wasOffloaded = (pod: Pod) =>
+    pod.status?.hostIP === o.virtualKubeletIp || (pod.status?.phase !== undefined && pod.status.phase !== "Pending");
 
   async function handle(key: string) {
     const slash = key.indexOf("/");
@@ -184,12 +223,17 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       if (shadow && ours && !shadow.metadata.deletionTimestamp) {
         const grace = local?.metadata.deletionGracePeriodSeconds as number | undefined;
         // The remote pod first, with the user's grace period; then the ShadowPod, so it is not re-created.
-        if (remote) await o.remote.delete(Resources.pods, name, remoteNs, { uid: remote.metadata.uid, gracePeriodSeconds: grace });
+        if (remote)
+          await o.remote.delete(Resources.pods, name, remoteNs, {
+            uid: remote.metadata.uid,
+            gracePeriodSeconds: grace,
+          });
         await o.remote.delete(ShadowPodResource, name, remoteNs, { uid: shadow.metadata.uid });
         return;
       }
       // Once nothing runs remotely, finish the local deletion as a kubelet does.
-      if (local && !remote && (!shadow || !ours)) await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 });
+      if (local && !remote && (!shadow || !ours))
+        await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 });
       return;
     }
     if (remoteNs) offloadedNamespaces.add(ns);
@@ -197,17 +241,29 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       // Its namespace stopped being offloaded here (unoffload, or this cluster deselected): the
       // twin namespace and the remote pod go with it, so the pod is deleted and its controller
       // reschedules it locally, as Liqo documents for `liqoctl unoffload namespace`.
-      events.normal(local, UNOFFLOADED, `namespace ${ns} is no longer offloaded to cluster ${o.remoteClusterId}: pod deleted so that it is rescheduled`);
-      await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 }).catch((err) => {
-        if (!(err instanceof KubeApiError && (err.notFound || err.status === 409))) throw err;
-      });
+      events.normal(
+        local,
+        UNOFFLOADED,
+        `namespace ${ns} is no longer offloaded to cluster ${o.remoteClusterId}: pod deleted so that it is rescheduled`,
+      );
+      await o.local
+        .delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 })
+        .catch((err) => {
+          if (!(err instanceof KubeApiError && (err.notFound || err.status === 409))) throw err;
+        });
       return;
     }
     if (!remoteNs) {
-      return backOff(local, `namespace ${ns} is not offloaded to cluster ${o.remoteClusterId}: create a NamespaceOffloading in ${ns} (liqoctl offload namespace ${ns}) or schedule the pod elsewhere`);
+      return backOff(
+        local,
+        `namespace ${ns} is not offloaded to cluster ${o.remoteClusterId}: create a NamespaceOffloading in ${ns} (liqoctl offload namespace ${ns}) or schedule the pod elsewhere`,
+      );
     }
     if (shadow && !ours) {
-      return backOff(local, `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`);
+      return backOff(
+        local,
+        `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`,
+      );
     }
     const ctx = ctxFor(ns, remoteNs);
     const tokens = tokenRequests(local, address);
@@ -222,24 +278,42 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       // share); a user who asked for them must hear about it rather than find out at run time.
       const dropped = hostNamespacesAsked(local.spec ?? {});
       if (dropped.length > 0) {
-        events.warning(local, HOST_NAMESPACES_DROPPED, `pod ${key} asked for ${dropped.join(", ")}, which offloaded pods cannot have: ` +
-          `it runs in cluster ${o.remoteClusterId} without them; keep it on a physical node (node affinity) if it needs them`);
+        events.warning(
+          local,
+          HOST_NAMESPACES_DROPPED,
+          `pod ${key} asked for ${dropped.join(", ")}, which offloaded pods cannot have: ` +
+            `it runs in cluster ${o.remoteClusterId} without them; keep it on a physical node (node affinity) if it needs them`,
+        );
       }
       // A plain create, not a server-side apply: the ShadowPod is only written when missing, and
       // an apply of this large CRD costs the provider's API server noticeably more (bench).
-      const created = await o.remote.create(ShadowPodResource, {
-        apiVersion: "virtualkubelet.liqo.io/v1alpha1", kind: "ShadowPod",
-        metadata: {
-          name, namespace: remoteNs, labels: out.metadata.labels,
-          // The count starts at 0 here, so the provider writes the ShadowPod only on re-creations.
-          annotations: { ...out.metadata.annotations, [LOCAL_NAMESPACE_ANNOTATION]: ns, [RECREATIONS_ANNOTATION]: "0" },
-        },
-        spec: { pod: remotePodSpec(local, out.spec ?? {}, address) },
-      }, remoteNs, { fieldManager: FIELD_MANAGER }).catch((err) => {
-        // Created meanwhile (our informer lags): its add event brings the key back.
-        if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-        return undefined;
-      });
+      const created = await o.remote
+        .create(
+          ShadowPodResource,
+          {
+            apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+            kind: "ShadowPod",
+            metadata: {
+              name,
+              namespace: remoteNs,
+              labels: out.metadata.labels,
+              // The count starts at 0 here, so the provider writes the ShadowPod only on re-creations.
+              annotations: {
+                ...out.metadata.annotations,
+                [LOCAL_NAMESPACE_ANNOTATION]: ns,
+                [RECREATIONS_ANNOTATION]: "0",
+              },
+            },
+            spec: { pod: remotePodSpec(local, out.spec ?? {}, address) },
+          },
+          remoteNs,
+          { fieldManager: FIELD_MANAGER },
+        )
+        .catch((err) => {
+          // Created meanwhile (our informer lags): its add event brings the key back.
+          if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+          return undefined;
+        });
       // After the ShadowPod, whose UID owns the Secret: the provider's kubelet waits for a missing
       // Secret volume, and it usually exists before the pod is even scheduled.
       if (created && tokens) await renewToken(key, local, tokens, remoteNs, { name, uid: created.metadata.uid! });
@@ -254,7 +328,11 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     if (back.decision !== "apply") return;
     const status = (back.object as Pod).status ?? {};
     if (Bun.deepEquals(status, local.status)) return void pendingSince.delete(key);
-    if (status.phase === "Pending" && (local.status?.phase ?? "Pending") === "Pending" && !pendingNeedsAttention(status)) {
+    if (
+      status.phase === "Pending" &&
+      (local.status?.phase ?? "Pending") === "Pending" &&
+      !pendingNeedsAttention(status)
+    ) {
       const now = Date.now();
       const since = pendingSince.get(key) ?? now;
       pendingSince.set(key, since);
@@ -262,7 +340,12 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       if (now - since < pendingDelay) return void queue?.addAfter(key, pendingDelay - (now - since));
     }
     pendingSince.delete(key);
-    await o.local.apply(Resources.pods, { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: ns }, status }, { fieldManager: FIELD_MANAGER, force: true, subresource: "status" })
+    await o.local
+      .apply(
+        Resources.pods,
+        { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: ns }, status },
+        { fieldManager: FIELD_MANAGER, force: true, subresource: "status" },
+      )
       .catch((err) => {
         if (err instanceof KubeApiError && err.notFound) return; // deleted meanwhile
         throw err;
@@ -273,17 +356,30 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
    * A fresh origin token in the pod's Secret; the key comes back when it is due again. A failure
    * is the pod's Event and a retry of its own, so that it never holds the pod's status back.
    */
-  async function renewToken(key: string, local: Pod, wanted: { serviceAccount: string; tokens: TokenWanted[] }, remoteNs: string, shadowPod: { name: string; uid: string }) {
+  async function renewToken(
+    key: string,
+    local: Pod,
+    wanted: { serviceAccount: string; tokens: TokenWanted[] },
+    remoteNs: string,
+    shadowPod: { name: string; uid: string },
+  ) {
     const { serviceAccount } = wanted;
     let due: number;
     try {
       const t = await issueTokens(o.local, local, serviceAccount, wanted.tokens);
-      await o.remote.apply(Resources.secrets, remoteTokenSecret(local, remoteNs, o.localClusterId, shadowPod, t), { fieldManager: FIELD_MANAGER, force: true });
+      await o.remote.apply(Resources.secrets, remoteTokenSecret(local, remoteNs, o.localClusterId, shadowPod, t), {
+        fieldManager: FIELD_MANAGER,
+        force: true,
+      });
       due = t.refreshAt;
     } catch (err) {
       if (err instanceof KubeApiError && err.notFound && !localPods.get(key)) return; // the pod went meanwhile
       log.warn("issuing the origin API server token failed", { key, err });
-      events.warning(local, API_SERVER_TOKEN_FAILED, `the token of service account ${serviceAccount} for the pod in cluster ${o.remoteClusterId} could not be issued: ${err instanceof Error ? err.message : err}`);
+      events.warning(
+        local,
+        API_SERVER_TOKEN_FAILED,
+        `the token of service account ${serviceAccount} for the pod in cluster ${o.remoteClusterId} could not be issued: ${err instanceof Error ? err.message : err}`,
+      );
       due = Date.now() + TOKEN_RETRY_MS;
     }
     tokenRefresh.set(key, due);
@@ -297,7 +393,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   };
   return {
     handle,
-    get synced() { return localPods.synced && shadows.synced && remotePods.synced; },
+    get synced() {
+      return localPods.synced && shadows.synced && remotePods.synced;
+    },
     resyncNamespace(namespace) {
       follow(namespace);
       if (o.remoteNamespaceOf(namespace)) offloadedNamespaces.add(namespace);
@@ -306,7 +404,12 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     async start() {
       // Handling is nearly all waiting on two API servers (one apply per pod and status change), so
       // many workers: with 4, a 1,000-pod Deployment queued status for tens of seconds (bench).
-      queue = createWorkQueue({ name: "pod-offloader", handler: handle, workers: o.workers ?? DEFAULT_WORKERS, logger: log });
+      queue = createWorkQueue({
+        name: "pod-offloader",
+        handler: handle,
+        workers: o.workers ?? DEFAULT_WORKERS,
+        logger: log,
+      });
       // What users wait for goes ahead of bulk updates (our own status writes echoing back, a
       // ShadowPod's annotations): a pod newly bound here, a pod leaving, a remote pod changing phase.
       const onLocal = (p: KubeObject) => queue!.add(localKey(p));
@@ -315,9 +418,18 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         const k = remoteKey(r);
         if (k) first ? queue!.addFirst(k) : queue!.add(k);
       };
-      localPods.on({ add: onLocalFirst, update: (a, b) => (b.metadata.deletionTimestamp && !a.metadata.deletionTimestamp ? onLocalFirst(b) : onLocal(b)), delete: onLocalFirst });
+      localPods.on({
+        add: onLocalFirst,
+        update: (a, b) =>
+          b.metadata.deletionTimestamp && !a.metadata.deletionTimestamp ? onLocalFirst(b) : onLocal(b),
+        delete: onLocalFirst,
+      });
       shadows.on({ add: (r) => onRemote(r), update: (_a, b) => onRemote(b), delete: (r) => onRemote(r) });
-      remotePods.on({ add: (r) => onRemote(r), update: (a, b) => onRemote(b, a.status?.phase !== b.status?.phase), delete: (r) => onRemote(r, true) });
+      remotePods.on({
+        add: (r) => onRemote(r),
+        update: (a, b) => onRemote(b, a.status?.phase !== b.status?.phase),
+        delete: (r) => onRemote(r, true),
+      });
       localPods.start();
       await localPods.waitForSync();
       queue.start();

@@ -26,20 +26,34 @@ export interface TokenWanted {
   expirationSeconds: number;
 }
 
-async function requestToken(client: KubeClient, local: Pod, serviceAccount: string, want: TokenWanted, now: number): Promise<{ token: string; refreshAt: number }> {
+async function requestToken(
+  client: KubeClient,
+  local: Pod,
+  serviceAccount: string,
+  want: TokenWanted,
+  now: number,
+): Promise<{ token: string; refreshAt: number }> {
   const ns = local.metadata.namespace!;
-  const answer = await client.request<TokenRequest>("POST", resourcePath(Resources.serviceAccounts, ns, serviceAccount, "token"), {
-    body: {
-      apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest",
-      spec: {
-        ...(want.audience ? { audiences: [want.audience] } : {}),
-        expirationSeconds: want.expirationSeconds,
-        boundObjectRef: { apiVersion: "v1", kind: "Pod", name: local.metadata.name, uid: local.metadata.uid },
+  const answer = await client.request<TokenRequest>(
+    "POST",
+    resourcePath(Resources.serviceAccounts, ns, serviceAccount, "token"),
+    {
+      body: {
+        apiVersion: "authentication.k8s.io/v1",
+        kind: "TokenRequest",
+        spec: {
+          ...(want.audience ? { audiences: [want.audience] } : {}),
+          expirationSeconds: want.expirationSeconds,
+          boundObjectRef: { apiVersion: "v1", kind: "Pod", name: local.metadata.name, uid: local.metadata.uid },
+        },
       },
     },
-  });
+  );
   const token = answer.status?.token;
-  if (!token) throw new Error(`the TokenRequest for service account ${ns}/${serviceAccount}${want.audience ? ` (audience ${want.audience})` : ""} returned no token`);
+  if (!token)
+    throw new Error(
+      `the TokenRequest for service account ${ns}/${serviceAccount}${want.audience ? ` (audience ${want.audience})` : ""} returned no token`,
+    );
   const expires = Date.parse(answer.status?.expirationTimestamp ?? "") || now + want.expirationSeconds * 1000;
   return { token, refreshAt: now + Math.max(0, expires - now) * REFRESH_AT };
 }
@@ -48,22 +62,45 @@ async function requestToken(client: KubeClient, local: Pod, serviceAccount: stri
  * Asks the origin API server for every token the remote pod mounts (each bound to the local pod,
  * with its audience and lifetime), with the cluster CA; renewed when the first one is due.
  */
-export async function issueTokens(client: KubeClient, local: Pod, serviceAccount: string, wanted: TokenWanted[], now = Date.now()): Promise<IssuedToken> {
+export async function issueTokens(
+  client: KubeClient,
+  local: Pod,
+  serviceAccount: string,
+  wanted: TokenWanted[],
+  now = Date.now(),
+): Promise<IssuedToken> {
   const ns = local.metadata.namespace!;
   const issued = await Promise.all(wanted.map((w) => requestToken(client, local, serviceAccount, w, now)));
   // kube-root-ca.crt is in every namespace: the CA that signs the API server's serving certificate.
-  const root = await client.get<KubeObject & { data?: Record<string, string> }>(Resources.configMaps, "kube-root-ca.crt", ns);
+  const root = await client.get<KubeObject & { data?: Record<string, string> }>(
+    Resources.configMaps,
+    "kube-root-ca.crt",
+    ns,
+  );
   const ca = root.data?.["ca.crt"];
   if (!ca) throw new Error(`ConfigMap ${ns}/kube-root-ca.crt has no ca.crt`);
   const byKey = new Map(wanted.map((w, i) => [w.key, issued[i]!.token]));
   const projected = Object.fromEntries([...byKey].filter(([k]) => k !== "token"));
   return {
-    token: byKey.get("token"), ca, ...(Object.keys(projected).length ? { projected } : {}),
+    token: byKey.get("token"),
+    ca,
+    ...(Object.keys(projected).length ? { projected } : {}),
     refreshAt: Math.min(...issued.map((t) => t.refreshAt)),
   };
 }
 
 /** Asks the origin API server for a token of the pod's ServiceAccount bound to the pod, with the cluster CA. */
-export async function issueToken(client: KubeClient, local: Pod, serviceAccount: string, now = Date.now()): Promise<IssuedToken> {
-  return issueTokens(client, local, serviceAccount, [{ key: "token", expirationSeconds: TOKEN_EXPIRATION_SECONDS }], now);
+export async function issueToken(
+  client: KubeClient,
+  local: Pod,
+  serviceAccount: string,
+  now = Date.now(),
+): Promise<IssuedToken> {
+  return issueTokens(
+    client,
+    local,
+    serviceAccount,
+    [{ key: "token", expirationSeconds: TOKEN_EXPIRATION_SECONDS }],
+    now,
+  );
 }

@@ -1,17 +1,30 @@
 import { describe, expect, test } from "bun:test";
 import zlib from "node:zlib";
 import { SPDY3_DICTIONARY } from "./dictionary.ts";
-import { controlFrame, dataFrame, FrameReader, FrameType, HeaderDecoder, HeaderEncoder, parseHeaderBlock } from "./frames.ts";
+import {
+  controlFrame,
+  dataFrame,
+  FrameReader,
+  FrameType,
+  HeaderDecoder,
+  HeaderEncoder,
+  parseHeaderBlock,
+} from "./frames.ts";
 
 function adler32(b: Uint8Array): number {
-  let a = 1, c = 0;
-  for (const x of b) { a = (a + x) % 65521; c = (c + a) % 65521; }
+  let a = 1,
+    c = 0;
+  for (const x of b) {
+    a = (a + x) % 65521;
+    c = (c + a) % 65521;
+  }
   return (c * 65536 + a) >>> 0;
 }
 
 describe("SPDY/3 dictionary", () => {
   test("is 1423 bytes", () => expect(SPDY3_DICTIONARY.length).toBe(1423));
-  test("has the Adler-32 peers announce in their zlib headers", () => expect(adler32(SPDY3_DICTIONARY)).toBe(3821447106));
+  test("has the Adler-32 peers announce in their zlib headers", () =>
+    expect(adler32(SPDY3_DICTIONARY)).toBe(3821447106));
 });
 
 describe("HeaderDecoder", () => {
@@ -44,7 +57,10 @@ describe("HeaderEncoder", () => {
 
 describe("FrameReader", () => {
   test("splits frames arriving in pieces", () => {
-    const bytes = new Uint8Array([...controlFrame(FrameType.Ping, 0, Uint8Array.of(0, 0, 0, 1)), ...dataFrame(3, new TextEncoder().encode("hi"), true)]);
+    const bytes = new Uint8Array([
+      ...controlFrame(FrameType.Ping, 0, Uint8Array.of(0, 0, 0, 1)),
+      ...dataFrame(3, new TextEncoder().encode("hi"), true),
+    ]);
     const r = new FrameReader();
     expect(r.push(bytes.subarray(0, 5))).toEqual([]);
     const frames = r.push(bytes.subarray(5));

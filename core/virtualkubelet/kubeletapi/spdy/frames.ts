@@ -5,7 +5,16 @@
 import zlib from "node:zlib";
 import { SPDY3_DICTIONARY } from "./dictionary.ts";
 
-export const FrameType = { SynStream: 1, SynReply: 2, RstStream: 3, Settings: 4, Ping: 6, GoAway: 7, Headers: 8, WindowUpdate: 9 } as const;
+export const FrameType = {
+  SynStream: 1,
+  SynReply: 2,
+  RstStream: 3,
+  Settings: 4,
+  Ping: 6,
+  GoAway: 7,
+  Headers: 8,
+  WindowUpdate: 9,
+} as const;
 export const FLAG_FIN = 0x01;
 
 export type Frame =
@@ -48,7 +57,10 @@ export class HeaderDecoder {
 
   decode(block: Uint8Array): Record<string, string> {
     this.compressed.push(Buffer.from(block));
-    const all = zlib.inflateSync(Buffer.concat(this.compressed), { dictionary: SPDY3_DICTIONARY, finishFlush: zlib.constants.Z_SYNC_FLUSH });
+    const all = zlib.inflateSync(Buffer.concat(this.compressed), {
+      dictionary: SPDY3_DICTIONARY,
+      finishFlush: zlib.constants.Z_SYNC_FLUSH,
+    });
     const raw = all.subarray(this.seen);
     this.seen = all.length;
     return parseHeaderBlock(raw);
@@ -91,8 +103,10 @@ export class HeaderEncoder {
     for (const [k, v] of entries) {
       const kb = enc.encode(k.toLowerCase());
       const vb = enc.encode(v);
-      u32(kb.length); parts.push(...kb);
-      u32(vb.length); parts.push(...vb);
+      u32(kb.length);
+      parts.push(...kb);
+      u32(vb.length);
+      parts.push(...vb);
     }
     const raw = Uint8Array.from(parts);
     const out: number[] = [];
@@ -102,7 +116,14 @@ export class HeaderEncoder {
     for (let at = 0; at < raw.length; at += 0xffff) {
       const chunk = raw.subarray(at, at + 0xffff);
       // BFINAL=0, BTYPE=00 (stored), then LEN and its one's complement, little-endian.
-      out.push(0x00, chunk.length & 0xff, chunk.length >>> 8, ~chunk.length & 0xff, (~chunk.length >>> 8) & 0xff, ...chunk);
+      out.push(
+        0x00,
+        chunk.length & 0xff,
+        chunk.length >>> 8,
+        ~chunk.length & 0xff,
+        (~chunk.length >>> 8) & 0xff,
+        ...chunk,
+      );
     }
     // An empty stored block, as a sync flush ends: inflaters (Go's among them) hand out a block's
     // bytes only when the next block starts, so without it the peer waits for the next frame.
@@ -151,7 +172,10 @@ export function goAway(lastStreamId: number): Uint8Array {
 }
 
 /** The stream ID and headers of a SYN_STREAM payload. */
-export function parseSynStream(payload: Uint8Array, decoder: HeaderDecoder): { streamId: number; headers: Record<string, string> } {
+export function parseSynStream(
+  payload: Uint8Array,
+  decoder: HeaderDecoder,
+): { streamId: number; headers: Record<string, string> } {
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   return { streamId: view.getUint32(0) & 0x7fffffff, headers: decoder.decode(payload.subarray(10)) };
 }
