@@ -9,7 +9,7 @@
 // after three silent rounds; a peered cluster that falls silent is kept.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import dgram from "node:dgram";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { ForeignClusterResource } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
@@ -23,6 +23,7 @@ import { readClusterIdentity } from "../../core/peering/identity.ts";
 import { installInCluster } from "../quickstart/in-cluster.ts";
 import { killRigNow, reapOrphanRigs, rigDown, rigUp, type Rig } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
+import { startFakeAuthService, type FakeAuthService } from "../support/fake-auth.ts";
 import { waitFor } from "../support/wait.ts";
 
 type RigCluster = Rig["clusters"][number];
@@ -110,44 +111,9 @@ function answer(a: { clusterId: string; clusterName: string; authUrl: string }):
   return encodeMessage({ response: true, answers: [ptr!], additionals: rest });
 }
 
-/** An HTTPS server on the host's bridge address answering GET /ids as a cluster (what discovery checks before writing an address). */
-async function fakeAuthService(clusterId: string, clusterName: string): Promise<{ url: string; stop(): void }> {
-  const dir = mkdtempSync(join(testRigRoot, "fake-auth-"));
-  const proc = Bun.spawnSync(
-    [
-      "openssl",
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      `/CN=${clusterName}`,
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-    ],
-    { stderr: "pipe" },
-  );
-  if (proc.exitCode !== 0) throw new Error(`openssl: ${proc.stderr.toString()}`);
-  const server = Bun.serve({
-    hostname: rig.network!.gateway,
-    port: 0,
-    tls: { cert: Bun.file(join(dir, "cert.pem")), key: Bun.file(join(dir, "key.pem")) },
-    fetch: () => Response.json({ clusterId, clusterName }),
-  });
-  return {
-    url: `https://${rig.network!.gateway}:${server.port}`,
-    stop: () => {
-      server.stop(true);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+/** An HTTPS server on the host's bridge address answering GET /ids as a cluster. */
+async function fakeAuthService(clusterId: string, clusterName: string): Promise<FakeAuthService> {
+  return startFakeAuthService({ hostname: rig.network!.gateway, clusterId, clusterName, tmpRoot: testRigRoot });
 }
 
 describe("LAN discovery between two clusters on real nodes", () => {

@@ -14,6 +14,7 @@ import type { KubeObject } from "../../core/kube/resources.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { freePort } from "../rig/ports.ts";
 import { startTestRig, testRigRoot, type TestRig } from "../rig/testing.ts";
+import { startFakeAuthService } from "../support/fake-auth.ts";
 import { waitFor } from "../support/wait.ts";
 
 const MILAN = "4858caa2-7848-4aab-a6b4-6984389bac56";
@@ -27,35 +28,8 @@ const servers: { stop(): void }[] = [];
 let serial = 1;
 
 function fakeAuthService(clusterId: string, clusterName: string): string {
-  const proc = Bun.spawnSync(
-    [
-      "openssl",
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      `/CN=${clusterName}`,
-      "-keyout",
-      join(dir, `${clusterName}.key`),
-      "-out",
-      join(dir, `${clusterName}.crt`),
-    ],
-    { stderr: "pipe" },
-  );
-  if (proc.exitCode !== 0) throw new Error(`openssl: ${proc.stderr.toString()}`);
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    tls: { cert: Bun.file(join(dir, `${clusterName}.crt`)), key: Bun.file(join(dir, `${clusterName}.key`)) },
-    fetch: () => Response.json({ clusterId, clusterName }),
-  });
-  servers.push({ stop: () => server.stop(true) });
+  const server = startFakeAuthService({ hostname: "127.0.0.1", clusterId, clusterName, tmpRoot: dir });
+  servers.push(server);
   return String(server.port);
 }
 
