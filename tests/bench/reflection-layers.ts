@@ -19,9 +19,8 @@
 // 500 ConfigMaps and 100 Services per phase; BENCH_WORKERS, default 16; BENCH_ONLY=builtin,builtin-memo;
 // BENCH_CALL_RUNS, runs of 32 calls per configuration in the per-call table, default 600;
 // BENCH_BEFORE=<checkout>: that checkout's engine as one more configuration, "before")
-import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
-import { createInformer } from "../../core/kube/informer.ts";
-import { type KubeObject, type ResourceRef, Resources } from "../../core/kube/resources.ts";
+import { createKubeClient } from "../../core/kube/client.ts";
+import { Resources } from "../../core/kube/resources.ts";
 import type { KubeObject as PluginObject, ReflectionContext } from "../../core/reflection/abi.ts";
 import { createReflectionEngine } from "../../core/reflection/engine/engine.ts";
 import type { ReflectorPlugin, Trust } from "../../core/reflection/host.ts";
@@ -29,6 +28,7 @@ import { type BuiltinName, builtinWasm, loadBuiltin } from "../../reflectors/ind
 import * as fixtures from "../../reflectors/samples.ts";
 import { startTestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { type Batch, createArrivals, writeAll } from "./arrivals.ts";
 import { heading } from "./stats.ts";
 
 const reps = Math.max(1, Number(process.env.BENCH_REPS ?? 3));
@@ -69,8 +69,6 @@ const rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1
 const local = rig.client("rome");
 const remote = rig.client("milan");
 
-type Batch = [ResourceRef, KubeObject[]][];
-
 function objects(namespace: string): Batch {
   const cms = Array.from({ length: configMaps }, (_, i) => ({
     metadata: { name: `cm-${i}`, namespace, labels: { app: "bench" } },
@@ -86,48 +84,10 @@ function objects(namespace: string): Batch {
   ];
 }
 
-async function writeAll(client: KubeClient, batch: Batch, inFlight: number): Promise<void> {
-  await Promise.all(
-    batch.map(async ([res, items]) => {
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: inFlight }, async () => {
-          while (next < items.length) await client.create(res, items[next++]!);
-        }),
-      );
-    }),
-  );
-}
-
 // Arrivals in milan, counted by the watch handlers (no polling).
-const seen = new Set<string>();
-let waiting: { pending: Set<string>; done: () => void } | null = null;
-const counters = [Resources.configMaps, Resources.services, Resources.endpointSlices].map((res) => {
-  const inf = createInformer({ client: remote, resource: res });
-  inf.on({
-    add: (o) => {
-      const key = `${o.metadata.namespace}/${res.kind}/${o.metadata.name}`;
-      seen.add(key);
-      if (waiting?.pending.delete(key) && waiting.pending.size === 0) waiting.done();
-    },
-  });
-  inf.start();
-  return inf;
-});
-
-async function arrival(keys: string[], deadlineMs = 3 * 60_000): Promise<number> {
-  const pending = new Set(keys.filter((k) => !seen.has(k)));
-  if (pending.size > 0) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((resolve) => {
-      waiting = { pending, done: resolve };
-      timer = setTimeout(resolve, deadlineMs);
-    });
-    clearTimeout(timer);
-    waiting = null;
-  }
-  return keys.length - pending.size;
-}
+const arrivals = createArrivals(remote, [Resources.configMaps, Resources.services, Resources.endpointSlices]);
+const counters = arrivals.informers;
+const arrival = (keys: string[]) => arrivals.arrival(keys, 3 * 60_000);
 
 /** milan's EndpointSlice controller makes a slice per reflected Service: a phase starts once it has caught up. */
 const settled = () =>

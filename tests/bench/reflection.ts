@@ -9,12 +9,12 @@
 // ratios and their median are printed with the totals. Set-up is untimed and done before both
 // phases of a round, and each phase starts when milan's controllers have caught up. Arrivals are
 // counted by the watch handlers themselves (no polling): the bench's bookkeeping costs next to nothing.
-import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
-import { createInformer } from "../../core/kube/informer.ts";
-import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
+import { Resources } from "../../core/kube/resources.ts";
+import { createKubeClient } from "../../core/kube/client.ts";
 import { createReflectionEngine } from "../../core/reflection/engine/engine.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig } from "../rig/testing.ts";
+import { type Batch, createArrivals, writeAll } from "./arrivals.ts";
 import { heading, row } from "./stats.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -30,8 +30,6 @@ const remote = rig.client("milan");
 // The engine's own clients (rig.client caches one per cluster), so their request counts are the engine's alone.
 const engineLocal = createKubeClient({ kubeconfig: rig.clusters[0]!.kubeconfig });
 const engineRemote = createKubeClient({ kubeconfig: rig.clusters[1]!.kubeconfig });
-
-type Batch = [ResourceRef, KubeObject[]][];
 
 function objects(namespace: string, withSlices: boolean): Batch {
   const cms = Array.from({ length: configMaps }, (_, i) => ({
@@ -63,50 +61,9 @@ function objects(namespace: string, withSlices: boolean): Batch {
   ];
 }
 
-/** Every kind at once, `inFlight` requests per kind: the engine's shape (one queue per reflector). */
-async function writeAll(client: KubeClient, batch: Batch, inFlight: number): Promise<void> {
-  await Promise.all(
-    batch.map(async ([res, items]) => {
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: inFlight }, async () => {
-          while (next < items.length) await client.create(res, items[next++]!);
-        }),
-      );
-    }),
-  );
-}
-
-// Arrivals are counted by watches on milan that run through every phase, so all phases pay for them.
-const seen = new Set<string>();
-let waiting: { pending: Set<string>; done: () => void } | null = null;
-const counters = [Resources.configMaps, Resources.services, Resources.endpointSlices].map((res) => {
-  const inf = createInformer({ client: remote, resource: res });
-  inf.on({
-    add: (o) => {
-      const key = `${o.metadata.namespace}/${res.kind}/${o.metadata.name}`;
-      seen.add(key);
-      if (waiting?.pending.delete(key) && waiting.pending.size === 0) waiting.done();
-    },
-  });
-  inf.start();
-  return inf;
-});
-
-/** Resolves when every key has been seen by the watches (or at the deadline); answers how many were. */
-async function arrival(keys: string[], deadlineMs = 15 * 60_000): Promise<number> {
-  const pending = new Set(keys.filter((k) => !seen.has(k)));
-  if (pending.size > 0) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await new Promise<void>((resolve) => {
-      waiting = { pending, done: resolve };
-      timer = setTimeout(resolve, deadlineMs);
-    });
-    clearTimeout(timer);
-    waiting = null;
-  }
-  return keys.length - pending.size;
-}
+const arrivals = createArrivals(remote, [Resources.configMaps, Resources.services, Resources.endpointSlices]);
+const counters = arrivals.informers;
+const arrival = (keys: string[]) => arrivals.arrival(keys, 15 * 60_000);
 
 const keysOf = (ns: string, batch: Batch) =>
   batch.flatMap(([res, items]) => items.map((o) => `${ns}/${res.kind}/${o.metadata.name}`));
