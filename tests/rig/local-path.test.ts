@@ -1,12 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import {
-  isReleasedOurs,
-  LOCAL_PATH_PROVISIONER,
-  pendingNode,
-  plannedVolume,
-  type Claim,
-  type Volume,
-} from "./local-path.ts";
+import { isReleasedOurs, LOCAL_PATH_PROVISIONER, pendingNode, plannedVolume, type Volume } from "./local-path.ts";
+import type { Claim } from "../../core/storage/forge.ts";
 
 const claim = (annotations: Record<string, string>, spec: Claim["spec"] = {}): Claim => ({
   metadata: { name: "data", namespace: "app", uid: "u1", annotations },

@@ -13,6 +13,7 @@ import { KubeApiError } from "../../core/kube/errors.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { parseQuantity } from "../../core/peering/sharing/quantity.ts";
+import type { Claim } from "../../core/storage/forge.ts";
 
 export const LOCAL_PATH_CLASS = "local-path";
 export const LOCAL_PATH_PROVISIONER = "rig.liqo.io/local-path";
@@ -29,16 +30,6 @@ export const storageClasses: ResourceRef = {
   namespaced: false,
 };
 
-export interface Claim extends KubeObject {
-  spec?: {
-    storageClassName?: string;
-    volumeName?: string;
-    accessModes?: string[];
-    volumeMode?: string;
-    resources?: { requests?: { storage?: string } };
-  };
-  status?: { phase?: string };
-}
 export interface Volume extends KubeObject {
   spec?: {
     persistentVolumeReclaimPolicy?: string;
