@@ -25,6 +25,7 @@ import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
 import { handMadeTunnel, iperf, sh, type Throughput } from "./hand-made-tunnel.ts";
+import { kubectlOut } from "../support/kubectl.ts";
 
 type Pod = KubeObject & {
   spec?: { nodeName?: string };
@@ -32,15 +33,7 @@ type Pod = KubeObject & {
 };
 const DEBIAN_FIRST = "/usr/bin:/usr/sbin:/bin:/sbin:/usr/local/bin";
 
-async function kubectl(q: InClusterQuickstart, cluster: string, ...args: string[]): Promise<string> {
-  const p = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
-  if ((await p.exited) !== 0) throw new Error(`kubectl ${args.join(" ")}: ${err}`);
-  return out;
-}
+const kubectl = kubectlOut;
 
 /** A process of the pod (not its pause container), to enter its network namespace. */
 function podPid(uid: string, comm?: string): number {

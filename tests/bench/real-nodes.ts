@@ -19,6 +19,7 @@ import { killRigNow, rigDown } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
 import { handMadeTunnel } from "./hand-made-tunnel.ts";
 import { percentile } from "./stats.ts";
+import { kubectlOut } from "../support/kubectl.ts";
 
 const podsPerSide = Number(process.env.BENCH_PODS ?? 50);
 const offloadedPods = Number(process.env.BENCH_OFFLOADED ?? 100);
@@ -30,15 +31,7 @@ type PodObject = KubeObject & {
   };
 };
 
-async function kubectl(q: InClusterQuickstart, cluster: string, ...args: string[]): Promise<string> {
-  const p = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
-  if ((await p.exited) !== 0) throw new Error(`kubectl ${args.join(" ")}: ${err}`);
-  return out;
-}
+const kubectl = kubectlOut;
 
 const onVirtual = {
   nodeSelector: { "liqo.io/type": "virtual-node" },

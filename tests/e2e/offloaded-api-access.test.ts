@@ -38,6 +38,7 @@ import { testRigRoot } from "../rig/testing.ts";
 import { liqoctl } from "../quickstart/install.ts";
 import { pluginCli, scaffoldPluginProject } from "../support/plugin-project.ts";
 import { waitFor } from "../support/wait.ts";
+import { kubectlOn } from "../support/kubectl.ts";
 
 type Pod = KubeObject & { spec?: Record<string, any>; status?: { phase?: string } };
 
@@ -115,14 +116,7 @@ async function buildPdbPlugin(): Promise<{ parent: string; wasm: string; built: 
 }
 let pdbPlugin: ReturnType<typeof buildPdbPlugin>;
 
-async function kubectl(cluster: string, ...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { out, err, code: await proc.exited };
-}
+const kubectl = (cluster: string, ...args: string[]) => kubectlOn(q, cluster, ...args);
 
 /** The remote copy of a local pod of liqo-demo, Running in milan. */
 async function remotePod(name: string): Promise<Pod> {

@@ -15,6 +15,7 @@ import { loadRig, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { inCidr } from "../support/cidr.ts";
 import { waitFor } from "../support/wait.ts";
+import { kubectlOn } from "../support/kubectl.ts";
 
 let q: Quickstart;
 let dir: string;
@@ -32,14 +33,7 @@ afterAll(async () => {
   if (dir) await rigDown(dir);
 });
 
-async function kubectl(cluster: string, ...args: string[]) {
-  const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { out, err, code: await proc.exited };
-}
+const kubectl = (cluster: string, ...args: string[]) => kubectlOn(q, cluster, ...args);
 
 test("nginx-remote runs on the virtual node, in milan, with milan's pod IP", async () => {
   const local = await q.rome.get<Pod>(Resources.pods, "nginx-remote", "liqo-demo");

@@ -13,6 +13,7 @@ import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { kubectlOn } from "../support/kubectl.ts";
 
 type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
 type Claim = KubeObject & { spec?: { volumeName?: string; storageClassName?: string }; status?: { phase?: string } };
@@ -36,14 +37,7 @@ const storageClasses: ResourceRef = {
 let q: InClusterQuickstart;
 let milanId = "";
 
-async function kubectl(cluster: string, ...args: string[]): Promise<{ out: string; err: string; code: number }> {
-  const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { out, err, code: await proc.exited };
-}
+const kubectl = (cluster: string, ...args: string[]) => kubectlOn(q, cluster, ...args);
 
 /** What the pod's data file says, read in the container (through the virtual kubelet for the remote one). */
 async function readData(pod: string): Promise<string> {

@@ -1,0 +1,29 @@
+// kubectl on one of a quick start's clusters (in-cluster or process mode): what it printed and its
+// exit code, for tests and benches that check what a user would see.
+
+export interface KubectlTarget {
+  kubectl: string;
+  kubeconfig: (cluster: string) => string;
+}
+
+export interface KubectlResult {
+  out: string;
+  err: string;
+  code: number;
+}
+
+export async function kubectlOn(t: KubectlTarget, cluster: string, ...args: string[]): Promise<KubectlResult> {
+  const proc = Bun.spawn([t.kubectl, `--kubeconfig=${t.kubeconfig(cluster)}`, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { out, err, code: await proc.exited };
+}
+
+/** The same, for callers that only want the output: a failure throws with kubectl's message. */
+export async function kubectlOut(t: KubectlTarget, cluster: string, ...args: string[]): Promise<string> {
+  const r = await kubectlOn(t, cluster, ...args);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.err}`);
+  return r.out;
+}
