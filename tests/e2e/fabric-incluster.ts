@@ -18,6 +18,7 @@ import { rigDown, killRigNow } from "../rig/rig.ts";
 import { reapOrphanRigs } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { kubectlOn } from "../support/kubectl.ts";
 
 type PodObject = KubeObject & {
   spec?: { nodeName?: string };
@@ -39,14 +40,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   let q: InClusterQuickstart;
   const label = `${overlapping ? "overlapping" : "disjoint"} pod CIDRs${ha ? ", HA gateways" : ""}`;
 
-  async function kubectl(cluster: string, ...args: string[]): Promise<Exec> {
-    const proc = Bun.spawn([q.kubectl, `--kubeconfig=${q.kubeconfig(cluster)}`, ...args], {
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-    return { out, err, code: await proc.exited };
-  }
+  const kubectl = (cluster: string, ...args: string[]): Promise<Exec> => kubectlOn(q, cluster, ...args);
 
   /** Retries a command until its output matches, for paths that take a moment to converge. */
   async function until(what: string, run: () => Promise<Exec>, match: RegExp, timeoutMs = 120_000): Promise<Exec> {
@@ -291,21 +285,24 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   /** The fabric down: the peer's gateway (only traffic can tell), then ours (the preflight tells). */
   function networkSelfTestFabricDown() {
     test("liqoctl test network with the fabric down: milan's gateway gone → the checks fail by their deadline naming the tunnel; rome's gone too → said at once, no pod started; both back → traffic again", async () => {
-      const scale = async (cluster: string, n: number) =>
+      /** Scales a cluster's gateways; to zero, returns once its gateway pods are gone. */
+      const scale = async (cluster: "rome" | "milan", n: number) => {
         expect((await kubectl(cluster, "scale", "-n", "liqo", "deploy/liqo-gateway", `--replicas=${n}`)).code).toBe(0);
+        if (n > 0) return;
+        await waitFor(
+          `${cluster}'s gateway pods gone`,
+          async () =>
+            (
+              await q[cluster].list(Resources.pods, {
+                namespace: "liqo",
+                labelSelector: "app.kubernetes.io/name=liqo-gateway",
+              })
+            ).items.length === 0,
+          { timeoutMs: 120_000 },
+        );
+      };
       const replicas = ha ? 2 : 1;
       await scale("milan", 0);
-      await waitFor(
-        "milan's gateway pods gone",
-        async () =>
-          (
-            await q.milan.list(Resources.pods, {
-              namespace: "liqo",
-              labelSelector: "app.kubernetes.io/name=liqo-gateway",
-            })
-          ).items.length === 0,
-        { timeoutMs: 120_000 },
-      );
       const dark = await testNetwork("--basic", "--check-timeout", "8s", "--timeout", "3m");
       expect(dark.out).toMatch(
         /^local pod → remote pod\s+FAILED\s+.*likely cause: nothing crosses the tunnel \(the peer's pods are remapped to /m,
@@ -317,17 +314,6 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       expect(dark.code).toBe(1);
       await noTestNamespaces();
       await scale("rome", 0);
-      await waitFor(
-        "rome's gateway pods gone",
-        async () =>
-          (
-            await q.rome.list(Resources.pods, {
-              namespace: "liqo",
-              labelSelector: "app.kubernetes.io/name=liqo-gateway",
-            })
-          ).items.length === 0,
-        { timeoutMs: 120_000 },
-      );
       const down = await testNetwork();
       expect(down.out).toContain("Network test of milan: the fabric is down, no pod was started");
       expect(down.out).toMatch(
