@@ -80,14 +80,13 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
 
-  /** We saw another holder renew while we stood by: a standby, not a newcomer. */
-  let sawRenewal = false;
+  /** When this replica first read the Lease since start(): how long it has been standing by. */
+  let firstSeen: number | undefined;
 
   function observe(lease: Lease | undefined) {
     const spec = lease?.spec ?? {};
     const record = JSON.stringify([spec.holderIdentity, spec.renewTime, spec.leaseDurationSeconds]);
-    if (observed && observed.record !== record && spec.holderIdentity && spec.holderIdentity !== identity)
-      if (observed.spec.holderIdentity === spec.holderIdentity) sawRenewal = true;
+    firstSeen ??= Date.now();
     if (!observed || observed.record !== record) observed = { record, at: Date.now(), spec };
   }
 
@@ -123,12 +122,12 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
     }
     observe(lease);
     const holder = lease.spec?.holderIdentity;
-    // A released Lease (no holder) goes at once to a standby that watched the holder renew; a
-    // newcomer that finds it free (the deleted leader's replacement, a replica of a scale-up) waits
-    // two retry periods, so the standby that is already running takes over instead of racing it.
+    // A released Lease (no holder) goes at once to a replica that has watched the Lease for two
+    // retry periods; a newcomer (the deleted leader's replacement, a replica of a scale-up) waits
+    // until it has, so the standby that is already running takes over instead of racing it.
     const expired = holder
       ? Date.now() > observed!.at + (lease.spec?.leaseDurationSeconds ?? 0) * 1000
-      : sawRenewal || Date.now() - observed!.at >= 2 * retryPeriodMs;
+      : Date.now() - firstSeen! >= 2 * retryPeriodMs;
     if (holder !== identity && !expired) return false;
     // The resourceVersion makes this a compare-and-swap: two standbys racing for an expired Lease
     // cannot both win.
@@ -180,7 +179,7 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
   return {
     start() {
       stopped = false;
-      sawRenewal = false;
+      firstSeen = undefined;
       running = step()
         .catch((err) => log.error("leader election step failed", { err }))
         .finally(schedule);

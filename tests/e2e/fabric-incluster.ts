@@ -645,8 +645,23 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       const before = await waitFor("an active gateway pod", async () => activeOf(await gateways()), {
         timeoutMs: 60_000,
       });
-      const names = (await gateways()).map((p) => p.metadata.name);
-      expect(names.length).toBe(ha ? 2 : 1);
+      // A failure names every gateway pod and the Lease, so a CI log explains itself.
+      const state = async () => {
+        const lease = await q.rome
+          .get<KubeObject & { spec?: { holderIdentity?: string } }>(Resources.leases, "liqo-gateway", "liqo")
+          .catch(() => undefined);
+        const pods = (await gateways()).map((p) => ({
+          name: p.metadata.name,
+          created: p.metadata.creationTimestamp,
+          deleting: !!p.metadata.deletionTimestamp,
+          phase: p.status?.phase,
+          role: p.metadata.labels?.["net.liqo.io/gateway-role"],
+          ready: p.status?.conditions?.find((c) => c.type === "Ready")?.status,
+        }));
+        return JSON.stringify({ holder: lease?.spec?.holderIdentity, pods });
+      };
+      const names = (await gateways()).filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name);
+      expect({ count: names.length, state: await state() }).toMatchObject({ count: ha ? 2 : 1 });
       await q.rome.delete(Resources.pods, before.metadata.name!, "liqo");
       const after = await waitFor(
         "another active gateway pod",
@@ -657,7 +672,10 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         { timeoutMs: 180_000 },
       );
       // With a standby, the replica that was already running takes over (no new pod to wait for).
-      if (ha) expect(names).toContain(after.metadata.name);
+      if (ha)
+        expect({ standbyTookOver: names.includes(after.metadata.name), state: await state() }).toMatchObject({
+          standbyTookOver: true,
+        });
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
       expect(
         await curlFromRome(q, `http://${remote.status!.podIP}/after-failover`, /Server name: nginx-remote/, 180_000),

@@ -99,6 +99,7 @@ describe("controller-manager leader election", () => {
   let b: Replica;
   let leader: Replica;
   let standby: Replica;
+  let survivor: Replica;
 
   test("of two replicas one leads and runs the controllers, the other stands by and is ready", async () => {
     a = await start();
@@ -183,6 +184,52 @@ describe("controller-manager leader election", () => {
     await waitFor("the second to lead after the release", async () => (await view(second))?.leader, {
       timeoutMs: 60_000,
     });
+    survivor = second;
+  }, 300_000);
+
+  test("a released Lease goes to the replica that stood by, not to one started just before the release", async () => {
+    // The gateway's case: the active pod is deleted, its replacement starts while it shuts down,
+    // and the standby that is already running must take over rather than race the replacement.
+    const long = ["--leader-elect-lease-duration", "300s", "--leader-elect-renew-deadline", "200s"];
+    const standing = await start(long);
+    const up = await waitFor("the standby up", async () => (await view(standing))?.leader === false && Date.now(), {
+      timeoutMs: 120_000,
+    });
+    // Two retry periods of watching (1 s each here), counted on the holder's renewals.
+    await waitFor(
+      "the holder to renew for two retry periods while the standby watches",
+      async () => {
+        const lease = await client.get<Lease>(Resources.leases, LEASE, ns);
+        return Date.parse(lease.spec?.renewTime ?? "") > up + 2500;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const newcomer = await start(long);
+    const newcomerUp = await waitFor(
+      "the newcomer up as standby",
+      async () => (await view(newcomer))?.leader === false && Date.now(),
+      { timeoutMs: 120_000 },
+    );
+    // The newcomer sees the holder renew too (the replacement pod of a leader that is shutting down).
+    await waitFor(
+      "the holder to renew once more",
+      async () => Date.parse((await client.get<Lease>(Resources.leases, LEASE, ns)).spec?.renewTime ?? "") > newcomerUp,
+      { timeoutMs: 60_000 },
+    );
+    survivor.proc.kill("SIGTERM");
+    expect(await survivor.proc.exited).toBe(0);
+    const leaderNow = await waitFor(
+      "one of them to lead after the release",
+      async () => {
+        const [s, n] = [await view(standing), await view(newcomer)];
+        return s?.leader ? "standing" : n?.leader ? "newcomer" : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(leaderNow).toBe("standing");
+    const lease = await client.get<Lease>(Resources.leases, LEASE, ns);
+    expect(lease.spec?.holderIdentity).toBe((await view(standing))!.identity);
+    expect((await view(newcomer))?.leader).toBe(false);
   }, 300_000);
 
   test("bad leader election flags fail before anything starts, naming the flag", async () => {
