@@ -11,6 +11,7 @@ import { tenantNamespaceName, uniqueName } from "../../core/offloading/index.ts"
 import { ensureClusterIdentity } from "../../core/peering/identity.ts";
 import { startRole } from "../quickstart/roles.ts";
 import { freePort } from "../rig/ports.ts";
+import { isAlive, killGroupNow } from "../rig/process.ts";
 import { serverExt, sign } from "../rig/pki.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 
@@ -32,6 +33,10 @@ export interface OffloadingRig {
   liqoctl(...args: string[]): Promise<{ code: number; out: string; err: string }>;
   /** Runs kubectl against a cluster of the rig. */
   kubectl(cluster: ClusterInfo, ...args: string[]): Promise<{ code: number; out: string; err: string }>;
+  /** The roles started, by name ("rome/webhook", "milan/controller-manager", ...). */
+  roles(): string[];
+  /** `kill -9` of a role, then started again with the same arguments (as its Deployment would), until ready. */
+  killAndRestart(role: string): Promise<void>;
 }
 
 async function run(cmd: string[]) {
@@ -170,13 +175,18 @@ export function virtualKubeletArgs(
 
 /**
  * Starts the rig: `clusters[0]` consumes, the others provide; regions label every cluster. With
- * `virtualKubelets: false` the caller starts them (e.g. in a network namespace, see virtualKubeletArgs).
+ * `virtualKubelets: false` the caller starts them (e.g. in a network namespace, see virtualKubeletArgs);
+ * `nodes` kwok nodes per cluster (110 pods each).
  */
 export async function startOffloadingRig(
   clusters: { name: string; region: string }[],
-  options: { virtualKubelets?: boolean } = {},
+  options: { virtualKubelets?: boolean; nodes?: number } = {},
 ): Promise<OffloadingRig> {
-  const rig = await startTestRig({ clusters: clusters.length, names: clusters.map((c) => c.name), nodes: 1 });
+  const rig = await startTestRig({
+    clusters: clusters.length,
+    names: clusters.map((c) => c.name),
+    nodes: options.nodes ?? 1,
+  });
   const infos: ClusterInfo[] = [];
   for (const c of clusters) {
     const client = rig.client(c.name);
@@ -198,9 +208,13 @@ export async function startOffloadingRig(
   const certs = join(rig.dir, "liqo-certs");
   mkdirSync(certs, { recursive: true });
   const webhookCert = sign(certs, consumerCluster.pki.ca, "webhook", "/CN=liqo-webhook", serverExt(["IP:127.0.0.1"]));
+  const started = new Map<string, { args: string[]; pid: number }>();
+  const role = async (name: string, args: string[]) => {
+    started.set(name, { args, pid: (await startRole(rig, name, args)).pid });
+  };
 
   for (const p of providers) {
-    await startRole(rig, `${p.name}/controller-manager`, [
+    await role(`${p.name}/controller-manager`, [
       "controller-manager",
       `--kubeconfig=${p.kubeconfig}`,
       `--cluster-id=${p.clusterID}`,
@@ -209,7 +223,7 @@ export async function startOffloadingRig(
     ]);
     await staticPeering(consumer, p, rig.clusters.find((x) => x.name === p.name)!.server);
   }
-  await startRole(rig, `${consumer.name}/controller-manager`, [
+  await role(`${consumer.name}/controller-manager`, [
     "controller-manager",
     `--kubeconfig=${consumer.kubeconfig}`,
     `--cluster-id=${consumer.clusterID}`,
@@ -217,7 +231,7 @@ export async function startOffloadingRig(
     "--controllers=namespaceoffloading",
   ]);
   const webhookPort = await freePort();
-  await startRole(rig, `${consumer.name}/webhook`, [
+  await role(`${consumer.name}/webhook`, [
     "webhook",
     `--kubeconfig=${consumer.kubeconfig}`,
     `--tls-cert-file=${webhookCert.cert}`,
@@ -228,8 +242,7 @@ export async function startOffloadingRig(
   ]);
   for (const p of providers) {
     if (options.virtualKubelets === false) break;
-    await startRole(
-      rig,
+    await role(
       `${consumer.name}/virtual-kubelet-${p.name}`,
       virtualKubeletArgs({ rig, consumer }, p, await freePort()),
     );
@@ -248,5 +261,13 @@ export async function startOffloadingRig(
         `--kubeconfig=${consumer.kubeconfig}`,
       ]),
     kubectl: (c, ...args) => run([kubectlBin, `--kubeconfig=${c.kubeconfig}`, ...args]),
+    roles: () => [...started.keys()],
+    async killAndRestart(name) {
+      const r = started.get(name);
+      if (!r) throw new Error(`no role ${name} in this rig (roles: ${[...started.keys()].join(", ")})`);
+      killGroupNow(r.pid);
+      while (isAlive(r.pid)) await Bun.sleep(20);
+      await role(name, r.args);
+    },
   };
 }

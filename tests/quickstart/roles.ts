@@ -9,7 +9,11 @@ import { RigError } from "../rig/errors.ts";
 
 const liqo = join(import.meta.dir, "../../cli/liqo.ts");
 
-export async function startRole(rig: Rig, name: string, args: string[]): Promise<{ admin: string; log: string }> {
+export async function startRole(
+  rig: Rig,
+  name: string,
+  args: string[],
+): Promise<{ admin: string; log: string; pid: number }> {
   const adminPort = await freePort();
   mkdirSync(join(rig.dir, "logs"), { recursive: true });
   const log = join(rig.dir, "logs", `${name.replace("/", "-")}.log`);
@@ -23,7 +27,7 @@ export async function startRole(rig: Rig, name: string, args: string[]): Promise
       (r) => r.ok,
       () => false,
     );
-    if (ok) return { admin, log };
+    if (ok) return { admin, log, pid };
     await Bun.sleep(250);
   }
   throw new RigError(`${name} did not become ready within 120s\n--- ${log} (tail) ---\n${tailFile(log)}`);

@@ -1,0 +1,373 @@
+// Chaos: liqo's roles killed with SIGKILL at random moments while 1,000 pods are offloaded (and
+// ConfigMaps written) and again while they are deleted, on the process rig with a kwok provider.
+// Every role is killed at least once per phase and some several times; each comes back at once, as
+// its Deployment would restart it. Afterwards the damage is counted: local pods without exactly one
+// remote pod (lost), remote pods beyond one per local pod (duplicated), remote pods and ShadowPods
+// with no local pod or no owner (orphans, left behind), ConfigMaps that differ from their sources.
+// The tests assert on those counts only; the times printed are for docs/reliability.md.
+// LIQO_CHAOS_SEED replays the kill schedule of a run (the seed is printed).
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { NamespaceOffloadingResource, ShadowPodResource } from "../../core/apis/index.ts";
+import { KubeApiError } from "../../core/kube/errors.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { RECREATIONS_ANNOTATION } from "../../core/shadowpod/controller.ts";
+import { startOffloadingRig, type ClusterInfo, type OffloadingRig } from "../e2e/offloading-rig.ts";
+import { startAndWait, stopComponent } from "../rig/cluster.ts";
+import { waitFor } from "../support/wait.ts";
+
+type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
+type ConfigMap = KubeObject & { data?: Record<string, string> };
+
+const PODS = Number(process.env.LIQO_CHAOS_PODS ?? 1000);
+const CONFIGMAPS = 60;
+const NS = "chaos";
+const seed = Number(process.env.LIQO_CHAOS_SEED ?? Date.now() % 1_000_000);
+
+let r: OffloadingRig;
+let rome: ClusterInfo, milan: ClusterInfo;
+let twin = "";
+const table: string[] = [];
+let portClashes = 0;
+
+/** mulberry32: a small seeded generator, so a failing schedule can be replayed. */
+function random(s: number): () => number {
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = random(seed);
+
+/**
+ * Injects faults until `done` resolves: each one once in a shuffled order, then random ones, each
+ * after a random pause of 0.3–2 s. Returns how often each was injected.
+ */
+async function faultsWhile(
+  done: Promise<unknown>,
+  faults: Record<string, () => Promise<void>>,
+): Promise<Record<string, number>> {
+  let finished = false;
+  void done.finally(() => {
+    finished = true;
+  });
+  const names = Object.keys(faults);
+  const order = [...names].sort(() => rand() - 0.5);
+  const count: Record<string, number> = Object.fromEntries(names.map((x) => [x, 0]));
+  for (let i = 0; !finished || i < order.length; i++) {
+    await Bun.sleep(300 + rand() * 1700);
+    const name = i < order.length ? order[i]! : names[Math.floor(rand() * names.length)]!;
+    await faults[name]!();
+    count[name]!++;
+  }
+  return count;
+}
+
+/** SIGKILL of each liqo role, restarted at once. */
+const roleKills = () => Object.fromEntries(r.roles().map((role) => [role, () => r.killAndRestart(role)]));
+
+/** Each cluster's API server and etcd stopped and started again in place. */
+const controlPlaneRestarts = () =>
+  Object.fromEntries(
+    r.rig.clusters.flatMap((c) =>
+      (["kube-apiserver", "etcd"] as const).map((component) => [
+        `${c.name}/${component}`,
+        async () => {
+          await stopComponent(c, component);
+          // Its ports are in the kernel's ephemeral range: while it was down, a client's outgoing
+          // connection may have been given one of them. Started again once that one is closed.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await startAndWait(c, component, r.rig.bin);
+              break;
+            } catch (err) {
+              if (attempt === 30 || !/address already in use/.test(String(err))) throw err;
+              portClashes++;
+              await Bun.sleep(2000);
+            }
+          }
+          // After etcd, the API server (still running) is ready again once it has reconnected.
+          await waitFor(`${c.name}'s API server to answer`, () => r.rig.client(c.name).list(Resources.namespaces), {
+            timeoutMs: 120_000,
+          });
+        },
+      ]),
+    ),
+  );
+
+/**
+ * Runs `write` until it succeeds; calls refused while the webhook is down are retried and counted.
+ * One refused for a minute fails the test with its last error.
+ */
+async function retried(write: () => Promise<unknown>, refusals: { n: number }) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      return await write();
+    } catch (err) {
+      if (err instanceof KubeApiError && err.status === 409) return; // an earlier attempt got through
+      if (Date.now() > deadline) throw err;
+      refusals.n++;
+      await Bun.sleep(200);
+    }
+  }
+}
+
+async function inParallel<T>(items: T[], width: number, work: (item: T) => Promise<unknown>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
+}
+
+interface Damage {
+  lost: string[];
+  duplicated: number;
+  orphans: string[];
+  unowned: string[];
+  recreated: number;
+  configMapsDiffering: string[];
+}
+
+/** Compares the two clusters: what is missing, doubled or left over. */
+async function damage(): Promise<Damage> {
+  const local = (await rome.client.list<Pod>(Resources.pods, { namespace: NS })).items;
+  const remote = (await milan.client.list<Pod>(Resources.pods, { namespace: twin })).items;
+  const shadows = (await milan.client.list<KubeObject>(ShadowPodResource, { namespace: twin })).items;
+  const allShadows = (await milan.client.list<KubeObject>(ShadowPodResource)).items;
+  const localNames = new Set(local.map((p) => p.metadata.name));
+  const shadowUids = new Set(shadows.map((s) => s.metadata.uid));
+  const remoteByName = new Map<string, Pod[]>();
+  for (const p of remote) remoteByName.set(p.metadata.name!, [...(remoteByName.get(p.metadata.name!) ?? []), p]);
+  const lost = local
+    .filter((p) => {
+      const twins = remoteByName.get(p.metadata.name!) ?? [];
+      return p.status?.phase !== "Running" || twins.length !== 1 || twins[0]!.status?.phase !== "Running";
+    })
+    .map(
+      (p) => `${p.metadata.name} (local ${p.status?.phase}, remote ${remoteByName.get(p.metadata.name!)?.length ?? 0})`,
+    );
+  const localCms = (await rome.client.list<ConfigMap>(Resources.configMaps, { namespace: NS })).items.filter(
+    (c) => c.metadata.name !== "kube-root-ca.crt",
+  );
+  const remoteCms = (await milan.client.list<ConfigMap>(Resources.configMaps, { namespace: twin })).items.filter(
+    (c) => c.metadata.name !== "kube-root-ca.crt",
+  );
+  const remoteCm = new Map(remoteCms.map((c) => [c.metadata.name, c]));
+  const configMapsDiffering = [
+    ...localCms
+      .filter((c) => JSON.stringify(remoteCm.get(c.metadata.name)?.data ?? null) !== JSON.stringify(c.data ?? {}))
+      .map((c) => `${c.metadata.name} (differs or missing)`),
+    ...remoteCms
+      .filter((c) => !localCms.some((l) => l.metadata.name === c.metadata.name))
+      .map((c) => `${c.metadata.name} (no source)`),
+  ];
+  return {
+    lost,
+    duplicated: remote.length - new Set(remote.map((p) => p.metadata.name)).size + (allShadows.length - shadows.length),
+    orphans: [
+      ...remote.filter((p) => !localNames.has(p.metadata.name)).map((p) => `pod ${p.metadata.name}`),
+      ...shadows.filter((s) => !localNames.has(s.metadata.name)).map((s) => `ShadowPod ${s.metadata.name}`),
+    ],
+    unowned: remote
+      .filter((p) => !p.metadata.ownerReferences?.some((o) => o.kind === "ShadowPod" && shadowUids.has(o.uid)))
+      .map((p) => `pod ${p.metadata.name}`),
+    recreated: shadows.reduce((n, s) => n + Number(s.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0), 0),
+    configMapsDiffering,
+  };
+}
+
+const clean = (d: Damage) =>
+  d.lost.length === 0 &&
+  d.duplicated === 0 &&
+  d.orphans.length === 0 &&
+  d.unowned.length === 0 &&
+  d.configMapsDiffering.length === 0;
+
+/** Waits for the clusters to agree, then returns the counts and how long that took after the faults. */
+async function converge(what: string, expectedPods: number): Promise<{ d: Damage; seconds: number }> {
+  const from = Date.now();
+  let last: Damage | undefined;
+  await waitFor(
+    what,
+    async () => {
+      last = await damage();
+      const local = (await rome.client.list<Pod>(Resources.pods, { namespace: NS })).items.length;
+      return local === expectedPods && clean(last);
+    },
+    {
+      timeoutMs: 300_000,
+      intervalMs: 2000,
+      describe: () =>
+        JSON.stringify(last, (_k, v) => (Array.isArray(v) && v.length > 10 ? [...v.slice(0, 10), "…"] : v)),
+    },
+  ).catch(() => undefined);
+  return { d: last ?? (await damage()), seconds: (Date.now() - from) / 1000 };
+}
+
+const pod = (i: number): KubeObject => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: `burst-${i}`, namespace: NS, labels: { app: "burst" } },
+  spec: { containers: [{ name: "app", image: "nginx" }], terminationGracePeriodSeconds: 0 },
+});
+
+beforeAll(async () => {
+  r = await startOffloadingRig(
+    [
+      { name: "rome", region: "north" },
+      { name: "milan", region: "south" },
+    ],
+    { nodes: Math.ceil(PODS / 100) },
+  );
+  rome = r.consumer;
+  milan = r.providers[0]!;
+  await rome.client.create(Resources.namespaces, { metadata: { name: NS } });
+  await rome.client.create(NamespaceOffloadingResource, {
+    apiVersion: "offloading.liqo.io/v1alpha1",
+    kind: "NamespaceOffloading",
+    metadata: { name: "offloading", namespace: NS },
+    spec: { podOffloadingStrategy: "Remote" },
+  } as KubeObject);
+  twin = await waitFor(
+    "the chaos namespace offloaded",
+    async () => {
+      const o = await rome.client.find<KubeObject & { status?: Record<string, any> }>(
+        NamespaceOffloadingResource,
+        "offloading",
+        NS,
+      );
+      return o?.status?.offloadingPhase === "Ready" ? (o.status.remoteNamespaceName as string) : undefined;
+    },
+    { timeoutMs: 120_000 },
+  );
+  console.log(`chaos seed ${seed} (LIQO_CHAOS_SEED=${seed} replays the kill schedule); ${PODS} pods`);
+}, 600_000);
+
+afterAll(async () => {
+  if (table.length) console.log(["fault | phase | lost | duplicated | left behind | converged", ...table].join("\n"));
+  await r?.rig.down();
+}, 120_000);
+
+test("roles killed at random while 1,000 pods are offloaded and ConfigMaps written: none lost, none doubled, no orphan", async () => {
+  const refusals = { n: 0 };
+  const burst = (async () => {
+    await inParallel(
+      Array.from({ length: PODS }, (_, i) => i),
+      16,
+      (i) => retried(() => rome.client.create(Resources.pods, pod(i)), refusals),
+    );
+    // ConfigMaps: created, half of them changed (a key removed, one added), a quarter deleted.
+    const cms = Array.from({ length: CONFIGMAPS }, (_, i) => `cm-${i}`);
+    await inParallel(cms, 8, (name) =>
+      retried(
+        () =>
+          rome.client.create(Resources.configMaps, {
+            metadata: { name, namespace: NS },
+            data: { kept: name, dropped: "x" },
+          }),
+        refusals,
+      ),
+    );
+    await inParallel(cms.slice(0, CONFIGMAPS / 2), 8, (name) =>
+      retried(
+        () =>
+          rome.client.replace(Resources.configMaps, {
+            metadata: { name, namespace: NS },
+            data: { kept: name, added: "y" },
+          }),
+        refusals,
+      ),
+    );
+    await inParallel(cms.slice(CONFIGMAPS / 2, (CONFIGMAPS * 3) / 4), 8, (name) =>
+      retried(() => rome.client.delete(Resources.configMaps, name, NS).catch(() => undefined), refusals),
+    );
+  })();
+  const kills = await faultsWhile(burst, roleKills());
+  await burst;
+  const { d, seconds } = await converge("every offloaded pod to run once in milan, ConfigMaps equal", PODS);
+  console.log(
+    `kills during the burst: ${JSON.stringify(kills)}; writes refused and retried (webhook down): ${refusals.n}; ShadowPod re-creations: ${d.recreated}`,
+  );
+  table.push(
+    `SIGKILL of every role, ${Object.values(kills).reduce((a, b) => a + b, 0)} kills | ${PODS} pods offloaded | ${d.lost.length} | ${d.duplicated} | ${d.orphans.length + d.unowned.length} | ${seconds.toFixed(0)} s`,
+  );
+  for (const n of Object.values(kills)) expect(n).toBeGreaterThan(0);
+  expect({ lost: d.lost.slice(0, 10), count: d.lost.length }).toEqual({ lost: [], count: 0 });
+  expect(d.duplicated).toBe(0);
+  expect(d.orphans.slice(0, 10)).toEqual([]);
+  expect(d.unowned.slice(0, 10)).toEqual([]);
+  expect(d.configMapsDiffering.slice(0, 10)).toEqual([]);
+  // The counter itself: a stray pod in milan (no local pod, no ShadowPod) is seen as damage.
+  await milan.client.create(Resources.pods, { ...pod(PODS), metadata: { name: "stray", namespace: twin } });
+  const seen = await damage();
+  expect(seen.orphans).toContain("pod stray");
+  expect(seen.unowned).toContain("pod stray");
+  await milan.client.delete(Resources.pods, "stray", twin, { gracePeriodSeconds: 0 });
+}, 900_000);
+
+test("roles killed at random while the 1,000 pods are deleted: nothing left behind in milan", async () => {
+  const refusals = { n: 0 };
+  const deletions = inParallel(
+    Array.from({ length: PODS }, (_, i) => i),
+    16,
+    (i) => retried(() => rome.client.delete(Resources.pods, `burst-${i}`, NS).catch(ignoreGone), refusals),
+  );
+  const kills = await faultsWhile(deletions, roleKills());
+  await deletions;
+  const { d, seconds } = await converge("every remote pod and ShadowPod gone", 0);
+  const remote = (await milan.client.list(Resources.pods, { namespace: twin })).items.length;
+  const shadows = (await milan.client.list(ShadowPodResource, { namespace: twin })).items.length;
+  table.push(
+    `SIGKILL of every role, ${Object.values(kills).reduce((a, b) => a + b, 0)} kills | ${PODS} pods deleted | 0 | ${d.duplicated} | ${remote + shadows} | ${seconds.toFixed(0)} s`,
+  );
+  for (const n of Object.values(kills)) expect(n).toBeGreaterThan(0);
+  expect({ remotePods: remote, shadowPods: shadows }).toEqual({ remotePods: 0, shadowPods: 0 });
+  expect(d.orphans.slice(0, 10)).toEqual([]);
+}, 900_000);
+
+test("API servers and etcds of both clusters restarted at random while 1,000 pods are offloaded, then deleted: none lost, none doubled, nothing left", async () => {
+  const refusals = { n: 0 };
+  const burst = inParallel(
+    Array.from({ length: PODS }, (_, i) => i),
+    16,
+    (i) => retried(() => rome.client.create(Resources.pods, pod(i)), refusals),
+  );
+  const restarts = await faultsWhile(burst, controlPlaneRestarts());
+  await burst;
+  const up = await converge("every offloaded pod to run once in milan after the restarts", PODS);
+  table.push(
+    `API server and etcd restarts, ${Object.values(restarts).reduce((a, b) => a + b, 0)} | ${PODS} pods offloaded | ${up.d.lost.length} | ${up.d.duplicated} | ${up.d.orphans.length + up.d.unowned.length} | ${up.seconds.toFixed(0)} s`,
+  );
+  console.log(
+    `restarts during the burst: ${JSON.stringify(restarts)}; writes refused and retried: ${refusals.n}; restarts delayed by a port in use: ${portClashes}`,
+  );
+  for (const n of Object.values(restarts)) expect(n).toBeGreaterThan(0);
+  expect({ lost: up.d.lost.slice(0, 10), count: up.d.lost.length }).toEqual({ lost: [], count: 0 });
+  expect(up.d.duplicated).toBe(0);
+  expect(up.d.orphans.slice(0, 10)).toEqual([]);
+  expect(up.d.unowned.slice(0, 10)).toEqual([]);
+
+  const deletions = inParallel(
+    Array.from({ length: PODS }, (_, i) => i),
+    16,
+    (i) => retried(() => rome.client.delete(Resources.pods, `burst-${i}`, NS).catch(ignoreGone), refusals),
+  );
+  const more = await faultsWhile(deletions, controlPlaneRestarts());
+  await deletions;
+  const down = await converge("every remote pod and ShadowPod gone after the restarts", 0);
+  const remote = (await milan.client.list(Resources.pods, { namespace: twin })).items.length;
+  const shadows = (await milan.client.list(ShadowPodResource, { namespace: twin })).items.length;
+  table.push(
+    `API server and etcd restarts, ${Object.values(more).reduce((a, b) => a + b, 0)} | ${PODS} pods deleted | 0 | ${down.d.duplicated} | ${remote + shadows} | ${down.seconds.toFixed(0)} s`,
+  );
+  expect({ remotePods: remote, shadowPods: shadows }).toEqual({ remotePods: 0, shadowPods: 0 });
+}, 1_200_000);
+
+function ignoreGone(err: unknown) {
+  if (err instanceof KubeApiError && err.status === 404) return;
+  throw err;
+}
