@@ -7,7 +7,7 @@ import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { createNamespaceOffloadingController } from "../offloading/index.ts";
-import { createShadowPodController } from "../shadowpod/controller.ts";
+import { createShadowPodController, POD_SECURITY_LEVELS, type PodSecurityLevel } from "../shadowpod/controller.ts";
 import { foreignClusterArgs, foreignClusterController } from "./foreigncluster-flags.ts";
 import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag } from "./resourcerequest-flags.ts";
 import { discoveryArgs, discoveryController, discoveryTtl, searchDomainController } from "./discovery-flags.ts";
@@ -52,6 +52,12 @@ export default defineCommand({
     },
     ...foreignClusterArgs,
     ...resourceRequestArgs,
+    "peer-pod-security": {
+      type: "string",
+      default: "baseline",
+      description:
+        "Pod Security Standard the pods peers offload here must meet: baseline (no privileged containers, host namespaces, hostPath or host ports), restricted, or privileged (shadowpod)",
+    },
     ...storageArgs,
     ...discoveryArgs,
     ...leaderElectionArgs,
@@ -60,6 +66,11 @@ export default defineCommand({
   async run({ args }) {
     const wanted = parseControllers(args.controllers);
     adminSecurity(args); // bad admin flags fail before anything starts
+    const podSecurity = args["peer-pod-security"] as PodSecurityLevel;
+    if (!POD_SECURITY_LEVELS.includes(podSecurity))
+      throw new CliError(
+        `--peer-pod-security "${args["peer-pod-security"]}" is not a Pod Security Standard; choose from ${POD_SECURITY_LEVELS.join(", ")}`,
+      );
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
     if (wanted.includes("discovery")) discoveryTtl(args["discovery-ttl"]);
     const election = leaderElectionConfig(args);
@@ -80,7 +91,7 @@ export default defineCommand({
       });
     }
     if (wanted.includes("shadowpod"))
-      running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log }) });
+      running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log, podSecurity }) });
     if (wanted.includes("resourcerequest"))
       running.push({
         name: "resourcerequest",

@@ -61,15 +61,38 @@ export interface ShadowPodController {
   readonly synced: boolean;
 }
 
+/** The component this controller's Events name (the consumer shows its PodCreationFailed on the local pod). */
+export const SHADOWPOD_EVENT_COMPONENT = "liqo-shadowpod";
+
+/** Pod Security Standards levels, least to most restrictive. */
+export const POD_SECURITY_LEVELS = ["privileged", "baseline", "restricted"] as const;
+export type PodSecurityLevel = (typeof POD_SECURITY_LEVELS)[number];
+export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
+
+/** The namespace label to write so pods there meet `level`, or undefined when it already does. */
+export function podSecurityLabelFor(current: string | undefined, level: PodSecurityLevel): string | undefined {
+  if (level === "privileged") return undefined;
+  const now = POD_SECURITY_LEVELS.indexOf(current as PodSecurityLevel); // -1: missing or garbage
+  return now >= POD_SECURITY_LEVELS.indexOf(level) ? undefined : level;
+}
+
 export function createShadowPodController(options: {
   client: KubeClient;
   logger?: Logger;
   workers?: number;
   namespace?: string;
+  /**
+   * The Pod Security Standard the pods peers ask for must meet (default baseline: no privileged
+   * containers, host namespaces, hostPath volumes or host ports). Enforced by the API server's
+   * PodSecurity admission: the namespace of each ShadowPod gets the enforce label before its pod
+   * is created (a stricter label already there is kept). "privileged" leaves namespaces alone.
+   */
+  podSecurity?: PodSecurityLevel;
 }): ShadowPodController {
+  const podSecurity = options.podSecurity ?? "baseline";
   const { client } = options;
   const log = (options.logger ?? silentLogger).child({ controller: "shadowpod" });
-  const events: EventRecorder = createEventRecorder(client, "liqo-shadowpod", log);
+  const events: EventRecorder = createEventRecorder(client, SHADOWPOD_EVENT_COMPONENT, log);
   // Cached as handle reads them: ShadowPods whole but for managedFields (the pod spec is needed to
   // create the pod), pods as metadata only (existence, owner, UID, deletion): the pods' specs and
   // statuses were most of this controller's memory with thousands of pods.
@@ -140,6 +163,22 @@ export function createShadowPodController(options: {
     log.warn("stranded pod released", { key, node: nodeName });
   }
 
+  /** Namespaces whose enforce label was checked, and when: checked again after a minute. */
+  const secured = new Map<string, number>();
+  async function securePodsOf(namespace: string) {
+    if (podSecurity === "privileged" || Date.now() - (secured.get(namespace) ?? 0) < 60_000) return;
+    const ns = await client.get(Resources.namespaces, namespace);
+    const current = ns.metadata.labels?.[POD_SECURITY_ENFORCE_LABEL];
+    const label = podSecurityLabelFor(current, podSecurity);
+    if (label) {
+      await client.mergePatch(Resources.namespaces, namespace, undefined, {
+        metadata: { labels: { [POD_SECURITY_ENFORCE_LABEL]: label } },
+      });
+      log.info("pods peers ask for here must meet the pod security level", { namespace, level: label, was: current });
+    }
+    secured.set(namespace, Date.now());
+  }
+
   async function handle(key: string) {
     const shadow = shadows.get(key);
     let pod = pods.get(key);
@@ -160,6 +199,7 @@ export function createShadowPodController(options: {
     }
     let created: Pod;
     try {
+      await securePodsOf(shadow.metadata.namespace!);
       created = await client.create<Pod>(Resources.pods, podFor(shadow));
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) return; // created meanwhile; the informer catches up

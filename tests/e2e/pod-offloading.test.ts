@@ -9,6 +9,8 @@ import { createReflectionEngine, type ReflectionEngine } from "../../core/reflec
 import {
   createShadowPodController,
   podFor,
+  podSecurityLabelFor,
+  POD_SECURITY_ENFORCE_LABEL,
   RECREATIONS_ANNOTATION,
   type ShadowPodController,
 } from "../../core/shadowpod/controller.ts";
@@ -228,6 +230,64 @@ describe("the provider's ShadowPod controller", () => {
     });
     expect(ev.message).toContain("demo-rome/broken");
     expect(await milan.find(Resources.pods, "broken", "demo-rome")).toBeUndefined();
+  });
+
+  test("a hostile peer's ShadowPods asking for root on the node (privileged, hostPath /, hostNetwork, hostPID, a host port, SYS_ADMIN) get no pod, each a PodCreationFailed Event naming the violation; the namespace it made privileged is baseline again; a plain pod next to them runs", async () => {
+    // The peer creates its twin namespace itself, and tries to open it up.
+    await milan.create(Resources.namespaces, {
+      metadata: { name: "hostile-rome", labels: { [POD_SECURITY_ENFORCE_LABEL]: "privileged" } },
+    });
+    const shadow = (name: string, pod: Record<string, unknown>) =>
+      milan.create(ShadowPodResource, {
+        apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+        kind: "ShadowPod",
+        metadata: { name, namespace: "hostile-rome" },
+        spec: { pod },
+      });
+    const c = (extra: Record<string, unknown> = {}) => [{ name: "x", image: "nginx", ...extra }];
+    const hostile: Record<string, [Record<string, unknown>, RegExp]> = {
+      privileged: [{ containers: c({ securityContext: { privileged: true } }) }, /privileged/],
+      "host-root": [
+        { containers: c(), volumes: [{ name: "root", hostPath: { path: "/" } }] },
+        /hostPath volumes \(volume "root"\)/,
+      ],
+      "host-network": [{ hostNetwork: true, containers: c() }, /host namespaces \(hostNetwork=true\)/],
+      "host-pid": [{ hostPID: true, containers: c() }, /hostPID=true/],
+      "host-port": [{ containers: c({ ports: [{ containerPort: 80, hostPort: 80 }] }) }, /hostPort/],
+      "sys-admin": [{ containers: c({ securityContext: { capabilities: { add: ["SYS_ADMIN"] } } }) }, /SYS_ADMIN/],
+    };
+    for (const [name, [pod]] of Object.entries(hostile)) await shadow(name, pod);
+    await shadow("plain", { containers: c() });
+    await waitFor("the plain pod to run", async () => {
+      const p = await milan.find<Pod>(Resources.pods, "plain", "hostile-rome");
+      return p?.status?.phase === "Running";
+    });
+    const ns = await milan.get(Resources.namespaces, "hostile-rome");
+    expect(ns.metadata.labels?.[POD_SECURITY_ENFORCE_LABEL]).toBe("baseline");
+    for (const [name, [, violation]] of Object.entries(hostile)) {
+      const uid = (await milan.get(ShadowPodResource, name, "hostile-rome")).metadata.uid;
+      const ev = await waitFor(`${name}: a PodCreationFailed Event`, async () => {
+        const evs = await milan.list<any>(Resources.events, {
+          namespace: "hostile-rome",
+          fieldSelector: `involvedObject.uid=${uid}`,
+        });
+        return evs.items.find((e) => e.reason === "PodCreationFailed");
+      });
+      expect(ev.message).toContain(`cannot create pod hostile-rome/${name}`);
+      expect(ev.message).toContain('violates PodSecurity "baseline');
+      expect(ev.message).toMatch(violation);
+      expect(await milan.find(Resources.pods, name, "hostile-rome")).toBeUndefined();
+    }
+  });
+
+  test("the namespace label for a pod security level: written when missing, weaker or garbage; a stricter one is kept; privileged writes nothing", () => {
+    expect(podSecurityLabelFor(undefined, "baseline")).toBe("baseline");
+    expect(podSecurityLabelFor("privileged", "baseline")).toBe("baseline");
+    expect(podSecurityLabelFor("Baseline ", "baseline")).toBe("baseline");
+    expect(podSecurityLabelFor("baseline", "baseline")).toBeUndefined();
+    expect(podSecurityLabelFor("restricted", "baseline")).toBeUndefined();
+    expect(podSecurityLabelFor("baseline", "restricted")).toBe("restricted");
+    expect(podSecurityLabelFor(undefined, "privileged")).toBeUndefined();
   });
 
   test("podFor keeps the ShadowPod's labels, drops its bookkeeping annotations, and is owned by it", () => {
