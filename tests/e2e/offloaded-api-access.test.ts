@@ -461,6 +461,33 @@ describe("Events of offloaded pods come home", () => {
     expect(eventsSection).toContain(failed.reason!);
   }, 360_000);
 
+  test("a privileged container milan's pod security (baseline, the chart's default) forbids: no pod in milan, and kubectl describe pod in rome says why", async () => {
+    const hello = { image: rigImageRefs.hello };
+    await q.rome.create(
+      Resources.pods,
+      offloadedPod("privileged", { ...hello, securityContext: { privileged: true } }),
+    );
+    const local = await q.rome.get(Resources.pods, "privileged", NS);
+    let seen: Ev[] = [];
+    const refused = await waitFor(
+      "the provider's refusal on the local pod",
+      async () => {
+        seen = await eventsOf(q.rome, NS, local.metadata.uid!, true);
+        return seen.find((e) => e.reason === "PodCreationFailed");
+      },
+      { timeoutMs: 120_000, intervalMs: 1000, describe: () => seen.map((e) => `${e.reason}: ${e.message}`) },
+    );
+    expect(refused.type).toBe("Warning");
+    expect(refused.message).toContain('violates PodSecurity "baseline');
+    expect(refused.message).toContain("privileged");
+    expect(refused.source?.host).toEndWith("(milan)");
+    const pods = await q.milan.list<Pod>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" });
+    expect(pods.items.map((p) => p.metadata.name)).not.toContain("privileged");
+    const described = await kubectl("rome", "describe", "pod", "-n", NS, "privileged");
+    expect(described.out.slice(described.out.indexOf("Events:"))).toContain("PodCreationFailed");
+    await q.rome.delete(Resources.pods, "privileged", NS);
+  }, 240_000);
+
   test("a crash-looping container: BackOff comes home; one local Event per remote one, its count following the remote's", async () => {
     await q.rome.create(
       Resources.pods,

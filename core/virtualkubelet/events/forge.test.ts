@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import type { KubeObject } from "../../kube/resources.ts";
+import { SHADOWPOD_EVENT_COMPONENT } from "../../shadowpod/controller.ts";
 import {
   eventSignature,
+  homeward,
   isLiqoEvent,
   localEvent,
   localEventName,
@@ -145,5 +147,48 @@ describe("what never comes home", () => {
     expect(eventSignature({ ...remote, metadata: { ...remote.metadata, resourceVersion: "9" } })).toBe(
       eventSignature(remote),
     );
+  });
+});
+
+describe("the provider's refusal to create an offloaded pod comes home on the local pod", () => {
+  const refusal: RemoteEvent = {
+    ...remote,
+    involvedObject: {
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+      kind: "ShadowPod",
+      name: "web",
+      namespace: "liqo-demo-rome-abc123",
+      uid: "shadowpod-uid",
+    },
+    reason: "PodCreationFailed",
+    message:
+      'cannot create pod liqo-demo-rome-abc123/web: pods "web" is forbidden: violates PodSecurity "baseline:latest"',
+    source: { component: SHADOWPOD_EVENT_COMPONENT },
+  };
+  test("as an Event of the pod of the same name, no longer liqo's (so not skipped), the message kept", () => {
+    const ev = homeward(refusal);
+    expect(ev.involvedObject).toEqual({
+      kind: "Pod",
+      apiVersion: "v1",
+      name: "web",
+      namespace: "liqo-demo-rome-abc123",
+    });
+    expect(skipReason(ev)).toBeUndefined();
+    expect(localEvent(ev, localPod, ctx)).toMatchObject({
+      involvedObject: { kind: "Pod", name: "web", uid: "local-pod-uid" },
+      reason: "PodCreationFailed",
+      message: refusal.message,
+      source: { component: "shadowpod-controller", host: "milan" },
+    });
+  });
+  test("other Events of ShadowPods, and other liqo components' PodCreationFailed, stay away", () => {
+    for (const ev of [
+      { ...refusal, reason: "PodRecreated" },
+      { ...refusal, source: { component: "liqo-virtual-kubelet" } },
+      { ...refusal, source: { component: "someone-else" } },
+    ]) {
+      expect(homeward(ev)).toBe(ev);
+      expect(skipReason(ev)).toBeDefined();
+    }
   });
 });

@@ -4,6 +4,7 @@
 // wrote (ours, or any liqo component's on either side) are never reflected, so nothing echoes.
 import { createHash } from "node:crypto";
 import type { KubeObject } from "../../kube/resources.ts";
+import { SHADOWPOD_EVENT_COMPONENT } from "../../shadowpod/controller.ts";
 
 /** On every Event this reflection writes: which peering it came from. */
 export const EVENT_ORIGIN_LABEL = "liqo.io/remote-cluster-id";
@@ -60,6 +61,25 @@ export function isLiqoEvent(ev: RemoteEvent): boolean {
     (ev as { reportingController?: string }).reportingController,
   ];
   return components.some((c) => !!c && /^liqo([-./]|$)/i.test(c));
+}
+
+/**
+ * The provider refused to create an offloaded pod (its ShadowPod controller's PodCreationFailed,
+ * e.g. the pod breaks the provider's pod security level): the one liqo Event that comes home, as
+ * an Event of the local pod of the same name, so `kubectl describe pod` says why it stays Pending.
+ * Everything else is returned unchanged.
+ */
+export function homeward(ev: RemoteEvent): RemoteEvent {
+  const io = ev.involvedObject;
+  const component = ev.source?.component || ev.reportingComponent;
+  if (io?.kind !== "ShadowPod" || ev.reason !== "PodCreationFailed" || component !== SHADOWPOD_EVENT_COMPONENT)
+    return ev;
+  return {
+    ...ev,
+    involvedObject: { kind: "Pod", apiVersion: "v1", name: io.name, namespace: io.namespace },
+    source: { component: "shadowpod-controller", host: ev.source?.host },
+    reportingComponent: "shadowpod-controller",
+  };
 }
 
 /** Why this remote Event does not come home, or undefined when it does. */

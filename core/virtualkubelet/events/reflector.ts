@@ -13,7 +13,15 @@ import { createWorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import { createRegistry, type Registry } from "../../metrics/index.ts";
 import { createTokenBuckets } from "./buckets.ts";
-import { EVENT_KINDS, eventSignature, eventUpdate, localEvent, skipReason, type RemoteEvent } from "./forge.ts";
+import {
+  EVENT_KINDS,
+  eventSignature,
+  eventUpdate,
+  homeward,
+  localEvent,
+  skipReason,
+  type RemoteEvent,
+} from "./forge.ts";
 
 export interface EventReflectorOptions {
   local: KubeClient;
@@ -85,8 +93,9 @@ export function createEventReflector(o: EventReflectorOptions): EventReflector {
   };
 
   async function handle(key: string): Promise<void> {
-    const ev = events.get(key);
-    if (!ev) return void written.delete(key);
+    const seen = events.get(key);
+    if (!seen) return void written.delete(key);
+    const ev = homeward(seen);
     const localNamespace = pairs.get(ev.metadata.namespace!);
     if (!localNamespace) return;
     const skip = skipReason(ev);
