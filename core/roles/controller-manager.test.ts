@@ -30,3 +30,24 @@ describe("liqo controller-manager --controllers", () => {
     expect(() => parseControllers(text)).toThrow(message);
   });
 });
+
+describe("liqo controller-manager --peer-pod-security", () => {
+  test("a level that is not a Pod Security Standard fails at start, naming the choices", () => {
+    const run = Bun.spawnSync(
+      [
+        process.execPath,
+        join(import.meta.dir, "../../cli/liqo.ts"),
+        "controller-manager",
+        "--cluster-id=x",
+        "--cluster-name=x",
+        "--kubeconfig=/nonexistent",
+        "--peer-pod-security=root",
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    expect(run.exitCode).not.toBe(0);
+    expect(run.stderr.toString()).toContain(
+      '--peer-pod-security "root" is not a Pod Security Standard; choose from privileged, baseline, restricted',
+    );
+  });
+});
