@@ -14,6 +14,7 @@ import { RECREATIONS_ANNOTATION } from "../../core/shadowpod/controller.ts";
 import { startOffloadingRig, type ClusterInfo, type OffloadingRig } from "../e2e/offloading-rig.ts";
 import { startAndWait, stopComponent } from "../rig/cluster.ts";
 import { waitFor } from "../support/wait.ts";
+import { seeded } from "./random.ts";
 
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -29,16 +30,7 @@ let twin = "";
 const table: string[] = [];
 let portClashes = 0;
 
-/** mulberry32: a small seeded generator, so a failing schedule can be replayed. */
-function random(s: number): () => number {
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = random(seed);
+const rand = seeded(seed);
 
 /**
  * Injects faults until `done` resolves: each one once in a shuffled order, then random ones, each
@@ -252,39 +244,51 @@ afterAll(async () => {
   await r?.rig.down();
 }, 120_000);
 
+const everyPod = () => Array.from({ length: PODS }, (_, i) => i);
+const createPods = (refusals: { n: number }) =>
+  inParallel(everyPod(), 16, (i) => retried(() => rome.client.create(Resources.pods, pod(i)), refusals));
+const deletePods = (refusals: { n: number }) =>
+  inParallel(everyPod(), 16, (i) =>
+    retried(() => rome.client.delete(Resources.pods, `burst-${i}`, NS).catch(ignoreGone), refusals),
+  );
+const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+/** What the provider still holds in the twin namespace. */
+async function leftInMilan() {
+  return {
+    remotePods: (await milan.client.list(Resources.pods, { namespace: twin })).items.length,
+    shadowPods: (await milan.client.list(ShadowPodResource, { namespace: twin })).items.length,
+  };
+}
+
+function expectNoDamage(d: Damage) {
+  expect({ lost: d.lost.slice(0, 10), count: d.lost.length }).toEqual({ lost: [], count: 0 });
+  expect(d.duplicated).toBe(0);
+  expect(d.orphans.slice(0, 10)).toEqual([]);
+  expect(d.unowned.slice(0, 10)).toEqual([]);
+  expect(d.configMapsDiffering.slice(0, 10)).toEqual([]);
+}
+
+/** ConfigMaps: created, half of them changed (a key removed, one added), a quarter deleted. */
+async function writeConfigMaps(refusals: { n: number }) {
+  const cms = Array.from({ length: CONFIGMAPS }, (_, i) => `cm-${i}`);
+  const write = (data: Record<string, string>, replace: boolean) => (name: string) =>
+    retried(() => {
+      const cm = { metadata: { name, namespace: NS }, data: { kept: name, ...data } };
+      return replace ? rome.client.replace(Resources.configMaps, cm) : rome.client.create(Resources.configMaps, cm);
+    }, refusals);
+  await inParallel(cms, 8, write({ dropped: "x" }, false));
+  await inParallel(cms.slice(0, CONFIGMAPS / 2), 8, write({ added: "y" }, true));
+  await inParallel(cms.slice(CONFIGMAPS / 2, (CONFIGMAPS * 3) / 4), 8, (name) =>
+    retried(() => rome.client.delete(Resources.configMaps, name, NS).catch(ignoreGone), refusals),
+  );
+}
+
 test("roles killed at random while 1,000 pods are offloaded and ConfigMaps written: none lost, none doubled, no orphan", async () => {
   const refusals = { n: 0 };
   const burst = (async () => {
-    await inParallel(
-      Array.from({ length: PODS }, (_, i) => i),
-      16,
-      (i) => retried(() => rome.client.create(Resources.pods, pod(i)), refusals),
-    );
-    // ConfigMaps: created, half of them changed (a key removed, one added), a quarter deleted.
-    const cms = Array.from({ length: CONFIGMAPS }, (_, i) => `cm-${i}`);
-    await inParallel(cms, 8, (name) =>
-      retried(
-        () =>
-          rome.client.create(Resources.configMaps, {
-            metadata: { name, namespace: NS },
-            data: { kept: name, dropped: "x" },
-          }),
-        refusals,
-      ),
-    );
-    await inParallel(cms.slice(0, CONFIGMAPS / 2), 8, (name) =>
-      retried(
-        () =>
-          rome.client.replace(Resources.configMaps, {
-            metadata: { name, namespace: NS },
-            data: { kept: name, added: "y" },
-          }),
-        refusals,
-      ),
-    );
-    await inParallel(cms.slice(CONFIGMAPS / 2, (CONFIGMAPS * 3) / 4), 8, (name) =>
-      retried(() => rome.client.delete(Resources.configMaps, name, NS).catch(() => undefined), refusals),
-    );
+    await createPods(refusals);
+    await writeConfigMaps(refusals);
   })();
   const kills = await faultsWhile(burst, roleKills());
   await burst;
@@ -293,14 +297,10 @@ test("roles killed at random while 1,000 pods are offloaded and ConfigMaps writt
     `kills during the burst: ${JSON.stringify(kills)}; writes refused and retried (webhook down): ${refusals.n}; ShadowPod re-creations: ${d.recreated}`,
   );
   table.push(
-    `SIGKILL of every role, ${Object.values(kills).reduce((a, b) => a + b, 0)} kills | ${PODS} pods offloaded | ${d.lost.length} | ${d.duplicated} | ${d.orphans.length + d.unowned.length} | ${seconds.toFixed(0)} s`,
+    `SIGKILL of every role, ${total(kills)} kills | ${PODS} pods offloaded | ${d.lost.length} | ${d.duplicated} | ${d.orphans.length + d.unowned.length} | ${seconds.toFixed(0)} s`,
   );
   for (const n of Object.values(kills)) expect(n).toBeGreaterThan(0);
-  expect({ lost: d.lost.slice(0, 10), count: d.lost.length }).toEqual({ lost: [], count: 0 });
-  expect(d.duplicated).toBe(0);
-  expect(d.orphans.slice(0, 10)).toEqual([]);
-  expect(d.unowned.slice(0, 10)).toEqual([]);
-  expect(d.configMapsDiffering.slice(0, 10)).toEqual([]);
+  expectNoDamage(d);
   // The counter itself: a stray pod in milan (no local pod, no ShadowPod) is seen as damage.
   await milan.client.create(Resources.pods, { ...pod(PODS), metadata: { name: "stray", namespace: twin } });
   const seen = await damage();
@@ -310,61 +310,44 @@ test("roles killed at random while 1,000 pods are offloaded and ConfigMaps writt
 }, 900_000);
 
 test("roles killed at random while the 1,000 pods are deleted: nothing left behind in milan", async () => {
-  const refusals = { n: 0 };
-  const deletions = inParallel(
-    Array.from({ length: PODS }, (_, i) => i),
-    16,
-    (i) => retried(() => rome.client.delete(Resources.pods, `burst-${i}`, NS).catch(ignoreGone), refusals),
-  );
+  const deletions = deletePods({ n: 0 });
   const kills = await faultsWhile(deletions, roleKills());
   await deletions;
   const { d, seconds } = await converge("every remote pod and ShadowPod gone", 0);
-  const remote = (await milan.client.list(Resources.pods, { namespace: twin })).items.length;
-  const shadows = (await milan.client.list(ShadowPodResource, { namespace: twin })).items.length;
+  const left = await leftInMilan();
   table.push(
-    `SIGKILL of every role, ${Object.values(kills).reduce((a, b) => a + b, 0)} kills | ${PODS} pods deleted | 0 | ${d.duplicated} | ${remote + shadows} | ${seconds.toFixed(0)} s`,
+    `SIGKILL of every role, ${total(kills)} kills | ${PODS} pods deleted | 0 | ${d.duplicated} | ${left.remotePods + left.shadowPods} | ${seconds.toFixed(0)} s`,
   );
   for (const n of Object.values(kills)) expect(n).toBeGreaterThan(0);
-  expect({ remotePods: remote, shadowPods: shadows }).toEqual({ remotePods: 0, shadowPods: 0 });
-  expect(d.orphans.slice(0, 10)).toEqual([]);
+  expect(left).toEqual({ remotePods: 0, shadowPods: 0 });
+  expectNoDamage(d);
 }, 900_000);
 
 test("API servers and etcds of both clusters restarted at random while 1,000 pods are offloaded, then deleted: none lost, none doubled, nothing left", async () => {
   const refusals = { n: 0 };
-  const burst = inParallel(
-    Array.from({ length: PODS }, (_, i) => i),
-    16,
-    (i) => retried(() => rome.client.create(Resources.pods, pod(i)), refusals),
-  );
+  const burst = createPods(refusals);
   const restarts = await faultsWhile(burst, controlPlaneRestarts());
   await burst;
   const up = await converge("every offloaded pod to run once in milan after the restarts", PODS);
   table.push(
-    `API server and etcd restarts, ${Object.values(restarts).reduce((a, b) => a + b, 0)} | ${PODS} pods offloaded | ${up.d.lost.length} | ${up.d.duplicated} | ${up.d.orphans.length + up.d.unowned.length} | ${up.seconds.toFixed(0)} s`,
+    `API server and etcd restarts, ${total(restarts)} | ${PODS} pods offloaded | ${up.d.lost.length} | ${up.d.duplicated} | ${up.d.orphans.length + up.d.unowned.length} | ${up.seconds.toFixed(0)} s`,
   );
   console.log(
     `restarts during the burst: ${JSON.stringify(restarts)}; writes refused and retried: ${refusals.n}; restarts delayed by a port in use: ${portClashes}`,
   );
   for (const n of Object.values(restarts)) expect(n).toBeGreaterThan(0);
-  expect({ lost: up.d.lost.slice(0, 10), count: up.d.lost.length }).toEqual({ lost: [], count: 0 });
-  expect(up.d.duplicated).toBe(0);
-  expect(up.d.orphans.slice(0, 10)).toEqual([]);
-  expect(up.d.unowned.slice(0, 10)).toEqual([]);
+  expectNoDamage(up.d);
 
-  const deletions = inParallel(
-    Array.from({ length: PODS }, (_, i) => i),
-    16,
-    (i) => retried(() => rome.client.delete(Resources.pods, `burst-${i}`, NS).catch(ignoreGone), refusals),
-  );
+  const deletions = deletePods(refusals);
   const more = await faultsWhile(deletions, controlPlaneRestarts());
   await deletions;
   const down = await converge("every remote pod and ShadowPod gone after the restarts", 0);
-  const remote = (await milan.client.list(Resources.pods, { namespace: twin })).items.length;
-  const shadows = (await milan.client.list(ShadowPodResource, { namespace: twin })).items.length;
+  const left = await leftInMilan();
   table.push(
-    `API server and etcd restarts, ${Object.values(more).reduce((a, b) => a + b, 0)} | ${PODS} pods deleted | 0 | ${down.d.duplicated} | ${remote + shadows} | ${down.seconds.toFixed(0)} s`,
+    `API server and etcd restarts, ${total(more)} | ${PODS} pods deleted | 0 | ${down.d.duplicated} | ${left.remotePods + left.shadowPods} | ${down.seconds.toFixed(0)} s`,
   );
-  expect({ remotePods: remote, shadowPods: shadows }).toEqual({ remotePods: 0, shadowPods: 0 });
+  expect(left).toEqual({ remotePods: 0, shadowPods: 0 });
+  expectNoDamage(down.d);
 }, 1_200_000);
 
 function ignoreGone(err: unknown) {

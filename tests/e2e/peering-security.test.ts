@@ -3,15 +3,23 @@
 // (kept by rome in its tenant namespace) is then checked against an explicit table of verbs ×
 // resources × namespaces through SelfSubjectAccessReviews (what `kubectl auth can-i` sends), with
 // kubectl itself for `auth can-i --list` and spot checks; the admission policy that bounds
-// namespace creation and deletion is tried with real (dry-run) requests. Last, after an unpeer and
-// a rotation of milan's token, the old generated command is Denied and creates nothing.
+// namespace creation and deletion is tried with real (dry-run) requests; then 120 hostile variants
+// of what the identity may write are sent (seeded, LIQO_FUZZ_SEED replays). Last, after an unpeer
+// and a rotation of milan's token, the old generated command is Denied and creates nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ForeignClusterResource } from "../../core/apis/index.ts";
+import {
+  ForeignClusterResource,
+  NetworkConfigResource,
+  ResourceOfferResource,
+  ResourceRequestResource,
+  ShadowPodResource,
+} from "../../core/apis/index.ts";
+import { sampleNetworkConfig, sampleResourceRequest, sampleShadowPod } from "../../core/apis/samples.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
-import { Resources } from "../../core/kube/resources.ts";
+import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { findTenantNamespace, issueIdentity } from "../../core/peering/auth/index.ts";
 import { AUTH_TOKEN_SECRET, generateAuthToken } from "../../core/peering/auth/token.ts";
 import {
@@ -22,6 +30,8 @@ import {
 } from "../../core/peering/foreigncluster/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { mutate } from "../chaos/fuzz.ts";
+import { seeded } from "../chaos/random.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
 
 const TWIN = "secure-app";
@@ -314,6 +324,80 @@ describe("the identity a provider issues", () => {
       body: ns("rome-own-twin", { "liqo.io/remote-cluster-id": rome.identity.clusterId }),
     });
   }, 120_000);
+
+  test("fuzzed writes with the issued identity (ResourceRequests, NetworkConfigs, ShadowPods: wrong types, huge strings, deep nesting, unicode, removed and unknown fields): each refused with a 4xx naming the problem or accepted; no second offer, no offer for anyone else, no pod escalates; milan's controllers still serve", async () => {
+    const seed = Number(process.env.LIQO_FUZZ_SEED ?? Date.now() % 1_000_000);
+    const rand = seeded(seed);
+    const bases: [ResourceRef, string, () => KubeObject][] = [
+      [
+        ResourceRequestResource,
+        tenant,
+        () =>
+          ({
+            ...sampleResourceRequest(),
+            spec: {
+              ...sampleResourceRequest().spec,
+              clusterIdentity: { clusterID: rome.identity.clusterId, clusterName: "rome" },
+            },
+          }) as KubeObject,
+      ],
+      [NetworkConfigResource, tenant, () => sampleNetworkConfig() as KubeObject],
+      [ShadowPodResource, TWIN, () => sampleShadowPod() as KubeObject],
+    ];
+    const outcomes: Record<string, number> = {};
+    const wrong: string[] = [];
+    for (let i = 0; i < 120; i++) {
+      const [res, namespace, base] = bases[i % bases.length]!;
+      const { object, done } = mutate(base() as KubeObject & { spec?: unknown }, rand);
+      object.metadata = { ...object.metadata, name: `fuzz-${i}`, namespace };
+      try {
+        await peer.create(res, object, namespace);
+        outcomes.accepted = (outcomes.accepted ?? 0) + 1;
+      } catch (err) {
+        const status = err instanceof KubeApiError ? err.status : 0;
+        outcomes[String(status)] = (outcomes[String(status)] ?? 0) + 1;
+        // A refusal is the API server's or an admission's 4xx with a reason, never a 5xx or a dropped connection.
+        if (!(status >= 400 && status < 500 && (err as Error).message.length > 10))
+          wrong.push(`${res.kind} fuzz-${i} (${done.join("; ")}): ${status} ${(err as Error).message.slice(0, 200)}`);
+      }
+    }
+    console.log(`fuzz seed ${seed} (LIQO_FUZZ_SEED replays it): ${JSON.stringify(outcomes)}`);
+    expect(wrong).toEqual([]);
+    expect(outcomes.accepted ?? 0).toBeGreaterThan(0); // some variants must get through, or nothing was tried
+    // milan's ShadowPod controller still answers: a plain ShadowPod written now gets its pod.
+    await peer.create(
+      ShadowPodResource,
+      { ...sampleShadowPod(), metadata: { name: "after-fuzz", namespace: TWIN } } as KubeObject,
+      TWIN,
+    );
+    await waitFor("the pod of a plain ShadowPod written after the fuzz", () =>
+      milan.client.find(Resources.pods, "after-fuzz", TWIN),
+    );
+    // No escalation: no pod in the twin namespace runs with the node's rights.
+    const pods = (
+      await milan.client.list<KubeObject & { spec?: Record<string, any> }>(Resources.pods, { namespace: TWIN })
+    ).items;
+    const escalated = pods.filter(
+      (p) =>
+        p.spec?.hostNetwork ||
+        p.spec?.hostPID ||
+        p.spec?.hostIPC ||
+        p.spec?.volumes?.some((v: { hostPath?: unknown }) => v.hostPath) ||
+        p.spec?.containers?.some((c: { securityContext?: { privileged?: boolean } }) => c.securityContext?.privileged),
+    );
+    expect(escalated.map((p) => p.metadata.name)).toEqual([]);
+    // One offer, for rome, in rome's tenant namespace; none in another peer's.
+    const offers = (await milan.client.list(ResourceOfferResource, { namespace: tenant })).items;
+    expect(offers.length).toBe(1);
+    expect((await milan.client.list(ResourceOfferResource, { namespace: otherTenant })).items).toEqual([]);
+    expect(cond(await fcOf("milan"), "OutgoingPeering")?.status).toBe("Established");
+    for (const [res, namespace] of bases)
+      for (const o of (await milan.client.list(res, { namespace })).items.filter((x) =>
+        x.metadata.name!.startsWith("fuzz-"),
+      ))
+        await milan.client.delete(res, o.metadata.name!, namespace);
+    await milan.client.delete(ShadowPodResource, "after-fuzz", TWIN);
+  }, 300_000);
 });
 
 describe("a token reused after revocation", () => {
