@@ -30,6 +30,8 @@ import {
 } from "../../core/peering/auth/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { fuzzHttp, rssMiB, slowClients } from "../chaos/http-fuzz.ts";
+import { seeded } from "../chaos/random.ts";
 import { statusOf } from "../support/status.ts";
 
 let rig: TestRig;
@@ -462,7 +464,8 @@ describe("liqo auth (the role)", () => {
     expect(await p.exited).toBe(2);
   });
 
-  test("serves /ids and the admin API", async () => {
+  /** `liqo auth` as a process; its auth and admin URLs once it printed them. */
+  async function startAuthRole() {
     const p = Bun.spawn(
       [
         "./node_modules/.bin/bun",
@@ -481,21 +484,26 @@ describe("liqo auth (the role)", () => {
       ],
       { stdout: "pipe", stderr: "pipe" },
     );
+    const reader = p.stdout.getReader();
+    let out = "";
+    const line = await waitFor(
+      "the role to print its addresses",
+      async () => {
+        const { value, done } = await reader.read();
+        if (done) throw new Error("liqo auth exited: " + (await new Response(p.stderr).text()));
+        out += new TextDecoder().decode(value);
+        return out.includes("admin API on") ? out : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    const auth = line.match(/auth service on (https:\/\/\S+)/)![1]!;
+    const admin = line.match(/admin API on (http\S+)/)![1]!;
+    return { p, auth, admin };
+  }
+
+  test("serves /ids and the admin API", async () => {
+    const { p, auth, admin } = await startAuthRole();
     try {
-      const reader = p.stdout.getReader();
-      let out = "";
-      const line = await waitFor(
-        "the role to print its addresses",
-        async () => {
-          const { value, done } = await reader.read();
-          if (done) throw new Error("liqo auth exited: " + (await new Response(p.stderr).text()));
-          out += new TextDecoder().decode(value);
-          return out.includes("admin API on") ? out : undefined;
-        },
-        { timeoutMs: 60_000 },
-      );
-      const auth = line.match(/auth service on (https:\/\/\S+)/)![1]!;
-      const admin = line.match(/admin API on (http\S+)/)![1]!;
       expect((await call("/ids", {}, auth)).body).toEqual({ clusterId: milanId.clusterId, clusterName: "milan" });
       expect((await fetch(`${admin}/healthz`)).status).toBe(200);
       await waitFor("readyz", async () => (await fetch(`${admin}/readyz`)).status === 200);
@@ -505,4 +513,51 @@ describe("liqo auth (the role)", () => {
       await p.exited;
     }
   });
+
+  test("hostile HTTP (random methods, paths, headers and bodies; 100 slow clients; 400 connections at once): every request answered below 500 or closed, well-formed ones still served, no token in any answer, memory bounded", async () => {
+    const { p, auth, admin } = await startAuthRole();
+    try {
+      for (let i = 0; i < 20; i++) await call("/ids", {}, auth);
+      const before = rssMiB(p.pid);
+      const seed = Number(process.env.LIQO_FUZZ_SEED ?? Date.now() % 1_000_000);
+      const rand = seeded(seed);
+      const answers = [
+        ...(await fuzzHttp(auth, rand, 300, 8, { ca: serverCa })),
+        ...(await fuzzHttp(admin, rand, 200, 8)),
+      ];
+      const slow = [slowClients(auth, 100), slowClients(admin, 100)];
+      // Meanwhile the well-formed requests are served, and 400 at once all get an answer.
+      expect((await call("/ids", {}, auth)).status).toBe(200);
+      expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+      const many = await Promise.all(
+        Array.from({ length: 400 }, () =>
+          call("/ids", {}, auth).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        ),
+      );
+      const closedEarly = slow.map((close) => close());
+      const tally: Record<string, number> = {};
+      for (const a of answers) tally[String(a.status)] = (tally[String(a.status)] ?? 0) + 1;
+      const after = rssMiB(p.pid);
+      console.log(
+        `hostile HTTP (seed ${seed}, LIQO_FUZZ_SEED replays it): answers ${JSON.stringify(tally)}; 400 at once: ${many.filter((s) => s === 200).length} answered 200; slow clients closed by the server before the end: ${closedEarly.join(" and ")} of 100; RSS ${before.toFixed(0)} → ${after.toFixed(0)} MiB`,
+      );
+      expect(
+        answers.filter((a) => a.status !== "no answer" && a.status >= 500).map((a) => `${a.request}: ${a.status}`),
+      ).toEqual([]);
+      // No answer may carry the auth token, a ServiceAccount token (JWT) or a private key.
+      const secrets = [token, "eyJhbGci", "PRIVATE KEY"];
+      expect(answers.filter((a) => secrets.some((x) => a.body.includes(x))).map((a) => a.request)).toEqual([]);
+      expect(many.filter((s) => s !== 200).length).toBe(0);
+      expect(p.exitCode).toBeNull();
+      expect((await call("/ids", {}, auth)).body.clusterName).toBe("milan");
+      // Bounded: 300 bodies of up to 1 MB went through; keeping them would cost hundreds of MiB.
+      expect(after - before).toBeLessThan(150);
+    } finally {
+      p.kill("SIGTERM");
+      await p.exited;
+    }
+  }, 300_000);
 });
