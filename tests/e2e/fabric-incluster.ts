@@ -19,6 +19,7 @@ import { reapOrphanRigs } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { kubectlOn } from "../support/kubectl.ts";
+import { blackHole, killPod, parseStream, recoveredAt, summarize } from "../chaos/traffic.ts";
 
 type PodObject = KubeObject & {
   spec?: { nodeName?: string };
@@ -41,6 +42,9 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   const label = `${overlapping ? "overlapping" : "disjoint"} pod CIDRs${ha ? ", HA gateways" : ""}`;
 
   const kubectl = (cluster: string, ...args: string[]): Promise<Exec> => kubectlOn(q, cluster, ...args);
+  /** A shell command in rome's client pod. */
+  const inClient = (script: string): Promise<Exec> =>
+    kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "sh", "-c", script);
 
   /** Retries a command until its output matches, for paths that take a moment to converge. */
   async function until(what: string, run: () => Promise<Exec>, match: RegExp, timeoutMs = 120_000): Promise<Exec> {
@@ -333,6 +337,145 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     }, 600_000);
   }
 
+  /**
+   * Faults during a steady stream of requests from rome's client pod to a Service backed by the pod
+   * in milan: every liqo pod's processes SIGKILLed in both clusters (one pod per role; the active
+   * gateway; every route agent), then the link between the clusters black-holed for 60 s. Counts
+   * what the stream lost; asserts the stream recovers, the remote pod is neither lost nor doubled,
+   * and the virtual node says NotReady while milan is unreachable (and Ready after).
+   */
+  function faultsUnderTraffic() {
+    test("faults during a request stream to a Service backed by milan's pod: every liqo role killed, then the link black-holed for 60 s; the stream recovers, the remote pod stays one, the virtual node tells the truth", async () => {
+      const url = "http://stream.liqo-demo.svc.cluster.local/";
+      await kubectl("rome", "label", "pod", "-n", "liqo-demo", "nginx-remote", "stream=yes", "--overwrite");
+      await q.rome.create(Resources.services, {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "stream", namespace: "liqo-demo" },
+        spec: { selector: { stream: "yes" }, ports: [{ name: "web", port: 80, targetPort: 80 }] },
+      } as KubeObject);
+      await curlFromRome(q, url, /Server name: nginx-remote/, 120_000);
+      const twin = await twinNamespace();
+      const remoteUids = async () =>
+        (await q.milan.list<PodObject>(Resources.pods, { namespace: twin })).items
+          .filter((p) => p.metadata.name === "nginx-remote")
+          .map((p) => p.metadata.uid);
+      const uidsBefore = await remoteUids();
+      expect(uidsBefore.length).toBe(1);
+
+      // The stream: one request every 0.2 s (2 s timeout), "<ms> <status>" per line, until /tmp/stop.
+      const loop = `while [ ! -f /tmp/stop ]; do echo "$(date +%s%3N) $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 ${url})" >> /tmp/stream; sleep 0.2; done`;
+      const started = await inClient(
+        `rm -f /tmp/stream /tmp/stop; (setsid sh -c '${loop.replace(/'/g, "'\\''")}' >/dev/null 2>&1 &); echo streaming`,
+      );
+      expect(started.out).toContain("streaming");
+      const samples = async () =>
+        parseStream((await kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "cat", "/tmp/stream")).out);
+      const recovery = (from: number, what: string) =>
+        waitFor(what, async () => recoveredAt(await samples(), from), {
+          timeoutMs: 300_000,
+          intervalMs: 2000,
+          describe: async () => (await samples()).filter((s) => s.at >= from).slice(-10),
+        });
+      let restore: (() => void) | undefined;
+      try {
+        const baselineFrom = Date.now();
+        await waitFor(
+          "20 answers before any fault",
+          async () => {
+            const s = (await samples()).filter((x) => x.at >= baselineFrom);
+            return s.length >= 20 ? s : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 1000 },
+        );
+        const faultsFrom = Date.now();
+        const baseline = summarize(await samples(), baselineFrom, faultsFrom);
+
+        // Every liqo role, both clusters, in a random order, 2–5 s apart.
+        const kills: string[] = [];
+        const targets: { cluster: "rome" | "milan"; role: string; uid: string }[] = [];
+        for (const cluster of ["rome", "milan"] as const) {
+          const pods = (await q[cluster].list<PodObject>(Resources.pods, { namespace: "liqo" })).items.filter(
+            (p) => p.status?.phase === "Running",
+          );
+          const byRole = new Map<string, PodObject[]>();
+          for (const p of pods) {
+            const role = p.metadata.labels?.["app.kubernetes.io/name"] ?? p.metadata.name!;
+            byRole.set(role, [...(byRole.get(role) ?? []), p]);
+          }
+          for (const [role, list] of byRole) {
+            const chosen =
+              role === "liqo-route"
+                ? list
+                : role === "liqo-gateway"
+                  ? list.filter((p) => p.metadata.labels?.["net.liqo.io/gateway-role"] === "active")
+                  : list.slice(0, 1);
+            for (const p of chosen) targets.push({ cluster, role, uid: p.metadata.uid! });
+          }
+        }
+        targets.sort(() => Math.random() - 0.5);
+        for (const t of targets) {
+          const n = killPod(t.uid);
+          kills.push(`${t.cluster}/${t.role}${n ? "" : " (no process found)"}`);
+          expect({ pod: `${t.cluster}/${t.role}`, processes: n > 0 }).toEqual({
+            pod: `${t.cluster}/${t.role}`,
+            processes: true,
+          });
+          await Bun.sleep(2000 + Math.random() * 3000);
+        }
+        const killsDone = Date.now();
+        const back = await recovery(killsDone, "the stream answering 30 times in a row after the kills");
+        const killed = summarize(await samples(), faultsFrom, back);
+
+        // The link between the clusters dark for 60 s.
+        const darkFrom = Date.now();
+        restore = blackHole(q.rig, "rome", "milan");
+        const notReady = await waitFor(
+          "rome's virtual node NotReady while milan is unreachable",
+          async () => {
+            const node = await q.rome.find<
+              KubeObject & { status?: { conditions?: { type: string; status: string }[] } }
+            >(Resources.nodes, "liqo-milan");
+            const ready = node?.status?.conditions?.find((c) => c.type === "Ready");
+            return ready && ready.status !== "True" ? Date.now() - darkFrom : undefined;
+          },
+          { timeoutMs: 55_000, intervalMs: 1000 },
+        );
+        await Bun.sleep(Math.max(0, 60_000 - (Date.now() - darkFrom))); // the fault lasts 60 s
+        restore();
+        restore = undefined;
+        const lightAt = Date.now();
+        const again = await recovery(lightAt, "the stream answering 30 times in a row after the link is back");
+        await waitFor(
+          "rome's virtual node Ready again",
+          async () => {
+            const node = await q.rome.find<
+              KubeObject & { status?: { conditions?: { type: string; status: string }[] } }
+            >(Resources.nodes, "liqo-milan");
+            return node?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
+          },
+          { timeoutMs: 120_000 },
+        );
+        const dark = summarize(await samples(), darkFrom, again);
+        console.log(
+          [
+            `faults under traffic (${label}), ${url} from rome's client pod every 0.2 s:`,
+            `  baseline: ${baseline.requests} requests, ${baseline.failed} failed`,
+            `  SIGKILL of ${kills.join(", ")}: ${killed.requests} requests, ${killed.failed} failed, longest outage ${killed.longestOutageSeconds.toFixed(1)} s, answering again ${((back - killsDone) / 1000).toFixed(0)} s after the last kill`,
+            `  link black-holed 60 s: ${dark.requests} requests, ${dark.failed} failed, longest outage ${dark.longestOutageSeconds.toFixed(1)} s, answering again ${((again - lightAt) / 1000).toFixed(1)} s after the link came back; virtual node NotReady after ${(notReady / 1000).toFixed(0)} s`,
+          ].join("\n"),
+        );
+        expect(baseline.failed).toBe(0);
+        // The fault was real: the dark link cost requests.
+        expect(dark.failed).toBeGreaterThan(0);
+        expect(await remoteUids()).toEqual(uidsBefore);
+      } finally {
+        restore?.();
+        await kubectl("rome", "exec", "-n", "liqo-demo", "curl", "--", "touch", "/tmp/stop");
+      }
+    }, 900_000);
+  }
+
   /** Last: a milan node dies with an offloaded pod on it. */
   function nodeDeath() {
     test("a milan node dies: its offloaded pod turns not Ready in rome, then runs again on the other node and answers", async () => {
@@ -542,33 +685,13 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         "10 MB from nginx-remote",
         () =>
           // -d: the client never reads stdin, so it never half-closes; the server closes after the file.
-          kubectl(
-            "rome",
-            "exec",
-            "-n",
-            "liqo-demo",
-            "curl",
-            "--",
-            "sh",
-            "-c",
-            `nc -d -w 20 ${remote.status!.podIP} 9000 | sha256sum | cut -d' ' -f1`,
-          ),
+          inClient(`nc -d -w 20 ${remote.status!.podIP} 9000 | sha256sum | cut -d' ' -f1`),
         /^[0-9a-f]{64}/,
         60_000,
       );
       expect(got.out.trim()).toBe(want);
       // rome → milan: rome's client uploads 10 MB; the offloaded container hashes what arrived.
-      const local = await kubectl(
-        "rome",
-        "exec",
-        "-n",
-        "liqo-demo",
-        "curl",
-        "--",
-        "sh",
-        "-c",
-        "head -c 10485760 /dev/urandom > /tmp/up && sha256sum /tmp/up | cut -d' ' -f1",
-      );
+      const local = await inClient("head -c 10485760 /dev/urandom > /tmp/up && sha256sum /tmp/up | cut -d' ' -f1");
       const listen = await kubectl(
         "rome",
         "exec",
@@ -583,18 +706,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       expect(listen.out).toContain("listening");
       const sent = await until(
         "10 MB to nginx-remote",
-        () =>
-          kubectl(
-            "rome",
-            "exec",
-            "-n",
-            "liqo-demo",
-            "curl",
-            "--",
-            "sh",
-            "-c",
-            `nc -N -w 20 ${remote.status!.podIP} 9001 < /tmp/up && echo sent`,
-          ),
+        () => inClient(`nc -N -w 20 ${remote.status!.podIP} 9001 < /tmp/up && echo sent`),
         /sent/,
         60_000,
       );
@@ -622,6 +734,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     networkSelfTest();
     if (overlapping) networkSelfTestFabricDown();
     else networkSelfTestInterrupted();
+    if (overlapping) faultsUnderTraffic();
 
     if (!overlapping) virtualKubeletOnRealContainers();
 
