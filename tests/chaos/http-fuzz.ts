@@ -2,7 +2,6 @@
 // paths, headers and bodies, slow clients that never finish their headers, and many connections at
 // once. What a role must do with them: answer each with a status (or close it), keep answering
 // the well-formed requests meanwhile, never put a secret in an answer, and keep its memory bounded.
-import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 
@@ -126,10 +125,4 @@ export function slowClients(url: string, n: number): () => number {
     for (const s of sockets) s.destroy();
     return closed;
   };
-}
-
-/** Resident memory of a process in MiB, from /proc. */
-export function rssMiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(status.match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? 0) / 1024;
 }

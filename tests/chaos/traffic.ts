@@ -2,39 +2,23 @@
 // Service backed by a pod in the other: the helpers the in-cluster fabric suite uses to kill liqo's
 // pods' processes as `kill -9` would (the kubelet restarts the container, the pod stays), to
 // black-hole the link between two clusters, and to read what the stream saw.
-import { readdirSync, readFileSync } from "node:fs";
+import { podProcesses } from "../rig/pod-memory.ts";
 import type { Rig } from "../rig/rig.ts";
 
-/** Host PIDs of a pod's processes (its pause process excepted), found by the pod UID in their cgroup. */
-export function podProcesses(uid: string): number[] {
-  const marks = [`pod${uid}`, `pod${uid.replace(/-/g, "_")}`];
-  const pids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cgroup = readFileSync(`/proc/${entry}/cgroup`, "utf8");
-      if (!marks.some((m) => cgroup.includes(m))) continue;
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")[0] ?? "";
-      if (cmdline === "/pause" || cmdline.endsWith("/pause")) continue;
-      pids.push(Number(entry));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return pids;
-}
-
-/** SIGKILL to every process of the pod; returns how many there were (0: the pod runs nothing here). */
-export function killPod(uid: string): number {
-  const pids = podProcesses(uid);
-  for (const pid of pids) {
+/**
+ * SIGKILL to every process of the pod (its pause process excepted), found in the pod's cgroup under
+ * the given real nodes; returns how many there were (0: the pod runs nothing there).
+ */
+export function killPod(uid: string, nodeNetns: string[]): number {
+  const procs = podProcesses(uid, nodeNetns) ?? [];
+  for (const { pid } of procs) {
     try {
       process.kill(pid, "SIGKILL");
     } catch {
       // Already gone.
     }
   }
-  return pids.length;
+  return procs.length;
 }
 
 const TABLE = "liqo-chaos";

@@ -30,7 +30,8 @@ import {
 } from "../../core/peering/auth/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
-import { fuzzHttp, rssMiB, slowClients } from "../chaos/http-fuzz.ts";
+import { fuzzHttp, slowClients } from "../chaos/http-fuzz.ts";
+import { rssMiB } from "../bench/stats.ts";
 import { seeded } from "../chaos/random.ts";
 import { statusOf } from "../support/status.ts";
 

@@ -414,8 +414,9 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
           }
         }
         targets.sort(() => Math.random() - 0.5);
+        const nodeNetns = q.rig.clusters.flatMap((c) => (c.realNodeStates ?? []).map((n) => n.netns));
         for (const t of targets) {
-          const n = killPod(t.uid);
+          const n = killPod(t.uid, nodeNetns);
           kills.push(`${t.cluster}/${t.role}${n ? "" : " (no process found)"}`);
           expect({ pod: `${t.cluster}/${t.role}`, processes: n > 0 }).toEqual({
             pod: `${t.cluster}/${t.role}`,

@@ -28,13 +28,12 @@ function findPodCgroup(dir: string, uid: string): string | undefined {
   return undefined;
 }
 
-/** undefined when the pod has no cgroup under any of the given node namespaces' cgroups. */
-export function podMemory(podUid: string, nodeNetns: string[]): PodMemory | undefined {
-  const dir = nodeNetns
-    .map((n) => join("/sys/fs/cgroup/memory", n))
-    .filter((r) => existsSync(r))
-    .map((r) => findPodCgroup(r, podUid))
-    .find(Boolean);
+/** The host processes of a pod (pause excluded), found in its cgroup under the given node namespaces' cgroups; undefined when it has none there. */
+export function podProcesses(
+  podUid: string,
+  nodeNetns: string[],
+): { pid: number; comm: string; status: string }[] | undefined {
+  const dir = podCgroup(podUid, nodeNetns);
   if (!dir) return undefined;
   const pids: number[] = [];
   const walk = (d: string) => {
@@ -46,21 +45,39 @@ export function podMemory(podUid: string, nodeNetns: string[]): PodMemory | unde
     }
   };
   walk(dir);
-  let rssKiB = 0;
-  const processes: string[] = [];
+  const out: { pid: number; comm: string; status: string }[] = [];
   for (const pid of pids) {
     try {
       const status = readFileSync(`/proc/${pid}/status`, "utf8");
       const comm = /^Name:\s+(.+)$/m.exec(status)?.[1] ?? "?";
-      if (comm === "pause") continue; // the sandbox, not the workload
-      const kib = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0);
-      rssKiB += kib;
-      processes.push(`${comm} ${Math.round(kib / 1024)}`);
+      if (comm !== "pause") out.push({ pid, comm, status }); // the sandbox is not the workload
     } catch {
       /* exited meanwhile */
     }
   }
-  const stat = readFileSync(join(dir, "memory.stat"), "utf8");
+  return out;
+}
+
+function podCgroup(podUid: string, nodeNetns: string[]): string | undefined {
+  return nodeNetns
+    .map((n) => join("/sys/fs/cgroup/memory", n))
+    .filter((r) => existsSync(r))
+    .map((r) => findPodCgroup(r, podUid))
+    .find(Boolean);
+}
+
+/** undefined when the pod has no cgroup under any of the given node namespaces' cgroups. */
+export function podMemory(podUid: string, nodeNetns: string[]): PodMemory | undefined {
+  const procs = podProcesses(podUid, nodeNetns);
+  if (!procs) return undefined;
+  let rssKiB = 0;
+  const processes: string[] = [];
+  for (const { comm, status } of procs) {
+    const kib = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0);
+    rssKiB += kib;
+    processes.push(`${comm} ${Math.round(kib / 1024)}`);
+  }
+  const stat = readFileSync(join(podCgroup(podUid, nodeNetns)!, "memory.stat"), "utf8");
   const cgroupRss = Number(/^total_rss (\d+)$/m.exec(stat)?.[1] ?? 0);
   return { rssMiB: Math.round(rssKiB / 1024), cgroupRssMiB: Math.round(cgroupRss / 2 ** 20), processes };
 }
