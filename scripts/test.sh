@@ -15,8 +15,9 @@ junit=$(mktemp)
 trap 'rm -f "$log" "$junit"' EXIT
 node_modules/.bin/bun test --timeout 600000 --reporter=junit --reporter-outfile="$junit" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-# The slowest files, set-up included: CI has a time limit, and this is where the time goes.
-node_modules/.bin/bun scripts/slowest-files.ts "$junit" || true
+# The slowest files (CI has a time limit, and this is where the time goes), then each failure with its file and message:
+# bun names a failed hook only "(unnamed)", and CI keeps the end of the log.
+node_modules/.bin/bun scripts/test-report.ts "$junit" || true
 pass=$(grep -Eo '^ *[0-9]+ pass$' "$log" | tail -1 | grep -Eo '[0-9]+')
 fail=$(grep -Eo '^ *[0-9]+ fail$' "$log" | tail -1 | grep -Eo '[0-9]+')
 echo "${pass:-0} passed, ${fail:-0} failed"
