@@ -4,6 +4,8 @@
 // its Deployment would restart it. Afterwards the damage is counted: local pods without exactly one
 // remote pod (lost), remote pods beyond one per local pod (duplicated), remote pods and ShadowPods
 // with no local pod or no owner (orphans, left behind), ConfigMaps that differ from their sources.
+// The virtual node's Ready condition is sampled all along against milan's own answers, and its
+// untruths counted (see watchVirtualNode).
 // The tests assert on those counts only; the times printed are for docs/reliability.md.
 // LIQO_CHAOS_SEED replays the kill schedule of a run (the seed is printed).
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -15,6 +17,7 @@ import { startOffloadingRig, type ClusterInfo, type OffloadingRig } from "../e2e
 import { startAndWait, stopComponent } from "../rig/cluster.ts";
 import { waitFor } from "../support/wait.ts";
 import { seeded } from "./random.ts";
+import { type Truth, truthCell, watchTruth } from "./truth.ts";
 
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 type ConfigMap = KubeObject & { data?: Record<string, string> };
@@ -22,6 +25,7 @@ type ConfigMap = KubeObject & { data?: Record<string, string> };
 const PODS = Number(process.env.LIQO_CHAOS_PODS ?? 1000);
 const CONFIGMAPS = 60;
 const NS = "chaos";
+const VIRTUAL_NODE = "liqo-milan";
 const seed = Number(process.env.LIQO_CHAOS_SEED ?? Date.now() % 1_000_000);
 
 let r: OffloadingRig;
@@ -59,34 +63,57 @@ async function faultsWhile(
 /** SIGKILL of each liqo role, restarted at once. */
 const roleKills = () => Object.fromEntries(r.roles().map((role) => [role, () => r.killAndRestart(role)]));
 
-/** Each cluster's API server and etcd stopped and started again in place. */
-const controlPlaneRestarts = () =>
-  Object.fromEntries(
-    r.rig.clusters.flatMap((c) =>
-      (["kube-apiserver", "etcd"] as const).map((component) => [
-        `${c.name}/${component}`,
-        async () => {
-          await stopComponent(c, component);
-          // Its ports are in the kernel's ephemeral range: while it was down, a client's outgoing
-          // connection may have been given one of them. Started again once that one is closed.
-          for (let attempt = 1; ; attempt++) {
-            try {
-              await startAndWait(c, component, r.rig.bin);
-              break;
-            } catch (err) {
-              if (attempt === 30 || !/address already in use/.test(String(err))) throw err;
-              portClashes++;
-              await Bun.sleep(2000);
-            }
-          }
-          // After etcd, the API server (still running) is ready again once it has reconnected.
-          await waitFor(`${c.name}'s API server to answer`, () => r.rig.client(c.name).list(Resources.namespaces), {
-            timeoutMs: 120_000,
-          });
-        },
-      ]),
+/** Stops a control-plane component, keeps it down `downMs`, starts it again in place and waits for its API server. */
+async function restart(c: (typeof r.rig.clusters)[number], component: "kube-apiserver" | "etcd", downMs = 0) {
+  await stopComponent(c, component);
+  await Bun.sleep(downMs);
+  // Its ports are in the kernel's ephemeral range: while it was down, a client's outgoing
+  // connection may have been given one of them. Started again once that one is closed.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await startAndWait(c, component, r.rig.bin);
+      break;
+    } catch (err) {
+      if (attempt === 30 || !/address already in use/.test(String(err))) throw err;
+      portClashes++;
+      await Bun.sleep(2000);
+    }
+  }
+  // After etcd, the API server (still running) is ready again once it has reconnected.
+  await waitFor(`${c.name}'s API server to answer`, () => r.rig.client(c.name).list(Resources.namespaces), {
+    timeoutMs: 120_000,
+  });
+}
+
+/** Long enough for the virtual node to notice (3 failed probes 5 s apart), so its NotReady is checked too. */
+const LONG_OUTAGE_MS = 40_000;
+
+/**
+ * Each cluster's API server and etcd stopped and started again in place; and once per phase,
+ * milan's API server kept down for LONG_OUTAGE_MS (later draws of that fault are plain restarts).
+ */
+const controlPlaneRestarts = () => {
+  const milanCluster = r.rig.clusters.find((c) => c.name === milan.name)!;
+  let longOutageDone = false;
+  return {
+    ...Object.fromEntries(
+      r.rig.clusters.flatMap((c) =>
+        (["kube-apiserver", "etcd"] as const).map((component) => [
+          `${c.name}/${component}`,
+          () => restart(c, component),
+        ]),
+      ),
     ),
-  );
+    [`${milan.name}/kube-apiserver down ${LONG_OUTAGE_MS / 1000} s`]: () => {
+      const downMs = longOutageDone ? 0 : LONG_OUTAGE_MS;
+      longOutageDone = true;
+      return restart(milanCluster, "kube-apiserver", downMs);
+    },
+  };
+};
+
+/** rome's virtual node for milan, sampled against milan's answers (tests/chaos/truth.ts). */
+const watchVirtualNode = () => watchTruth(rome.client, VIRTUAL_NODE, milan.client);
 
 /**
  * Runs `write` until it succeeds; calls refused while the webhook is down are retried and counted.
@@ -240,7 +267,8 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  if (table.length) console.log(["fault | phase | lost | duplicated | left behind | converged", ...table].join("\n"));
+  if (table.length)
+    console.log(["fault | phase | lost | duplicated | left behind | converged | virtual node", ...table].join("\n"));
   await r?.rig.down();
 }, 120_000);
 
@@ -269,6 +297,12 @@ function expectNoDamage(d: Damage) {
   expect(d.configMapsDiffering.slice(0, 10)).toEqual([]);
 }
 
+/** The virtual node never said NotReady while milan answered, nor Ready while it did not; and it was read. */
+function expectTruth(t: Truth) {
+  expect(t.samples).toBeGreaterThan(0);
+  expect({ falseNotReady: t.falseNotReady, falseReady: t.falseReady }).toEqual({ falseNotReady: 0, falseReady: 0 });
+}
+
 /** ConfigMaps: created, half of them changed (a key removed, one added), a quarter deleted. */
 async function writeConfigMaps(refusals: { n: number }) {
   const cms = Array.from({ length: CONFIGMAPS }, (_, i) => `cm-${i}`);
@@ -286,6 +320,7 @@ async function writeConfigMaps(refusals: { n: number }) {
 
 test("roles killed at random while 1,000 pods are offloaded and ConfigMaps written: none lost, none doubled, no orphan", async () => {
   const refusals = { n: 0 };
+  const truth = watchVirtualNode();
   const burst = (async () => {
     await createPods(refusals);
     await writeConfigMaps(refusals);
@@ -293,14 +328,16 @@ test("roles killed at random while 1,000 pods are offloaded and ConfigMaps writt
   const kills = await faultsWhile(burst, roleKills());
   await burst;
   const { d, seconds } = await converge("every offloaded pod to run once in milan, ConfigMaps equal", PODS);
+  const t = await truth.stop();
   console.log(
     `kills during the burst: ${JSON.stringify(kills)}; writes refused and retried (webhook down): ${refusals.n}; ShadowPod re-creations: ${d.recreated}`,
   );
   table.push(
-    `SIGKILL of every role, ${total(kills)} kills | ${PODS} pods offloaded | ${d.lost.length} | ${d.duplicated} | ${d.orphans.length + d.unowned.length} | ${seconds.toFixed(0)} s`,
+    `SIGKILL of every role, ${total(kills)} kills | ${PODS} pods offloaded | ${d.lost.length} | ${d.duplicated} | ${d.orphans.length + d.unowned.length} | ${seconds.toFixed(0)} s | ${truthCell(t)}`,
   );
   for (const n of Object.values(kills)) expect(n).toBeGreaterThan(0);
   expectNoDamage(d);
+  expectTruth(t);
   // The counter itself: a stray pod in milan (no local pod, no ShadowPod) is seen as damage.
   await milan.client.create(Resources.pods, { ...pod(PODS), metadata: { name: "stray", namespace: twin } });
   const seen = await damage();
@@ -310,44 +347,53 @@ test("roles killed at random while 1,000 pods are offloaded and ConfigMaps writt
 }, 900_000);
 
 test("roles killed at random while the 1,000 pods are deleted: nothing left behind in milan", async () => {
+  const truth = watchVirtualNode();
   const deletions = deletePods({ n: 0 });
   const kills = await faultsWhile(deletions, roleKills());
   await deletions;
   const { d, seconds } = await converge("every remote pod and ShadowPod gone", 0);
+  const t = await truth.stop();
   const left = await leftInMilan();
   table.push(
-    `SIGKILL of every role, ${total(kills)} kills | ${PODS} pods deleted | 0 | ${d.duplicated} | ${left.remotePods + left.shadowPods} | ${seconds.toFixed(0)} s`,
+    `SIGKILL of every role, ${total(kills)} kills | ${PODS} pods deleted | 0 | ${d.duplicated} | ${left.remotePods + left.shadowPods} | ${seconds.toFixed(0)} s | ${truthCell(t)}`,
   );
   for (const n of Object.values(kills)) expect(n).toBeGreaterThan(0);
   expect(left).toEqual({ remotePods: 0, shadowPods: 0 });
   expectNoDamage(d);
+  expectTruth(t);
 }, 900_000);
 
 test("API servers and etcds of both clusters restarted at random while 1,000 pods are offloaded, then deleted: none lost, none doubled, nothing left", async () => {
   const refusals = { n: 0 };
+  let truth = watchVirtualNode();
   const burst = createPods(refusals);
   const restarts = await faultsWhile(burst, controlPlaneRestarts());
   await burst;
   const up = await converge("every offloaded pod to run once in milan after the restarts", PODS);
+  const upTruth = await truth.stop();
   table.push(
-    `API server and etcd restarts, ${total(restarts)} | ${PODS} pods offloaded | ${up.d.lost.length} | ${up.d.duplicated} | ${up.d.orphans.length + up.d.unowned.length} | ${up.seconds.toFixed(0)} s`,
+    `API server and etcd restarts, ${total(restarts)} | ${PODS} pods offloaded | ${up.d.lost.length} | ${up.d.duplicated} | ${up.d.orphans.length + up.d.unowned.length} | ${up.seconds.toFixed(0)} s | ${truthCell(upTruth)}`,
   );
   console.log(
     `restarts during the burst: ${JSON.stringify(restarts)}; writes refused and retried: ${refusals.n}; restarts delayed by a port in use: ${portClashes}`,
   );
   for (const n of Object.values(restarts)) expect(n).toBeGreaterThan(0);
   expectNoDamage(up.d);
+  expectTruth(upTruth);
 
+  truth = watchVirtualNode();
   const deletions = deletePods(refusals);
   const more = await faultsWhile(deletions, controlPlaneRestarts());
   await deletions;
   const down = await converge("every remote pod and ShadowPod gone after the restarts", 0);
+  const downTruth = await truth.stop();
   const left = await leftInMilan();
   table.push(
-    `API server and etcd restarts, ${total(more)} | ${PODS} pods deleted | 0 | ${down.d.duplicated} | ${left.remotePods + left.shadowPods} | ${down.seconds.toFixed(0)} s`,
+    `API server and etcd restarts, ${total(more)} | ${PODS} pods deleted | 0 | ${down.d.duplicated} | ${left.remotePods + left.shadowPods} | ${down.seconds.toFixed(0)} s | ${truthCell(downTruth)}`,
   );
   expect(left).toEqual({ remotePods: 0, shadowPods: 0 });
   expectNoDamage(down.d);
+  expectTruth(downTruth);
 }, 1_200_000);
 
 function ignoreGone(err: unknown) {
