@@ -34,6 +34,9 @@ import {
 import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { mutate } from "../chaos/fuzz.ts";
+import { seeded } from "../chaos/random.ts";
+import { KubeApiError } from "../../core/kube/errors.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const ID = {
@@ -476,6 +479,127 @@ describe("bad input", () => {
     expect((await teps(rome, TENANT.rome))[0]!.metadata.resourceVersion).toBe(tepBefore.metadata.resourceVersion!);
     expect(await teps(rome, venicePeer.tenantNamespace)).toEqual([]);
   });
+
+  test("120 fuzzed NetworkConfigs from a peer, one at a time: each is refused by the API server, or judged by the manager (processed, or a Warning Event); the manager never exits and milan's peering is untouched; a valid one afterwards is processed", async () => {
+    const seed = Number(process.env.LIQO_FUZZ_SEED ?? Date.now() % 1_000_000);
+    const rand = seeded(seed);
+    const ns = venicePeer.tenantNamespace;
+    const pid = proc!.pid;
+    const [storageBefore] = await ipamStorage(rome);
+    const tepBefore = (await teps(rome, TENANT.rome))[0]!;
+    const fromVenice = async () =>
+      (
+        await rome.list<NetworkConfig>(NetworkConfigResource, {
+          namespace: ns,
+          labelSelector: "liqo.io/replicated=true",
+        })
+      ).items;
+    const clear = async () => {
+      for (const o of await fromVenice()) await rome.delete(NetworkConfigResource, o.metadata.name!, ns);
+    };
+    const valid = (name: string): NetworkConfig =>
+      ({
+        apiVersion: "net.liqo.io/v1alpha1",
+        kind: "NetworkConfig",
+        metadata: {
+          name,
+          namespace: ns,
+          labels: {
+            "liqo.io/replication": "false",
+            "liqo.io/replicated": "true",
+            "liqo.io/originID": ID.venice,
+            "liqo.io/remoteID": ID.rome,
+          },
+        },
+        spec: {
+          cluster: { clusterID: ID.rome, clusterName: "rome" },
+          podCIDR: OVERLAP,
+          externalCIDR: "10.211.0.0/16",
+          endpointIP: "172.18.0.4",
+          backendType: "wireguard",
+          backend_config: { publicKey: keys.milan.publicKey, port: "5871" },
+        },
+      }) as NetworkConfig;
+    const warnings = async (name: string) =>
+      (
+        await rome.list<KubeObject & { reason: string; message: string; type: string }>(Resources.events, {
+          namespace: ns,
+          fieldSelector: `involvedObject.name=${name}`,
+        })
+      ).items.filter((e) => e.type === "Warning");
+    const outcomes: Record<string, number> = {};
+    const wrong: string[] = [];
+    for (let i = 0; i < 120; i++) {
+      await clear();
+      const name = `venice-fuzz-${i}`;
+      const { object, done } = mutate(valid(name), rand);
+      try {
+        await rome.create(NetworkConfigResource, object);
+      } catch (err) {
+        const status = err instanceof KubeApiError ? err.status : 0;
+        outcomes[`refused ${status}`] = (outcomes[`refused ${status}`] ?? 0) + 1;
+        if (status < 400 || status >= 500)
+          wrong.push(`${name} (${done.join("; ")}): ${status} ${(err as Error).message}`);
+        continue;
+      }
+      // The manager's verdict on this one: processed (the status it writes), or a Warning Event.
+      const verdict = await waitFor(
+        `the network manager's verdict on ${name} (${done.join("; ")})`,
+        async () => {
+          if (proc!.exitCode !== null) return `exited ${proc!.exitCode}`;
+          const o = await rome.find<NetworkConfig>(NetworkConfigResource, name, ns);
+          if (o?.status?.processed) return "processed";
+          const w = await warnings(name);
+          return w.length ? `warning ${w[0]!.reason}` : undefined;
+        },
+        {
+          timeoutMs: 60_000,
+          describe: async () => (await view("peers")).find((p: { clusterId: string }) => p.clusterId === ID.venice),
+        },
+      );
+      outcomes[verdict] = (outcomes[verdict] ?? 0) + 1;
+      if (verdict.startsWith("exited"))
+        wrong.push(`${name} (${done.join("; ")}): the manager ${verdict}: ${output.slice(-1500)}`);
+      if (verdict.startsWith("warning")) {
+        const [w] = await warnings(name);
+        // A clear message: it names the object and says what the peer must send.
+        if (!w!.message.includes(name)) wrong.push(`${name}: the Warning does not name the object: ${w!.message}`);
+      }
+      if (wrong.length) break;
+    }
+    console.log(`network manager fuzz seed ${seed} (LIQO_FUZZ_SEED replays it): ${JSON.stringify(outcomes)}`);
+    expect(wrong).toEqual([]);
+    expect(proc!.exitCode).toBeNull();
+    expect(proc!.pid).toBe(pid);
+    // Some got through to the manager, or nothing was tried.
+    expect(Object.keys(outcomes).some((k) => !k.startsWith("refused"))).toBe(true);
+    // milan's peering did not move.
+    const [storageAfter] = await ipamStorage(rome);
+    expect(storageAfter!.spec.clusterSubnets[ID.milan]).toEqual(storageBefore!.spec.clusterSubnets[ID.milan]);
+    expect((await teps(rome, TENANT.rome))[0]!.metadata.resourceVersion).toBe(tepBefore.metadata.resourceVersion!);
+    // A valid NetworkConfig now: processed, venice remapped away from milan's networks, a TunnelEndpoint for it.
+    await clear();
+    await rome.create(NetworkConfigResource, valid("venice-valid"));
+    const processed = await waitFor(
+      "the valid NetworkConfig processed after the fuzz",
+      async () => {
+        const o = await rome.find<NetworkConfig>(NetworkConfigResource, "venice-valid", ns);
+        return o?.status?.processed ? o : undefined;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(Object.values(storageAfter!.spec.clusterSubnets[ID.milan] ?? {})).not.toContain(
+      processed.status!.podCIDRNAT,
+    );
+    // Its TunnelEndpoint waits for venice to process rome's NetworkConfig (nobody plays venice here).
+    const venice = await waitFor("venice waiting for its peer, past validation", async () =>
+      (await view<{ clusterId: string; phase: string; remoteNetworkConfig?: string }[]>("peers")).find(
+        (p) => p.clusterId === ID.venice && p.remoteNetworkConfig === `${ns}/venice-valid`,
+      ),
+    );
+    expect(venice.phase).toBe("WaitingForPeerProcessing");
+    await clear();
+  }, 600_000);
 
   test("the role refuses bad flags with a message naming the flag", async () => {
     for (const [flags, message] of [
