@@ -5,13 +5,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { ShadowPodResource } from "../../core/apis/index.ts";
+import { ResourceRequestResource, ShadowPodResource } from "../../core/apis/index.ts";
+import { DISCOVERY_CLUSTER_ID_LABEL, TENANT_NAMESPACE_LABEL } from "../../core/apis/labels.ts";
 import { findHelm } from "../../cli/install/helm.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { runQuickstart, show, type Quickstart } from "../quickstart/quickstart.ts";
-import { loadRig, reapOrphanRigs, rigDown } from "../rig/rig.ts";
+import { liqoctl, peerOutOfBand } from "../quickstart/install.ts";
+import { loadRig, reapOrphanRigs, rigDown, type Rig } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { inCidr } from "../support/cidr.ts";
 import { waitFor } from "../support/wait.ts";
@@ -188,4 +190,70 @@ describe("liqo as the chart installed it", () => {
     // ...while what its controllers need is allowed (ShadowPods, cluster-wide).
     expect((await cm.list(ShadowPodResource)).items).toBeArray();
   });
+});
+
+describe("unpeer, then peer again, under the chart's RBAC", () => {
+  test("liqoctl unpeer out-of-band milan: milan revokes rome's identity (binding, ServiceAccount, tenant namespace) and lets its ResourceRequest go; the printed peer command again: Established, liqo-milan Ready", async () => {
+    const [romeC, milanC] = q.rig.clusters as [Rig["clusters"][number], Rig["clusters"][number]];
+    const romeId = (await q.rome.get(Resources.namespaces, "kube-system")).metadata.uid!;
+    const binding = `liqo-remote-twin-namespaces-${romeId}`;
+    const ClusterRoleBindings = {
+      group: "rbac.authorization.k8s.io",
+      version: "v1",
+      kind: "ClusterRoleBinding",
+      plural: "clusterrolebindings",
+      namespaced: false,
+    };
+    // What rome's peering holds in milan, by what milan's auth service issued.
+    const inMilan = async () => ({
+      binding: !!(await q.milan.find(ClusterRoleBindings, binding)),
+      tenantNamespaces: (
+        await q.milan.list(Resources.namespaces, {
+          labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${romeId},${TENANT_NAMESPACE_LABEL}`,
+        })
+      ).items.map((n) => n.metadata.name),
+      resourceRequests: (await q.milan.list(ResourceRequestResource, { labelSelector: `liqo.io/originID=${romeId}` }))
+        .items.length,
+    });
+    const before = await inMilan();
+    expect(before.binding).toBe(true);
+    expect(before.tenantNamespaces.length).toBe(1);
+    expect(before.resourceRequests).toBe(1);
+
+    const unpeer = Bun.spawnSync([
+      ...liqoctl,
+      "unpeer",
+      "out-of-band",
+      "milan",
+      "--timeout=240s",
+      `--kubeconfig=${romeC.kubeconfig}`,
+    ]);
+    expect({ code: unpeer.exitCode, err: unpeer.stderr.toString() }).toMatchObject({ code: 0 });
+    expect(unpeer.stderr.toString()).toContain("Successfully unpeered from cluster milan");
+    // milan's controller manager revokes with the chart's rights: nothing of rome's identity is left.
+    await waitFor(
+      "milan to revoke rome's identity and release its ResourceRequest",
+      async () => {
+        const now = await inMilan();
+        return !now.binding && now.tenantNamespaces.length === 0 && now.resourceRequests === 0;
+      },
+      { timeoutMs: 120_000, describe: inMilan },
+    );
+
+    await peerOutOfBand(romeC, milanC, () => {}, ["--no-networking"]);
+    await waitFor(
+      "liqo-milan Ready after peering again",
+      async () => {
+        const n = await q.rome.find<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+          Resources.nodes,
+          "liqo-milan",
+        );
+        return n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      },
+      { timeoutMs: 180_000 },
+    );
+    const fc = await kubectl("rome", "get", "foreignclusters", "milan", "--no-headers");
+    expect(fc.out).toMatch(/^milan\s+Established\s/m);
+    expect((await inMilan()).binding).toBe(true);
+  }, 600_000);
 });
