@@ -81,9 +81,21 @@ export async function applyPluginGrants(
   log: Logger,
 ): Promise<AppliedGrants> {
   const name = pluginClusterRoleName(t.clusterId);
-  const existing = await client.find(ClusterRoles, name);
-  const before = grantedOf(existing);
   const granted = decisions.flatMap((d) => d.resources);
+  let existing: KubeObject | undefined;
+  try {
+    existing = await client.find(ClusterRoles, name);
+  } catch (err) {
+    // Installed without reflection.grantPeerPlugins, the controller manager may not read roles, so it
+    // never wrote one: with nothing to grant there is nothing to do (and nothing to warn about).
+    if (!granted.length && err instanceof KubeApiError && err.status === 403) return { revoked: [], stuck: [] };
+    if (err instanceof KubeApiError && err.status === 403)
+      throw new Error(
+        `${err.message}; granting peers' reflector plugins needs the chart value reflection.grantPeerPlugins=true`,
+      );
+    throw err;
+  }
+  const before = grantedOf(existing);
   // The common case, a peer without plugins: one read, no writes (bindings follow the role, twin-binder.ts).
   if (!granted.length && !existing) return { revoked: [], stuck: [] };
   const revoked = before.filter((b) => !granted.some((g) => g.group === b.group && g.plural === b.plural));
