@@ -24,7 +24,9 @@ export function createLogger(base: LogFields = {}, options: LoggerOptions = {}):
   const now = options.now ?? (() => new Date());
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (order[level] < min) return;
-    const record: LogFields = { ts: now().toISOString(), level, msg, ...base, ...fields };
+    // ts, level and msg are the record's own: a field of the same name cannot hide them (it is kept as field.<name>).
+    const record: LogFields = { ts: now().toISOString(), level, msg };
+    for (const [k, v] of Object.entries({ ...base, ...fields })) record[k in record ? `field.${k}` : k] = v;
     if (record.err instanceof Error) record.err = describeError(record.err);
     write(JSON.stringify(record));
   };

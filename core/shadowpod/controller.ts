@@ -174,7 +174,11 @@ export function createShadowPodController(options: {
       await client.mergePatch(Resources.namespaces, namespace, undefined, {
         metadata: { labels: { [POD_SECURITY_ENFORCE_LABEL]: label } },
       });
-      log.info("pods peers ask for here must meet the pod security level", { namespace, level: label, was: current });
+      log.info("pods peers ask for here must meet the pod security level", {
+        namespace,
+        securityLevel: label,
+        was: current,
+      });
     }
     secured.set(namespace, Date.now());
   }
