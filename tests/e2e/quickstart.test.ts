@@ -262,5 +262,52 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
     const fc = await kubectl("rome", "get", "foreignclusters", "milan", "--no-headers");
     expect(fc.out).toMatch(/^milan\s+Established\s/m);
     expect((await inMilan()).binding).toBe(true);
+
+    // As a user does it: unpeer, and at once the peer command again, while milan is still revoking
+    // the previous identity. The new peering must not be issued that identity (it would be revoked
+    // under it): it waits, then comes up with a fresh one.
+    const romeIdentity = async () =>
+      (
+        await q.milan.list(Resources.serviceAccounts, {
+          namespace: (await inMilan()).tenantNamespaces[0],
+          labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${romeId}`,
+        })
+      ).items.map((sa) => sa.metadata.uid);
+    const identityBefore = await romeIdentity();
+    expect(identityBefore.length).toBe(1);
+    const again = Bun.spawnSync([
+      ...liqoctl,
+      "unpeer",
+      "out-of-band",
+      "milan",
+      "--timeout=240s",
+      `--kubeconfig=${romeC.kubeconfig}`,
+    ]);
+    expect({ code: again.exitCode, err: again.stderr.toString() }).toMatchObject({ code: 0 });
+    await peerOutOfBand(romeC, milanC, () => {}, ["--no-networking"]);
+    const settled = await waitFor(
+      "liqo-milan Ready and rome's identity in milan settled after the quick re-peer",
+      async () => {
+        const n = await q.rome.find<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+          Resources.nodes,
+          "liqo-milan",
+        );
+        const now = await inMilan();
+        const ready = n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+        return ready && now.binding && now.tenantNamespaces.length === 1 && now.resourceRequests === 1
+          ? now
+          : undefined;
+      },
+      { timeoutMs: 240_000, describe: inMilan },
+    );
+    expect(settled.binding).toBe(true);
+    const identityAfter = await romeIdentity();
+    expect(identityAfter.length).toBe(1);
+    expect(identityAfter).not.toEqual(identityBefore);
+    // And it stays: nothing revokes the new identity a moment later.
+    await Bun.sleep(10_000);
+    expect(await romeIdentity()).toEqual(identityAfter);
+    const fc2 = await kubectl("rome", "get", "foreignclusters", "milan", "--no-headers");
+    expect(fc2.out).toMatch(/^milan\s+Established\s/m);
   }, 600_000);
 });

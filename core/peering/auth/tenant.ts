@@ -6,8 +6,14 @@ import {
   TENANT_NAMESPACE_LABEL,
   REMOTE_CLUSTER_ID_LABEL,
   REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION,
+  REPLICATION_ORIGIN_LABEL,
 } from "../../apis/labels.ts";
-import { ForeignClusterResource, type ClusterIdentity, type ForeignCluster } from "../../apis/index.ts";
+import {
+  ForeignClusterResource,
+  ResourceRequestResource,
+  type ClusterIdentity,
+  type ForeignCluster,
+} from "../../apis/index.ts";
 import { KubeApiError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
@@ -86,6 +92,14 @@ export async function issueIdentity(
   if (ns?.metadata.deletionTimestamp) {
     throw new IdentityConflictError(
       `the identity of cluster ${id} is being revoked (namespace ${ns.metadata.name} is terminating); retry in a few seconds`,
+    );
+  }
+  // An unpeer moments ago: the controller manager revokes this identity once the peering's
+  // ResourceRequest is released. Issued now, it would be revoked right after, under the new peering.
+  const leaving = await leavingRequest(client, id);
+  if (leaving) {
+    throw new IdentityConflictError(
+      `the identity of cluster ${id} is being revoked (the previous peering's ResourceRequest ${leaving} is being deleted); retry in a few seconds`,
     );
   }
   const issuedTo = ns?.metadata.annotations?.[CLUSTER_NAME_ANNOTATION];
@@ -264,6 +278,21 @@ export async function revokeIdentity(
     }
   }
   return deleted;
+}
+
+/** The ResourceRequest of the remote cluster being deleted here (namespace/name), if any. */
+async function leavingRequest(client: KubeClient, remoteClusterId: string): Promise<string | undefined> {
+  let requests: KubeObject[];
+  try {
+    requests = (
+      await client.list(ResourceRequestResource, { labelSelector: `${REPLICATION_ORIGIN_LABEL}=${remoteClusterId}` })
+    ).items;
+  } catch (err) {
+    if (err instanceof KubeApiError && err.status === 404) return undefined; // CRDs not installed: no peering
+    throw err;
+  }
+  const r = requests.find((x) => x.metadata.deletionTimestamp);
+  return r && `${r.metadata.namespace}/${r.metadata.name}`;
 }
 
 /** Whether this cluster peers (or is peering) towards the remote cluster: its tenant namespace is in use. */
