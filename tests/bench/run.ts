@@ -3,10 +3,12 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 
 const only = process.argv.slice(2);
+/** Run only when named: the soak takes an hour. */
+const onlyWhenNamed = ["soak.ts"];
 const dir = import.meta.dir;
 const files = readdirSync(dir)
   .filter((f) => f.endsWith(".ts") && !["run.ts", "stats.ts"].includes(f) && !f.endsWith(".test.ts"))
-  .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .filter((f) => (only.length === 0 ? !onlyWhenNamed.includes(f) : only.some((o) => f.includes(o))))
   .sort();
 let failed = 0;
 for (const file of files) {

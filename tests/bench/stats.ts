@@ -28,3 +28,30 @@ export function row(label: string, value: string | number, unit = "") {
 export function heading(text: string) {
   console.log(`\n== ${text}`);
 }
+
+export type Trend = "flat" | "levels off" | "grows";
+
+/**
+ * Whether a series sampled at regular intervals leaks: split in thirds, the first is warm-up. It
+ * "grows" when the last third's median is above the middle third's by more than `relative` and
+ * by more than `absolute` (growth that does not level off); it "levels off" when only the warm-up
+ * was lower; else it is "flat". Fewer than 6 samples say nothing: undefined.
+ */
+export function trend(samples: number[], absolute: number, relative = 0.05): Trend | undefined {
+  if (samples.length < 6) return undefined;
+  const third = Math.floor(samples.length / 3);
+  const median = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
+  const [a, b, c] = [
+    median(samples.slice(0, third)),
+    median(samples.slice(third, samples.length - third)),
+    median(samples.slice(samples.length - third)),
+  ];
+  const above = (x: number, y: number) => x - y > absolute && x > y * (1 + relative);
+  if (above(c, b)) return "grows";
+  if (above(b, a) || above(c, a)) return "levels off";
+  return "flat";
+}
