@@ -261,7 +261,11 @@ try {
     await offloadAndBack(q, cycles);
     if (peeringEvery > 0 && cycles % peeringEvery === 0) await peeringDownAndUp(q, cycles);
     await sampleLiqoPods(q);
-    say(`cycle ${cycles} done in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    const live = [...series.values()].filter((x) => x.samples.length > 0);
+    const rss = live.reduce((n, x) => n + x.samples.at(-1)!.rssMiB, 0);
+    say(
+      `cycle ${cycles} done in ${((performance.now() - t0) / 1000).toFixed(0)} s; ${live.length} liqo pod series, ${rss.toFixed(0)} MiB RSS in all`,
+    );
   }
   report(cycles, (performance.now() - started) / 1000);
 } catch (err) {
