@@ -20,6 +20,7 @@ import { testRigRoot } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { blackHole, killPod, parseStream, recoveredAt, summarize } from "../chaos/traffic.ts";
+import { truthCell, untrue, watchTruth } from "../chaos/truth.ts";
 
 type PodObject = KubeObject & {
   spec?: { nodeName?: string };
@@ -345,7 +346,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
    * and the virtual node says NotReady while milan is unreachable (and Ready after).
    */
   function faultsUnderTraffic() {
-    test("faults during a request stream to a Service backed by milan's pod: every liqo role killed, then the link black-holed for 60 s; the stream recovers, the remote pod stays one, the virtual node tells the truth", async () => {
+    test("faults during a request stream to a Service backed by milan's pod: every liqo role killed, then the link black-holed for 60 s; the stream recovers, the remote pod stays one, the virtual node tells the truth (Ready through the kills, NotReady while dark)", async () => {
       const url = "http://stream.liqo-demo.svc.cluster.local/";
       await kubectl("rome", "label", "pod", "-n", "liqo-demo", "nginx-remote", "stream=yes", "--overwrite");
       await q.rome.create(Resources.services, {
@@ -414,6 +415,8 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
           }
         }
         targets.sort(() => Math.random() - 0.5);
+        // milan's API server is not among the targets: the virtual node must stay Ready through the kills.
+        const truth = watchTruth(q.rome, "liqo-milan", q.milan);
         const nodeNetns = q.rig.clusters.flatMap((c) => (c.realNodeStates ?? []).map((n) => n.netns));
         for (const t of targets) {
           const n = killPod(t.uid, nodeNetns);
@@ -427,6 +430,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         const killsDone = Date.now();
         const back = await recovery(killsDone, "the stream answering 30 times in a row after the kills");
         const killed = summarize(await samples(), faultsFrom, back);
+        const killTruth = await truth.stop();
 
         // The link between the clusters dark for 60 s.
         const darkFrom = Date.now();
@@ -462,11 +466,12 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
           [
             `faults under traffic (${label}), ${url} from rome's client pod every 0.2 s:`,
             `  baseline: ${baseline.requests} requests, ${baseline.failed} failed`,
-            `  SIGKILL of ${kills.join(", ")}: ${killed.requests} requests, ${killed.failed} failed, longest outage ${killed.longestOutageSeconds.toFixed(1)} s, answering again ${((back - killsDone) / 1000).toFixed(0)} s after the last kill`,
+            `  SIGKILL of ${kills.join(", ")}: ${killed.requests} requests, ${killed.failed} failed, longest outage ${killed.longestOutageSeconds.toFixed(1)} s, answering again ${((back - killsDone) / 1000).toFixed(0)} s after the last kill; virtual node ${truthCell(killTruth)}`,
             `  link black-holed 60 s: ${dark.requests} requests, ${dark.failed} failed, longest outage ${dark.longestOutageSeconds.toFixed(1)} s, answering again ${((again - lightAt) / 1000).toFixed(1)} s after the link came back; virtual node NotReady after ${(notReady / 1000).toFixed(0)} s`,
           ].join("\n"),
         );
         expect(baseline.failed).toBe(0);
+        expect({ samples: killTruth.samples > 0, untrue: untrue(killTruth) }).toEqual({ samples: true, untrue: 0 });
         // The fault was real: the dark link cost requests.
         expect(dark.failed).toBeGreaterThan(0);
         expect(await remoteUids()).toEqual(uidsBefore);
@@ -479,7 +484,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
 
   /** Last: a milan node dies with an offloaded pod on it. */
   function nodeDeath() {
-    test("a milan node dies: its offloaded pod turns not Ready in rome, then runs again on the other node and answers", async () => {
+    test("a milan node dies with four offloaded pods on it: they turn not Ready in rome, then run again on the other node (none lost, none doubled, nothing left on the dead node) and answer; the virtual node stays Ready, as milan answers all along", async () => {
       const [victim, other] = q.rig.clusters[1]!.realNodeStates!;
       // Move milan's own control pods (liqo, CoreDNS) off the victim first, so what is tested is the
       // offloaded pod's fate, not milan's liqo losing its controller manager or gateway for 5 minutes.
@@ -528,53 +533,88 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         effect: "NoExecute",
         tolerationSeconds: 5,
       }));
-      await q.rome.create(Resources.pods, {
-        apiVersion: "v1",
-        kind: "Pod",
-        metadata: { name: "survivor", namespace: "liqo-demo" },
-        spec: {
-          nodeSelector: { "liqo.io/type": "virtual-node" },
-          tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }, ...quickEviction],
-          containers: [{ name: "web", image: "ghcr.io/liqo-bun/hello:0.1.0" }],
-        },
-      } as KubeObject);
+      // Four pods on the victim: "survivor" is curled at the end; all four are counted.
+      const names = ["survivor", "survivor-b", "survivor-c", "survivor-d"];
+      for (const name of names)
+        await q.rome.create(Resources.pods, {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name, namespace: "liqo-demo", labels: { "node-death": "yes" } },
+          spec: {
+            nodeSelector: { "liqo.io/type": "virtual-node" },
+            tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }, ...quickEviction],
+            containers: [{ name: "web", image: "ghcr.io/liqo-bun/hello:0.1.0" }],
+          },
+        } as KubeObject);
       type Ready = PodObject & { status?: { conditions?: { type: string; status: string }[] } };
       const ready = (p?: Ready) => !!p?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-      const first = await waitFor(
-        "survivor Ready in rome",
-        async () => {
-          const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
-          return ready(p) && p!.status?.podIP ? p : undefined;
-        },
-        { timeoutMs: 180_000 },
+      const local = async () =>
+        (await q.rome.list<Ready>(Resources.pods, { namespace: "liqo-demo", labelSelector: "node-death=yes" })).items;
+      const remote = async () =>
+        (await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items.filter(
+          (p) => names.includes(p.metadata.name!),
+        );
+      const first = new Map(
+        (
+          await waitFor(
+            "the four pods Ready in rome",
+            async () => {
+              const pods = await local();
+              return pods.length === names.length && pods.every((p) => ready(p) && p.status?.podIP) ? pods : undefined;
+            },
+            { timeoutMs: 180_000 },
+          )
+        ).map((p) => [p.metadata.name!, p.status!.podIP!]),
       );
-      const remoteFirst = (
-        await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
-      ).items.find((p) => p.metadata.name === "survivor")!;
-      expect(remoteFirst.spec?.nodeName).toBe(victim!.name);
+      expect((await remote()).map((p) => p.spec?.nodeName)).toEqual(names.map(() => victim!.name));
       expect((await kubectl("milan", "uncordon", other!.name)).code).toBe(0);
 
+      // milan's API server answers all along: the virtual node must stay Ready (its truth is counted).
+      const truth = watchTruth(q.rome, "liqo-milan", q.milan);
+      const killedAt = Date.now();
       expect(stopRealNodeNow(victim!)).toEqual([]);
       await waitFor(
         "survivor not Ready in rome",
-        async () => !ready(await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo")),
-        { timeoutMs: 240_000 },
+        async () => !ready((await local()).find((p) => p.metadata.name === "survivor")),
+        {
+          timeoutMs: 240_000,
+        },
       );
-      const again = await waitFor(
-        "survivor Ready again in rome, at a new address",
+      const notReadyAfter = (Date.now() - killedAt) / 1000;
+      await waitFor(
+        "the four pods Ready again in rome, each at a new address",
         async () => {
-          const p = await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo");
-          return ready(p) && p!.status?.podIP && p!.status.podIP !== first.status!.podIP ? p : undefined;
+          const pods = await local();
+          return (
+            pods.length === names.length &&
+            pods.every((p) => ready(p) && p.status?.podIP && p.status.podIP !== first.get(p.metadata.name!))
+          );
         },
         {
           timeoutMs: 420_000,
-          describe: async () => (await q.rome.find<Ready>(Resources.pods, "survivor", "liqo-demo"))?.status,
+          describe: async () =>
+            (await local()).map((p) => `${p.metadata.name} ready=${ready(p)} ip=${p.status?.podIP}`),
         },
       );
-      const remoteAgain = (
-        await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
-      ).items.find((p) => p.metadata.name === "survivor")!;
-      expect(remoteAgain.spec?.nodeName).toBe(other!.name);
+      const backAfter = (Date.now() - killedAt) / 1000;
+      const t = await truth.stop();
+      // The damage: every local pod has exactly one remote pod, Running on the live node; nothing else is left.
+      const remotes = await remote();
+      const lost = names.filter(
+        (n) =>
+          remotes.filter(
+            (p) => p.metadata.name === n && p.status?.phase === "Running" && p.spec?.nodeName === other!.name,
+          ).length !== 1,
+      );
+      const duplicated = remotes.length - new Set(remotes.map((p) => p.metadata.name)).size;
+      const leftBehind = remotes.filter((p) => p.spec?.nodeName !== other!.name).map((p) => p.metadata.name);
+      console.log(
+        `node death (${label}): ${names.length} offloaded pods on milan's ${victim!.name}; not Ready in rome after ${notReadyAfter.toFixed(0)} s, all Ready again at new addresses after ${backAfter.toFixed(0)} s; lost ${lost.length}, duplicated ${duplicated}, left behind ${leftBehind.length}; virtual node ${truthCell(t)}`,
+      );
+      expect({ lost, duplicated, leftBehind }).toEqual({ lost: [], duplicated: 0, leftBehind: [] });
+      expect(untrue(t)).toBe(0);
+      expect(t.samples).toBeGreaterThan(0);
+      const again = (await local()).find((p) => p.metadata.name === "survivor")!;
       expect(
         await curlFromRome(q, `http://${again.status!.podIP}/after-node-death`, /Server name: survivor/, 180_000),
       ).toContain("URI: /after-node-death");
