@@ -420,34 +420,42 @@ describe("persistence", () => {
   });
 });
 
+/** A NetworkConfig from a third peer, venice, as the CRD replicator puts it in venice's tenant namespace. */
+function veniceNetworkConfig(name: string, podCIDR: string): NetworkConfig {
+  return {
+    apiVersion: "net.liqo.io/v1alpha1",
+    kind: "NetworkConfig",
+    metadata: {
+      name,
+      namespace: venicePeer.tenantNamespace,
+      labels: {
+        "liqo.io/replication": "false",
+        "liqo.io/replicated": "true",
+        "liqo.io/originID": ID.venice,
+        "liqo.io/remoteID": ID.rome,
+      },
+    },
+    spec: {
+      cluster: { clusterID: ID.rome, clusterName: "rome" },
+      podCIDR,
+      externalCIDR: "10.211.0.0/16",
+      endpointIP: "172.18.0.4",
+      backendType: "wireguard",
+      backend_config: { publicKey: keys.milan.publicKey, port: "5871" },
+    },
+  } as NetworkConfig;
+}
+
 describe("bad input", () => {
   test("a malformed peer NetworkConfig gets a Warning Event naming the field; nothing else changes", async () => {
     const [storageBefore] = await ipamStorage(rome);
     const tepBefore = (await teps(rome, TENANT.rome))[0]!;
     await namespace(rome, venicePeer.tenantNamespace);
     writeFileSync(romePeersFile(), peerYaml([milanPeer, venicePeer]));
-    const bad = await rome.create<NetworkConfig>(NetworkConfigResource, {
-      apiVersion: "net.liqo.io/v1alpha1",
-      kind: "NetworkConfig",
-      metadata: {
-        name: "rome-bad",
-        namespace: venicePeer.tenantNamespace,
-        labels: {
-          "liqo.io/replication": "false",
-          "liqo.io/replicated": "true",
-          "liqo.io/originID": ID.venice,
-          "liqo.io/remoteID": ID.rome,
-        },
-      },
-      spec: {
-        cluster: { clusterID: ID.rome, clusterName: "rome" },
-        podCIDR: "10.300.0.0/16",
-        externalCIDR: "10.211.0.0/16",
-        endpointIP: "172.18.0.4",
-        backendType: "wireguard",
-        backend_config: { publicKey: keys.milan.publicKey, port: "5871" },
-      },
-    });
+    const bad = await rome.create<NetworkConfig>(
+      NetworkConfigResource,
+      veniceNetworkConfig("rome-bad", "10.300.0.0/16"),
+    );
     const event = await waitFor(
       "a Warning Event on the malformed NetworkConfig",
       async () =>
@@ -497,29 +505,7 @@ describe("bad input", () => {
     const clear = async () => {
       for (const o of await fromVenice()) await rome.delete(NetworkConfigResource, o.metadata.name!, ns);
     };
-    const valid = (name: string): NetworkConfig =>
-      ({
-        apiVersion: "net.liqo.io/v1alpha1",
-        kind: "NetworkConfig",
-        metadata: {
-          name,
-          namespace: ns,
-          labels: {
-            "liqo.io/replication": "false",
-            "liqo.io/replicated": "true",
-            "liqo.io/originID": ID.venice,
-            "liqo.io/remoteID": ID.rome,
-          },
-        },
-        spec: {
-          cluster: { clusterID: ID.rome, clusterName: "rome" },
-          podCIDR: OVERLAP,
-          externalCIDR: "10.211.0.0/16",
-          endpointIP: "172.18.0.4",
-          backendType: "wireguard",
-          backend_config: { publicKey: keys.milan.publicKey, port: "5871" },
-        },
-      }) as NetworkConfig;
+    const valid = (name: string) => veniceNetworkConfig(name, OVERLAP);
     const warnings = async (name: string) =>
       (
         await rome.list<KubeObject & { reason: string; message: string; type: string }>(Resources.events, {

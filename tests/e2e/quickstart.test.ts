@@ -215,6 +215,18 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
       resourceRequests: (await q.milan.list(ResourceRequestResource, { labelSelector: `liqo.io/originID=${romeId}` }))
         .items.length,
     });
+    const unpeer = async () => {
+      const r = Bun.spawnSync([
+        ...liqoctl,
+        "unpeer",
+        "out-of-band",
+        "milan",
+        "--timeout=240s",
+        `--kubeconfig=${romeC.kubeconfig}`,
+      ]);
+      expect({ code: r.exitCode, err: r.stderr.toString() }).toMatchObject({ code: 0 });
+      expect(r.stderr.toString()).toContain("Successfully unpeered from cluster milan");
+    };
     const before = await inMilan();
     // rome sends no reflector plugin and milan's chart does not grant them: nothing to warn about.
     const grantWarnings = (
@@ -227,16 +239,7 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
     expect(before.tenantNamespaces.length).toBe(1);
     expect(before.resourceRequests).toBe(1);
 
-    const unpeer = Bun.spawnSync([
-      ...liqoctl,
-      "unpeer",
-      "out-of-band",
-      "milan",
-      "--timeout=240s",
-      `--kubeconfig=${romeC.kubeconfig}`,
-    ]);
-    expect({ code: unpeer.exitCode, err: unpeer.stderr.toString() }).toMatchObject({ code: 0 });
-    expect(unpeer.stderr.toString()).toContain("Successfully unpeered from cluster milan");
+    await unpeer();
     // milan's controller manager revokes with the chart's rights: nothing of rome's identity is left.
     await waitFor(
       "milan to revoke rome's identity and release its ResourceRequest",
@@ -275,15 +278,7 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
       ).items.map((sa) => sa.metadata.uid);
     const identityBefore = await romeIdentity();
     expect(identityBefore.length).toBe(1);
-    const again = Bun.spawnSync([
-      ...liqoctl,
-      "unpeer",
-      "out-of-band",
-      "milan",
-      "--timeout=240s",
-      `--kubeconfig=${romeC.kubeconfig}`,
-    ]);
-    expect({ code: again.exitCode, err: again.stderr.toString() }).toMatchObject({ code: 0 });
+    await unpeer();
     await peerOutOfBand(romeC, milanC, () => {}, ["--no-networking"]);
     const settled = await waitFor(
       "liqo-milan Ready and rome's identity in milan settled after the quick re-peer",
