@@ -272,8 +272,15 @@ async function waitFor(
   timeoutMs = 90_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  // A check that throws (the API server busy or briefly unreachable while the node starts) is
+  // tried again until the deadline; the last error is in the message if it never passes.
+  let lastError: unknown;
   while (Date.now() < deadline) {
-    if (await check()) return;
+    try {
+      if (await check()) return;
+    } catch (err) {
+      lastError = err;
+    }
     const pid = node.pids[component];
     if (pid && !isAlive(pid))
       throw new RigError(
@@ -281,8 +288,9 @@ async function waitFor(
       );
     await Bun.sleep(200);
   }
+  const last = lastError ? ` (last error: ${(lastError as Error).message})` : "";
   throw new RigError(
-    `${component} of node ${node.name}: no ${what} within ${timeoutMs / 1000}s\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`,
+    `${component} of node ${node.name}: no ${what} within ${timeoutMs / 1000}s${last}\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`,
   );
 }
 
