@@ -212,8 +212,12 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
           labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${romeId},${TENANT_NAMESPACE_LABEL}`,
         })
       ).items.map((n) => n.metadata.name),
-      resourceRequests: (await q.milan.list(ResourceRequestResource, { labelSelector: `liqo.io/originID=${romeId}` }))
-        .items.length,
+      ...(await (async () => {
+        const rrs = (await q.milan.list(ResourceRequestResource, { labelSelector: `liqo.io/originID=${romeId}` }))
+          .items;
+        // A ResourceRequest being deleted: its peering's identity is revoked before it goes.
+        return { resourceRequests: rrs.length, leaving: rrs.filter((r) => r.metadata.deletionTimestamp).length };
+      })()),
     });
     const unpeer = async () => {
       const r = Bun.spawnSync([
@@ -289,7 +293,11 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
         );
         const now = await inMilan();
         const ready = n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
-        return ready && now.binding && now.tenantNamespaces.length === 1 && now.resourceRequests === 1
+        return ready &&
+          now.binding &&
+          now.tenantNamespaces.length === 1 &&
+          now.resourceRequests === 1 &&
+          now.leaving === 0
           ? now
           : undefined;
       },
@@ -299,8 +307,8 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
     const identityAfter = await romeIdentity();
     expect(identityAfter.length).toBe(1);
     expect(identityAfter).not.toEqual(identityBefore);
-    // And it stays: nothing revokes the new identity a moment later.
-    await Bun.sleep(10_000);
+    // The previous peering is fully released (no ResourceRequest leaving, so its revocation is
+    // over), and the new identity is still there: nothing revoked it under the new peering.
     expect(await romeIdentity()).toEqual(identityAfter);
     const fc2 = await kubectl("rome", "get", "foreignclusters", "milan", "--no-headers");
     expect(fc2.out).toMatch(/^milan\s+Established\s/m);
