@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { NamespaceOffloadingResource } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { peerOutOfBand, liqoctl } from "../quickstart/install.ts";
+import { liqoctl, peerOutOfBand, run } from "../quickstart/install.ts";
 import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { podProcesses } from "../rig/pod-memory.ts";
@@ -141,12 +141,6 @@ async function podsUpAndDown(q: InClusterQuickstart, cycle: number) {
       (await q.milan.list(Resources.pods, { labelSelector: "soak=churn" })).items.length === 0,
     { timeoutMs: 300_000, intervalMs: 1000 },
   );
-}
-
-async function run(cmd: string[], what: string) {
-  const p = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${what} exited ${code}: ${err || out}`);
 }
 
 async function offloadAndBack(q: InClusterQuickstart, cycle: number) {
