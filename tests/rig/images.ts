@@ -4,9 +4,13 @@
 //   ghcr.io/liqo-bun/hello:0.1.0     the workload: Debian + nginx answering images/hello-nginx.conf's page
 //   ghcr.io/liqo-bun/coredns:<v>     the cluster DNS: the coredns binary build.sh built, alone
 //   ghcr.io/liqo-bun/liqo:<version>  the project's image (scripts/build-image.ts), from this checkout
+// and, only when a test asks for it (ensureImages; `rig up` does not import it):
+//   ghcr.io/liqo-bun/postgres:15     the stateful tutorial's database: Debian's postgresql-15 and
+//                                    images/postgres-entrypoint.sh (primary or streaming standby)
 // Each archive is cached under ~/.cache/liqo-bun/images as <name>-<key>.oci.tar, the key a hash of
 // everything it is made of, so a change rebuilds it and nothing else does.
 import {
+  chmodSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -52,6 +56,16 @@ export const rigImageRefs = {
 } as const;
 export type RigImage = keyof typeof rigImageRefs;
 
+/** Images only some tests need: built on demand, imported by the test into its own rig's nodes. */
+export const extraImageRefs = {
+  postgres: "ghcr.io/liqo-bun/postgres:15",
+} as const;
+export type ImageName = RigImage | keyof typeof extraImageRefs;
+const imageRefs: Record<ImageName, string> = { ...rigImageRefs, ...extraImageRefs };
+
+/** The database image's packages: PostgreSQL 15 (server and client tools) and what its entrypoint uses. */
+export const postgresPackages = ["postgresql-15", "postgresql-client-15", "procps"];
+
 export function imageCacheDir(env: Record<string, string | undefined> = process.env): string {
   return env.LIQO_RIG_IMAGES ?? join(env.XDG_CACHE_HOME ?? join(env.HOME ?? homedir(), ".cache"), "liqo-bun", "images");
 }
@@ -71,7 +85,7 @@ async function run(cmd: string[], what: string, cwd = repo): Promise<string> {
 }
 
 interface Recipe {
-  name: RigImage;
+  name: ImageName;
   /** Everything the archive is made of; computing it must be cheap (no build). */
   key(): Promise<string>;
   build(o: { out: string; work: string; say: (m: string) => void }): Promise<void>;
@@ -195,6 +209,37 @@ function helloRecipe(cache: string): Recipe {
   };
 }
 
+function postgresRecipe(cache: string): Recipe {
+  const entrypoint = join(sources, "postgres-entrypoint.sh");
+  return {
+    name: "postgres",
+    key: async () => hash(debianRootfsKey(postgresPackages), readFileSync(entrypoint), extraImageRefs.postgres),
+    async build({ out, work, say }) {
+      const base = await debianRootfs({ cache, packages: postgresPackages, say });
+      say("postgres image: layer 1/2, the Debian root file system");
+      const rootfs = await makeLayer(base.dir, join(cache, "layers", `rootfs-${base.key}.tar.gz`), {
+        comment: `debootstrap --variant=minbase ${DEBIAN_SUITE} + apt-get install ${postgresPackages.join(" ")}`,
+        exclude: RUNTIME_PATHS,
+      });
+      say("postgres image: layer 2/2, the entrypoint");
+      const stage = join(work, "stage");
+      mkdirSync(join(stage, "usr/local/bin"), { recursive: true });
+      copyFileSync(entrypoint, join(stage, "usr/local/bin/postgres-entrypoint"));
+      chmodSync(join(stage, "usr/local/bin/postgres-entrypoint"), 0o755);
+      const script = await makeLayer(stage, join(work, "entrypoint.tar.gz"), {
+        comment: "COPY images/postgres-entrypoint.sh /usr/local/bin/postgres-entrypoint",
+      });
+      await writeOciArchive({
+        out,
+        work,
+        ref: extraImageRefs.postgres,
+        layers: [rootfs, script],
+        config: config({ title: "postgres", entrypoint: ["/usr/local/bin/postgres-entrypoint"] }),
+      });
+    },
+  };
+}
+
 /**
  * What the liqo image is built from, cheaply: the index (every tracked file's blob hash), the
  * working tree's changes to it, and the untracked files with their sizes and times.
@@ -291,12 +336,18 @@ export async function ensureRigImages(progress: (m: string) => void): Promise<{ 
 
 /** ensureRigImages for some of the images. */
 export async function ensureImages(
-  names: RigImage[],
+  names: ImageName[],
   progress: (m: string) => void,
 ): Promise<{ ref: string; archive: string }[]> {
   const cache = imageCacheDir();
   mkdirSync(join(cache, "layers"), { recursive: true });
-  const all = { pause: pauseRecipe, hello: () => helloRecipe(cache), coredns: corednsRecipe, liqo: liqoRecipe };
+  const all: Record<ImageName, () => Recipe> = {
+    pause: pauseRecipe,
+    hello: () => helloRecipe(cache),
+    coredns: corednsRecipe,
+    liqo: liqoRecipe,
+    postgres: () => postgresRecipe(cache),
+  };
   const recipes = names.map((n) => all[n]());
   const wanted = await Promise.all(
     recipes.map(async (r) => ({ r, archive: join(cache, `${r.name}-${await r.key()}.oci.tar`) })),
@@ -318,12 +369,12 @@ export async function ensureImages(
         prune(cache, r.name);
         const mib = (statSync(archive).size / 1048576).toFixed(1);
         progress(
-          `${rigImageRefs[r.name]}: ${archive} (${mib} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`,
+          `${imageRefs[r.name]}: ${archive} (${mib} MiB) in ${((performance.now() - started) / 1000).toFixed(1)}s`,
         );
       }
     });
   }
-  return wanted.map((w) => ({ ref: rigImageRefs[w.r.name], archive: w.archive }));
+  return wanted.map((w) => ({ ref: imageRefs[w.r.name], archive: w.archive }));
 }
 
 export function ctrPath(): string {
