@@ -1,6 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { localVirtualVolume, remoteVirtualVolume, type Claim } from "../core/storage/forge.ts";
-import { lastProgress, moveRefusal, podsUsing, recreatedClaim, temporaryClaim } from "./storage-move.ts";
+import {
+  fabricRefusal,
+  lastProgress,
+  moveRefusal,
+  peersCrossed,
+  podsUsing,
+  recreatedClaim,
+  temporaryClaim,
+} from "./storage-move.ts";
 
 const claim: Claim = {
   metadata: {
@@ -103,4 +111,32 @@ test("the temporary claim and the claim made again keep size, modes, class; the 
 test("progress is the receiver's last progress line", () => {
   expect(lastProgress("progress 1 10\nprogress 5 10\n")).toEqual({ copied: 5, total: 10 });
   expect(lastProgress("serving")).toBeUndefined();
+});
+
+describe("peersCrossed", () => {
+  test("physical node to physical node: no peer", () => expect(peersCrossed(localPv, node("n2"))).toEqual([]));
+  test("here to a peer: the target's cluster", () => expect(peersCrossed(localPv, milan)).toEqual(["m"]));
+  test("a peer to here: the cluster holding the data", () =>
+    expect(peersCrossed(remoteVirtualVolume(claim, "m"), node("n1"))).toEqual(["m"]));
+  test("one peer to another: both", () => {
+    const venice = node("liqo-venice", { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": "v" });
+    expect(peersCrossed(remoteVirtualVolume(claim, "m"), venice)).toEqual(["m", "v"]);
+  });
+});
+
+describe("fabricRefusal", () => {
+  const rows = [
+    { check: "WireGuard tunnel", ok: true, detail: "Connected" },
+    { check: "active gateway here", ok: false, detail: "no Ready gateway pod" },
+    { check: "virtual node", ok: false, detail: "liqo-milan not Ready" },
+  ];
+  test("every check passed: no refusal", () => expect(fabricRefusal("app/data", "milan", [rows[0]!])).toBeUndefined());
+  test("names the claim, the peer, each failed check and what to run; passed checks left out", () => {
+    const r = fabricRefusal("app/data", "milan", rows)!;
+    expect(r).toContain("app/data");
+    expect(r).toContain("active gateway here: no Ready gateway pod; virtual node: liqo-milan not Ready");
+    expect(r).toContain("Nothing was changed");
+    expect(r).toContain("liqoctl test network milan");
+    expect(r).not.toContain("Connected");
+  });
 });

@@ -79,6 +79,27 @@ export function moveRefusal(o: {
   return undefined;
 }
 
+/** The peers (cluster IDs) whose network fabric the copy crosses: where the data is, and the target's. */
+export function peersCrossed(volume: Volume, target: NodeLike): string[] {
+  const labels = target.metadata.labels ?? {};
+  const ids = [
+    volumeLocation(volume)?.clusterId,
+    labels[TYPE_LABEL] === VIRTUAL_NODE_TYPE ? labels[REMOTE_CLUSTER_ID_LABEL] : undefined,
+  ];
+  return [...new Set(ids.filter((id): id is string => !!id))];
+}
+
+/** Why the fabric to `peer` cannot carry the copy (the checks of `liqoctl test network` that failed), or undefined. */
+export function fabricRefusal(
+  key: string,
+  peer: string,
+  rows: { check: string; ok: boolean; detail: string }[],
+): string | undefined {
+  const failed = rows.filter((r) => !r.ok);
+  if (!failed.length) return undefined;
+  return `the copy of ${key} crosses the network fabric to ${peer}, which is down: ${failed.map((r) => `${r.check}: ${r.detail}`).join("; ")}. Nothing was changed; repair the fabric (liqoctl test network ${peer} shows what works), then retry`;
+}
+
 /** The temporary claim: same size, modes and class. */
 export function temporaryClaim(claim: Claim, name: string): Claim {
   return {

@@ -1,15 +1,19 @@
 // liqoctl move volume <claim> --namespace <ns> --node <target>: moves the data of a claim of the
 // virtual storage class to another node, here or in a peer (cli/storage-move.ts says how).
 import { defineCommand } from "citty";
+import { ForeignClusterResource } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
+import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import type { Claim, Volume } from "../../core/storage/forge.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import {
+  fabricRefusal,
   lastProgress,
   moveRefusal,
+  peersCrossed,
   podsUsing,
   receiverPod,
   recreatedClaim,
@@ -18,6 +22,7 @@ import {
   temporaryClaim,
   type PodLike,
 } from "../storage-move.ts";
+import { preflight } from "../test-network/preflight.ts";
 import { info, parseDuration, spinner } from "../ui.ts";
 
 const mib = (n: number) => `${(n / 1048576).toFixed(1)} MiB`;
@@ -100,6 +105,24 @@ async function liqoImage(client: KubeClient, liqoNamespace: string): Promise<str
   return image;
 }
 
+/** Refuses before anything changes when a peering the copy crosses has no working network fabric. */
+async function checkFabric(client: KubeClient, key: string, clusterIds: string[], liqoNamespace: string) {
+  if (!clusterIds.length) return;
+  const fcs = (await client.list<ForeignClusterObject>(ForeignClusterResource)).items;
+  for (const id of clusterIds) {
+    const fc = fcs.find((f) => f.spec.clusterIdentity?.clusterID === id);
+    if (!fc)
+      throw new CliError(`the copy of ${key} needs the peering with cluster ${id}, and there is none (liqoctl status)`);
+    const name = fc.spec.clusterIdentity?.clusterName ?? fc.metadata.name!;
+    if (fc.spec.networkingEnabled === "No")
+      throw new CliError(
+        `the copy of ${key} crosses the network fabric to ${name}, and that peering has networking disabled (peered with --no-networking); nothing was changed`,
+      );
+    const refusal = fabricRefusal(key, name, (await preflight(client, fc, liqoNamespace)).rows);
+    if (refusal) throw new CliError(refusal);
+  }
+}
+
 const moveVolume = defineCommand({
   meta: {
     name: "volume",
@@ -147,6 +170,7 @@ const moveVolume = defineCommand({
       users: podsUsing(pods, args.name),
     });
     if (refusal) throw new CliError(refusal);
+    await checkFabric(client, key, peersCrossed(volume!, target!), args["liqo-namespace"]);
     const image = await liqoImage(client, args["liqo-namespace"]);
     const tag = claim!.metadata.uid!.slice(0, 8);
     const temp = `${args.name}-liqo-move`.slice(0, 253);
