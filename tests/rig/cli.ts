@@ -5,7 +5,15 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ensureRigBinaries } from "./binaries.ts";
 import { RigError } from "./errors.ts";
-import { archiveRefs, ensureRigImages, importImages } from "./images.ts";
+import {
+  archiveRefs,
+  ensureImages,
+  ensureRigImages,
+  extraImageRefs,
+  type ImageName,
+  importImages,
+  rigImageRefs,
+} from "./images.ts";
 import { defaultRigDir, loadRig, rigDown, rigProcesses, rigUp } from "./rig.ts";
 
 const dirArg = {
@@ -150,11 +158,22 @@ const imageBuild = defineCommand({
   meta: {
     name: "build",
     description:
-      "Build the images real nodes run (pause, hello, coredns, liqo) into the cache (done by `up` when needed)",
+      "Build the images real nodes run (pause, hello, coredns, liqo; done by `up` when needed), or one named image (e.g. postgres, for the stateful tutorial), into the cache",
   },
-  async run() {
-    for (const i of await ensureRigImages((m) => console.error(`${stamp()} INFO  ${m}`)))
-      console.log(`${i.ref.padEnd(40)} ${i.archive}`);
+  args: {
+    name: {
+      type: "positional",
+      required: false,
+      description: `one image: ${Object.keys({ ...rigImageRefs, ...extraImageRefs }).join(", ")}`,
+    },
+  },
+  async run({ args }) {
+    const known = Object.keys({ ...rigImageRefs, ...extraImageRefs });
+    if (args.name && !known.includes(args.name))
+      throw new RigError(`no image named ${args.name}: choose one of ${known.join(", ")}`);
+    const say = (m: string) => console.error(`${stamp()} INFO  ${m}`);
+    const built = args.name ? await ensureImages([args.name as ImageName], say) : await ensureRigImages(say);
+    for (const i of built) console.log(`${i.ref.padEnd(40)} ${i.archive}`);
   },
 });
 
