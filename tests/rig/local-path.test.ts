@@ -1,5 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import { isReleasedOurs, LOCAL_PATH_PROVISIONER, pendingNode, plannedVolume, type Volume } from "./local-path.ts";
+import {
+  isReleasedOurs,
+  localPathClass,
+  LOCAL_PATH_PROVISIONER,
+  pendingNode,
+  plannedResize,
+  plannedVolume,
+  type Volume,
+} from "./local-path.ts";
 import type { Claim } from "../../core/storage/forge.ts";
 
 const claim = (annotations: Record<string, string>, spec: Claim["spec"] = {}): Claim => ({
@@ -57,4 +65,29 @@ test("only our released volumes with reclaim Delete are removed", () => {
   expect(isReleasedOurs(v("Bound"))).toBe(false);
   expect(isReleasedOurs(v("Released", "other"))).toBe(false);
   expect(isReleasedOurs(v("Released", LOCAL_PATH_PROVISIONER, "Retain"))).toBe(false);
+});
+
+describe("plannedResize", () => {
+  const pv = plannedVolume(claim(ours), "n1", "/r", 10n << 30n);
+  const bound = (request: string, capacity: string) => ({
+    ...claim(ours, { volumeName: pv.metadata.name, resources: { requests: { storage: request } } }),
+    status: { phase: "Bound", capacity: { storage: capacity } },
+  });
+  test("the class allows expansion", () => expect((localPathClass() as any).allowVolumeExpansion).toBe(true));
+  test("nothing asked: nothing", () => expect(plannedResize(bound("1Gi", "1Gi"), pv, 1n << 30n)).toBeUndefined());
+  test("more asked, room for it: the PV grows first", () =>
+    expect(plannedResize(bound("2Gi", "1Gi"), pv, 1n << 30n)).toEqual({ step: "volume", size: "2Gi" }));
+  test("the PV grown: then the claim's status", () => {
+    const grown = { ...pv, spec: { ...pv.spec, capacity: { storage: "2Gi" } } };
+    expect(plannedResize(bound("2Gi", "1Gi"), grown, 0n)).toEqual({ step: "claim", size: "2Gi" });
+  });
+  test("no room for the difference: refused, naming the claim, the sizes and the fix", () =>
+    expect(() => plannedResize(bound("3Gi", "1Gi"), pv, 1n << 30n)).toThrow(
+      /claim app\/data asks for 3Gi but its volume pvc-u1 \(1Gi\) can grow by 1024Mi only: ask for less/,
+    ));
+  test("another provisioner's volume, or a claim not bound to it: not ours", () => {
+    const theirs = { ...pv, metadata: { ...pv.metadata, annotations: {} } };
+    expect(plannedResize(bound("2Gi", "1Gi"), theirs, 1n << 30n)).toBeUndefined();
+    expect(plannedResize({ ...bound("2Gi", "1Gi"), status: { phase: "Pending" } }, pv, 1n << 30n)).toBeUndefined();
+  });
 });

@@ -1,13 +1,15 @@
 // A dynamic hostPath provisioner for rig clusters with real nodes, in the manner of Rancher's
 // local-path-provisioner: StorageClass `local-path` (the cluster default, WaitForFirstConsumer);
 // a claim gets a directory under <cluster>/volumes/<node>/ and a PersistentVolume pinned to that
-// node; a Released volume with reclaim policy Delete loses its directory and its PV.
+// node; a Released volume with reclaim policy Delete loses its directory and its PV. The class allows
+// expansion: a bound claim asking for more grows its PV, then its status, as an external resizer
+// does (a directory has no size of its own: only the free space of its file system is checked).
 //
 // It runs on the host, next to the rig's control plane, rather than as a pod: the real nodes are
 // network namespaces sharing the host's file system, so the provisioner makes and removes the
 // directories itself, with no helper pods, no image and no Go build added to the rig.
 import { mkdirSync, rmSync, statfsSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { createInformer } from "../../core/kube/informer.ts";
@@ -32,6 +34,7 @@ export const storageClasses: ResourceRef = {
 
 export interface Volume extends KubeObject {
   spec?: {
+    capacity?: { storage?: string };
     persistentVolumeReclaimPolicy?: string;
     hostPath?: { path: string };
     claimRef?: { namespace?: string; name?: string; uid?: string };
@@ -49,6 +52,7 @@ export function localPathClass(): KubeObject {
     provisioner: LOCAL_PATH_PROVISIONER,
     volumeBindingMode: "WaitForFirstConsumer",
     reclaimPolicy: "Delete",
+    allowVolumeExpansion: true,
   } as KubeObject;
 }
 
@@ -105,6 +109,37 @@ export function plannedVolume(claim: Claim, node: string, root: string, freeByte
   } as Volume;
 }
 
+const bytesOf = (q: string | undefined, what: string) => (q ? parseQuantity(q, what) / 1000n : 0n);
+
+/**
+ * The next step of resizing a bound claim of ours, as an external resizer goes: the PV's capacity
+ * first (if the file system has room for the difference), then the claim's status. An error naming
+ * the claim, the sizes and the fix when there is no room.
+ */
+export function plannedResize(
+  claim: Claim & { status?: { phase?: string; capacity?: { storage?: string } } },
+  pv: Volume,
+  freeBytes: bigint,
+): { step: "volume" | "claim"; size: string } | undefined {
+  if (pv.metadata.annotations?.[ANN_PROVISIONED_BY] !== LOCAL_PATH_PROVISIONER) return undefined;
+  if (claim.status?.phase !== "Bound" || claim.spec?.volumeName !== pv.metadata.name) return undefined;
+  const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
+  const asked = claim.spec?.resources?.requests?.storage;
+  const has = pv.spec?.capacity?.storage;
+  const want = bytesOf(asked, `claim ${key} spec.resources.requests.storage`);
+  const cap = bytesOf(has, `volume ${pv.metadata.name} spec.capacity.storage`);
+  if (asked && want > cap) {
+    if (want - cap > freeBytes)
+      throw new Error(
+        `claim ${key} asks for ${asked} but its volume ${pv.metadata.name} (${has}) can grow by ${freeBytes / (1n << 20n)}Mi only: ask for less`,
+      );
+    return { step: "volume", size: asked };
+  }
+  if (has && bytesOf(claim.status?.capacity?.storage, `claim ${key} status.capacity.storage`) < cap)
+    return { step: "claim", size: has };
+  return undefined;
+}
+
 /** A volume of ours to remove: released by its claim, reclaim policy Delete. */
 export function isReleasedOurs(pv: Volume): boolean {
   return (
@@ -152,6 +187,8 @@ export function runLocalPathProvisioner(
 
   async function reconcileClaim(key: string) {
     const claim = claims.get(key);
+    const bound = claim?.spec?.volumeName ? volumes.get(claim.spec.volumeName) : undefined;
+    if (claim && bound) return resize(key, claim, bound);
     const node = claim && pendingNode(claim);
     if (!claim || !node) return;
     if (volumes.get(volumeName(claim))) return;
@@ -179,6 +216,55 @@ export function runLocalPathProvisioner(
     await claimEvent(claim, "ProvisioningSucceeded", `volume ${pv.metadata.name} on node ${node}`, "Normal").catch(
       () => {},
     );
+  }
+
+  async function resize(key: string, claim: Claim, pv: Volume) {
+    const path = pv.spec?.hostPath?.path;
+    if (!path?.startsWith(root + "/")) return;
+    const fs = statfsSync(dirname(path));
+    let step: ReturnType<typeof plannedResize>;
+    try {
+      step = plannedResize(claim, pv, BigInt(fs.bavail) * BigInt(fs.bsize));
+    } catch (err) {
+      const message = (err as Error).message;
+      if (!warned.has(`${key}|${message}`)) {
+        warned.add(`${key}|${message}`);
+        await claimEvent(claim, "VolumeResizeFailed", message).catch(() => {});
+        // What the external resizer records for a resize that cannot succeed as asked.
+        await client
+          .mergePatch(
+            Resources.persistentVolumeClaims,
+            claim.metadata.name!,
+            claim.metadata.namespace,
+            { status: { allocatedResourceStatuses: { storage: "ControllerResizeInfeasible" } } },
+            "status",
+          )
+          .catch((e) => log(`${key}: marking the resize infeasible: ${(e as Error).message}`));
+      }
+      log(message);
+      return;
+    }
+    if (step?.step === "volume") {
+      await client.mergePatch(Resources.persistentVolumes, pv.metadata.name!, undefined, {
+        spec: { capacity: { storage: step.size } },
+      });
+      log(`resized ${pv.metadata.name} of ${key} to ${step.size}`);
+      return; // the PV's update brings the claim back here for its status
+    }
+    const infeasible = (claim as { status?: { allocatedResourceStatuses?: object } }).status?.allocatedResourceStatuses;
+    if (step?.step === "claim" || infeasible) {
+      await client.mergePatch(
+        Resources.persistentVolumeClaims,
+        claim.metadata.name!,
+        claim.metadata.namespace,
+        { status: { ...(step ? { capacity: { storage: step.size } } : {}), allocatedResourceStatuses: null } },
+        "status",
+      );
+      if (step)
+        await claimEvent(claim, "VolumeResizeSuccessful", `volume ${pv.metadata.name} is ${step.size}`, "Normal").catch(
+          () => {},
+        );
+    }
   }
 
   async function reconcileVolume(name: string) {
@@ -215,7 +301,13 @@ export function runLocalPathProvisioner(
 
   const key = (o: KubeObject) => `${o.metadata.namespace}/${o.metadata.name}`;
   claims.on({ add: (o) => enqueue(key(o)), update: (_, o) => enqueue(key(o)) });
-  volumes.on({ add: (o) => enqueue(`pv:${o.metadata.name}`), update: (_, o) => enqueue(`pv:${o.metadata.name}`) });
+  // A volume's change (grown) brings its claim back for its status.
+  const volumeChanged = (o: Volume) => {
+    enqueue(`pv:${o.metadata.name}`);
+    const ref = o.spec?.claimRef;
+    if (ref?.namespace && ref.name) enqueue(`${ref.namespace}/${ref.name}`);
+  };
+  volumes.on({ add: volumeChanged, update: (_, o) => volumeChanged(o) });
   claims.start();
   volumes.start();
   return {
