@@ -24,6 +24,7 @@ import {
   backingOf,
   isReleasedVirtual,
   isVirtualNode,
+  localResize,
   localVirtualVolume,
   offersStorage,
   remoteVirtualVolume,
@@ -113,8 +114,8 @@ export function createStorageController(o: StorageOptions): StorageController {
     }
   }
 
-  /** Warnings of the twin claim (a real class that cannot provision it) shown on the user's claim. */
-  async function relayTwinWarnings(claim: Claim, twin: Claim) {
+  /** Warnings of the twin claim (a real class that cannot provision or expand it) shown on the user's claim. */
+  async function relayTwinWarnings(claim: Claim, twin: Claim, resizingTo?: string) {
     const list = await client.list<KubeObject & { type?: string; reason?: string; message?: string }>(
       Resources.events,
       {
@@ -122,13 +123,74 @@ export function createStorageController(o: StorageOptions): StorageController {
         fieldSelector: `involvedObject.uid=${twin.metadata.uid}`,
       },
     );
+    const real = `the real volume (class ${twin.spec?.storageClassName ?? "default"}, claim ${o.storageNamespace}/${twin.metadata.name})`;
     for (const e of list.items) {
-      if (e.type === "Warning")
+      if (e.type !== "Warning") continue;
+      if (!resizingTo)
         events.warning(
           claimRef(claim),
           e.reason ?? "ProvisioningFailed",
-          `the real volume (class ${twin.spec?.storageClassName ?? "default"}, claim ${o.storageNamespace}/${twin.metadata.name}) cannot be provisioned: ${e.message}`,
+          `${real} cannot be provisioned: ${e.message}`,
         );
+      else if (/resize|expan/i.test(`${e.reason} ${e.message}`))
+        events.warning(
+          claimRef(claim),
+          e.reason ?? "VolumeResizeFailed",
+          `${real} cannot be expanded to ${resizingTo}: ${e.message}; the claim keeps its size (${claim.status?.capacity?.storage}) and its data: lower its request to a size that fits (Kubernetes accepts any size above ${claim.status?.capacity?.storage})`,
+        );
+    }
+  }
+
+  /**
+   * A bound claim whose request changed: the twin claim's request follows it, the real class's
+   * resizer grows the real volume, then the virtual PV's capacity and the claim's status follow the
+   * twin's capacity, as an external resizer would. A refusal is an Event on the claim; its size and
+   * data stay.
+   */
+  async function resizeLocal(claim: Claim, pv: Volume, twinName: string, key: string) {
+    const twin = claims.get(`${o.storageNamespace}/${twinName}`);
+    if (!twin) return;
+    let step = localResize(claim, twin, pv);
+    if (step?.step === "request") {
+      try {
+        await client.mergePatch(Resources.persistentVolumeClaims, twinName, o.storageNamespace, {
+          spec: { resources: { requests: { storage: step.size } } },
+        });
+      } catch (err) {
+        if (!(err instanceof KubeApiError && (err.status === 403 || err.status === 422))) throw err;
+        const cls = twin.spec?.storageClassName ?? "default";
+        events.warning(
+          claimRef(claim),
+          "VolumeResizeFailed",
+          `cannot expand ${key} to ${step.size}: the real claim ${o.storageNamespace}/${twinName} (class ${cls}) refused it: ${err.message}. ` +
+            `If StorageClass ${cls} does not allow expansion, set allowVolumeExpansion: true on it. The claim keeps its size (${claim.status?.capacity?.storage}) and data meanwhile`,
+        );
+        return;
+      }
+      log.info("real claim's request raised", { key, twin: `${o.storageNamespace}/${twinName}`, size: step.size });
+      return;
+    }
+    if (step?.step === "waiting") return relayTwinWarnings(claim, twin, step.size);
+    if (step?.step === "volume") {
+      const grown = await client.mergePatch<Volume>(Resources.persistentVolumes, pv.metadata.name!, undefined, {
+        spec: { capacity: { storage: step.size } },
+      });
+      step = localResize(claim, twin, grown);
+    }
+    if (step?.step === "claim") {
+      await client.mergePatch(
+        Resources.persistentVolumeClaims,
+        claim.metadata.name!,
+        claim.metadata.namespace,
+        { status: { capacity: { storage: step.size } } },
+        "status",
+      );
+      events.normal(
+        claimRef(claim),
+        "VolumeResizeSuccessful",
+        `expanded to ${step.size}: the real claim ${o.storageNamespace}/${twinName} and volume ${pv.metadata.name}`,
+      );
+      log.info("claim expanded", { key, size: step.size });
     }
   }
 
@@ -193,6 +255,10 @@ export function createStorageController(o: StorageOptions): StorageController {
     if (key.startsWith(`${o.storageNamespace}/`)) return handleTwin(key);
     const claim = claims.get(key);
     if (!claim) return;
+    const bound = claim.spec?.volumeName ? volumes.get(claim.spec.volumeName) : undefined;
+    const backing = bound && claim.spec?.storageClassName === o.virtualStorageClass ? backingOf(bound) : undefined;
+    // On a virtual node, the provider's claim grows: the virtual kubelet brings its size home (capacity.ts).
+    if (backing?.where === "local") return resizeLocal(claim, bound!, backing.twin, key);
     const nodeName = waitingNode(claim, o.virtualStorageClass);
     if (!nodeName || volumes.get(virtualVolumeName(claim))) return;
     const n = nodes.get(nodeName);

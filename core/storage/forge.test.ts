@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import {
   backingOf,
+  followCapacity,
   isReleasedVirtual,
+  localResize,
   localVirtualVolume,
   remoteVirtualVolume,
   twinClaim,
@@ -144,4 +146,62 @@ describe("offers", () => {
     expect(storageFor(undefined, [{ storageClassName: "a" }])).toBeUndefined();
     expect(storageFor("liqo", [])).toBeUndefined();
   });
+});
+
+describe("expanding a claim bound on a physical node (localResize)", () => {
+  const bound = (request: string, capacity: string): Claim => ({
+    ...claim(placed, { volumeName: "pvc-u-1", resources: { requests: { storage: request } } }),
+    status: { phase: "Bound", capacity: { storage: capacity } },
+  });
+  const twin = (request: string, capacity: string, phase = "Bound"): Claim => ({
+    ...bound(request, capacity),
+    status: { phase, capacity: { storage: capacity } },
+  });
+  const pv = (capacity: string): Volume => ({
+    metadata: { name: "pvc-u-1" },
+    spec: { capacity: { storage: capacity } },
+  });
+
+  test("nothing asked: nothing to do", () =>
+    expect(localResize(bound("1Gi", "1Gi"), twin("1Gi", "1Gi"), pv("1Gi"))).toBeUndefined());
+  test("a larger request raises the twin's", () =>
+    expect(localResize(bound("2Gi", "1Gi"), twin("1Gi", "1Gi"), pv("1Gi"))).toEqual({ step: "request", size: "2Gi" }));
+  test("the same size spelled otherwise is no change", () =>
+    expect(localResize(bound("1024Mi", "1Gi"), twin("1Gi", "1Gi"), pv("1Gi"))).toBeUndefined());
+  test("the twin asked, not grown yet: waiting", () =>
+    expect(localResize(bound("2Gi", "1Gi"), twin("2Gi", "1Gi"), pv("1Gi"))).toEqual({ step: "waiting", size: "2Gi" }));
+  test("the twin grown: the virtual PV first", () =>
+    expect(localResize(bound("2Gi", "1Gi"), twin("2Gi", "2Gi"), pv("1Gi"))).toEqual({ step: "volume", size: "2Gi" }));
+  test("then the claim's status", () =>
+    expect(localResize(bound("2Gi", "1Gi"), twin("2Gi", "2Gi"), pv("2Gi"))).toEqual({ step: "claim", size: "2Gi" }));
+  test("the real class gave more than asked: that size", () =>
+    expect(localResize(bound("2Gi", "1Gi"), twin("2Gi", "3Gi"), pv("3Gi"))).toEqual({ step: "claim", size: "3Gi" }));
+  test("a refused expansion set back: the twin's request follows it down", () =>
+    expect(localResize(bound("1Gi", "1Gi"), twin("100Ti", "1Gi"), pv("1Gi"))).toEqual({
+      step: "request",
+      size: "1Gi",
+    }));
+  test("the twin's request never goes below its capacity; the claim shows the real size", () =>
+    expect(localResize(bound("1Gi", "1Gi"), twin("3Gi", "2Gi"), pv("2Gi"))).toEqual({ step: "claim", size: "2Gi" }));
+  test("an unbound twin or claim: nothing", () => {
+    expect(localResize(bound("2Gi", "1Gi"), twin("1Gi", "1Gi", "Pending"), pv("1Gi"))).toBeUndefined();
+    expect(localResize({ ...bound("2Gi", "1Gi"), status: { phase: "Pending" } }, twin("1Gi", "1Gi"), pv("1Gi"))).toBe(
+      undefined,
+    );
+  });
+});
+
+describe("the provider's size coming home (followCapacity)", () => {
+  const c = (capacity: string): Claim => ({ ...claim(), status: { phase: "Bound", capacity: { storage: capacity } } });
+  const pv = (capacity: string): Volume => ({
+    metadata: { name: "pvc-u-1" },
+    spec: { capacity: { storage: capacity } },
+  });
+  test("grown: the PV, then the claim", () => {
+    expect(followCapacity("2Gi", pv("1Gi"), c("1Gi"))).toEqual({ step: "volume", size: "2Gi" });
+    expect(followCapacity("2Gi", pv("2Gi"), c("1Gi"))).toEqual({ step: "claim", size: "2Gi" });
+    expect(followCapacity("2Gi", pv("2Gi"), c("2Gi"))).toBeUndefined();
+  });
+  test("never shrinks", () => expect(followCapacity("1Gi", pv("2Gi"), c("2Gi"))).toBeUndefined());
+  test("no size reported: nothing", () => expect(followCapacity(undefined, pv("1Gi"), c("1Gi"))).toBeUndefined());
 });

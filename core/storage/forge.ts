@@ -12,6 +12,7 @@ import {
   VIRTUAL_PVC_NAMESPACE_LABEL,
 } from "../apis/labels.ts";
 import type { KubeObject } from "../kube/resources.ts";
+import { parseQuantity } from "../peering/sharing/quantity.ts";
 
 export const SELECTED_NODE = "volume.kubernetes.io/selected-node";
 export const PROVISIONER_ANNOTATION = "volume.kubernetes.io/storage-provisioner";
@@ -28,7 +29,7 @@ export interface Claim extends KubeObject {
     volumeMode?: string;
     resources?: { requests?: { storage?: string } };
   };
-  status?: { phase?: string };
+  status?: { phase?: string; capacity?: { storage?: string } };
 }
 
 export interface Volume extends KubeObject {
@@ -171,4 +172,58 @@ export function isReleasedVirtual(pv: Volume): boolean {
     pv.metadata.annotations?.[PROVISIONED_BY] === STORAGE_PROVISIONER &&
     (pv.status?.phase === "Released" || pv.status?.phase === "Failed")
   );
+}
+
+/** Bytes of a storage quantity; undefined when absent or not a quantity. */
+export function storageBytes(q: string | undefined): bigint | undefined {
+  if (!q) return undefined;
+  try {
+    return parseQuantity(q) / 1000n;
+  } catch {
+    return undefined;
+  }
+}
+
+const below = (a: string | undefined, b: string | undefined) => {
+  const [x, y] = [storageBytes(a), storageBytes(b)];
+  return x !== undefined && y !== undefined && x < y;
+};
+
+/**
+ * What a grown real volume means for the claim it backs, as an external resizer does it: first the
+ * virtual PV's capacity, then the claim's status. Never shrinks either (a real volume reported
+ * smaller than its virtual PV is left to a person).
+ */
+export function followCapacity(
+  real: string | undefined,
+  pv: Volume,
+  claim: Claim,
+): { step: "volume" | "claim"; size: string } | undefined {
+  if (!real) return undefined;
+  if (below(pv.spec?.capacity?.storage, real)) return { step: "volume", size: real };
+  if (below(claim.status?.capacity?.storage ?? "0", real)) return { step: "claim", size: real };
+  return undefined;
+}
+
+export type LocalResize =
+  /** The twin claim's request is set to the claim's (raised, or lowered back after a refused expansion). */
+  | { step: "request"; size: string }
+  /** The real resize is under way, or refused: the claim waits at its size. */
+  | { step: "waiting"; size: string }
+  | { step: "volume" | "claim"; size: string }
+  | undefined;
+
+/** The next step of a claim bound on a physical node whose request changed, from its twin claim and virtual PV. */
+export function localResize(claim: Claim, twin: Claim, pv: Volume): LocalResize {
+  if (twin.status?.phase !== "Bound" || claim.status?.phase !== "Bound") return undefined;
+  const want = claim.spec?.resources?.requests?.storage;
+  const asked = twin.spec?.resources?.requests?.storage;
+  const real = twin.status?.capacity?.storage;
+  const [w, a] = [storageBytes(want), storageBytes(asked)];
+  if (w === undefined || a === undefined || !real) return undefined;
+  // Kubernetes lets a request go down again only while it stays at least the capacity (recovering
+  // from a refused expansion): the twin follows it down under the same rule.
+  if (w > a || (w < a && !below(want, real))) return { step: "request", size: want! };
+  if (below(real, want)) return { step: "waiting", size: want! };
+  return followCapacity(real, pv, claim);
 }
