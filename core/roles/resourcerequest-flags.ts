@@ -61,6 +61,14 @@ export async function resourceRequestController(
     storageClasses: classes ? () => offeredStorageClasses(classes.list(), realClass) : undefined,
   });
   if (!classes) return controller;
+  // A class made default, renamed or deleted changes what peers are offered: at once, not at the next resync.
+  let offered = "";
+  const classesChanged = () => {
+    const now = JSON.stringify(offeredStorageClasses(classes.list(), realClass));
+    if (now !== offered) controller.requeueAll();
+    offered = now;
+  };
+  classes.on({ add: classesChanged, update: classesChanged, delete: classesChanged });
   return {
     ...controller,
     async start() {

@@ -11,6 +11,7 @@ import type { IpTranslator } from "../reflection/abi.ts";
 import type { ReflectionPolicySource } from "../reflection/policy-watch.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../reflection/engine/engine.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
+import { createCapacityFollower, type CapacityFollower } from "../storage/capacity.ts";
 import { createKubeletApi, type KubeletApi } from "./kubeletapi/index.ts";
 import { createEventReflector, type EventReflector } from "./events/reflector.ts";
 import { createVirtualNode, type VirtualNode } from "./node/index.ts";
@@ -54,9 +55,14 @@ export interface VirtualKubeletOptions {
    * The storage fabric (core/storage): claims of the virtual class placed on this node go to the
    * provider with the class it offered; the node is labelled as offering storage.
    */
-  storage?: { storageClass: string; virtualStorageClass: string };
+  storage?: StorageOffer;
   /** What is reflected, per kind (core/reflection/policy.ts); default: everything. */
   reflectionPolicy?: ReflectionPolicySource;
+}
+
+export interface StorageOffer {
+  storageClass: string;
+  virtualStorageClass: string;
 }
 
 export interface VirtualKubelet {
@@ -72,6 +78,13 @@ export interface VirtualKubelet {
   /** Stops and deletes the virtual node. */
   remove(): Promise<void>;
   updateResources(resources: NodeResources): Promise<void>;
+  /**
+   * The storage the provider offers now (its ResourceOffer changed): new claims get the new class,
+   * reflected ones keep theirs (a claim's class is immutable); the node's storage label follows.
+   * Once loaded, the storage reflector stays, so claims already in the provider keep following
+   * their local claim (a grown request, a deletion) after the provider stops offering storage.
+   */
+  updateStorage(storage: StorageOffer | undefined): Promise<void>;
 }
 
 export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<VirtualKubelet> {
@@ -99,8 +112,24 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
   try {
     for (const b of BUILTIN_REFLECTORS)
       await engine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
-    if (o.storage)
+    let storage = o.storage;
+    let capacity: CapacityFollower | undefined;
+    const enableStorage = async (offer: StorageOffer) => {
+      if (capacity) return;
       await engine.addPlugin(await builtinWasm("storage"), { trust: "builtin", source: "builtin:storage" });
+      capacity = createCapacityFollower({
+        local: o.local,
+        remote: o.remote,
+        ...ids,
+        virtualStorageClass: offer.virtualStorageClass,
+        logger: log,
+      });
+      for (const p of engine.pairs()) capacity.addPair(p);
+      stops.push(() => capacity!.stop());
+    };
+    if (storage) await enableStorage(storage);
+    const nodeLabels = () =>
+      storage ? { ...o.remoteClusterLabels, [STORAGE_AVAILABLE_LABEL]: "true" } : { ...o.remoteClusterLabels };
     const twins = new Map<string, string>();
     const events = createEventReflector({
       local: o.local,
@@ -144,12 +173,14 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
         twins.set(p.localNamespace, p.remoteNamespace);
         await engine.addNamespacePair(p);
         events.addPair(p);
+        capacity?.addPair(p);
         offloader.resyncNamespace(p.localNamespace);
       },
       removePair: async (ns) => {
         twins.delete(ns);
         await engine.removeNamespacePair(ns);
         await events.removePair(ns);
+        await capacity?.removePair(ns);
         offloader.resyncNamespace(ns);
       },
     });
@@ -169,9 +200,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       remote: o.remote,
       remoteClusterId: o.remoteClusterId,
       remoteClusterName: o.remoteClusterName,
-      remoteClusterLabels: o.storage
-        ? { ...o.remoteClusterLabels, [STORAGE_AVAILABLE_LABEL]: "true" }
-        : o.remoteClusterLabels,
+      remoteClusterLabels: nodeLabels(),
       resources: o.resources,
       nodeName,
       address: o.kubeletHost,
@@ -201,6 +230,17 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
         await node.remove();
       },
       updateResources: (r) => node.updateResources(r),
+      async updateStorage(next) {
+        if (JSON.stringify(next) === JSON.stringify(storage)) return;
+        log.info("the provider's storage offer changed", { from: storage?.storageClass, to: next?.storageClass });
+        storage = next;
+        engine.setContext({
+          storageClass: next?.storageClass,
+          ...(next && { virtualStorageClass: next.virtualStorageClass }),
+        });
+        if (next) await enableStorage(next);
+        await node.updateLabels(nodeLabels());
+      },
     };
   } catch (err) {
     await stopAll();

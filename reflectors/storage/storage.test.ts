@@ -25,6 +25,25 @@ describe("storage: remote PersistentVolumeClaim", () => {
     expect(claim.metadata?.annotations).not.toHaveProperty("volume.kubernetes.io/selected-node"));
   test("keeps other annotations", () => expect(claim.metadata?.annotations?.keep).toBe("me"));
   test("matches the twin", () => expect(claim).toEqual((remotePvc(pvc, null, ctx) as any).object));
+  test("a copy keeps its class when the offered class changes (a claim's class is immutable)", async () => {
+    const newClass = { ...ctx, storageClass: "fast" };
+    const d = await plugin.forward(pvc, claim, newClass);
+    expect(d.decision).toBe("apply");
+    expect(((d as { object: KubeObject }).object.spec as any).storageClassName).toBe("remote-ssd");
+    expect(((remotePvc(pvc, claim, newClass) as any).object.spec as any).storageClassName).toBe("remote-ssd");
+  });
+  test("a new claim after the change gets the new class", async () => {
+    const d = (await plugin.forward(pvc, null, { ...ctx, storageClass: "fast" })) as { object: KubeObject };
+    expect((d.object.spec as any).storageClassName).toBe("fast");
+  });
+  test("a copy keeps being reflected (a grown request) after the provider stops offering a class", async () => {
+    const grown = { ...pvc, spec: { ...(pvc.spec as object), resources: { requests: { storage: "9Gi" } } } };
+    const d = (await plugin.forward(grown, claim, { ...ctx, storageClass: undefined })) as { object: KubeObject };
+    expect(d.object.spec).toMatchObject({
+      storageClassName: "remote-ssd",
+      resources: { requests: { storage: "9Gi" } },
+    });
+  });
   test("without a negotiated class, an input error (not quarantine)", async () => {
     const err = await plugin.forward(pvc, null, { ...ctx, storageClass: undefined }).catch((e) => e);
     expect(err).toBeInstanceOf(PluginError);

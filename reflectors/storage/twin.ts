@@ -21,13 +21,16 @@ export const remotePvc: Twin = (local, remote, ctx) => {
     if (node !== undefined && remote) return { decision: "delete", reason: "the claim is placed on another node" };
     return { decision: "skip", reason: "not bound to this virtual node" };
   }
-  if (!ctx.storageClass) throw new Error("the context has no storageClass: the peering has not negotiated one");
+  // A claim's class is immutable: a copy keeps the class it was made with.
+  const kept = (remote?.spec as { storageClassName?: unknown } | undefined)?.storageClassName;
+  const storageClass = typeof kept === "string" ? kept : ctx.storageClass;
+  if (!storageClass) throw new Error("the context has no storageClass: the peering has not negotiated one");
   const out = baseRemote(local!, ctx);
   if (out.metadata!.annotations)
     out.metadata!.annotations = without(out.metadata!.annotations, LOCAL_BINDING_ANNOTATIONS);
   return {
     decision: "apply",
     reason: "",
-    object: { ...out, spec: { ...without(spec, ["volumeName"]), storageClassName: ctx.storageClass } },
+    object: { ...out, spec: { ...without(spec, ["volumeName"]), storageClassName: storageClass } },
   };
 };

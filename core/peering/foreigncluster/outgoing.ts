@@ -313,6 +313,8 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     rt.resources = wanted;
     log.info("virtual node capacity updated from the offer", { remoteClusterId: auth.remote.clusterID, resources });
   }
+  // The provider's class changed (or it stopped or started offering one): new claims follow.
+  await rt.vk.updateStorage(storageFor(cfg.kubelet.virtualStorageClass, offer.spec.storageClasses));
   if (cfg.plugins) {
     const sync = await syncDropins(rt.vk.engine, await grantedPlugins(ctx, auth), cfg.liqoNamespace, log);
     if (sync.failed.length)

@@ -88,6 +88,8 @@ export interface ResourceRequestController {
   /** Reconciles one tenant namespace now (tests call it directly). */
   handle(namespace: string): Promise<void>;
   idle(): Promise<void>;
+  /** Recomputes every offer now: an input the controller does not watch changed (the StorageClasses). */
+  requeueAll(): void;
 }
 
 type Labelled = KubeObject;
@@ -542,6 +544,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
 
   return {
     handle,
+    requeueAll: enqueueAll,
     synced: () => informers.every((i) => i.synced),
     async idle() {
       await queue?.idle();

@@ -72,6 +72,11 @@ export interface ReflectionEngine {
    * such as an IP translation that now answers differently (the memo re-checks such answers).
    */
   requeueAll(): void;
+  /**
+   * Changes the context every call sees (the storage class a provider offers now): every object is
+   * looked at again with it, including those whose answer was settled under the old one.
+   */
+  setContext(context: Partial<ReflectionContext>): void;
   readonly registry: Registry;
   stop(): Promise<void>;
 }
@@ -97,6 +102,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
   const loaded = new Map<string, Loaded>();
   const pairs = new Map<string, NamespacePair>();
   const contexts = new Map<string, ReflectionContext>();
+  let extra = options.context;
   let stopped = false;
 
   registry.callbackGauge({
@@ -124,7 +130,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     let ctx = contexts.get(pair.localNamespace);
     if (!ctx) {
       ctx = {
-        ...options.context,
+        ...extra,
         localClusterId: options.localClusterId,
         remoteClusterId: options.remoteClusterId,
         localNamespace: pair.localNamespace,
@@ -282,6 +288,11 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     synced: () => [...loaded.values()].every((l) => l.reflectors.every((r) => r.synced())),
     requeueAll() {
       for (const l of loaded.values()) for (const r of l.reflectors) r.requeueLocal();
+    },
+    setContext(context) {
+      extra = { ...extra, ...context };
+      contexts.clear();
+      for (const l of loaded.values()) for (const r of l.reflectors) r.requeueLocal({ unsettle: true });
     },
     async stop() {
       stopped = true;

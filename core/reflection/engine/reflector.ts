@@ -60,6 +60,8 @@ export class Reflector {
    */
   private readonly settled = new Map<string, string>();
   private readonly memoable: boolean;
+  /** Bumped when the context changes; part of every settled stamp. */
+  private generation = 0;
   /** Per key, the uid of an object this reflector created and its cache has not shown yet (createByApply). */
   private readonly createdHere = new Map<string, string>();
 
@@ -142,8 +144,15 @@ export class Reflector {
     return undefined;
   }
 
-  /** Queues every local object again, so each one gets the Event of a quarantine that happened meanwhile. */
-  requeueLocal(): void {
+  /**
+   * Queues every local object again, so each one gets the Event of a quarantine that happened
+   * meanwhile; `unsettle` when the context changed, so no answer is taken as still standing.
+   */
+  requeueLocal(o: { unsettle?: boolean } = {}): void {
+    if (o.unsettle) {
+      this.settled.clear();
+      this.generation++; // an answer still in flight was made under the old context: not settled
+    }
     for (const entry of this.pairs.values()) {
       for (const obj of entry.local.list())
         this.queue.add(this.namespaced ? `${entry.pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
@@ -188,11 +197,12 @@ export class Reflector {
       this.createdHere.delete(key);
     if (this.memoable) {
       const [source, target] = dir === "forward" ? [local, remote] : [remote, local];
-      const stamp = `${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
+      const gen = this.generation;
+      const stamp = `${gen}|${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
       if (source && this.settled.get(key) === stamp) return this.count("unchanged");
       this.settled.delete(key);
       const after = await this.step(key, dir as "forward" | "backward", source, target, ctx);
-      if (source && after) this.settled.set(key, `${source.metadata.resourceVersion ?? ""}|${after}`);
+      if (source && after) this.settled.set(key, `${gen}|${source.metadata.resourceVersion ?? ""}|${after}`);
       return;
     }
     if (dir === "forward" || dir === "both") await this.step(key, "forward", local, remote, ctx);

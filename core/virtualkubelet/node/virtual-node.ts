@@ -73,6 +73,8 @@ export interface VirtualNode {
   /** Stops and deletes the Node (and with it, through its owner reference, the Lease). */
   remove(): Promise<void>;
   updateResources(resources: NodeResources): Promise<void>;
+  /** New provider labels (the storage an offer names): labels no longer given are removed from the Node. */
+  updateLabels(labels: Record<string, string>): Promise<void>;
   status(): VirtualNodeStatus;
 }
 
@@ -99,6 +101,8 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
   });
 
   let resources: NodeResources = { ...opts.resources };
+  /** Provider labels given before and no longer: removed from the Node at the next sync. */
+  const droppedLabels = new Set<string>();
   let statusDirty = true;
   let lastStatusAt = 0;
   let lastLeaseAt = 0;
@@ -137,12 +141,15 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     const wantLabels = virtualNodeLabels(id);
     const hasTaint = found.spec?.taints?.some((t) => t.key === virtualNode(id).spec!.taints![0]!.key);
     const labelsDrifted = Object.entries(wantLabels).some(([k, v]) => found.metadata.labels?.[k] !== v);
-    if (labelsDrifted || !hasTaint) {
+    const gone = [...droppedLabels].filter((k) => !(k in wantLabels) && found.metadata.labels?.[k] !== undefined);
+    if (labelsDrifted || gone.length || !hasTaint) {
       const taints = hasTaint ? found.spec?.taints : [...(found.spec?.taints ?? []), ...virtualNode(id).spec!.taints!];
-      return local.mergePatch<VirtualNodeObject>(Resources.nodes, id.nodeName, undefined, {
-        metadata: { labels: wantLabels },
+      const patched = await local.mergePatch<VirtualNodeObject>(Resources.nodes, id.nodeName, undefined, {
+        metadata: { labels: { ...wantLabels, ...Object.fromEntries(gone.map((k) => [k, null])) } },
         spec: { taints },
       });
+      droppedLabels.clear();
+      return patched;
     }
     return found;
   }
@@ -300,6 +307,12 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     async updateResources(next) {
       resources = { ...validateVirtualNodeOptions({ ...options, resources: next }).resources };
       statusDirty = true;
+      if (st.running) await sync();
+    },
+    async updateLabels(next) {
+      for (const k of Object.keys(id.remoteClusterLabels)) if (!(k in next)) droppedLabels.add(k);
+      for (const k of Object.keys(next)) droppedLabels.delete(k);
+      id.remoteClusterLabels = { ...next };
       if (st.running) await sync();
     },
     status: () => ({ ...st }),

@@ -4,12 +4,15 @@
 // claims of the class bound elsewhere, are skipped. The local PersistentVolume that binds the
 // claim is the consumer's storage provisioner's (core/storage), pinned to this cluster; the
 // provider's volume never comes back, so the peer identity needs no access to PersistentVolumes.
+// A claim's class is immutable: a copy already in the provider keeps its class when the offered
+// class changes (the context's storageClass then applies to new claims only).
 import { reflector, Input, Result, Target, Value, forwardGuards, annotation, ptr } from "@liqo-bun/plugin-sdk";
 export * from "@liqo-bun/plugin-sdk/exports";
 
-const MANIFEST = `{"abiVersion":1,"name":"storage","version":"2.0.0",
+const MANIFEST = `{"abiVersion":1,"name":"storage","version":"2.1.0",
     "resources":[
-      {"group":"","version":"v1","kind":"PersistentVolumeClaim","direction":"forward","fields":["/spec/storageClassName"]}],
+      {"group":"","version":"v1","kind":"PersistentVolumeClaim","direction":"forward","fields":["/spec/storageClassName"],
+       "targetFields":["/spec/storageClassName"]}],
     "hostFunctions":[]}`;
 
 const SELECTED_NODE = "volume.kubernetes.io/selected-node";
@@ -34,7 +37,8 @@ function remotePvc(input: Input): Result {
     if (node.isString() && input.target == Target.Owned) return Result.delete("the claim is placed on another node");
     return Result.skip("not bound to this virtual node");
   }
-  const sc = input.ctx.storageClass;
+  const kept = input.target == Target.Owned ? input.remote.get("spec").get("storageClassName") : Value.null();
+  const sc = kept.isString() ? kept.str() : input.ctx.storageClass;
   if (sc.length == 0) return Result.fail("the context has no storageClass: the peering has not negotiated one");
   const r = Result.apply().set("/spec/storageClassName", Value.str(sc)).remove("/spec/volumeName");
   for (let i = 0; i < LOCAL_BINDING_ANNOTATIONS.length; i++) r.remove(LOCAL_BINDING_ANNOTATIONS[i]);
