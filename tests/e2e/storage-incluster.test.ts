@@ -13,10 +13,15 @@ import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { storageBytes } from "../../core/storage/forge.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 
 type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
-type Claim = KubeObject & { spec?: { volumeName?: string; storageClassName?: string }; status?: { phase?: string } };
+type Claim = KubeObject & {
+  spec?: { volumeName?: string; storageClassName?: string; resources?: { requests?: { storage?: string } } };
+  status?: { phase?: string; capacity?: { storage?: string } };
+};
+type Volume = KubeObject & { spec?: { capacity?: { storage?: string } } };
 type Event = KubeObject & { type?: string; reason?: string; message?: string };
 
 const NS = "liqo-demo";
@@ -238,6 +243,103 @@ describe("a StatefulSet across the clusters", () => {
   }, 360_000);
 });
 
+describe("expanding a claim of the liqo class", () => {
+  /** The StatefulSet's claim whose data is on rome's node, and the one whose data is in milan. */
+  const where = async () => {
+    const pods = await Promise.all(["db-0", "db-1"].map((n) => q.rome.get<Pod>(Resources.pods, n, NS)));
+    const remote = pods.find((p) => p.spec?.nodeName === "liqo-milan")!.metadata.name!;
+    return { local: remote === "db-0" ? "db-1" : "db-0", remote };
+  };
+  const request = (claim: string, storage: string) =>
+    q.rome.mergePatch(Resources.persistentVolumeClaims, claim, NS, { spec: { resources: { requests: { storage } } } });
+  const is = (q: string | undefined, size: string) => storageBytes(q) === storageBytes(size);
+  /** The claim's status and its virtual PV both at `size`. */
+  const grown = (claim: string, size: string) =>
+    waitFor(
+      `claim ${claim} and its volume at ${size}`,
+      async () => {
+        const c = await q.rome.get<Claim>(Resources.persistentVolumeClaims, claim, NS);
+        const pv = await q.rome.get<Volume>(Resources.persistentVolumes, c.spec!.volumeName!);
+        return is(c.status?.capacity?.storage, size) && is(pv.spec?.capacity?.storage, size) ? c : undefined;
+      },
+      {
+        timeoutMs: 180_000,
+        intervalMs: 1000,
+        describe: async () => (await q.rome.get<Claim>(Resources.persistentVolumeClaims, claim, NS)).status,
+      },
+    );
+
+  test("the class allows expansion", async () => {
+    const sc = await q.rome.get<KubeObject & { allowVolumeExpansion?: boolean }>(storageClasses, "liqo");
+    expect(sc.allowVolumeExpansion).toBe(true);
+  });
+
+  test("on rome's node: the real claim and volume grow, then the virtual PV and the claim's status; the data stays", async () => {
+    const { local } = await where();
+    const data = await readData(local);
+    await request(`data-${local}`, "96Mi");
+    const claim = await grown(`data-${local}`, "96Mi");
+    expect(claim.status?.phase).toBe("Bound");
+    const twin = await q.rome.get<Claim>(Resources.persistentVolumeClaims, claim.metadata.uid!, "liqo-storage");
+    expect(is(twin.spec?.resources?.requests?.storage, "96Mi")).toBe(true);
+    expect(is(twin.status?.capacity?.storage, "96Mi")).toBe(true);
+    expect(await readData(local)).toBe(data);
+  }, 240_000);
+
+  test("in milan: milan's claim grows and its size comes home to the claim and its virtual PV; the data stays", async () => {
+    const { remote } = await where();
+    const data = await readData(remote);
+    await request(`data-${remote}`, "80Mi");
+    const copy = await waitFor(
+      "milan's copy grown",
+      async () => {
+        const c = (await q.milan.list<Claim>(Resources.persistentVolumeClaims)).items.find(
+          (x) => x.metadata.name === `data-${remote}`,
+        );
+        return c && is(c.status?.capacity?.storage, "80Mi") ? c : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 1000 },
+    );
+    expect(is(copy.spec?.resources?.requests?.storage, "80Mi")).toBe(true);
+    expect((await grown(`data-${remote}`, "80Mi")).status?.phase).toBe("Bound");
+    expect(await readData(remote)).toBe(data);
+  }, 240_000);
+
+  test("beyond the free space: the refusal named on the claim, its size, binding and data kept; a smaller request is then met", async () => {
+    const { local } = await where();
+    const data = await readData(local);
+    await request(`data-${local}`, "100Ti");
+    const e = await waitFor(
+      "the refused expansion on the claim",
+      async () =>
+        (await claimEvents(`data-${local}`)).find((x) => x.type === "Warning" && x.message?.includes("100Ti")),
+      { timeoutMs: 180_000, intervalMs: 1000 },
+    );
+    expect(e.reason).toBe("VolumeResizeFailed");
+    expect(e.message).toContain("ask for less");
+    expect(e.message).toContain("lower its request");
+    const claim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, `data-${local}`, NS);
+    expect(claim.status?.phase).toBe("Bound");
+    expect(is(claim.status?.capacity?.storage, "96Mi")).toBe(true);
+    const pv = await q.rome.get<Volume>(Resources.persistentVolumes, claim.spec!.volumeName!);
+    expect(is(pv.spec?.capacity?.storage, "96Mi")).toBe(true);
+    expect(await readData(local)).toBe(data);
+    // Kubernetes lets a request that could not be met come down again (above the capacity): the
+    // real claim follows it down, and that size is met.
+    await request(`data-${local}`, "100Mi");
+    await grown(`data-${local}`, "100Mi");
+    const twin = await q.rome.get<Claim>(Resources.persistentVolumeClaims, claim.metadata.uid!, "liqo-storage");
+    expect(is(twin.spec?.resources?.requests?.storage, "100Mi")).toBe(true);
+    expect(await readData(local)).toBe(data);
+    // Shrinking below the capacity: refused by Kubernetes' own validation, so liqo never sees it.
+    const shrink = await request(`data-${local}`, "32Mi").catch((e) => e);
+    expect(shrink.status).toBe(422);
+    expect(shrink.message).toContain("status.capacity");
+    const after = await q.rome.get<Claim>(Resources.persistentVolumeClaims, `data-${local}`, NS);
+    expect(is(after.spec?.resources?.requests?.storage, "100Mi")).toBe(true);
+  }, 300_000);
+});
+
 describe("wrong inputs", () => {
   const claimAndPod = async (name: string, storageClassName: string, size: string, where: "local" | "remote") => {
     await q.rome.create(Resources.persistentVolumeClaims, {
@@ -437,6 +539,124 @@ describe("liqoctl move volume", () => {
     expect(await once("reader-rome", check)).toEqual({ node: "rome-node-1", ok: true });
     await q.rome.delete(Resources.persistentVolumeClaims, "moved", NS);
   }, 600_000);
+});
+
+describe("milan changes the class it offers, the peering running", () => {
+  const DEFAULT = "storageclass.kubernetes.io/is-default-class";
+  const makeDefault = (name: string, on: boolean) =>
+    q.milan.mergePatch(storageClasses, name, undefined, { metadata: { annotations: { [DEFAULT]: String(on) } } });
+  /** The classes of rome's offer from milan, as `name` or `name (default)` (the server orders the keys). */
+  const offered = (want: string[]) =>
+    waitFor(
+      `rome's offer from milan: [${want.join(", ")}]`,
+      async () => {
+        const offers = await q.rome.list<
+          KubeObject & { spec: { storageClasses?: { storageClassName: string; default?: boolean }[] } }
+        >(ResourceOfferResource);
+        const got = (offers.items[0]?.spec.storageClasses ?? []).map(
+          (c) => `${c.storageClassName}${c.default ? " (default)" : ""}`,
+        );
+        return JSON.stringify(got) === JSON.stringify(want);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+  const storageLabel = (want: string | undefined) =>
+    waitFor(
+      `liqo-milan's storage label ${want ?? "gone"}`,
+      async () =>
+        (await q.rome.get(Resources.nodes, "liqo-milan")).metadata.labels?.["storage.liqo.io/available"] === want,
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+  const copyIn = (name: string) =>
+    q.milan.list<Claim>(Resources.persistentVolumeClaims).then((l) => l.items.find((c) => c.metadata.name === name));
+
+  test("a new default class in milan: offered, and new claims get it; claims already there keep theirs", async () => {
+    // A class of the same provisioner that does not allow expansion, made milan's default.
+    await q.milan.create(storageClasses, {
+      apiVersion: "storage.k8s.io/v1",
+      kind: "StorageClass",
+      metadata: { name: "fixed" },
+      provisioner: "rig.liqo.io/local-path",
+      volumeBindingMode: "WaitForFirstConsumer",
+      reclaimPolicy: "Delete",
+    } as KubeObject);
+    await makeDefault("local-path", false);
+    await makeDefault("fixed", true);
+    await offered(["fixed (default)"]);
+    expect((await q.rome.get(Resources.nodes, "liqo-milan")).metadata.labels?.["storage.liqo.io/available"]).toBe(
+      "true",
+    );
+
+    await q.rome.create(Resources.persistentVolumeClaims, {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: { name: "after-change", namespace: NS },
+      spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "8Mi" } } },
+    } as KubeObject);
+    await q.rome.create(Resources.pods, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "after-change", namespace: NS },
+      spec: {
+        nodeSelector: { "liqo.io/type": "virtual-node" },
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: "c",
+            image: rigImageRefs.hello,
+            imagePullPolicy: "IfNotPresent",
+            command: ["sleep", "100000"],
+            volumeMounts: [{ name: "d", mountPath: "/data" }],
+          },
+        ],
+        volumes: [{ name: "d", persistentVolumeClaim: { claimName: "after-change" } }],
+      },
+    } as KubeObject);
+    const copy = await waitFor(
+      "milan's copy of the new claim bound",
+      async () => {
+        const c = await copyIn("after-change");
+        return c?.status?.phase === "Bound" ? c : undefined;
+      },
+      { timeoutMs: 180_000, intervalMs: 1000 },
+    );
+    expect(copy.spec?.storageClassName).toBe("fixed");
+    const old = (await q.milan.list<Claim>(Resources.persistentVolumeClaims)).items.filter((c) =>
+      c.metadata.name?.startsWith("data-db-"),
+    );
+    expect(old.map((c) => c.spec?.storageClassName)).toEqual(["local-path"]);
+    const failed = (await claimEvents(old[0]!.metadata.name!)).filter((e) => e.reason === "ReflectionFailed");
+    expect(failed).toEqual([]);
+  }, 300_000);
+
+  test("expanding a claim of a class that does not allow it: milan's refusal comes home, the claim keeps its size", async () => {
+    await q.rome.mergePatch(Resources.persistentVolumeClaims, "after-change", NS, {
+      spec: { resources: { requests: { storage: "16Mi" } } },
+    });
+    const e = await waitFor(
+      "milan's refusal on the claim",
+      async () =>
+        (await claimEvents("after-change")).find((x) => x.type === "Warning" && /resize/.test(x.message ?? "")),
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    expect(e.message).toContain("storageclass that provisions the pvc must support resize");
+    const claim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, "after-change", NS);
+    expect(claim.status?.phase).toBe("Bound");
+    expect(storageBytes(claim.status?.capacity?.storage)).toBe(storageBytes("8Mi"));
+    expect(storageBytes((await copyIn("after-change"))?.spec?.resources?.requests?.storage)).toBe(storageBytes("8Mi"));
+    await q.rome.delete(Resources.pods, "after-change", NS, { gracePeriodSeconds: 0 });
+    await q.rome.delete(Resources.persistentVolumeClaims, "after-change", NS);
+  }, 180_000);
+
+  test("no default class left in milan: nothing offered, the storage label goes; a default again: it comes back", async () => {
+    await makeDefault("fixed", false);
+    await offered([]);
+    await storageLabel(undefined);
+    await makeDefault("local-path", true);
+    await offered(["local-path (default)"]);
+    await storageLabel("true");
+    await q.milan.delete(storageClasses, "fixed");
+  }, 240_000);
 });
 
 describe("unoffloading with data in the peer", () => {
