@@ -16,13 +16,24 @@ describe("the request stream", () => {
 
   test("a window's requests, failures and longest outage (first failure to next answer)", () => {
     const s = stream("...xx..xxxx..");
-    expect(summarize(s, 0, 10_000)).toEqual({ requests: 13, failed: 6, longestOutageSeconds: 0.8 });
+    expect(summarize(s, 0, 10_000)).toEqual({
+      requests: 13,
+      failed: 6,
+      longestOutageSeconds: 0.8,
+      longestOutageFrom: 2400,
+    });
     // Only what started inside the window counts.
-    expect(summarize(s, 1600, 2200)).toEqual({ requests: 3, failed: 2, longestOutageSeconds: 0.4 });
+    expect(summarize(s, 1600, 2200)).toEqual({
+      requests: 3,
+      failed: 2,
+      longestOutageSeconds: 0.4,
+      longestOutageFrom: 1600,
+    });
+    expect(summarize(stream("....."), 0, 2000).longestOutageFrom).toBeUndefined();
   });
 
   test("an outage still running at the window's end lasts until that end", () => {
-    expect(summarize(stream("..xxx"), 0, 2000).longestOutageSeconds).toBe(0.6);
+    expect(summarize(stream("..xxx"), 0, 2000)).toMatchObject({ longestOutageSeconds: 0.6, longestOutageFrom: 1400 });
   });
 
   test("recovered: the first of n answers in a row after the given time; never, if it has not", () => {

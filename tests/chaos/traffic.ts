@@ -104,19 +104,26 @@ export function parseStream(text: string): StreamSample[] {
 export function summarize(samples: StreamSample[], from: number, to: number) {
   const window = samples.filter((s) => s.at >= from && s.at < to);
   let longest = 0;
+  let longestFrom: number | undefined;
   let runStart: number | undefined;
+  const close = (end: number) => {
+    if (runStart !== undefined && end - runStart > longest) {
+      longest = end - runStart;
+      longestFrom = runStart;
+    }
+    runStart = undefined;
+  };
   for (const s of window) {
     if (s.code !== "200") runStart ??= s.at;
-    else if (runStart !== undefined) {
-      longest = Math.max(longest, s.at - runStart);
-      runStart = undefined;
-    }
+    else close(s.at);
   }
-  if (runStart !== undefined) longest = Math.max(longest, to - runStart);
+  close(to);
   return {
     requests: window.length,
     failed: window.filter((s) => s.code !== "200").length,
     longestOutageSeconds: longest / 1000,
+    /** When the longest outage began (its first failed request), if there was one. */
+    longestOutageFrom: longestFrom,
   };
 }
 
