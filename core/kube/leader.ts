@@ -33,6 +33,13 @@ export interface LeaderElectorOptions {
   onStartedLeading(): Promise<void> | void;
   /** Called when this replica stops being the holder (renew failed, Lease taken, stop()). */
   onStoppedLeading(): Promise<void> | void;
+  /**
+   * Whether another holder is certainly dead (e.g. its container is no longer running). A standby
+   * asks it only once the holder's renewal is overdue (no change for 1.5 retry periods); true takes
+   * the Lease over at once instead of waiting for it to expire. A SIGKILLed holder cannot release
+   * its Lease, so without it a standby waits for the whole lease duration.
+   */
+  holderGone?(holder: string): Promise<boolean>;
 }
 
 export interface LeaderStatus {
@@ -128,7 +135,19 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
     const expired = holder
       ? Date.now() > observed!.at + (lease.spec?.leaseDurationSeconds ?? 0) * 1000
       : Date.now() - firstSeen! >= 2 * retryPeriodMs;
-    if (holder !== identity && !expired) return false;
+    const overdue = Date.now() - observed!.at > 1.5 * retryPeriodMs;
+    let gone = false;
+    if (holder && holder !== identity && !expired && overdue && options.holderGone) {
+      gone = await options.holderGone(holder).catch((err) => {
+        log.warn("could not tell whether the holder is gone; waiting for its Lease to expire", {
+          holder,
+          err: (err as Error).message,
+        });
+        return false;
+      });
+      if (gone) log.warn("the holder is gone; taking its Lease over before it expires", { holder });
+    }
+    if (holder !== identity && !expired && !gone) return false;
     // The resourceVersion makes this a compare-and-swap: two standbys racing for an expired Lease
     // cannot both win.
     const updated = await client.replace<Lease>(Resources.leases, { ...lease, spec: desired(lease.spec) });
@@ -220,4 +239,23 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
 /** client-go's default identity: the host (the pod name in a pod) and a random suffix, unique per process. */
 export function defaultLeaderIdentity(): string {
   return `${process.env.POD_NAME || hostname()}_${randomUUID()}`;
+}
+
+/** The pod an identity of the form `<pod>-<pid>` (the gateway's, in a pod) names. */
+export function podOfIdentity(identity: string): string | undefined {
+  return /^(.+)-\d+$/.exec(identity)?.[1];
+}
+
+type PodStatusLike = KubeObject & {
+  status?: { containerStatuses?: { state?: { running?: unknown; waiting?: unknown; terminated?: unknown } }[] };
+};
+
+/**
+ * A holder's pod whose every container has stopped (terminated, or waiting to be restarted): its
+ * process is dead, so it holds nothing. A pod without container statuses yet, or that cannot be
+ * read, tells nothing (the Lease is left to expire).
+ */
+export function holderPodDead(pod: PodStatusLike | undefined): boolean {
+  const statuses = pod?.status?.containerStatuses ?? [];
+  return statuses.length > 0 && statuses.every((c) => !c.state?.running);
 }

@@ -72,7 +72,7 @@ export default defineCommand({
       description: "this gateway's underlay address in the cluster, for the VXLAN overlay to the nodes",
     },
     "vtep-device": { type: "string", description: "interface of --vtep-address" },
-    identity: { type: "string", description: "leader election identity (default: hostname-pid)" },
+    identity: { type: "string", description: "leader election identity (default: <pod or host name>-<pid>)" },
     "lease-duration": {
       type: "string",
       default: "15",
@@ -140,7 +140,8 @@ export default defineCommand({
       registry,
       logger: log,
       liqoNamespace: args["liqo-namespace"],
-      identity: args.identity ?? `${hostname()}-${process.pid}`,
+      // <pod>-<pid> in a pod: a standby finds the holder's pod by it (holderGone).
+      identity: args.identity ?? `${process.env.POD_NAME || hostname()}-${process.pid}`,
       netns: args.netns,
       device: args.device,
       listenPort,

@@ -30,7 +30,7 @@ import { defaultGatewayOptions, tunnelMtu } from "./config.ts";
 import { openDevice, teardown, type ActiveDevice, type WireguardMode } from "./device.ts";
 import { exposeGateway, GATEWAY_ROLE_LABEL, GATEWAY_SERVICE_NAME, type Exposure } from "./exposure.ts";
 import { ensureKeys, writeEndpoint } from "./keys.ts";
-import { createLeaderElector } from "./leader.ts";
+import { createLeaderElector, holderPodDead, podOfIdentity } from "./leader.ts";
 import { createLoop } from "./loop.ts";
 import { createGatewayReconciler } from "./reconcile.ts";
 import { ensureDeviceAddress, firstHost, probeLatency } from "./probe.ts";
@@ -266,6 +266,16 @@ export function createGatewayController(o: GatewayControllerOptions) {
     renewDeadlineMs: o.lease?.renewDeadlineMs,
     retryPeriodMs: o.lease?.retryPeriodMs,
     logger: log,
+    // In a pod, a standby asks the holder's pod: a holder whose container died (SIGKILL, OOM, a
+    // crash) is replaced at once, not after the lease duration, which cost ~30 s of traffic when a
+    // gateway crashed twice in a row (docs/reliability.md). Identities are `<pod>-<pid>` there.
+    holderGone: o.podName
+      ? async (holder) => {
+          const pod = podOfIdentity(holder);
+          if (!pod || pod === o.podName) return false;
+          return holderPodDead(await client.find(Resources.pods, pod, o.liqoNamespace));
+        }
+      : undefined,
     async onStartedLeading() {
       active = true;
       loop.kick();

@@ -1,11 +1,13 @@
 // Leader election of `liqo controller-manager` on a real API server: two processes share a Lease,
 // one runs the controllers, the other stands by (and is ready); killing the leader hands the Lease
 // to the standby once the record has not changed for the lease duration; a leader whose Lease is
-// taken steps down and exits; bad flags fail before anything starts.
+// taken steps down and exits; bad flags fail before anything starts. And the elector itself: a
+// standby that can tell the holder's container is dead takes over without waiting for expiry.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { installCrds } from "../../core/apis/index.ts";
+import { createLeaderElector, microTime } from "../../core/kube/leader.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { freePort } from "../rig/ports.ts";
@@ -250,4 +252,77 @@ describe("controller-manager leader election", () => {
       expect(readFileSync(`${log}.err`, "utf8") + readFileSync(log, "utf8")).toMatch(message);
     }
   }, 120_000);
+});
+
+describe("a standby that can tell the holder is gone", () => {
+  // The holder is played by the test: it writes the Lease and renews it, then stops, as a SIGKILLed
+  // process does. The lease duration is 10 minutes, so only holderGone can hand the Lease over
+  // within the tests' deadlines.
+  const lease = "gone-holder";
+  const holder = "gw-a-1";
+  let renewing: ReturnType<typeof setInterval> | undefined;
+  let dead = false;
+  const asked: string[] = [];
+  let b: ReturnType<typeof createLeaderElector> | undefined;
+
+  const renew = async () => {
+    const l = await client.get<KubeObject & { spec: Record<string, unknown> }>(Resources.leases, lease, ns);
+    await client.replace(Resources.leases, { ...l, spec: { ...l.spec, renewTime: microTime(Date.now()) } });
+  };
+
+  beforeAll(async () => {
+    await client.create(Resources.leases, {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: lease, namespace: ns },
+      spec: { holderIdentity: holder, leaseDurationSeconds: 600, renewTime: microTime(Date.now()) },
+    } as KubeObject);
+    renewing = setInterval(() => renew().catch(() => undefined), 500);
+  });
+
+  afterAll(async () => {
+    clearInterval(renewing);
+    await b?.stop();
+  });
+
+  test("while the holder renews, the standby never asks and stays standby; once renewals stop and the holder's pod is dead, it takes over long before the Lease expires", async () => {
+    b = createLeaderElector({
+      client,
+      namespace: ns,
+      name: lease,
+      identity: "gw-b-1",
+      leaseDurationMs: 600_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 1_000,
+      onStartedLeading() {},
+      onStoppedLeading() {},
+      async holderGone(h) {
+        asked.push(h);
+        return dead;
+      },
+    });
+    b.start();
+    // Renewals every 0.5 s are never overdue (1.5 retry periods): holderGone is not even consulted.
+    await Bun.sleep(4_000);
+    expect({ leader: b.isLeader(), asked }).toEqual({ leader: false, asked: [] });
+
+    // The holder stops renewing, but its pod still runs (a holder cut off from the API server).
+    clearInterval(renewing);
+    await waitFor("the standby asking whether the holder is gone", async () => asked.length >= 2, {
+      timeoutMs: 30_000,
+    });
+    expect(asked.every((h) => h === holder)).toBe(true);
+    expect(b.isLeader()).toBe(false);
+
+    // Its container dies: the standby takes over.
+    dead = true;
+    await waitFor("the standby leading", async () => b!.isLeader(), { timeoutMs: 30_000 });
+    const taken = await client.get<KubeObject & { spec: { holderIdentity?: string; leaseTransitions?: number } }>(
+      Resources.leases,
+      lease,
+      ns,
+    );
+    expect(taken.spec.holderIdentity).toBe("gw-b-1");
+    expect(taken.spec.leaseTransitions).toBe(1);
+  }, 90_000);
 });
