@@ -9,7 +9,7 @@ import { apiVersionOf } from "../abi.ts";
 import { loadPlugin, type ReflectorPlugin, type Trust } from "../host.ts";
 import { createEventRecorder } from "./events.ts";
 import { createEngineMetrics } from "./metrics.ts";
-import { Reflector, type NamespacePair } from "./reflector.ts";
+import { Reflector, type LocalLookup, type NamespacePair } from "./reflector.ts";
 
 export interface EngineOptions {
   local: KubeClient;
@@ -25,9 +25,15 @@ export interface EngineOptions {
   workers?: number;
   /**
    * The reflection policy (core/reflection/policy.ts): a local object it does not admit is treated
-   * as absent, so its copy is removed. After the policy changes, call requeueAll.
+   * as absent, so its copy is removed. After the policy changes, call requeueAll. `lookup` reads
+   * the local caches of every reflector (an EndpointSlice's Service).
    */
-  admits?: (kind: string, local: KubeObj) => boolean;
+  admits?: (kind: string, local: KubeObj, lookup: LocalLookup) => boolean;
+  /**
+   * The local objects whose admission follows this one (a Service's EndpointSlices, by label):
+   * they are looked at again whenever it changes.
+   */
+  followers?: (kind: string, local: KubeObj) => { kind: string; labels: Record<string, string> } | undefined;
   fieldManager?: string;
   /** Entries of each plugin's decision memo (host.ts); 0 turns it off. */
   memoEntries?: number;
@@ -152,6 +158,23 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     return null;
   };
 
+  const reflectorsOf = (kind: string) =>
+    [...loaded.values()].flatMap((l) => l.reflectors.filter((r) => r.resource.kind === kind));
+  const lookupLocal: LocalLookup = (kind, namespace, name) => {
+    for (const r of reflectorsOf(kind)) {
+      const found = r.lookupLocal(namespace, name);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  const followers = options.followers;
+  const localChanged =
+    followers &&
+    ((kind: string, obj: KubeObj) => {
+      const f = followers(kind, obj);
+      if (f) for (const r of reflectorsOf(f.kind)) r.requeueLabelled(obj.metadata.namespace ?? "", f.labels);
+    });
+
   function info(l: Loaded): PluginInfo {
     const s = l.plugin.stats();
     return {
@@ -190,6 +213,8 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
       metrics,
       events,
       admits: options.admits,
+      lookupLocal,
+      localChanged,
       onQuarantine: (_r: Reflector, reason: string) => quarantine(l, reason),
     };
     for (const res of l.plugin.manifest.resources) {

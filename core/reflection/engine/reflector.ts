@@ -34,8 +34,15 @@ export interface ReflectorDeps {
   /** Called when the plugin is quarantined while this reflector runs it. */
   onQuarantine(reflector: Reflector, reason: string): void;
   /** The reflection policy: a local object it does not admit counts as absent (its copy goes). */
-  admits?: (kind: string, local: KubeObj) => boolean;
+  admits?: (kind: string, local: KubeObj, lookup: LocalLookup) => boolean;
+  /** Reads the local caches of every reflector, for what admits follows (an EndpointSlice its Service). */
+  lookupLocal: LocalLookup;
+  /** A local object of this reflector's kind was added, changed or deleted. */
+  localChanged?: (kind: string, local: KubeObj) => void;
 }
+
+/** A local object by kind, namespace and name; throws RetryAfterError while its cache is listing. */
+export type LocalLookup = (kind: string, namespace: string, name: string) => KubeObj | undefined;
 
 interface PairInformers {
   pair: NamespacePair;
@@ -116,6 +123,15 @@ export class Reflector {
       this.queue.add(this.namespaced ? `${pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
     for (const inf of [entry.local, entry.remote])
       inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
+    const changed = this.deps.localChanged;
+    if (changed) {
+      const kind = this.resource.kind;
+      entry.local.on({
+        add: (o) => changed(kind, o),
+        update: (_o, n) => changed(kind, n),
+        delete: (o) => changed(kind, o),
+      });
+    }
     this.pairs.set(id, entry);
     if (this.namespaced) this.byRemoteNs.set(pair.remoteNamespace, pair.localNamespace);
     entry.local.start();
@@ -132,6 +148,31 @@ export class Reflector {
     this.settled.clear(); // the pair may come back with another context
     this.createdHere.clear();
     await Promise.all([entry.local.stop(), entry.remote.stop()]);
+  }
+
+  /**
+   * A local object for the policy's look-ups; throws RetryAfterError while that namespace's local
+   * cache is still listing (an object not listed yet must not look absent, or a follower's copy
+   * would be deleted), undefined when this reflector does not run the namespace.
+   */
+  lookupLocal(namespace: string, name: string): KubeObj | undefined {
+    const entry = this.pairs.get(this.namespaced ? namespace : "");
+    if (!entry) return undefined;
+    if (!entry.local.synced)
+      throw new RetryAfterError(100, `the local ${this.resource.kind} cache of ${namespace} is still listing`);
+    return entry.local.get(this.namespaced ? `${namespace}/${name}` : name);
+  }
+
+  /** Queues the local objects of a namespace whose labels include these (a Service's EndpointSlices). */
+  requeueLabelled(localNamespace: string, labels: Record<string, string>): void {
+    const entry = this.pairs.get(this.namespaced ? localNamespace : "");
+    if (!entry) return;
+    const want = Object.entries(labels);
+    for (const obj of entry.local.list()) {
+      const have = obj.metadata.labels ?? {};
+      if (want.every(([k, v]) => have[k] === v))
+        this.queue.add(this.namespaced ? `${localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+    }
   }
 
   /** A read-only view of this reflector's caches, for the plugin host's lookup function. */
@@ -183,7 +224,8 @@ export class Reflector {
       throw new RetryAfterError(100, `caches of namespace ${entry.pair.localNamespace} are still listing`);
     const { pair } = entry;
     const seen = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
-    const local = seen && this.deps.admits && !this.deps.admits(this.resource.kind, seen) ? null : seen;
+    const local =
+      seen && this.deps.admits && !this.deps.admits(this.resource.kind, seen, this.deps.lookupLocal) ? null : seen;
     const remote = entry.remote.get(this.namespaced ? `${pair.remoteNamespace}/${name}` : name) ?? null;
     if (this.plugin.state === "quarantined") {
       // However the plugin got quarantined (this call, another one, the host itself), the user
