@@ -12,9 +12,10 @@ import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { liqoctl } from "../quickstart/install.ts";
-import { ensureImages, extraImageRefs, importImages, rigImageRefs } from "../rig/images.ts";
+import { ensureImages, extraImageRefs, importImages } from "../rig/images.ts";
 import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
+import { claimScriptPod } from "../support/claim-pod.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -230,27 +231,8 @@ describe("liqoctl move volume across a network fabric that is down", () => {
     return { out: out + err, code: await p.exited };
   };
   /** A pod on `node` that runs `script` on the claim and finishes. */
-  const job = (name: string, node: Record<string, string>, script: string): KubeObject =>
-    ({
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: { name, namespace: NS },
-      spec: {
-        restartPolicy: "Never",
-        nodeSelector: node,
-        terminationGracePeriodSeconds: 1,
-        containers: [
-          {
-            name: "c",
-            image: rigImageRefs.hello,
-            imagePullPolicy: "IfNotPresent",
-            command: ["sh", "-c", script],
-            volumeMounts: [{ name: "d", mountPath: "/data" }],
-          },
-        ],
-        volumes: [{ name: "d", persistentVolumeClaim: { claimName: "scratch" } }],
-      },
-    }) as KubeObject;
+  const job = (name: string, node: Record<string, string>, script: string) =>
+    claimScriptPod({ name, namespace: NS, claim: "scratch", script, placement: { nodeSelector: node } });
   const finished = (name: string) =>
     waitFor(
       `pod ${name} Succeeded`,

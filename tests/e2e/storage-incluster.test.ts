@@ -14,6 +14,7 @@ import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { storageBytes } from "../../core/storage/forge.ts";
+import { claimScriptPod } from "../support/claim-pod.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 
 type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
@@ -455,26 +456,7 @@ describe("liqoctl move volume", () => {
   };
   /** A pod that runs once on the claim, placed by the scheduler (by the volume's affinity, unless told). */
   const once = async (name: string, script: string, placement: Record<string, unknown> = {}) => {
-    await q.rome.create(Resources.pods, {
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: { name, namespace: NS },
-      spec: {
-        ...placement,
-        restartPolicy: "Never",
-        terminationGracePeriodSeconds: 0,
-        containers: [
-          {
-            name: "c",
-            image: rigImageRefs.hello,
-            imagePullPolicy: "IfNotPresent",
-            command: ["sh", "-c", script],
-            volumeMounts: [{ name: "d", mountPath: "/data" }],
-          },
-        ],
-        volumes: [{ name: "d", persistentVolumeClaim: { claimName: "moved" } }],
-      },
-    } as KubeObject);
+    await q.rome.create(Resources.pods, claimScriptPod({ name, namespace: NS, claim: "moved", script, placement }));
     const pod = await waitFor(
       `pod ${name} done`,
       async () => {
