@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { discoveryReport, policyReport } from "./status.ts";
+import type { KubeObject } from "../../core/kube/resources.ts";
+import { discoveryReport, namespacePolicyReport, policyReport } from "./status.ts";
 
 describe("liqoctl status: the reflection policy", () => {
   test("the ConfigMap's policy, every kind on its own line", () => {
@@ -24,6 +25,32 @@ describe("liqoctl status: the reflection policy", () => {
   test("a ConfigMap the controller manager refuses: why", () =>
     expect(policyReport({ metadata: { name: "liqo-reflection-policy" }, data: { deployments: "none" } }, "liqo")).toBe(
       'Reflection policy: refused, the controller manager keeps the previous one: ConfigMap liqo/liqo-reflection-policy: unknown kind "deployments"; reflection policies exist for configmaps, secrets, services, endpointslices, ingresses, events',
+    ));
+});
+
+describe("liqoctl status: namespace overrides", () => {
+  const ns = (name: string, policy?: string): KubeObject => ({
+    metadata: { name, annotations: policy === undefined ? {} : { "liqo.io/reflection-policy": policy } },
+  });
+  test("each annotated namespace with its override; others are not listed", () =>
+    expect(
+      namespacePolicyReport([
+        ns("default"),
+        ns("team-a", "secrets=none"),
+        ns("team-b", "configmaps=selector(app=web)"),
+      ]).split("\n"),
+    ).toEqual([
+      "Namespace overrides (annotation liqo.io/reflection-policy, over the policy above for the kinds named):",
+      "  team-a          secrets=none",
+      "  team-b          configmaps=selector(app=web)",
+    ]));
+  test("a refused annotation: why", () =>
+    expect(namespacePolicyReport([ns("team-c", "widgets=none")])).toContain(
+      'team-c          refused, the controller manager keeps its previous override or the cluster\'s policy: namespace team-c: annotation liqo.io/reflection-policy=widgets=none: unknown kind "widgets"',
+    ));
+  test("none: how to add one", () =>
+    expect(namespacePolicyReport([ns("default")])).toBe(
+      "Namespace overrides: none (annotate a namespace liqo.io/reflection-policy=kind=mode,...)",
     ));
 });
 

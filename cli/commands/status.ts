@@ -19,8 +19,14 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
-import { POLICY_KINDS, ReflectionPolicyError, type PolicyKind } from "../../core/reflection/policy.ts";
-import { POLICY_CONFIGMAP, policyFromConfigMap } from "../../core/reflection/policy-watch.ts";
+import {
+  formatReflectionPolicy,
+  NAMESPACE_POLICY_ANNOTATION,
+  POLICY_KINDS,
+  ReflectionPolicyError,
+  type PolicyKind,
+} from "../../core/reflection/policy.ts";
+import { overrideOfNamespace, POLICY_CONFIGMAP, policyFromConfigMap } from "../../core/reflection/policy-watch.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
 
@@ -152,6 +158,24 @@ export function policyReport(
   }
 }
 
+/** Namespaces whose annotation overrides the cluster's policy for their objects; a refused one says why. */
+export function namespacePolicyReport(namespaces: KubeObject[]): string {
+  const rows = namespaces
+    .filter((ns) => ns.metadata.annotations?.[NAMESPACE_POLICY_ANNOTATION]?.trim())
+    .map((ns) => {
+      const name = ns.metadata.name!;
+      try {
+        return `  ${name.padEnd(16)}${formatReflectionPolicy(overrideOfNamespace(ns)!)}`;
+      } catch (err) {
+        if (!(err instanceof ReflectionPolicyError)) throw err;
+        return `  ${name.padEnd(16)}refused, the controller manager keeps its previous override or the cluster's policy: ${err.message}`;
+      }
+    });
+  if (!rows.length)
+    return `Namespace overrides: none (annotate a namespace ${NAMESPACE_POLICY_ANNOTATION}=kind=mode,...)`;
+  return `Namespace overrides (annotation ${NAMESPACE_POLICY_ANNOTATION}, over the policy above for the kinds named):\n${rows.join("\n")}`;
+}
+
 export default defineCommand({
   meta: { name: "status", description: "Show this cluster's liqo identity and its peerings" },
   args: { ...kubeFlags },
@@ -212,6 +236,7 @@ export default defineCommand({
         ),
         "",
         policyReport(await client.find(Resources.configMaps, POLICY_CONFIGMAP, ns), ns),
+        namespacePolicyReport((await client.list<KubeObject>(Resources.namespaces)).items),
       ].join("\n"),
     );
   },

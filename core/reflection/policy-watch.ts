@@ -1,20 +1,28 @@
 // The reflection policy in force, from the ConfigMap liqo-reflection-policy of the liqo namespace
 // (the chart writes it from `reflection.policy`, `liqoctl install --reflection-policy` sets those
-// values, `liqoctl status` shows it). One key per kind, the mode as its value. A change applies at
-// once to every virtual kubelet, also to what is already reflected. A ConfigMap that names an
-// unknown kind or mode is refused: the last good policy stays, and the ConfigMap gets a Warning
-// Event saying what to fix.
+// values, `liqoctl status` shows it). One key per kind, the mode as its value. Namespaces override
+// it for their objects with the annotation liqo.io/reflection-policy (`kind=mode,...`). A change
+// of either applies at once to every virtual kubelet, also to what is already reflected. Input
+// that names an unknown kind or mode, or a malformed selector, is refused: the last good policy
+// (for a namespace: its last good override, else the cluster's) stays, and the ConfigMap or the
+// namespace gets a Warning Event saying what to fix.
 import type { KubeClient } from "../kube/client.ts";
 import { createInformer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
+import type { EngineOptions } from "./engine/engine.ts";
 import { createEventRecorder } from "./engine/events.ts";
 import {
-  admits,
+  createPolicyJudge,
   DEFAULT_POLICY,
+  followersOf,
   formatReflectionPolicy,
+  NAMESPACE_POLICY_ANNOTATION,
+  parsePolicyEntries,
   parseReflectionPolicy,
   ReflectionPolicyError,
+  type LocalLookup,
+  type PolicyOverride,
   type ReflectionPolicy,
 } from "./policy.ts";
 
@@ -22,7 +30,10 @@ export const POLICY_CONFIGMAP = "liqo-reflection-policy";
 
 export interface ReflectionPolicySource {
   current(): ReflectionPolicy;
-  admits(kind: string, obj: KubeObject): boolean;
+  /** Namespaces overriding the cluster's policy, with the override in force (their last good one). */
+  overrides(): ReadonlyMap<string, PolicyOverride>;
+  /** `lookup` reads the local caches, for what an object follows (an EndpointSlice its Service). */
+  admits(kind: string, obj: KubeObject, lookup?: LocalLookup): boolean;
   /** Called after the policy changed; returns the unsubscribe function. */
   onChange(listener: () => void): () => void;
   /** Why the ConfigMap's content is not in force, if it is not. */
@@ -31,11 +42,22 @@ export interface ReflectionPolicySource {
   stop(): Promise<void>;
 }
 
+/**
+ * What a reflection engine needs from a policy (EngineOptions): admits, with the engine's local
+ * caches for what an object follows, and the followers to look at again when an object changes.
+ * After the policy changes, the engine's requeueAll applies it to what is already reflected.
+ */
+export function policyEngineHooks(source: ReflectionPolicySource): Pick<EngineOptions, "admits" | "followers"> {
+  return { admits: (kind, obj, lookup) => source.admits(kind, obj, lookup), followers: followersOf };
+}
+
 /** A fixed policy (the `liqo virtual-kubelet` role, tests). */
 export function fixedReflectionPolicy(policy: ReflectionPolicy = DEFAULT_POLICY): ReflectionPolicySource {
+  const judge = createPolicyJudge(policy);
   return {
     current: () => policy,
-    admits: (k, o) => admits(policy, k, o),
+    overrides: () => new Map(),
+    admits: (k, o, l) => judge.admits(k, o, l),
     onChange: () => () => {},
     problem: () => undefined,
     start: async () => {},
@@ -51,6 +73,13 @@ export function policyFromConfigMap(
   return cm ? parseReflectionPolicy(cm.data ?? {}, `ConfigMap ${namespace}/${POLICY_CONFIGMAP}`) : DEFAULT_POLICY;
 }
 
+/** A namespace's override from its annotation (none: undefined), or the error that refuses it. */
+export function overrideOfNamespace(ns: KubeObject): PolicyOverride | undefined {
+  const text = ns.metadata.annotations?.[NAMESPACE_POLICY_ANNOTATION];
+  if (text === undefined || !text.trim()) return undefined;
+  return parsePolicyEntries(text, `namespace ${ns.metadata.name}: annotation ${NAMESPACE_POLICY_ANNOTATION}=${text}`);
+}
+
 export function watchReflectionPolicy(o: {
   client: KubeClient;
   namespace: string;
@@ -61,6 +90,12 @@ export function watchReflectionPolicy(o: {
   const listeners = new Set<() => void>();
   let policy = DEFAULT_POLICY;
   let problem: string | undefined;
+  const overrides = new Map<string, PolicyOverride>();
+  let judge = createPolicyJudge(policy, overrides);
+  const changed = () => {
+    judge = createPolicyJudge(policy, overrides);
+    for (const l of listeners) l();
+  };
   const informer = createInformer<KubeObject & { data?: Record<string, string> }>({
     client: o.client,
     resource: Resources.configMaps,
@@ -68,6 +103,7 @@ export function watchReflectionPolicy(o: {
     fieldSelector: `metadata.name=${POLICY_CONFIGMAP}`,
     logger: log,
   });
+  const namespaces = createInformer<KubeObject>({ client: o.client, resource: Resources.namespaces, logger: log });
   const update = (cm: (KubeObject & { data?: Record<string, string> }) | undefined) => {
     let next: ReflectionPolicy;
     try {
@@ -83,12 +119,42 @@ export function watchReflectionPolicy(o: {
     if (formatReflectionPolicy(next) === formatReflectionPolicy(policy)) return;
     log.info("reflection policy changed", { from: formatReflectionPolicy(policy), to: formatReflectionPolicy(next) });
     policy = next;
-    for (const l of listeners) l();
+    changed();
+  };
+  const updateNamespace = (ns: KubeObject, deleted = false) => {
+    const name = ns.metadata.name!;
+    let next: PolicyOverride | undefined;
+    try {
+      next = deleted ? undefined : overrideOfNamespace(ns);
+    } catch (err) {
+      if (!(err instanceof ReflectionPolicyError)) throw err;
+      const kept = overrides.get(name);
+      const reason = `${err.message}; ${kept ? `this namespace keeps its previous override ${formatReflectionPolicy(kept)}` : "this namespace follows the cluster's policy"} until the annotation is fixed (kind=mode,..., kinds ${Object.keys(DEFAULT_POLICY).join(", ")}; modes all, opt-in, none, selector(<labels>))`;
+      log.error("namespace reflection policy refused", { namespace: name, reason });
+      events.warning(ns, "InvalidReflectionPolicy", reason);
+      return;
+    }
+    const before = overrides.get(name);
+    if (formatReflectionPolicy(next ?? {}) === formatReflectionPolicy(before ?? {}) && !!next === !!before) return;
+    if (next) overrides.set(name, next);
+    else overrides.delete(name);
+    log.info("namespace reflection policy changed", {
+      namespace: name,
+      from: before && formatReflectionPolicy(before),
+      to: next && formatReflectionPolicy(next),
+    });
+    changed();
   };
   informer.on({ add: update, update: (_a, b) => update(b), delete: () => update(undefined) });
+  namespaces.on({
+    add: (ns) => updateNamespace(ns),
+    update: (_a, b) => updateNamespace(b),
+    delete: (ns) => updateNamespace(ns, true),
+  });
   return {
     current: () => policy,
-    admits: (kind, obj) => admits(policy, kind, obj),
+    overrides: () => overrides,
+    admits: (kind, obj, lookup) => judge.admits(kind, obj, lookup),
     onChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -96,8 +162,11 @@ export function watchReflectionPolicy(o: {
     problem: () => problem,
     async start() {
       informer.start();
-      await informer.waitForSync(60_000);
+      namespaces.start();
+      await Promise.all([informer.waitForSync(60_000), namespaces.waitForSync(60_000)]);
     },
-    stop: () => informer.stop(),
+    stop: async () => {
+      await Promise.all([informer.stop(), namespaces.stop()]);
+    },
   };
 }

@@ -8,7 +8,7 @@ import { silentLogger, type Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { createNamespaceMapController } from "../offloading/index.ts";
 import type { IpTranslator } from "../reflection/abi.ts";
-import type { ReflectionPolicySource } from "../reflection/policy-watch.ts";
+import { policyEngineHooks, type ReflectionPolicySource } from "../reflection/policy-watch.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../reflection/engine/engine.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { createCapacityFollower, type CapacityFollower } from "../storage/capacity.ts";
@@ -102,7 +102,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     logger: log,
     translateIp,
     context: { virtualNodeName: nodeName, virtualKubeletIp: o.kubeletHost, ...o.storage },
-    admits: o.reflectionPolicy && ((kind, obj) => o.reflectionPolicy!.admits(kind, obj)),
+    ...(o.reflectionPolicy && policyEngineHooks(o.reflectionPolicy)),
   });
   const stops: (() => Promise<void>)[] = [() => engine.stop()];
   const stopAll = async () => {
