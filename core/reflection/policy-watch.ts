@@ -18,6 +18,7 @@ import {
   followersOf,
   formatReflectionPolicy,
   NAMESPACE_POLICY_ANNOTATION,
+  NAMESPACE_POLICY_IN_FORCE_ANNOTATION,
   parsePolicyEntries,
   parseReflectionPolicy,
   ReflectionPolicyError,
@@ -121,6 +122,34 @@ export function watchReflectionPolicy(o: {
     policy = next;
     changed();
   };
+  /** The override liqo recorded on the namespace as in force, if it still parses. */
+  const inForce = (ns: KubeObject): PolicyOverride | undefined => {
+    const text = ns.metadata.annotations?.[NAMESPACE_POLICY_IN_FORCE_ANNOTATION];
+    if (!text) return undefined;
+    try {
+      return parsePolicyEntries(
+        text,
+        `namespace ${ns.metadata.name}: annotation ${NAMESPACE_POLICY_IN_FORCE_ANNOTATION}`,
+      );
+    } catch {
+      return undefined;
+    }
+  };
+  /** Keeps the namespace's in-force annotation equal to the accepted override (none: removed). */
+  const record = (ns: KubeObject, next: PolicyOverride | undefined) => {
+    const want = next ? formatReflectionPolicy(next) : undefined;
+    if ((ns.metadata.annotations?.[NAMESPACE_POLICY_IN_FORCE_ANNOTATION] ?? undefined) === want) return;
+    o.client
+      .mergePatch(Resources.namespaces, ns.metadata.name!, undefined, {
+        metadata: { annotations: { [NAMESPACE_POLICY_IN_FORCE_ANNOTATION]: want ?? null } },
+      })
+      .catch((err) =>
+        log.warn("could not record the namespace's reflection policy in force", {
+          namespace: ns.metadata.name,
+          err: (err as Error).message,
+        }),
+      );
+  };
   const updateNamespace = (ns: KubeObject, deleted = false) => {
     const name = ns.metadata.name!;
     let next: PolicyOverride | undefined;
@@ -128,12 +157,19 @@ export function watchReflectionPolicy(o: {
       next = deleted ? undefined : overrideOfNamespace(ns);
     } catch (err) {
       if (!(err instanceof ReflectionPolicyError)) throw err;
+      // Not seen since this process started (a restart): the override in force that liqo recorded.
+      const recorded = overrides.has(name) ? undefined : inForce(ns);
+      if (recorded) {
+        overrides.set(name, recorded);
+        changed();
+      }
       const kept = overrides.get(name);
       const reason = `${err.message}; ${kept ? `this namespace keeps its previous override ${formatReflectionPolicy(kept)}` : "this namespace follows the cluster's policy"} until the annotation is fixed (kind=mode,..., kinds ${Object.keys(DEFAULT_POLICY).join(", ")}; modes all, opt-in, none, selector(<labels>))`;
       log.error("namespace reflection policy refused", { namespace: name, reason });
       events.warning(ns, "InvalidReflectionPolicy", reason);
       return;
     }
+    if (!deleted) record(ns, next);
     const before = overrides.get(name);
     if (formatReflectionPolicy(next ?? {}) === formatReflectionPolicy(before ?? {}) && !!next === !!before) return;
     if (next) overrides.set(name, next);

@@ -21,6 +21,12 @@ export const ALLOW_REFLECTION_ANNOTATION = "liqo.io/allow-reflection";
 export const SKIP_REFLECTION_ANNOTATION = "liqo.io/skip-reflection";
 /** On a local namespace: `kind=mode,...` over the cluster's policy for the objects in it. */
 export const NAMESPACE_POLICY_ANNOTATION = "liqo.io/reflection-policy";
+/**
+ * Written by liqo on the namespace: the override in force, so a controller manager that restarts
+ * while the user's annotation is refused keeps it (rather than falling back to the cluster's
+ * policy and removing copies the override kept).
+ */
+export const NAMESPACE_POLICY_IN_FORCE_ANNOTATION = "liqo.io/reflection-policy-in-force";
 /** The label naming an EndpointSlice's Service. */
 export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 

@@ -234,6 +234,15 @@ describe("bad input in the annotation: a Warning Event on the namespace, nothing
     expect(await remoteOf(Resources.secrets, "pol-b", "token")).toBeUndefined();
     await annotateNamespace("pol-b", null);
     await reflected(Resources.secrets, "pol-b", "token");
+    // The override gone, liqo's record of it goes too.
+    await waitFor(
+      "pol-b without liqo's in-force annotation",
+      async () =>
+        (await local.get(Resources.namespaces, "pol-b")).metadata.annotations?.[
+          "liqo.io/reflection-policy-in-force"
+        ] === undefined,
+      WAIT,
+    );
   });
 
   test("a malformed selector: the namespace keeps its override, its copies stay", async () => {
@@ -252,5 +261,23 @@ describe("bad input in the annotation: a Warning Event on the namespace, nothing
     await secret("pol-c", "after-typo", { app: "web" });
     await reflected(Resources.secrets, "pol-c", "after-typo");
     expect(await remoteOf(Resources.secrets, "pol-c", "db-creds")).toBeDefined();
+  });
+
+  test("a restart while the annotation is refused: the override in force, recorded on the namespace, is kept rather than the cluster's policy", async () => {
+    const ns = await local.get(Resources.namespaces, "pol-c");
+    expect(ns.metadata.annotations?.["liqo.io/reflection-policy-in-force"]).toBe("secrets=selector(app in (web,api))");
+    // A controller manager starting now has never seen pol-c's good annotation.
+    const fresh = watchReflectionPolicy({ client: local, namespace: "liqo" });
+    await fresh.start();
+    try {
+      expect(fresh.overrides().get("pol-c")).toEqual({ secrets: "selector(app in (web,api))" });
+      const labelled = (app: string) => ({ metadata: { name: `s-${app}`, namespace: "pol-c", labels: { app } } });
+      expect([fresh.admits("Secret", labelled("api")), fresh.admits("Secret", labelled("other"))]).toEqual([
+        true,
+        false,
+      ]);
+    } finally {
+      await fresh.stop();
+    }
   });
 });
