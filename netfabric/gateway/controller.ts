@@ -247,14 +247,17 @@ export function createGatewayController(o: GatewayControllerOptions) {
   });
 
   /** The gateway Service selects the pod labelled active; best effort, retried by the next leadership change. */
-  function labelPod(role: "active" | "standby") {
-    if (!o.podName) return;
-    client
+  function labelPod(role: "active" | "standby"): Promise<void> {
+    if (!o.podName) return Promise.resolve();
+    return client
       .mergePatch(Resources.pods, o.podName, o.liqoNamespace, { metadata: { labels: { [GATEWAY_ROLE_LABEL]: role } } })
-      .catch((err) => {
-        lastError = `labelling pod ${o.podName} ${role}: ${(err as Error).message}`;
-        log.error("labelling the gateway pod failed", { err, role });
-      });
+      .then(
+        () => undefined,
+        (err) => {
+          lastError = `labelling pod ${o.podName} ${role}: ${(err as Error).message}`;
+          log.error("labelling the gateway pod failed", { err, role });
+        },
+      );
   }
 
   const elector = createLeaderElector({
@@ -341,6 +344,11 @@ export function createGatewayController(o: GatewayControllerOptions) {
       for (const i of [teps, natMappings, nodes]) i.start();
       await Promise.all([teps, natMappings, nodes].map((i) => i.waitForSync(120_000)));
       loop.start();
+      // A container restarted in a pod its previous process labelled active (killed before it could
+      // step down) is a standby until it leads again: otherwise, once a standby has taken the Lease
+      // over, the Service and the route agents would find two active pods. Done before the election
+      // starts, so it cannot land after the label of a leadership won at once.
+      await labelPod("standby");
       elector.start();
       log.info("gateway started", { publicKey: keys.publicKey, device: o.device, netns: o.netns });
     },

@@ -458,6 +458,21 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
           });
         }
         const killTruth = await truth.stop();
+        // One active gateway per cluster: a killed holder's restarted container must not keep its
+        // old "active" label once a standby has taken over (the Service would pick both).
+        for (const cluster of ["rome", "milan"] as const) {
+          const labelled = async () =>
+            (
+              await q[cluster].list<PodObject>(Resources.pods, {
+                namespace: "liqo",
+                labelSelector: "app.kubernetes.io/name=liqo-gateway,net.liqo.io/gateway-role=active",
+              })
+            ).items.map((p) => p.metadata.name);
+          await waitFor(`one gateway pod labelled active in ${cluster}`, async () => (await labelled()).length === 1, {
+            timeoutMs: 60_000,
+            describe: labelled,
+          });
+        }
 
         // The link between the clusters dark for 60 s.
         const darkFrom = Date.now();
