@@ -3,7 +3,16 @@
 // image's programs: the workload's tools and its page, the pause binary's signals and reaping,
 // CoreDNS answering a query, the liqo image's gateway tools.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./ports.ts";
@@ -141,6 +150,8 @@ describe("the archives", () => {
     const again = await ensureImages(["pause", "hello", "coredns"], () => {});
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(again).toEqual(images.filter((i) => i.ref !== rigImageRefs.liqo));
+    // Each archive handed out is marked used, so another checkout's prune spares it until imported.
+    for (const i of again) expect(statSync(i.archive).mtimeMs).toBeGreaterThan(Date.now() - 60_000);
     // Not compared with beforeAll's: other people may edit the checkout while this runs.
     const key = await checkoutKey();
     const [liqo] = await ensureImages(["liqo"], () => {});

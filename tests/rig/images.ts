@@ -18,6 +18,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { homedir } from "node:os";
@@ -316,7 +317,7 @@ async function withLock<T>(cache: string, say: (m: string) => void, body: () => 
 }
 
 /**
- * Keeps the newest few archives of an image, and any from the last 20 minutes: a rig starting in
+ * Keeps the newest few archives of an image, and any built or used in the last 20 minutes: a rig starting in
  * another process (another checkout, or this one before an edit) may not have imported its yet.
  * Older ones go: every edit of the checkout makes a new liqo archive of ~120 MB.
  */
@@ -374,6 +375,11 @@ export async function ensureImages(
       }
     });
   }
+  // Marked as used now: prune spares archives used in the last 20 minutes, so another checkout
+  // building its own liqo image cannot delete this one between here and its import (a full run
+  // lost offloaded-api-access's archive that way while another checkout's tests ran).
+  const now = new Date();
+  for (const w of wanted) utimesSync(w.archive, now, now);
   return wanted.map((w) => ({ ref: imageRefs[w.r.name], archive: w.archive }));
 }
 
