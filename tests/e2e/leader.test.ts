@@ -261,6 +261,7 @@ describe("a standby that can tell the holder is gone", () => {
   const lease = "gone-holder";
   const holder = "gw-a-1";
   let renewing: ReturnType<typeof setInterval> | undefined;
+  let renewals = 0;
   let dead = false;
   const asked: string[] = [];
   let b: ReturnType<typeof createLeaderElector> | undefined;
@@ -268,6 +269,7 @@ describe("a standby that can tell the holder is gone", () => {
   const renew = async () => {
     const l = await client.get<KubeObject & { spec: Record<string, unknown> }>(Resources.leases, lease, ns);
     await client.replace(Resources.leases, { ...l, spec: { ...l.spec, renewTime: microTime(Date.now()) } });
+    renewals++;
   };
 
   beforeAll(async () => {
@@ -302,8 +304,10 @@ describe("a standby that can tell the holder is gone", () => {
       },
     });
     b.start();
-    // Renewals every 0.5 s are never overdue (1.5 retry periods): holderGone is not even consulted.
-    await Bun.sleep(4_000);
+    // Renewals every 0.5 s are never overdue (1.5 retry periods): holderGone is not even consulted,
+    // through 8 renewals (4 of the standby's 1 s retry periods).
+    const from = renewals;
+    await waitFor("8 renewals while the standby watches", async () => renewals - from >= 8, { timeoutMs: 30_000 });
     expect({ leader: b.isLeader(), asked }).toEqual({ leader: false, asked: [] });
 
     // The holder stops renewing, but its pod still runs (a holder cut off from the API server).
