@@ -22,7 +22,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { buildImage, dockerfileRuntime } from "../../scripts/build-image.ts";
 import { DEBIAN_SUITE, debianRootfs, debianRootfsKey, RUNTIME_PATHS } from "../../scripts/debian-rootfs.ts";
 import { makeLayer, writeOciArchive, type ImageConfig, type Layer } from "../../scripts/oci-archive.ts";
@@ -179,67 +179,59 @@ function corednsRecipe(): Recipe {
   };
 }
 
-function helloRecipe(cache: string): Recipe {
-  const conf = join(sources, "hello-nginx.conf");
+/** A Debian root file system with some packages (layer 1) and one file of images/ (layer 2). */
+function debianImageRecipe(o: {
+  name: ImageName;
+  ref: string;
+  cache: string;
+  packages: string[];
+  file: { source: string; dest: string; mode?: number };
+  config: ImageConfig;
+}): Recipe {
+  const source = join(sources, o.file.source);
   return {
-    name: "hello",
-    key: async () => hash(debianRootfsKey(helloPackages), readFileSync(conf), rigImageRefs.hello),
+    name: o.name,
+    key: async () => hash(debianRootfsKey(o.packages), readFileSync(source), o.ref),
     async build({ out, work, say }) {
-      const base = await debianRootfs({ cache, packages: helloPackages, say });
-      say("hello image: layer 1/2, the Debian root file system");
-      const rootfs = await makeLayer(base.dir, join(cache, "layers", `rootfs-${base.key}.tar.gz`), {
-        comment: `debootstrap --variant=minbase ${DEBIAN_SUITE} + apt-get install ${helloPackages.join(" ")}`,
+      const base = await debianRootfs({ cache: o.cache, packages: o.packages, say });
+      say(`${o.name} image: layer 1/2, the Debian root file system`);
+      const rootfs = await makeLayer(base.dir, join(o.cache, "layers", `rootfs-${base.key}.tar.gz`), {
+        comment: `debootstrap --variant=minbase ${DEBIAN_SUITE} + apt-get install ${o.packages.join(" ")}`,
         exclude: RUNTIME_PATHS,
       });
-      say("hello image: layer 2/2, nginx.conf");
-      const stage = join(work, "stage");
-      mkdirSync(join(stage, "etc/nginx"), { recursive: true });
-      copyFileSync(conf, join(stage, "etc/nginx/nginx.conf"));
-      const site = await makeLayer(stage, join(work, "conf.tar.gz"), {
-        comment: "COPY images/hello-nginx.conf /etc/nginx/nginx.conf",
+      say(`${o.name} image: layer 2/2, ${o.file.dest}`);
+      const staged = join(work, "stage", o.file.dest);
+      mkdirSync(dirname(staged), { recursive: true });
+      copyFileSync(source, staged);
+      if (o.file.mode !== undefined) chmodSync(staged, o.file.mode);
+      const file = await makeLayer(join(work, "stage"), join(work, "file.tar.gz"), {
+        comment: `COPY images/${o.file.source} ${o.file.dest}`,
       });
-      // Cmd rather than Entrypoint: a pod's `args` (or `kubectl run ... -- curl ...`) replaces it.
-      await writeOciArchive({
-        out,
-        work,
-        ref: rigImageRefs.hello,
-        layers: [rootfs, site],
-        config: config({ title: "hello", entrypoint: [], cmd: ["nginx", "-g", "daemon off;"] }),
-      });
+      await writeOciArchive({ out, work, ref: o.ref, layers: [rootfs, file], config: o.config });
     },
   };
 }
 
-function postgresRecipe(cache: string): Recipe {
-  const entrypoint = join(sources, "postgres-entrypoint.sh");
-  return {
+const helloRecipe = (cache: string) =>
+  debianImageRecipe({
+    name: "hello",
+    ref: rigImageRefs.hello,
+    cache,
+    packages: helloPackages,
+    file: { source: "hello-nginx.conf", dest: "/etc/nginx/nginx.conf" },
+    // Cmd rather than Entrypoint: a pod's `args` (or `kubectl run ... -- curl ...`) replaces it.
+    config: config({ title: "hello", entrypoint: [], cmd: ["nginx", "-g", "daemon off;"] }),
+  });
+
+const postgresRecipe = (cache: string) =>
+  debianImageRecipe({
     name: "postgres",
-    key: async () => hash(debianRootfsKey(postgresPackages), readFileSync(entrypoint), extraImageRefs.postgres),
-    async build({ out, work, say }) {
-      const base = await debianRootfs({ cache, packages: postgresPackages, say });
-      say("postgres image: layer 1/2, the Debian root file system");
-      const rootfs = await makeLayer(base.dir, join(cache, "layers", `rootfs-${base.key}.tar.gz`), {
-        comment: `debootstrap --variant=minbase ${DEBIAN_SUITE} + apt-get install ${postgresPackages.join(" ")}`,
-        exclude: RUNTIME_PATHS,
-      });
-      say("postgres image: layer 2/2, the entrypoint");
-      const stage = join(work, "stage");
-      mkdirSync(join(stage, "usr/local/bin"), { recursive: true });
-      copyFileSync(entrypoint, join(stage, "usr/local/bin/postgres-entrypoint"));
-      chmodSync(join(stage, "usr/local/bin/postgres-entrypoint"), 0o755);
-      const script = await makeLayer(stage, join(work, "entrypoint.tar.gz"), {
-        comment: "COPY images/postgres-entrypoint.sh /usr/local/bin/postgres-entrypoint",
-      });
-      await writeOciArchive({
-        out,
-        work,
-        ref: extraImageRefs.postgres,
-        layers: [rootfs, script],
-        config: config({ title: "postgres", entrypoint: ["/usr/local/bin/postgres-entrypoint"] }),
-      });
-    },
-  };
-}
+    ref: extraImageRefs.postgres,
+    cache,
+    packages: postgresPackages,
+    file: { source: "postgres-entrypoint.sh", dest: "/usr/local/bin/postgres-entrypoint", mode: 0o755 },
+    config: config({ title: "postgres", entrypoint: ["/usr/local/bin/postgres-entrypoint"] }),
+  });
 
 /**
  * What the liqo image is built from, cheaply: the index (every tracked file's blob hash), the
