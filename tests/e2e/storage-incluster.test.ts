@@ -575,25 +575,16 @@ describe("milan changes the class it offers, the peering running", () => {
       metadata: { name: "after-change", namespace: NS },
       spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "8Mi" } } },
     } as KubeObject);
-    await q.rome.create(Resources.pods, {
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: { name: "after-change", namespace: NS },
-      spec: {
-        nodeSelector: { "liqo.io/type": "virtual-node" },
-        terminationGracePeriodSeconds: 1,
-        containers: [
-          {
-            name: "c",
-            image: rigImageRefs.hello,
-            imagePullPolicy: "IfNotPresent",
-            command: ["sleep", "100000"],
-            volumeMounts: [{ name: "d", mountPath: "/data" }],
-          },
-        ],
-        volumes: [{ name: "d", persistentVolumeClaim: { claimName: "after-change" } }],
-      },
-    } as KubeObject);
+    await q.rome.create(
+      Resources.pods,
+      claimScriptPod({
+        name: "after-change",
+        namespace: NS,
+        claim: "after-change",
+        script: "exec sleep 100000",
+        placement: { nodeSelector: { "liqo.io/type": "virtual-node" } },
+      }),
+    );
     const copy = await waitFor(
       "milan's copy of the new claim bound",
       async () => {
