@@ -66,6 +66,19 @@ const liqo: Record<string, Facts> = {
     columns: [local, age],
   },
   "shadowpods.virtualkubelet.liqo.io": { scope: "Namespaced", liqoCategory: false, status: false, columns: [] },
+  // Liqo 1.x's (several virtual nodes per peering).
+  "virtualnodes.virtualkubelet.liqo.io": {
+    scope: "Namespaced",
+    shortNames: ["vn"],
+    liqoCategory: true,
+    status: true,
+    columns: [
+      "ClusterID@.spec.clusterID",
+      'Ready@.status.conditions[?(@.type=="Ready")].status',
+      'Reason@.status.conditions[?(@.type=="Ready")].reason@1',
+      age,
+    ],
+  },
   "networkconfigs.net.liqo.io": {
     scope: "Namespaced",
     liqoCategory: true,
@@ -107,7 +120,7 @@ const schemaOf = (name: string) => crd(name).spec.versions[0]!.schema.openAPIV3S
 const at = (s: OpenApiSchema, path: string) =>
   path.split(".").reduce<OpenApiSchema | undefined>((n, p) => (p === "[]" ? n?.items : n?.properties?.[p]), s);
 
-test("the ten CRDs of Liqo v0.5.4, and SearchDomain", () => {
+test("the ten CRDs of Liqo v0.5.4, SearchDomain and VirtualNode", () => {
   expect(allCrds.map((c) => c.metadata.name).sort()).toEqual(Object.keys(liqo).sort());
 });
 

@@ -8,6 +8,7 @@ export * from "./offloading/namespaceoffloading.ts";
 export * from "./virtualkubelet/group.ts";
 export * from "./virtualkubelet/namespacemap.ts";
 export * from "./virtualkubelet/shadowpod.ts";
+export * from "./virtualkubelet/virtualnode.ts";
 export * from "./net/group.ts";
 export * from "./net/networkconfig.ts";
 export * from "./net/tunnelendpoint.ts";

@@ -1,4 +1,4 @@
-// Every Liqo v0.5.4 kind this project serves, in one list (the order CRDs are printed in).
+// Every kind this project serves (Liqo v0.5.4's, plus VirtualNode from Liqo 1.x), in one list (the order CRDs are printed in).
 import { ForeignClusterKind } from "./discovery/foreigncluster.ts";
 import { ResourceRequestKind } from "./discovery/resourcerequest.ts";
 import { SearchDomainKind } from "./discovery/searchdomain.ts";
@@ -10,6 +10,7 @@ import { NamespaceOffloadingKind } from "./offloading/namespaceoffloading.ts";
 import { ResourceOfferKind } from "./sharing/resourceoffer.ts";
 import { NamespaceMapKind } from "./virtualkubelet/namespacemap.ts";
 import { ShadowPodKind } from "./virtualkubelet/shadowpod.ts";
+import { VirtualNodeKind } from "./virtualkubelet/virtualnode.ts";
 
 export const allKinds = [
   ForeignClusterKind,
@@ -18,6 +19,7 @@ export const allKinds = [
   NamespaceOffloadingKind,
   NamespaceMapKind,
   ShadowPodKind,
+  VirtualNodeKind,
   NetworkConfigKind,
   TunnelEndpointKind,
   NatMappingKind,

@@ -216,6 +216,18 @@ export const samples: Record<string, () => KubeObject> = {
   TunnelEndpoint: sampleTunnelEndpoint,
   NatMapping: sampleNatMapping,
   IpamStorage: sampleIpamStorage,
+  VirtualNode: () => ({
+    apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+    kind: "VirtualNode",
+    metadata: { name: "milan-gpu", namespace: TENANT },
+    spec: {
+      clusterID: MILAN.clusterID,
+      resourceQuota: { hard: { cpu: "2", memory: "4Gi", pods: 20 } },
+      labels: { accelerator: "gpu" },
+      taints: [{ key: "accelerator", value: "gpu", effect: "NoSchedule" }],
+      offloadingPatch: { nodeSelector: { "example.com/gpu": "true" } },
+    },
+  }),
   SearchDomain: () => ({
     apiVersion: "discovery.liqo.io/v1alpha1",
     kind: "SearchDomain",

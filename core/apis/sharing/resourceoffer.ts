@@ -18,7 +18,8 @@ export type OfferPhase = (typeof OfferPhase)[keyof typeof OfferPhase];
 export const VirtualKubeletStatus = { None: "None", Created: "Created", Deleting: "Deleting" } as const;
 export type VirtualKubeletStatus = (typeof VirtualKubeletStatus)[keyof typeof VirtualKubeletStatus];
 
-const resourceList = (description: string) => v.pipe(v.record(v.string(), quantity()), v.description(description));
+export const resourceList = (description: string) =>
+  v.pipe(v.record(v.string(), quantity()), v.description(description));
 
 const scopedResourceSelectorRequirement = v.object({
   scopeName: text("The name of the scope the selector applies to."),
