@@ -5,7 +5,9 @@
 // of either applies at once to every virtual kubelet, also to what is already reflected. Input
 // that names an unknown kind or mode, or a malformed selector, is refused: the last good policy
 // (for a namespace: its last good override, else the cluster's) stays, and the ConfigMap or the
-// namespace gets a Warning Event saying what to fix.
+// namespace gets a Warning Event saying what to fix. The standalone `liqo virtual-kubelet` takes
+// its cluster policy from --reflection-policy instead of the ConfigMap (`base`) and follows the
+// namespaces' annotations the same way.
 import type { KubeClient } from "../kube/client.ts";
 import { createInformer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
@@ -52,7 +54,7 @@ export function policyEngineHooks(source: ReflectionPolicySource): Pick<EngineOp
   return { admits: (kind, obj, lookup) => source.admits(kind, obj, lookup), followers: followersOf };
 }
 
-/** A fixed policy (the `liqo virtual-kubelet` role, tests). */
+/** A fixed policy, no namespace overrides (tests). */
 export function fixedReflectionPolicy(policy: ReflectionPolicy = DEFAULT_POLICY): ReflectionPolicySource {
   const judge = createPolicyJudge(policy);
   return {
@@ -81,15 +83,29 @@ export function overrideOfNamespace(ns: KubeObject): PolicyOverride | undefined 
   return parsePolicyEntries(text, `namespace ${ns.metadata.name}: annotation ${NAMESPACE_POLICY_ANNOTATION}=${text}`);
 }
 
-export function watchReflectionPolicy(o: {
-  client: KubeClient;
-  namespace: string;
-  logger?: Logger;
-}): ReflectionPolicySource {
+export type WatchReflectionPolicyOptions = { client: KubeClient; logger?: Logger } & (
+  | {
+      /** The liqo namespace: its ConfigMap liqo-reflection-policy is the cluster's policy (the controller manager). */
+      namespace: string;
+      base?: undefined;
+    }
+  | {
+      /**
+       * A fixed cluster policy instead (the `liqo virtual-kubelet` role's --reflection-policy): no
+       * ConfigMap is read, the namespaces' annotations are followed the same way.
+       */
+      base: ReflectionPolicy;
+      namespace?: undefined;
+    }
+);
+
+/** The cluster's policy (the ConfigMap's, or a fixed base) with the namespaces' overrides over it. */
+export function watchReflectionPolicy(o: WatchReflectionPolicyOptions): ReflectionPolicySource {
   const log = (o.logger ?? silentLogger).child({ component: "reflection-policy" });
-  const events = createEventRecorder(o.client, "liqo-controller-manager", log);
+  // A fixed base is the standalone virtual kubelet's: its Events name it.
+  const events = createEventRecorder(o.client, o.base ? "liqo-virtual-kubelet" : "liqo-controller-manager", log);
   const listeners = new Set<() => void>();
-  let policy = DEFAULT_POLICY;
+  let policy = o.base ?? DEFAULT_POLICY;
   let problem: string | undefined;
   const overrides = new Map<string, PolicyOverride>();
   let judge = createPolicyJudge(policy, overrides);
@@ -97,18 +113,22 @@ export function watchReflectionPolicy(o: {
     judge = createPolicyJudge(policy, overrides);
     for (const l of listeners) l();
   };
-  const informer = createInformer<KubeObject & { data?: Record<string, string> }>({
-    client: o.client,
-    resource: Resources.configMaps,
-    namespace: o.namespace,
-    fieldSelector: `metadata.name=${POLICY_CONFIGMAP}`,
-    logger: log,
-  });
+  const configMapNamespace = o.namespace;
+  const informer =
+    configMapNamespace === undefined
+      ? undefined
+      : createInformer<KubeObject & { data?: Record<string, string> }>({
+          client: o.client,
+          resource: Resources.configMaps,
+          namespace: configMapNamespace,
+          fieldSelector: `metadata.name=${POLICY_CONFIGMAP}`,
+          logger: log,
+        });
   const namespaces = createInformer<KubeObject>({ client: o.client, resource: Resources.namespaces, logger: log });
   const update = (cm: (KubeObject & { data?: Record<string, string> }) | undefined) => {
     let next: ReflectionPolicy;
     try {
-      next = policyFromConfigMap(cm, o.namespace);
+      next = policyFromConfigMap(cm, configMapNamespace!);
     } catch (err) {
       if (!(err instanceof ReflectionPolicyError)) throw err;
       problem = `${err.message}; the policy in force stays ${formatReflectionPolicy(policy)}`;
@@ -181,7 +201,7 @@ export function watchReflectionPolicy(o: {
     });
     changed();
   };
-  informer.on({ add: update, update: (_a, b) => update(b), delete: () => update(undefined) });
+  informer?.on({ add: update, update: (_a, b) => update(b), delete: () => update(undefined) });
   namespaces.on({
     add: (ns) => updateNamespace(ns),
     update: (_a, b) => updateNamespace(b),
@@ -197,12 +217,12 @@ export function watchReflectionPolicy(o: {
     },
     problem: () => problem,
     async start() {
-      informer.start();
+      informer?.start();
       namespaces.start();
-      await Promise.all([informer.waitForSync(60_000), namespaces.waitForSync(60_000)]);
+      await Promise.all([informer?.waitForSync(60_000), namespaces.waitForSync(60_000)]);
     },
     stop: async () => {
-      await Promise.all([informer.stop(), namespaces.stop()]);
+      await Promise.all([informer?.stop(), namespaces.stop()]);
     },
   };
 }

@@ -3,12 +3,15 @@
 // <ns>-rome on milan, through the engine wired to the policy as a virtual kubelet wires it
 // (policyEngineHooks, requeueAll on change) and the policy source the controller manager runs
 // (watchReflectionPolicy: the ConfigMap liqo/liqo-reflection-policy and the namespaces'
-// annotation liqo.io/reflection-policy). The cluster policy's own tests, set at install and shown
-// by liqoctl status, are in offloaded-api-access.test.ts.
+// annotation liqo.io/reflection-policy), and the one the standalone `liqo virtual-kubelet` runs
+// (a fixed base from --reflection-policy, the same namespace annotations, no ConfigMap). The
+// cluster policy's own tests, set at install and shown by liqoctl status, are in
+// offloaded-api-access.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../../core/reflection/engine/engine.ts";
+import { parseReflectionPolicy } from "../../core/reflection/policy.ts";
 import {
   policyEngineHooks,
   POLICY_CONFIGMAP,
@@ -279,5 +282,97 @@ describe("bad input in the annotation: a Warning Event on the namespace, nothing
     } finally {
       await fresh.stop();
     }
+  });
+});
+
+describe("a fixed base (the standalone liqo virtual-kubelet's --reflection-policy): namespace annotations followed, the ConfigMap never read", () => {
+  const base = parseReflectionPolicy("configmaps=none", "--reflection-policy configmaps=none");
+  let vkEngine: ReflectionEngine | undefined;
+  let vkPolicy: ReflectionPolicySource | undefined;
+  afterAll(async () => {
+    await vkEngine?.stop();
+    await vkPolicy?.stop();
+    await clusterPolicy({ secrets: null });
+  });
+
+  test("configmaps=none as base, configmaps=all on namespace pol-vk: followed; a malformed annotation keeps it with a Warning Event of liqo-virtual-kubelet; the ConfigMap's change does nothing", async () => {
+    await namespace(local, "pol-vk");
+    await namespace(remote, "pol-vk-rome");
+    await configMap("pol-vk", "settings");
+    await secret("pol-vk", "token");
+    // What the role's policy source asks of the API server: namespaces only.
+    const requests: string[] = [];
+    const spied = new Proxy(local, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          const res = args[0] as Partial<ResourceRef> | undefined;
+          if (res?.plural) requests.push(`${String(key)} ${res.plural}`);
+          return value.apply(target, args);
+        };
+      },
+    });
+    vkPolicy = watchReflectionPolicy({ client: spied, base });
+    await vkPolicy.start();
+    vkEngine = createReflectionEngine({
+      local,
+      remote,
+      localClusterId: "rome-vk-id",
+      remoteClusterId: "milan-vk-id",
+      workers: 2,
+      ...policyEngineHooks(vkPolicy),
+    });
+    vkPolicy.onChange(() => vkEngine!.requeueAll());
+    for (const b of ["configmaps", "secrets"] as const)
+      await vkEngine.addPlugin(await builtinWasm(b), { trust: "builtin", source: `builtin:${b}` });
+    await vkEngine.addNamespacePair({ localNamespace: "pol-vk", remoteNamespace: "pol-vk-rome" });
+    await reflected(Resources.secrets, "pol-vk", "token");
+    expect(await remoteOf(Resources.configMaps, "pol-vk", "settings")).toBeUndefined();
+
+    await annotateNamespace("pol-vk", "configmaps=all");
+    await reflected(Resources.configMaps, "pol-vk", "settings");
+    expect(vkPolicy.overrides().get("pol-vk")).toEqual({ configmaps: "all" });
+
+    await annotateNamespace("pol-vk", "configmaps=selector(app in ())");
+    const event = await waitFor(
+      "the InvalidReflectionPolicy Event of liqo-virtual-kubelet on namespace pol-vk",
+      async () =>
+        (
+          await local.list<KubeObject & { reason?: string; type?: string; message?: string; source?: any }>(
+            Resources.events,
+            { namespace: "default", fieldSelector: "involvedObject.kind=Namespace,involvedObject.name=pol-vk" },
+          )
+        ).items.find(
+          (e) =>
+            e.reason === "InvalidReflectionPolicy" &&
+            e.type === "Warning" &&
+            e.source?.component === "liqo-virtual-kubelet",
+        ),
+      WAIT,
+    );
+    expect(event.message).toContain("this namespace keeps its previous override configmaps=all");
+    expect(vkPolicy.overrides().get("pol-vk")).toEqual({ configmaps: "all" });
+    await configMap("pol-vk", "after-typo");
+    await reflected(Resources.configMaps, "pol-vk", "after-typo");
+    expect(await remoteOf(Resources.configMaps, "pol-vk", "settings")).toBeDefined();
+
+    // The cluster's ConfigMap says secrets=none (the controller manager's source follows it): not this one.
+    await clusterPolicy({ secrets: "none" });
+    await waitFor(
+      "the controller manager's policy to say secrets=none",
+      () => policy.current().secrets === "none",
+      WAIT,
+    );
+    await secret("pol-vk", "later");
+    await reflected(Resources.secrets, "pol-vk", "later");
+    expect(await remoteOf(Resources.secrets, "pol-vk", "token")).toBeDefined();
+    expect(vkPolicy.current()).toEqual(base);
+    // Without the annotation, pol-vk follows the base again: its ConfigMaps' copies go.
+    await annotateNamespace("pol-vk", null);
+    await removed(Resources.configMaps, "pol-vk", "settings");
+    await removed(Resources.configMaps, "pol-vk", "after-typo");
+    expect(requests.filter((r) => !r.endsWith(" namespaces") && !r.startsWith("create events"))).toEqual([]);
+    expect(requests).toContain("watch namespaces");
   });
 });
