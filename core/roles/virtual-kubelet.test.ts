@@ -1,14 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { CliError } from "../cli-errors.ts";
+import { fixedReflectionPolicy } from "../reflection/policy-watch.ts";
 import { reflectionPolicyFlag } from "./virtual-kubelet.ts";
 
 const cm = (annotations?: Record<string, string>) => ({ metadata: { name: "c", namespace: "n", annotations } });
+/** The flag's policy as the role's base (namespace overrides: tests/e2e/reflection-policies.test.ts). */
+const judged = (text: string | undefined) => fixedReflectionPolicy(reflectionPolicyFlag(text));
 
 describe("liqo virtual-kubelet --reflection-policy", () => {
-  test("absent: everything is reflected", () =>
-    expect(reflectionPolicyFlag(undefined).admits("Secret", cm())).toBe(true));
-  test("given: in force for the process", () => {
-    const p = reflectionPolicyFlag("secrets=opt-in,ingresses=none");
+  test("absent: everything is reflected", () => expect(judged(undefined).admits("Secret", cm())).toBe(true));
+  test("given: the base for the process", () => {
+    const p = judged("secrets=opt-in,ingresses=none");
     expect([
       p.admits("Secret", cm()),
       p.admits("Secret", cm({ "liqo.io/allow-reflection": "true" })),

@@ -9,8 +9,8 @@ import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { watchPluginDir } from "../reflection/engine/dropins.ts";
-import { parseReflectionPolicy, ReflectionPolicyError } from "../reflection/policy.ts";
-import { fixedReflectionPolicy, type ReflectionPolicySource } from "../reflection/policy-watch.ts";
+import { parseReflectionPolicy, ReflectionPolicyError, type ReflectionPolicy } from "../reflection/policy.ts";
+import { watchReflectionPolicy } from "../reflection/policy-watch.ts";
 import { startVirtualKubelet } from "../virtualkubelet/start.ts";
 import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../../netfabric/ipam/index.ts";
 import { adminArgs, adminSecurity, hostPort, keyValues, serveAdmin, untilSignal } from "./shared.ts";
@@ -81,7 +81,7 @@ export default defineCommand({
     "reflection-policy": {
       type: "string",
       description:
-        "what is reflected, per kind: kind=all|opt-in|none,... (configmaps, secrets, services, endpointslices, ingresses, events; default all)",
+        "what is reflected, per kind: kind=all|opt-in|none|selector(<labels>),... (configmaps, secrets, services, endpointslices, ingresses, events; default all); namespaces override it with the annotation liqo.io/reflection-policy",
     },
     "translate-pod-cidr": {
       type: "string",
@@ -91,7 +91,7 @@ export default defineCommand({
   },
   async run({ args }) {
     adminSecurity(args); // bad admin flags fail before anything starts
-    const reflectionPolicy = reflectionPolicyFlag(args["reflection-policy"]);
+    const basePolicy = reflectionPolicyFlag(args["reflection-policy"]);
     const log = createLogger({ role: "virtual-kubelet", remoteClusterId: args["remote-cluster-id"] });
     const resources = keyValues(args.resources, "resources");
     const labels = keyValues(args["remote-cluster-labels"], "remote-cluster-labels");
@@ -119,6 +119,9 @@ export default defineCommand({
     const registry = createRegistry();
     registerProcessMetrics(registry);
 
+    // The flag's policy, overridden per namespace by the annotation liqo.io/reflection-policy.
+    const reflectionPolicy = watchReflectionPolicy({ client: local, base: basePolicy, logger: log });
+    await reflectionPolicy.start();
     const vk = await startVirtualKubelet({
       local,
       remote,
@@ -138,6 +141,9 @@ export default defineCommand({
       logger: log,
       apiServerUrl: args["api-server-url"],
       reflectionPolicy,
+    }).catch(async (err) => {
+      await reflectionPolicy.stop();
+      throw err;
     });
     const { node, engine, offloader, api } = vk;
     const dropins = args["plugin-dir"] ? watchPluginDir(engine, args["plugin-dir"], { logger: log }) : undefined;
@@ -167,13 +173,17 @@ export default defineCommand({
     dropins?.stop();
     await admin.stop();
     await vk.stop();
+    await reflectionPolicy.stop();
   },
 });
 
-/** --reflection-policy: fixed for the process (the controller manager follows the chart's ConfigMap instead). */
-export function reflectionPolicyFlag(text: string | undefined): ReflectionPolicySource {
+/**
+ * --reflection-policy: the cluster's policy for the process, where the controller manager follows
+ * the chart's ConfigMap; namespaces' annotations override it in both.
+ */
+export function reflectionPolicyFlag(text: string | undefined): ReflectionPolicy {
   try {
-    return fixedReflectionPolicy(parseReflectionPolicy(text ?? "", `--reflection-policy ${text ?? ""}`));
+    return parseReflectionPolicy(text ?? "", `--reflection-policy ${text ?? ""}`);
   } catch (err) {
     if (err instanceof ReflectionPolicyError) throw new CliError(err.message);
     throw err;
