@@ -57,6 +57,8 @@ describe("help and flag validation of every command", () => {
       "plugin build",
       "plugin test",
       "plugin validate",
+      "create virtualnode",
+      "delete virtualnode",
     ]) {
       expect(paths).toContain(p);
     }
@@ -97,7 +99,7 @@ describe("help and flag validation of every command", () => {
   }, 120_000);
 
   test("a command group without its subcommand is a usage error", async () => {
-    for (const g of ["install", "offload", "unoffload", "plugin"]) {
+    for (const g of ["install", "offload", "unoffload", "plugin", "create", "delete"]) {
       const r = await liqoctl([g]);
       expect({ g, code: r.code }).toEqual({ g, code: 2 });
     }
@@ -133,6 +135,12 @@ describe("help and flag validation of every command", () => {
     [["install", "kind", "--timeout", "forever"], "--timeout forever"],
     [["install", "kind", "--local-chart-path", "/nonexistent"], "--local-chart-path /nonexistent: no Chart.yaml there"],
     [["uninstall", "--timeout", "forever"], "--timeout forever"],
+    [["create", "virtualnode", "x", "--remote-cluster-name", "milan"], "pass at least one of --cpu, --memory, --pods"],
+    [
+      ["create", "virtualnode", "x", "--remote-cluster-name", "milan", "--cpu", "1", "--timeout", "soon"],
+      "--timeout soon",
+    ],
+    [["delete", "virtualnode", "X"], 'virtual node name "X" must be a DNS-1123 subdomain'],
   ];
   test.each(bad)("%p is refused with a message naming the fix", async (args, message) => {
     const r = await liqoctl(args, { env: { KUBECONFIG: "/nonexistent-kubeconfig" } });
