@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import type { KubeObject } from "../../core/kube/resources.ts";
-import { discoveryReport, namespacePolicyReport, policyReport } from "./status.ts";
+import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
+import type { VirtualNodeObject } from "../virtualnode.ts";
+import { discoveryReport, namespacePolicyReport, policyReport, virtualNodesReport } from "./status.ts";
 
 describe("liqoctl status: the reflection policy", () => {
   test("the ConfigMap's policy, every kind on its own line", () => {
@@ -96,4 +98,50 @@ describe("discoveryReport", () => {
     expect(r).toContain("LAN (mDNS): off");
     expect(r).toContain("WAN example: example.com, autojoin on: milan (problem: bad TXT)");
   });
+});
+
+describe("liqoctl status: virtual nodes", () => {
+  const fcs = [
+    { metadata: { name: "milan" }, spec: { clusterIdentity: { clusterID: "milan-id" } } },
+  ] as ForeignClusterObject[];
+  const vn = (name: string, clusterID: string, status: object, deleting = false) =>
+    ({
+      metadata: {
+        name,
+        namespace: "liqo-tenant-milan",
+        ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}),
+      },
+      spec: { clusterID, resourceQuota: { hard: { cpu: "2" } } },
+      status,
+    }) as VirtualNodeObject;
+  const ready = (status: string, reason: string, message?: string) => [{ type: "Ready", status, reason, message }];
+  test("each one under its peering, with Ready, its reason and the capacity given; why any is not ready", () =>
+    expect(
+      virtualNodesReport(
+        [
+          vn("gpu", "milan-id", { conditions: ready("True", "NodeReady"), resources: { cpu: "2", memory: "4Gi" } }),
+          vn("big", "milan-id", {
+            conditions: ready("False", "OfferExceeded", "asks cpu=8 but cpu=2 is left of milan's offer (cpu=6)"),
+          }),
+          vn("old", "milan-id", { conditions: ready("False", "Draining", "1 pod left") }, true),
+          vn("lost", "gone-id", {}),
+        ],
+        fcs,
+      ).split("\n"),
+    ).toEqual([
+      "Virtual nodes (besides each peering's own):",
+      "PEERING                NAME             READY     REASON          RESOURCES",
+      "gone-id (no peering)   lost             Unknown   Pending         -",
+      "milan                  big              False     OfferExceeded   -",
+      "milan                  gpu              True      NodeReady       cpu=2, memory=4Gi",
+      "milan                  old (deleting)   False     Draining        -",
+      "",
+      "Not ready:",
+      "  liqo-tenant-milan/big OfferExceeded: asks cpu=8 but cpu=2 is left of milan's offer (cpu=6)",
+      "  liqo-tenant-milan/old Draining: 1 pod left",
+    ]));
+  test("none: how to add one", () =>
+    expect(virtualNodesReport([], fcs)).toBe(
+      "Virtual nodes: each peering's own only (liqoctl create virtualnode adds more to an outgoing peering)",
+    ));
 });

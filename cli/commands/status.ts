@@ -1,6 +1,7 @@
 // liqoctl status: this cluster's liqo identity (name, ID, labels, auth URL) and its peerings,
 // each with the phase of every condition and, for any that is not settled, why; and what each
-// peering's provider granted or refused for the drop-in reflector plugins; the reflection policy.
+// peering's provider granted or refused for the drop-in reflector plugins; the reflection policy;
+// the VirtualNodes of each peering (liqoctl create virtualnode).
 import { defineCommand } from "citty";
 import {
   DISCOVERY_TYPE_LABEL,
@@ -13,6 +14,7 @@ import {
   ResourceRequestResource,
   type PeeringConditionType,
   type ResourceRequest,
+  VirtualNodeResource,
 } from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
@@ -29,6 +31,7 @@ import {
 import { overrideOfNamespace, POLICY_CONFIGMAP, policyFromConfigMap } from "../../core/reflection/policy-watch.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
+import { formatResources, readyCondition, type VirtualNodeObject } from "../virtualnode.ts";
 
 const COLUMNS: [string, PeeringConditionType][] = [
   ["OUTGOING", "OutgoingPeering"],
@@ -72,6 +75,33 @@ export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, b
     }
   }
   return `Peerings:\n${table(rows)}${notes.length ? `\n\nNot settled:\n${notes.join("\n")}` : ""}`;
+}
+
+/** The VirtualNodes, per peering: readiness, reason and the capacity given; why any is not ready. */
+export function virtualNodesReport(vns: VirtualNodeObject[], fcs: ForeignClusterObject[]): string {
+  if (!vns.length)
+    return "Virtual nodes: each peering's own only (liqoctl create virtualnode adds more to an outgoing peering)";
+  const peeringOf = (vn: VirtualNodeObject) =>
+    fcs.find((f) => f.spec.clusterIdentity?.clusterID === vn.spec.clusterID)?.metadata.name ??
+    `${vn.spec.clusterID} (no peering)`;
+  const sorted = [...vns].sort(
+    (a, b) => peeringOf(a).localeCompare(peeringOf(b)) || a.metadata.name!.localeCompare(b.metadata.name!),
+  );
+  const rows = [["PEERING", "NAME", "READY", "REASON", "RESOURCES"]];
+  const notes: string[] = [];
+  for (const vn of sorted) {
+    const c = readyCondition(vn);
+    rows.push([
+      peeringOf(vn),
+      `${vn.metadata.name}${vn.metadata.deletionTimestamp ? " (deleting)" : ""}`,
+      c?.status ?? "Unknown",
+      c?.reason ?? "Pending",
+      formatResources(vn.status?.resources),
+    ]);
+    if (c?.status !== "True" && c?.message)
+      notes.push(`  ${vn.metadata.namespace}/${vn.metadata.name} ${c.reason}: ${c.message}`);
+  }
+  return `Virtual nodes (besides each peering's own):\n${table(rows)}${notes.length ? `\n\nNot ready:\n${notes.join("\n")}` : ""}`;
 }
 
 /**
@@ -212,6 +242,14 @@ export default defineCommand({
         `  auth URL:  ${authUrl ?? "unknown (liqo auth has not recorded one)"}`,
         "",
         peeringsReport(fcs, nodes),
+        "",
+        virtualNodesReport(
+          await client.list<VirtualNodeObject>(VirtualNodeResource).then(
+            (l) => l.items,
+            () => [],
+          ),
+          fcs,
+        ),
         "",
         discoveryReport(
           await client
