@@ -217,9 +217,9 @@ const vn = (name: string, namespace: string, clusterID: string, ready?: [string,
   }) as VirtualNodeObject;
 
 describe("verdict: what --wait makes of the Ready condition", () => {
-  test("True is ready; OfferExceeded, NameTaken and NoPeering are refusals; anything else is waited on", () => {
+  test("True is ready; OfferExceeded, NameTaken, NoPeering and InvalidSpec are refusals; anything else is waited on", () => {
     expect(verdict(vn("a", "n", "c", ["True", "NodeReady"])).state).toBe("ready");
-    for (const reason of ["OfferExceeded", "NameTaken", "NoPeering"])
+    for (const reason of ["OfferExceeded", "NameTaken", "NoPeering", "InvalidSpec"])
       expect({ reason, v: verdict(vn("a", "n", "c", ["False", reason])).state }).toEqual({ reason, v: "refused" });
     for (const reason of ["NodeNotReady", "Pending", "Draining", "constructor"])
       expect({ reason, v: verdict(vn("a", "n", "c", ["False", reason])).state }).toEqual({ reason, v: "waiting" });

@@ -212,6 +212,7 @@ export const REFUSALS: Record<string, string> = {
   OfferExceeded: "ask for less, or free some of the offer (liqoctl status lists the peering's virtual nodes)",
   NameTaken: "pick another name",
   NoPeering: "check the peering with liqoctl status",
+  InvalidSpec: "fix the spec (kubectl edit virtualnode), or delete it and create it again",
 };
 
 export type Verdict = { state: "ready" } | { state: "refused"; fix: string } | { state: "waiting" };
