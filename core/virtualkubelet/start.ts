@@ -4,6 +4,8 @@
 // and the ForeignCluster controller (one in-process kubelet per outgoing peering) both start it here.
 import { STORAGE_AVAILABLE_LABEL } from "../apis/labels.ts";
 import type { KubeClient } from "../kube/client.ts";
+import { KubeApiError } from "../kube/errors.ts";
+import { Resources, type KubeObject } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { createNamespaceMapController } from "../offloading/index.ts";
@@ -15,8 +17,8 @@ import { createCapacityFollower, type CapacityFollower } from "../storage/capaci
 import { createKubeletApi, type KubeletApi } from "./kubeletapi/index.ts";
 import { createEventReflector, type EventReflector } from "./events/reflector.ts";
 import { createVirtualNode, type VirtualNode } from "./node/index.ts";
-import type { NodeResources } from "./node/forge.ts";
-import { createPodOffloader, type PodOffloader } from "./pods/offloader.ts";
+import type { NodeResources, NodeTaint } from "./node/forge.ts";
+import { createPodOffloader, type PodOffloader, type PodPatch } from "./pods/offloader.ts";
 
 /** The built-in reflectors a virtual kubelet runs besides pods (which the offloader handles). */
 export const BUILTIN_REFLECTORS = ["configmaps", "secrets", "services", "endpointslices", "ingresses"] as const;
@@ -60,6 +62,15 @@ export interface VirtualKubeletOptions {
   reflectionPolicy?: ReflectionPolicySource;
 }
 
+/** One more virtual node of the peering (a VirtualNode): its own Node, Lease and health. */
+export interface ExtraNode {
+  name: string;
+  resources: NodeResources;
+  labels?: Record<string, string>;
+  taints?: NodeTaint[];
+  patch?: PodPatch;
+}
+
 export interface StorageOffer {
   storageClass: string;
   virtualStorageClass: string;
@@ -78,6 +89,17 @@ export interface VirtualKubelet {
   /** Stops and deletes the virtual node. */
   remove(): Promise<void>;
   updateResources(resources: NodeResources): Promise<void>;
+  /**
+   * Runs one more virtual node for this peering, or brings a running one to `n`. Its pods share
+   * everything else with the peering's own node: one reflection, one set of twin namespaces.
+   */
+  putNode(n: ExtraNode): Promise<void>;
+  /** The extra nodes running, by name. */
+  extraNodes(): ReadonlyMap<string, VirtualNode>;
+  /** Cordons an extra node and deletes the pods bound to it; resolves to how many are left. */
+  drainNode(name: string): Promise<number>;
+  /** Stops an extra node and deletes its Node (drain it first: the remote copies of its pods go). */
+  removeNode(name: string): Promise<void>;
   /**
    * The storage the provider offers now (its ResourceOffer changed): new claims get the new class,
    * reflected ones keep theirs (a claim's class is immutable); the node's storage label follows.
@@ -128,8 +150,11 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       stops.push(() => capacity!.stop());
     };
     if (storage) await enableStorage(storage);
-    const nodeLabels = () =>
-      storage ? { ...o.remoteClusterLabels, [STORAGE_AVAILABLE_LABEL]: "true" } : { ...o.remoteClusterLabels };
+    // A VirtualNode's own labels win over the provider's; liqo's own (forge.ts) win over both.
+    const nodeLabels = (own?: Record<string, string>) =>
+      storage
+        ? { ...o.remoteClusterLabels, ...own, [STORAGE_AVAILABLE_LABEL]: "true" }
+        : { ...o.remoteClusterLabels, ...own };
     const twins = new Map<string, string>();
     const events = createEventReflector({
       local: o.local,
@@ -211,6 +236,12 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     });
     await node.start();
     stops.push(() => node.stop());
+    const extras = new Map<string, { node: VirtualNode; spec: ExtraNode }>();
+    let stopped = false;
+    stops.push(async () => {
+      stopped = true;
+      for (const e of extras.values()) await e.node.stop();
+    });
     // Both wait only for local caches; their remote side is per twin namespace (the peer identity
     // may not list the provider cluster-wide).
     stops.push(() => maps.stop());
@@ -227,7 +258,62 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       stop: stopAll,
       async remove() {
         await stopAll();
+        for (const e of extras.values()) await e.node.remove();
         await node.remove();
+      },
+      async putNode(n) {
+        if (stopped) throw new Error(`the virtual kubelet of ${o.remoteClusterName} is stopped`);
+        const known = extras.get(n.name);
+        if (!known) {
+          const extra = createVirtualNode({
+            local: o.local,
+            remote: o.remote,
+            remoteClusterId: o.remoteClusterId,
+            remoteClusterName: o.remoteClusterName,
+            remoteClusterLabels: nodeLabels(n.labels),
+            resources: n.resources,
+            taints: n.taints,
+            nodeName: n.name,
+            address: o.kubeletHost,
+            kubeletPort: api.port,
+            healthIntervalMs: o.healthIntervalMs,
+            failureThreshold: o.failureThreshold,
+            logger: log,
+          });
+          await extra.start();
+          extras.set(n.name, { node: extra, spec: n });
+          await offloader.addNode(n.name, n.patch);
+          log.info("virtual node added to the peering", { node: n.name, resources: n.resources });
+          return;
+        }
+        const was = known.spec;
+        known.spec = n;
+        if (JSON.stringify(was.resources) !== JSON.stringify(n.resources))
+          await known.node.updateResources(n.resources);
+        if (JSON.stringify(was.labels) !== JSON.stringify(n.labels))
+          await known.node.updateLabels(nodeLabels(n.labels));
+        if (JSON.stringify(was.taints) !== JSON.stringify(n.taints)) await known.node.updateTaints(n.taints ?? []);
+        if (JSON.stringify(was.patch) !== JSON.stringify(n.patch)) await offloader.addNode(n.name, n.patch);
+      },
+      extraNodes: () => new Map([...extras].map(([k, e]) => [k, e.node])),
+      async drainNode(name) {
+        if (!extras.has(name)) return 0;
+        await o.local.mergePatch(Resources.nodes, name, undefined, { spec: { unschedulable: true } });
+        const pods = await o.local.list<KubeObject>(Resources.pods, { fieldSelector: `spec.nodeName=${name}` });
+        for (const p of pods.items)
+          if (!p.metadata.deletionTimestamp)
+            await o.local.delete(Resources.pods, p.metadata.name!, p.metadata.namespace).catch((err) => {
+              if (!(err instanceof KubeApiError && err.notFound)) throw err;
+            });
+        return pods.items.length;
+      },
+      async removeNode(name) {
+        const e = extras.get(name);
+        if (!e) return;
+        extras.delete(name);
+        await e.node.remove();
+        await offloader.removeNode(name);
+        log.info("virtual node removed from the peering", { node: name });
       },
       updateResources: (r) => node.updateResources(r),
       async updateStorage(next) {
@@ -240,6 +326,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
         });
         if (next) await enableStorage(next);
         await node.updateLabels(nodeLabels());
+        for (const e of extras.values()) await e.node.updateLabels(nodeLabels(e.spec.labels));
       },
     };
   } catch (err) {

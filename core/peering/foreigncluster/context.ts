@@ -10,6 +10,7 @@ import type { ReflectionPolicySource } from "../../reflection/policy-watch.ts";
 import type { PluginStore } from "../../reflection/store/watch.ts";
 import { conditionsChanged, withCondition, type ConditionUpdate, type ForeignClusterObject } from "./conditions.ts";
 import type { PeerRuntime, ReplicatorFactory } from "./runtime.ts";
+import type { VirtualNodeController } from "./virtualnodes.ts";
 
 export interface KubeletServing {
   /** The address the local API server reaches in-process virtual kubelets on; each gets a free port. */
@@ -97,4 +98,6 @@ export interface ReconcileContext {
   cfg: ControllerConfig;
   peers: Map<string, PeerRuntime>;
   log: Logger;
+  /** The peerings' extra virtual nodes (virtualnodes.ts): they take their share of each offer. */
+  virtualNodes?: VirtualNodeController;
 }

@@ -31,6 +31,7 @@ import { networkStatus } from "./network.ts";
 import { outgoing } from "./outgoing.ts";
 import { stopRuntime, type PeerRuntime, type ReplicatorFactory } from "./runtime.ts";
 import { teardown } from "./teardown.ts";
+import { createVirtualNodeController } from "./virtualnodes.ts";
 
 export interface ForeignClusterControllerOptions {
   client: KubeClient;
@@ -71,6 +72,8 @@ export interface ForeignClusterController {
     clusterId: string;
     node?: string;
     ready?: boolean;
+    /** The VirtualNodes running on this peering's virtual kubelet. */
+    extraNodes?: { name: string; ready: boolean }[];
     kubelet?: string;
     replicator: boolean;
     plugins?: PluginInfo[];
@@ -108,7 +111,8 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     now: () => new Date(),
   };
   const peers = new Map<string, PeerRuntime>();
-  const ctx: ReconcileContext = { cfg, peers, log };
+  const virtualNodes = createVirtualNodeController({ client: o.client, peers, logger: log });
+  const ctx: ReconcileContext = { cfg, peers, log, virtualNodes };
   const events = createEventRecorder(o.client, "liqo-foreigncluster", log);
   const fcs = createInformer<ForeignClusterObject>({ client: o.client, resource: ForeignClusterResource, logger: log });
   const offers = createInformer<ResourceOffer & KubeObject>({
@@ -279,12 +283,14 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
         reflectionPolicy?.start(),
       ]);
       queue.start();
+      await virtualNodes.start();
       resync = setInterval(() => fcs.list().forEach((f) => queue.add(f.metadata.name!)), o.resyncMs ?? 15_000);
       log.info("ForeignCluster controller started", { clusterId: cfg.local.clusterId });
     },
     async stop() {
       clearInterval(resync);
       await queue.shutdown();
+      await virtualNodes.stop();
       await Promise.all([
         fcs.stop(),
         offers.stop(),
@@ -306,6 +312,7 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
           ? {
               node: rt.vk.nodeName,
               ready: rt.vk.node.status().ready,
+              extraNodes: [...rt.vk.extraNodes()].map(([name, n]) => ({ name, ready: n.status().ready })),
               kubelet: rt.vk.api.url,
               plugins: rt.vk.engine.plugins().filter((p) => p.trust === "dropin"),
             }

@@ -260,7 +260,11 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     throw new RetryAfterError(60_000, "no kubelet serving certificate");
   }
 
-  const wanted = JSON.stringify(Object.entries(resources).sort());
+  rt.offer = resources;
+  rt.offerFrom = remoteName;
+  // The peering's own node keeps what its VirtualNodes leave of the offer.
+  const own = ctx.virtualNodes?.share(auth.remote.clusterID, resources) ?? resources;
+  const wanted = JSON.stringify(Object.entries(own).sort());
   if (!rt.vk) {
     st.set({
       type: "OutgoingPeering",
@@ -279,7 +283,7 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
       remoteClusterId: auth.remote.clusterID,
       remoteClusterName: remoteName,
       remoteClusterLabels: { ...(offer.spec.labels ?? {}) },
-      resources,
+      resources: own,
       kubeletHost: cfg.kubelet.host,
       kubeletPort: 0,
       tls: cfg.kubelet.tls,
@@ -308,10 +312,15 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
       node: rt.vk.nodeName,
       kubelet: rt.vk.api.url,
     });
+    ctx.virtualNodes?.kick(auth.remote.clusterID);
   } else if (rt.resources !== wanted) {
-    await rt.vk.updateResources(resources);
+    await rt.vk.updateResources(own);
     rt.resources = wanted;
-    log.info("virtual node capacity updated from the offer", { remoteClusterId: auth.remote.clusterID, resources });
+    log.info("virtual node capacity updated from the offer", {
+      remoteClusterId: auth.remote.clusterID,
+      resources: own,
+    });
+    ctx.virtualNodes?.kick(auth.remote.clusterID);
   }
   // The provider's class changed (or it stopped or started offering one): new claims follow.
   await rt.vk.updateStorage(storageFor(cfg.kubelet.virtualStorageClass, offer.spec.storageClasses));

@@ -33,6 +33,9 @@ export interface PeerRuntime {
   translation?: { translateIp: IpTranslator; stop(): Promise<void>; onChange?(listener: () => void): () => void };
   /** JSON of the capacity the virtual node was last given, to spot a changed offer. */
   resources?: string;
+  /** The provider's whole offer (its VirtualNodes take their share of it, virtualnodes.ts), and its name. */
+  offer?: Record<string, string>;
+  offerFrom?: string;
 }
 
 /**
@@ -63,6 +66,7 @@ export async function stopRuntime(rt: PeerRuntime, log: Logger, removeNode: bool
     const vk = rt.vk;
     rt.vk = undefined;
     rt.resources = undefined;
+    rt.offer = undefined;
     await bounded(removeNode ? vk.remove() : vk.stop(), 15_000, "stopping the virtual kubelet", log);
   }
   rt.metrics?.close();

@@ -207,6 +207,7 @@ export async function teardown(ctx: ReconcileContext, st: StatusWriter): Promise
     await cfg.client.delete(ResourceOfferResource, offer.metadata.name!, localNs, { uid: offer.metadata.uid });
   await cfg.client.delete(Resources.secrets, remoteIdentitySecretName(id), localNs);
   ctx.peers.delete(id);
+  ctx.virtualNodes?.kick(id); // its VirtualNodes now say there is no peering
   noneLeft();
   st.tenantNamespace({ remote: "" });
   await st.flush();

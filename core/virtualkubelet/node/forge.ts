@@ -16,6 +16,19 @@ export interface NodeIdentity {
   address: string;
   kubeletPort: number;
   kubeletVersion: string;
+  /** Taints besides virtual-node.liqo.io/not-allowed (a VirtualNode's). */
+  taints?: NodeTaint[];
+}
+
+export interface NodeTaint {
+  key: string;
+  value?: string;
+  effect: string;
+}
+
+/** Every taint the node carries: ours first, then the ones asked for. */
+export function nodeTaints(id: NodeIdentity): NodeTaint[] {
+  return [{ ...VIRTUAL_NODE_TAINT }, ...(id.taints ?? []).map((t) => ({ ...t }))];
 }
 
 export interface NodeCondition {
@@ -74,7 +87,7 @@ export function virtualNode(id: NodeIdentity): VirtualNodeObject {
       labels: virtualNodeLabels(id),
       annotations: { "liqo.io/remote-cluster-name": id.remoteClusterName, "node.alpha.kubernetes.io/ttl": "0" },
     },
-    spec: { taints: [{ ...VIRTUAL_NODE_TAINT }] },
+    spec: { taints: nodeTaints(id) },
   };
 }
 

@@ -16,6 +16,8 @@ export {
   REMOTE_UNREACHABLE_REASON,
   NODE_LEASE_NAMESPACE,
   type NodeResources,
+  type NodeTaint,
+  nodeTaints,
   type NodeIdentity,
   type RemoteHealth,
 } from "./forge.ts";

@@ -12,10 +12,12 @@ import {
   isVirtualNode,
   nodeConditions,
   nodeStatus,
+  nodeTaints,
   virtualNode,
   virtualNodeLabels,
   type NodeIdentity,
   type NodeResources,
+  type NodeTaint,
   type RemoteHealth,
   type VirtualNodeObject,
 } from "./forge.ts";
@@ -33,6 +35,8 @@ export interface VirtualNodeOptions {
   remoteClusterName: string;
   remoteClusterLabels?: Record<string, string>;
   resources: NodeResources;
+  /** Taints besides virtual-node.liqo.io/not-allowed. */
+  taints?: NodeTaint[];
   /** Default liqo-<remoteClusterName>. */
   nodeName?: string;
   /** InternalIP of the node: where the local API server reaches the kubelet API. */
@@ -75,6 +79,8 @@ export interface VirtualNode {
   updateResources(resources: NodeResources): Promise<void>;
   /** New provider labels (the storage an offer names): labels no longer given are removed from the Node. */
   updateLabels(labels: Record<string, string>): Promise<void>;
+  /** New taints besides ours: taints set before and no longer given are removed from the Node. */
+  updateTaints(taints: NodeTaint[]): Promise<void>;
   status(): VirtualNodeStatus;
 }
 
@@ -90,6 +96,7 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     address: opts.address,
     kubeletPort: opts.kubeletPort,
     kubeletVersion: opts.kubeletVersion,
+    taints: [...(options.taints ?? [])],
   };
   const log = baseLogger.child({ component: "virtual-node", node: id.nodeName, remoteClusterId: id.remoteClusterId });
   // A probe must end before the next tick: one that timed out at the full interval made the next
@@ -103,6 +110,8 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
   let resources: NodeResources = { ...opts.resources };
   /** Provider labels given before and no longer: removed from the Node at the next sync. */
   const droppedLabels = new Set<string>();
+  /** Keys of the taints given since start: the ones no longer given are removed from the Node. */
+  const givenTaintKeys = new Set((options.taints ?? []).map((t) => t.key));
   let statusDirty = true;
   let lastStatusAt = 0;
   let lastLeaseAt = 0;
@@ -139,11 +148,19 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
       );
     }
     const wantLabels = virtualNodeLabels(id);
-    const hasTaint = found.spec?.taints?.some((t) => t.key === virtualNode(id).spec!.taints![0]!.key);
+    const wantTaints = nodeTaints(id);
+    const sameTaint = (a: NodeTaint, b: NodeTaint) =>
+      a.key === b.key && a.effect === b.effect && (a.value ?? "") === (b.value ?? "");
+    // Taints others put (kubectl taint, the node lifecycle controller) stay; ours are as asked.
+    const ourKeys = new Set([...givenTaintKeys, ...wantTaints.map((t) => t.key)]);
+    const others = (found.spec?.taints ?? []).filter((t) => !ourKeys.has(t.key));
+    const ours = (found.spec?.taints ?? []).filter((t) => ourKeys.has(t.key));
+    const taintsDrifted =
+      ours.length !== wantTaints.length || wantTaints.some((w) => !ours.some((t) => sameTaint(t, w)));
     const labelsDrifted = Object.entries(wantLabels).some(([k, v]) => found.metadata.labels?.[k] !== v);
     const gone = [...droppedLabels].filter((k) => !(k in wantLabels) && found.metadata.labels?.[k] !== undefined);
-    if (labelsDrifted || gone.length || !hasTaint) {
-      const taints = hasTaint ? found.spec?.taints : [...(found.spec?.taints ?? []), ...virtualNode(id).spec!.taints!];
+    if (labelsDrifted || gone.length || taintsDrifted) {
+      const taints = taintsDrifted ? [...others, ...wantTaints] : found.spec?.taints;
       const patched = await local.mergePatch<VirtualNodeObject>(Resources.nodes, id.nodeName, undefined, {
         metadata: { labels: { ...wantLabels, ...Object.fromEntries(gone.map((k) => [k, null])) } },
         spec: { taints },
@@ -313,6 +330,11 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
       for (const k of Object.keys(id.remoteClusterLabels)) if (!(k in next)) droppedLabels.add(k);
       for (const k of Object.keys(next)) droppedLabels.delete(k);
       id.remoteClusterLabels = { ...next };
+      if (st.running) await sync();
+    },
+    async updateTaints(next) {
+      for (const t of next) givenTaintKeys.add(t.key);
+      id.taints = next.map((t) => ({ ...t }));
       if (st.running) await sync();
     },
     status: () => ({ ...st }),

@@ -61,6 +61,7 @@ export interface PodOffloaderOptions {
   remote: KubeClient;
   localClusterId: string;
   remoteClusterId: string;
+  /** The peering's own virtual node; addNode brings more (VirtualNodes), all served by this one offloader. */
   nodeName: string;
   virtualKubeletIp: string;
   /** The twin namespace of a local namespace in this remote cluster; undefined when it is not offloaded there. */
@@ -86,7 +87,29 @@ export interface PodOffloader {
   handle(key: string): Promise<void>;
   /** Re-examines every pod of a namespace, e.g. when its offloading starts or stops. */
   resyncNamespace(namespace: string): void;
+  /**
+   * Offloads the pods bound to one more virtual node of this peering too; `patch` is what changes
+   * in their remote copies (VirtualNode offloadingPatch). Calling it again updates the patch, for
+   * pods offloaded from then on. Resolves once that node's pods are listed.
+   */
+  addNode(nodeName: string, patch?: PodPatch): Promise<void>;
+  /** Stops following a node's pods; the remote copies of pods still bound to it are deleted. */
+  removeNode(nodeName: string): Promise<void>;
+  /** The pods bound to a node of this offloader, as last seen (a drain waits for none). */
+  podsOn(nodeName: string): number;
   readonly synced: boolean;
+}
+
+/** What a virtual node changes in the remote copies of its pods. */
+export interface PodPatch {
+  /** Merged into the remote pod's nodeSelector (on a clash, the node's value wins). */
+  nodeSelector?: Record<string, string>;
+}
+
+/** The remote pod spec with a virtual node's patch: its nodeSelector keys added. */
+export function patched(spec: Record<string, any>, patch: PodPatch | undefined): Record<string, any> {
+  if (!patch?.nodeSelector || Object.keys(patch.nodeSelector).length === 0) return spec;
+  return { ...spec, nodeSelector: { ...spec.nodeSelector, ...patch.nodeSelector } };
 }
 
 function metadataAndStatus<T extends Pod>(obj: T): T {
@@ -113,13 +136,21 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   // The caches keep only what handle reads: managedFields (large on pods, several managers) never,
   // of a ShadowPod only its metadata (the pod spec in it is ours, already in the local pod), of a
   // remote pod its metadata and status (the pods reflector's backward transform reads /status).
-  const localPods: Informer<Pod> = createInformer({
-    client: o.local,
-    resource: Resources.pods,
-    fieldSelector: `spec.nodeName=${o.nodeName}`,
-    logger: log,
-    transform: withoutManagedFields,
-  });
+  // One informer per virtual node (a field selector names one node); a pod is found in whichever has it.
+  const nodes = new Map<string, { pods: Informer<Pod>; patch?: PodPatch }>();
+  const localPods = {
+    get: (key: string) => {
+      for (const n of nodes.values()) {
+        const p = n.pods.get(key);
+        if (p) return p;
+      }
+      return undefined;
+    },
+    list: () => [...nodes.values()].flatMap((n) => n.pods.list()),
+    get synced() {
+      return [...nodes.values()].every((n) => n.pods.synced);
+    },
+  };
   const origin = `liqo.io/origin-cluster-id=${o.localClusterId}`;
   // The remote side is watched per twin namespace: a peer's identity may not list cluster-wide.
   const shadows: NamespacedInformers<KubeObject> = createNamespacedInformers({
@@ -162,8 +193,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   const contexts = new Map<string, ReflectionContext>();
   let queue: WorkQueue | undefined;
 
-  const ctxFor = (localNs: string, remoteNs: string): ReflectionContext => {
-    let ctx = contexts.get(localNs);
+  const ctxFor = (localNs: string, remoteNs: string, nodeName: string): ReflectionContext => {
+    const k = `${localNs}/${nodeName}`;
+    let ctx = contexts.get(k);
     if (!ctx || ctx.remoteNamespace !== remoteNs) {
       ctx = {
         localClusterId: o.localClusterId,
@@ -171,9 +203,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         localNamespace: localNs,
         remoteNamespace: remoteNs,
         virtualKubeletIp: o.virtualKubeletIp,
-        virtualNodeName: o.nodeName,
+        virtualNodeName: nodeName,
       };
-      contexts.set(localNs, ctx);
+      contexts.set(k, ctx);
     }
     return ctx;
   };
@@ -265,7 +297,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`,
       );
     }
-    const ctx = ctxFor(ns, remoteNs);
+    const nodeName: string = local.spec?.nodeName ?? o.nodeName;
+    const ctx = ctxFor(ns, remoteNs, nodeName);
     const tokens = tokenRequests(local, address);
     if (!shadow) {
       const decision = await plugin.forward(withoutTokenVolume(local) as never, null, ctx);
@@ -304,7 +337,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
                 [RECREATIONS_ANNOTATION]: "0",
               },
             },
-            spec: { pod: remotePodSpec(local, out.spec ?? {}, address) },
+            spec: { pod: patched(remotePodSpec(local, out.spec ?? {}, address), nodes.get(nodeName)?.patch) },
           },
           remoteNs,
           { fieldManager: FIELD_MANAGER },
@@ -391,8 +424,23 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const ns = obj.metadata.annotations?.[LOCAL_NAMESPACE_ANNOTATION];
     return ns ? `${ns}/${obj.metadata.name}` : undefined;
   };
+  let watchNode: ((nodeName: string, patch?: PodPatch) => Promise<void>) | undefined;
   return {
     handle,
+    async addNode(nodeName, patch) {
+      if (!watchNode) throw new Error("the pod offloader is not started");
+      await watchNode(nodeName, patch);
+    },
+    async removeNode(nodeName) {
+      const n = nodes.get(nodeName);
+      if (!n || nodeName === o.nodeName) return;
+      nodes.delete(nodeName);
+      const left = n.pods.list();
+      await n.pods.stop();
+      // No informer has them now: handling their keys deletes whatever still runs remotely.
+      for (const p of left) queue?.add(localKey(p));
+    },
+    podsOn: (nodeName) => nodes.get(nodeName)?.pods.list().length ?? 0,
     get synced() {
       return localPods.synced && shadows.synced && remotePods.synced;
     },
@@ -418,25 +466,41 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         const k = remoteKey(r);
         if (k) first ? queue!.addFirst(k) : queue!.add(k);
       };
-      localPods.on({
-        add: onLocalFirst,
-        update: (a, b) =>
-          b.metadata.deletionTimestamp && !a.metadata.deletionTimestamp ? onLocalFirst(b) : onLocal(b),
-        delete: onLocalFirst,
-      });
+      watchNode = async (nodeName, patch) => {
+        const known = nodes.get(nodeName);
+        if (known) {
+          known.patch = patch;
+          return known.pods.waitForSync();
+        }
+        const pods: Informer<Pod> = createInformer({
+          client: o.local,
+          resource: Resources.pods,
+          fieldSelector: `spec.nodeName=${nodeName}`,
+          logger: log,
+          transform: withoutManagedFields,
+        });
+        pods.on({
+          add: onLocalFirst,
+          update: (a, b) =>
+            b.metadata.deletionTimestamp && !a.metadata.deletionTimestamp ? onLocalFirst(b) : onLocal(b),
+          delete: onLocalFirst,
+        });
+        nodes.set(nodeName, { pods, patch });
+        pods.start();
+        await pods.waitForSync();
+      };
       shadows.on({ add: (r) => onRemote(r), update: (_a, b) => onRemote(b), delete: (r) => onRemote(r) });
       remotePods.on({
         add: (r) => onRemote(r),
         update: (a, b) => onRemote(b, a.status?.phase !== b.status?.phase),
         delete: (r) => onRemote(r, true),
       });
-      localPods.start();
-      await localPods.waitForSync();
+      await watchNode(o.nodeName);
       queue.start();
     },
     async stop() {
       await queue?.shutdown();
-      await Promise.all([localPods.stop(), shadows.stop(), remotePods.stop()]);
+      await Promise.all([...[...nodes.values()].map((n) => n.pods.stop()), shadows.stop(), remotePods.stop()]);
       await plugin.close();
     },
   };
