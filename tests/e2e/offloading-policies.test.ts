@@ -1,6 +1,7 @@
 // Namespace offloading policies on three clusters with liqo's roles as processes: rome (north)
 // consumes, milan (center) and naples (south) provide. Cluster selectors, EnforceSameName, the Local
-// strategy (services without pods), bad input of every kind, and an unoffload that leaves nothing.
+// strategy (services without pods), a namespace's reflection policy reaching the virtual kubelets,
+// bad input of every kind, and an unoffload that leaves nothing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import {
   NamespaceMapResource,
@@ -200,6 +201,28 @@ describe("service offloading with podOffloadingStrategy Local", () => {
       expect((await provider.client.list(Resources.pods, { namespace: twin })).items).toEqual([]);
       expect((await provider.client.list(ShadowPodResource, { namespace: twin })).items).toEqual([]);
     }
+  });
+});
+
+describe("reflection policy per namespace", () => {
+  test("the annotation liqo.io/reflection-policy reaches the virtual kubelets run as processes (over their --reflection-policy)", async () => {
+    const twin = (await getOffloading("svc-local"))!.status!.remoteNamespaceName!;
+    await rome.client.create(Resources.configMaps, {
+      metadata: { name: "settings", namespace: "svc-local" },
+      data: {},
+    });
+    const copy = (p: ClusterInfo) => p.client.find(Resources.configMaps, "settings", twin);
+    for (const p of [milan, naples]) await waitFor(`the ConfigMap in ${p.name}`, () => copy(p), { timeoutMs: 120_000 });
+    const annotate = (value: string | null) =>
+      rome.client.mergePatch(Resources.namespaces, "svc-local", undefined, {
+        metadata: { annotations: { "liqo.io/reflection-policy": value } },
+      });
+    await annotate("configmaps=none");
+    for (const p of [milan, naples])
+      await waitFor(`the ConfigMap's copy gone from ${p.name}`, async () => !(await copy(p)), { timeoutMs: 120_000 });
+    await annotate(null);
+    for (const p of [milan, naples])
+      await waitFor(`the ConfigMap back in ${p.name}`, () => copy(p), { timeoutMs: 120_000 });
   });
 });
 
