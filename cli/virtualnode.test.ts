@@ -315,6 +315,29 @@ describe("waiting", () => {
     expect(written()).toContain("WARN  VirtualNode t/gpu has no status after");
   });
 
+  test("NoPeering ends the wait only while the peering is not established (a starting controller says it too)", async () => {
+    const noPeering = vn("gpu", "t", "c", [
+      "False",
+      "NoPeering",
+      "there is no established outgoing peering with cluster c",
+    ]);
+    const readyNode = vn("gpu", "t", "c", ["True", "NodeReady"]);
+    await waitReady(clientSeeing(noPeering, noPeering, readyNode), made, {
+      ...o,
+      peeringProblem: async () => undefined,
+    });
+    expect(written()).toContain("(NoPeering: there is no established outgoing peering with cluster c)");
+    const err = await waitReady(clientSeeing(noPeering), made, {
+      ...o,
+      timeoutMs: 60_000,
+      peeringProblem: async () =>
+        "the outgoing peering with milan is Disconnecting, not Established; wait for it (liqoctl status)",
+    }).catch((e) => e);
+    expect(err.message).toStartWith(
+      "virtual node gpu was refused (NoPeering): there is no established outgoing peering with cluster c; check the peering with liqoctl status.",
+    );
+  });
+
   test("deleted meanwhile: said", async () => {
     const err = await waitReady(clientSeeing(undefined), made, o).catch((e) => e);
     expect(err.message).toBe("VirtualNode t/gpu was deleted while waiting for it to be ready");

@@ -236,6 +236,11 @@ export interface WaitOptions {
   /** How long without any condition before liqoctl says no controller seems to run (default 20s). */
   hintAfterMs?: number;
   pollMs?: number;
+  /**
+   * Why the peering cannot carry the node now, or undefined. NoPeering ends the wait only when this
+   * agrees: a controller manager that is starting says NoPeering until it has the peering's offer.
+   */
+  peeringProblem?: () => Promise<string | undefined>;
 }
 
 const deleteHint = (vn: { name: string; namespace: string }) =>
@@ -267,7 +272,7 @@ export async function waitReady(
       );
       return vn;
     }
-    if (v.state === "refused") {
+    if (v.state === "refused" && !(c!.reason === "NoPeering" && o.peeringProblem && !(await o.peeringProblem()))) {
       spin.fail(`Virtual node ${name} refused: ${c!.reason}`);
       throw new CliError(
         `virtual node ${name} was refused (${c!.reason}): ${c!.message ?? "no message"}; ${v.fix}. ${deleteHint({ name, namespace })}`,

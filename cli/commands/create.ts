@@ -3,10 +3,11 @@
 // the cluster is contacted, and the peering and the name before anything is written. With --wait
 // (the default) it follows the controller manager's Ready condition (docs/virtual-nodes.md).
 import { defineCommand } from "citty";
-import { VirtualNodeResource } from "../../core/apis/index.ts";
+import { ForeignClusterResource, VirtualNodeResource } from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources } from "../../core/kube/resources.ts";
+import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { clusterIdProblem } from "../../core/peering/identity.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags, timeoutMs } from "../peering.ts";
@@ -150,7 +151,14 @@ const createVirtualNode = defineCommand({
       info(`the controller manager makes node ${name}; liqoctl status shows when it is Ready`);
       return;
     }
-    await waitReady(client, created as never, { timeoutMs: timeout, liqoNamespace: args["liqo-namespace"] });
+    await waitReady(client, created as never, {
+      timeoutMs: timeout,
+      liqoNamespace: args["liqo-namespace"],
+      peeringProblem: async () => {
+        const now = await client.find<ForeignClusterObject>(ForeignClusterResource, fc.metadata.name!);
+        return now ? outgoingProblem(now) : `ForeignCluster ${fc.metadata.name} is gone`;
+      },
+    });
   },
 });
 
