@@ -16,7 +16,7 @@ import { builtinWasm } from "../../reflectors/index.ts";
 import { createCapacityFollower, type CapacityFollower } from "../storage/capacity.ts";
 import { createKubeletApi, type KubeletApi } from "./kubeletapi/index.ts";
 import { createEventReflector, type EventReflector } from "./events/reflector.ts";
-import { createVirtualNode, type VirtualNode } from "./node/index.ts";
+import { createVirtualNode, isOurVirtualNode, type VirtualNode } from "./node/index.ts";
 import type { NodeResources, NodeTaint } from "./node/forge.ts";
 import { createPodOffloader, type PodOffloader, type PodPatch } from "./pods/offloader.ts";
 
@@ -96,7 +96,10 @@ export interface VirtualKubelet {
   putNode(n: ExtraNode): Promise<void>;
   /** The extra nodes running, by name. */
   extraNodes(): ReadonlyMap<string, VirtualNode>;
-  /** Cordons an extra node and deletes the pods bound to it; resolves to how many are left. */
+  /**
+   * Cordons an extra node (or a Node of this peering left over from before a restart) and deletes
+   * the pods bound to it; resolves to how many are left. The peering's own node is never drained.
+   */
   drainNode(name: string): Promise<number>;
   /** Stops an extra node and deletes its Node (drain it first: the remote copies of its pods go). */
   removeNode(name: string): Promise<void>;
@@ -297,8 +300,14 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       },
       extraNodes: () => new Map([...extras].map(([k, e]) => [k, e.node])),
       async drainNode(name) {
-        if (!extras.has(name)) return 0;
-        await o.local.mergePatch(Resources.nodes, name, undefined, { spec: { unschedulable: true } });
+        if (name === nodeName) return 0;
+        const found = await o.local.find<KubeObject & { spec?: { unschedulable?: boolean } }>(Resources.nodes, name);
+        const ours = found && isOurVirtualNode(found, o.remoteClusterId);
+        if (!extras.has(name) && !ours) return 0;
+        // Left over from before a restart, it is followed now, so its pods' remote copies go with them.
+        await offloader.addNode(name);
+        if (ours && !found.spec?.unschedulable)
+          await o.local.mergePatch(Resources.nodes, name, undefined, { spec: { unschedulable: true } });
         const pods = await o.local.list<KubeObject>(Resources.pods, { fieldSelector: `spec.nodeName=${name}` });
         for (const p of pods.items)
           if (!p.metadata.deletionTimestamp)
@@ -308,10 +317,15 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
         return pods.items.length;
       },
       async removeNode(name) {
+        if (name === nodeName) return;
         const e = extras.get(name);
-        if (!e) return;
         extras.delete(name);
-        await e.node.remove();
+        if (e) await e.node.remove();
+        else {
+          const found = await o.local.find(Resources.nodes, name);
+          if (found && isOurVirtualNode(found, o.remoteClusterId))
+            await o.local.delete(Resources.nodes, name, undefined, { uid: found.metadata.uid });
+        }
         await offloader.removeNode(name);
         log.info("virtual node removed from the peering", { node: name });
       },

@@ -42,6 +42,11 @@ export interface LiqoSide {
    */
   pauseOffers(): Promise<void>;
   resumeOffers(): Promise<void>;
+  /**
+   * Stops the ForeignCluster controller (its virtual kubelets stop, their Nodes stay, as when the
+   * controller manager's pod dies) and starts a fresh one, which adopts them.
+   */
+  restartConsumer(meanwhile?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -90,27 +95,29 @@ export async function startLiqoSide(
     { cluster: name },
     { write: (line) => appendFileSync(join(dir, "controllers.log"), line + "\n") },
   );
-  const fc = createForeignClusterController({
-    client,
-    localCluster: identity,
-    authUrl,
-    resyncMs: 5000,
-    logger,
-    kubelet: {
-      host: "127.0.0.1",
-      tls: { cert: readFileSync(kubelet.cert, "utf8"), key: readFileSync(kubelet.key, "utf8") },
-      clientCA: readFileSync(cluster.pki.ca.cert, "utf8"),
-    },
-    replicator: (o) => {
-      const r = createCrdReplicator(o);
-      return {
-        start: () => {
-          r.start().catch(() => {});
-        },
-        stop: () => r.stop(),
-      };
-    },
-  });
+  const newFc = () =>
+    createForeignClusterController({
+      client,
+      localCluster: identity,
+      authUrl,
+      resyncMs: 5000,
+      logger,
+      kubelet: {
+        host: "127.0.0.1",
+        tls: { cert: readFileSync(kubelet.cert, "utf8"), key: readFileSync(kubelet.key, "utf8") },
+        clientCA: readFileSync(cluster.pki.ca.cert, "utf8"),
+      },
+      replicator: (o) => {
+        const r = createCrdReplicator(o);
+        return {
+          start: () => {
+            r.start().catch(() => {});
+          },
+          stop: () => r.stop(),
+        };
+      },
+    });
+  let fc = newFc();
   const consumer = options.consumer ?? true;
   const provider = options.provider ?? true;
   const newRr = () =>
@@ -135,7 +142,9 @@ export async function startLiqoSide(
     kubeconfig: cluster.kubeconfig,
     identity,
     authUrl,
-    fc,
+    get fc() {
+      return fc;
+    },
     stopAuth: async () => {
       await auth?.stop();
       auth = undefined;
@@ -150,6 +159,12 @@ export async function startLiqoSide(
         rr = newRr();
         await rr.start();
       }
+    },
+    async restartConsumer(meanwhile) {
+      await fc.stop();
+      await meanwhile?.();
+      fc = newFc();
+      await fc.start();
     },
     async stop() {
       if (consumer) await fc.stop();

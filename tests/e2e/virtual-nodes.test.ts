@@ -163,6 +163,39 @@ describe("VirtualNodes of one peering", () => {
     expect((await milan.client.find<Pod>(Resources.pods, "on-own", remoteNs))!.spec.nodeSelector).toBeUndefined();
   }, 180_000);
 
+  test("the controller manager restarted: the VirtualNode's pods keep running untouched; a VirtualNode removed meanwhile without its finalizer is drained then", async () => {
+    const shadowUid = (await milan.client.find(ShadowPodResource, "on-blue", remoteNs))!.metadata.uid;
+    const remoteUid = (await milan.client.find(Resources.pods, "on-blue", remoteNs))!.metadata.uid;
+    await rome.client.create(
+      VirtualNodeResource,
+      virtualNode("milan-gone", { resourceQuota: { hard: { cpu: "100m", pods: "5" } }, labels: { pool: "gone" } }),
+    );
+    await condition("milan-gone", "NodeReady");
+    await rome.client.create(Resources.pods, pod("on-gone", { nodeSelector: { pool: "gone" } }));
+    await waitFor("on-gone Running", async () => {
+      const p = await rome.client.find<Pod>(Resources.pods, "on-gone", "vn-demo");
+      return p?.spec.nodeName === "milan-gone" && p.status?.phase === "Running" ? p : undefined;
+    });
+    await rome.restartConsumer(async () => {
+      // While nothing runs: milan-gone's VirtualNode goes without its drain (finalizer removed by hand).
+      await rome.client.mergePatch(VirtualNodeResource, "milan-gone", tenant, { metadata: { finalizers: null } });
+      await rome.client.delete(VirtualNodeResource, "milan-gone", tenant);
+    });
+    await waitFor(
+      "milan-gone drained and deleted, on-gone and its remote copy gone",
+      async () =>
+        !(await node("milan-gone")) &&
+        !(await rome.client.find(Resources.pods, "on-gone", "vn-demo")) &&
+        !(await milan.client.find(ShadowPodResource, "on-gone", remoteNs)),
+      T,
+    );
+    expect((await condition("milan-blue", "NodeReady")).status).toBe("True");
+    // on-blue was adopted, not re-created, and still reports Running.
+    expect((await milan.client.find(ShadowPodResource, "on-blue", remoteNs))?.metadata.uid).toBe(shadowUid);
+    expect((await milan.client.find(Resources.pods, "on-blue", remoteNs))?.metadata.uid).toBe(remoteUid);
+    expect((await rome.client.find<Pod>(Resources.pods, "on-blue", "vn-demo"))?.status?.phase).toBe("Running");
+  }, 240_000);
+
   test("refusals: more than is left, a taken name, an unknown provider, no resources; nothing else changes", async () => {
     const before = (await node("liqo-milan"))!.status!.capacity!;
     await rome.client.create(VirtualNodeResource, virtualNode("milan-huge", { resourceQuota: { hard: offer } }));

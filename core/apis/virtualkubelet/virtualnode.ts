@@ -79,5 +79,7 @@ export type VirtualNodeTaint = v.InferOutput<typeof TaintSchema>;
 export const VirtualNodeResource = VirtualNodeKind.resource;
 export const VirtualNodeCrd = VirtualNodeKind.crd;
 export const parseVirtualNode = VirtualNodeKind.parse;
+/** On the Node of a VirtualNode ("true"): what a restarted controller manager may drain as a leftover. */
+export const VIRTUAL_NODE_CR_LABEL = "virtualkubelet.liqo.io/virtualnode";
 /** Held by each VirtualNode until its node is drained and deleted. */
 export const VIRTUAL_NODE_FINALIZER = "virtualnode.liqo.io/drain";

@@ -5,6 +5,7 @@
 // controllers reschedule them) before its Node goes and its finalizer is removed. Status says
 // what happened in one Ready condition whose reason names the cause (see docs/virtual-nodes.md).
 import {
+  VIRTUAL_NODE_CR_LABEL,
   VIRTUAL_NODE_FINALIZER,
   VirtualNodeResource,
   type VirtualNodeCr,
@@ -13,7 +14,8 @@ import {
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer } from "../../kube/informer.ts";
-import type { KubeObject } from "../../kube/resources.ts";
+import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { REMOTE_CLUSTER_ID_LABEL } from "../../apis/labels.ts";
 import { createWorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import { createEventRecorder } from "../../reflection/engine/events.ts";
@@ -101,7 +103,7 @@ export function createVirtualNodeController(o: {
       const name = vn.metadata.name!;
       const bad = invalidSpec(vn.spec);
       if (bad) refused.set(vn, { status: "False", reason: "InvalidSpec", message: bad });
-      else if (vk && name === vk.nodeName)
+      else if (name === (vk?.nodeName ?? `liqo-${rt?.offerFrom}`))
         refused.set(vn, {
           status: "False",
           reason: "NameTaken",
@@ -225,7 +227,7 @@ export function createVirtualNodeController(o: {
         await vk.putNode({
           name: a.name,
           resources: given,
-          labels: a.vn.spec.labels,
+          labels: { ...a.vn.spec.labels, [VIRTUAL_NODE_CR_LABEL]: "true" },
           taints: a.vn.spec.taints,
           patch: a.vn.spec.offloadingPatch,
         });
@@ -254,9 +256,14 @@ export function createVirtualNodeController(o: {
       );
     }
     for (const [vn, r] of refused) await setStatus(vn, r);
-    // A node whose VirtualNode vanished without its finalizer (removed by hand) goes too.
-    for (const name of vk.extraNodes().keys()) {
-      if (wanted.has(name) || ofCluster(id).some((v) => v.metadata.name === name)) continue;
+    // A node whose VirtualNode vanished without its finalizer (removed by hand, maybe while this
+    // process was down) is drained and goes too.
+    const nodes = await o.client.list(Resources.nodes, {
+      labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id},${VIRTUAL_NODE_CR_LABEL}=true`,
+    });
+    const leftovers = new Set([...vk.extraNodes().keys(), ...nodes.items.map((n) => n.metadata.name!)]);
+    for (const name of leftovers) {
+      if (name === vk.nodeName || wanted.has(name) || ofCluster(id).some((v) => v.metadata.name === name)) continue;
       if ((await vk.drainNode(name)) > 0) draining = true;
       else await vk.removeNode(name);
     }

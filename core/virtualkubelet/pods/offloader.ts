@@ -22,6 +22,8 @@ import { issueTokens, type TokenWanted } from "./tokens.ts";
 import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
 
 export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
+/** On a ShadowPod: the virtual node its local pod is bound to (none: the peering's own node). */
+export const VIRTUAL_NODE_ANNOTATION = "liqo.io/virtual-node";
 export const OFFLOADING_BACKOFF = "OffloadingBackOff";
 export const HOST_NAMESPACES_DROPPED = "HostNamespacesDropped";
 export const UNOFFLOADED = "Unoffloaded";
@@ -138,6 +140,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   // remote pod its metadata and status (the pods reflector's backward transform reads /status).
   // One informer per virtual node (a field selector names one node); a pod is found in whichever has it.
   const nodes = new Map<string, { pods: Informer<Pod>; patch?: PodPatch }>();
+  /** Nodes removed from this offloader: what still runs remotely for their pods is deleted. */
+  const released = new Set<string>();
   const localPods = {
     get: (key: string) => {
       for (const n of nodes.values()) {
@@ -249,6 +253,10 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const remote = remoteNs ? remotePods.get(`${remoteNs}/${name}`) : undefined;
     const ours = shadow && isOwnedBy(shadow as never, o.localClusterId);
 
+    // A pod of a node this offloader does not follow yet (a VirtualNode not started again after a
+    // restart) is not missing: its ShadowPod is left alone until the node is followed or released.
+    const shadowNode = shadow?.metadata.annotations?.[VIRTUAL_NODE_ANNOTATION] ?? o.nodeName;
+    if (!local && !nodes.has(shadowNode) && !released.has(shadowNode)) return;
     if (!local || local.metadata.deletionTimestamp) {
       pendingSince.delete(key);
       tokenRefresh.delete(key);
@@ -334,6 +342,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
               annotations: {
                 ...out.metadata.annotations,
                 [LOCAL_NAMESPACE_ANNOTATION]: ns,
+                ...(nodeName !== o.nodeName && { [VIRTUAL_NODE_ANNOTATION]: nodeName }),
                 [RECREATIONS_ANNOTATION]: "0",
               },
             },
@@ -432,8 +441,18 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       await watchNode(nodeName, patch);
     },
     async removeNode(nodeName) {
+      if (nodeName === o.nodeName) return;
+      released.add(nodeName);
       const n = nodes.get(nodeName);
-      if (!n || nodeName === o.nodeName) return;
+      if (!n) {
+        // Never followed here (left over from before a restart): its ShadowPods are looked at again.
+        for (const s of shadows.list())
+          if (s.metadata.annotations?.[VIRTUAL_NODE_ANNOTATION] === nodeName) {
+            const k = remoteKey(s);
+            if (k) queue?.add(k);
+          }
+        return;
+      }
       nodes.delete(nodeName);
       const left = n.pods.list();
       await n.pods.stop();
@@ -467,6 +486,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         if (k) first ? queue!.addFirst(k) : queue!.add(k);
       };
       watchNode = async (nodeName, patch) => {
+        released.delete(nodeName);
         const known = nodes.get(nodeName);
         if (known) {
           known.patch = patch;
