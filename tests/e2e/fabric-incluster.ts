@@ -671,6 +671,84 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     }, 900_000);
   }
 
+  /**
+   * A VirtualNode as a user makes one (liqoctl, against the chart's controller manager under its
+   * RBAC): a real container behind it, on the milan node its nodeSelector names, answers rome.
+   */
+  function virtualNodeOnRealNodes() {
+    test("liqoctl create virtualnode: a pod on it runs on the milan node its selector names and answers rome's curl; liqoctl delete virtualnode drains it", async () => {
+      const run = async (...args: string[]): Promise<Exec> => {
+        const proc = Bun.spawn([...liqoctl, ...args, `--kubeconfig=${q.kubeconfig("rome")}`], {
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+        return { out, err, code: await proc.exited };
+      };
+      const target = q.rig.clusters[1]!.realNodeStates!.at(-1)!.name;
+      const created = await run(
+        "create",
+        "virtualnode",
+        "milan-extra",
+        "--remote-cluster-name",
+        "milan",
+        "--cpu",
+        "500m",
+        "--memory",
+        "256Mi",
+        "--pods",
+        "5",
+        "--labels",
+        "pool=extra",
+        "--remote-node-selector",
+        `kubernetes.io/hostname=${target}`,
+        "--timeout=120s",
+      );
+      expect({ code: created.code, err: created.err }).toMatchObject({ code: 0 });
+      expect(created.err).toContain("Virtual node milan-extra is Ready");
+      const template = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
+      await q.rome.create(Resources.pods, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "nginx-extra", namespace: "liqo-demo" },
+        spec: {
+          // nginx-remote's container, without the token mount the API server added to it.
+          containers: (template.spec as { containers: Record<string, unknown>[] }).containers.map(
+            ({ volumeMounts: _, ...c }) => c,
+          ),
+          nodeSelector: { pool: "extra" },
+          tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" }],
+        },
+      } as KubeObject);
+      const pod = await waitFor(
+        "nginx-extra Running on milan-extra",
+        async () => {
+          const p = await q.rome.find<PodObject>(Resources.pods, "nginx-extra", "liqo-demo");
+          return p?.spec?.nodeName === "milan-extra" && p.status?.phase === "Running" && p.status.podIP ? p : undefined;
+        },
+        { timeoutMs: 180_000 },
+      );
+      const inMilan = (
+        await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
+      ).items.find((p) => p.metadata.name === "nginx-extra")!;
+      expect(inMilan.spec?.nodeName).toBe(target);
+      expect((inMilan.spec as { nodeSelector?: unknown }).nodeSelector).toEqual({ "kubernetes.io/hostname": target });
+      expect(
+        await curlFromRome(q, `http://${pod.status!.podIP}/through-a-virtualnode`, /Server name: nginx-extra/),
+      ).toContain("URI: /through-a-virtualnode");
+      const deleted = await run("delete", "virtualnode", "milan-extra", "--timeout=120s");
+      expect({ code: deleted.code, err: deleted.err }).toMatchObject({ code: 0 });
+      await waitFor(
+        "milan-extra, nginx-extra and its copy in milan gone",
+        async () =>
+          !(await q.rome.find(Resources.nodes, "milan-extra")) &&
+          !(await q.rome.find(Resources.pods, "nginx-extra", "liqo-demo")) &&
+          !(await q.milan.find(Resources.pods, "nginx-extra", inMilan.metadata.namespace)),
+        { timeoutMs: 120_000 },
+      );
+    }, 400_000);
+  }
+
   describe(`the fabric in-cluster, ${label}`, () => {
     test("NETWORKING Established and a Connected WireGuard tunnel on both sides", async () => {
       const fcs = await kubectl("rome", "get", "foreignclusters", "--no-headers");
@@ -919,6 +997,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       ).toContain("URI: /after-route-restart");
     }, 400_000);
 
+    if (!overlapping) virtualNodeOnRealNodes();
     if (!overlapping) nodeDeath();
   });
 }
