@@ -163,6 +163,64 @@ describe("VirtualNodes of one peering", () => {
     expect((await milan.client.find<Pod>(Resources.pods, "on-own", remoteNs))!.spec.nodeSelector).toBeUndefined();
   }, 180_000);
 
+  test("pods spread across the peering's virtual nodes all run in milan's one twin namespace", async () => {
+    await rome.client.create(Resources.deployments, {
+      metadata: { name: "spread", namespace: "vn-demo" },
+      spec: {
+        replicas: 4,
+        selector: { matchLabels: { app: "spread" } },
+        template: {
+          metadata: { labels: { app: "spread" } },
+          spec: {
+            ...(pod("spread", {}) as Pod).spec,
+            topologySpreadConstraints: [
+              {
+                maxSkew: 1,
+                topologyKey: "kubernetes.io/hostname",
+                whenUnsatisfiable: "DoNotSchedule",
+                labelSelector: { matchLabels: { app: "spread" } },
+              },
+            ],
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [
+                    {
+                      matchExpressions: [
+                        { key: "liqo.io/remote-cluster-id", operator: "In", values: [milan.identity.clusterId] },
+                      ],
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        },
+      },
+    } as KubeObject);
+    const pods = await waitFor(
+      "4 spread pods Running",
+      async () => {
+        const items = (
+          await rome.client.list<Pod>(Resources.pods, { namespace: "vn-demo", labelSelector: "app=spread" })
+        ).items;
+        return items.length === 4 && items.every((p) => p.status?.phase === "Running") ? items : undefined;
+      },
+      T,
+    );
+    const perNode = new Map<string, number>();
+    for (const p of pods) perNode.set(p.spec.nodeName, (perNode.get(p.spec.nodeName) ?? 0) + 1);
+    expect(Object.fromEntries(perNode)).toEqual({ "liqo-milan": 2, "milan-blue": 2 });
+    const remote = (await milan.client.list<Pod>(Resources.pods, { labelSelector: "app=spread" })).items;
+    expect(remote.map((p) => p.metadata.namespace)).toEqual([remoteNs, remoteNs, remoteNs, remoteNs]);
+    await rome.client.delete(Resources.deployments, "spread", "vn-demo");
+    await waitFor(
+      "the spread pods gone in milan",
+      async () => (await milan.client.list(Resources.pods, { labelSelector: "app=spread" })).items.length === 0,
+      T,
+    );
+  }, 180_000);
+
   test("the controller manager restarted: the VirtualNode's pods keep running untouched; a VirtualNode removed meanwhile without its finalizer is drained then", async () => {
     const shadowUid = (await milan.client.find(ShadowPodResource, "on-blue", remoteNs))!.metadata.uid;
     const remoteUid = (await milan.client.find(Resources.pods, "on-blue", remoteNs))!.metadata.uid;
