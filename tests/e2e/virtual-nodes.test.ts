@@ -69,6 +69,17 @@ const pod = (name: string, spec: Record<string, unknown>): KubeObject => ({
   },
 });
 
+/** A Deployment of `replicas` pods like pod() makes, with `spec` added to their spec. */
+const deployment = (name: string, replicas: number, spec: Record<string, unknown>): KubeObject =>
+  ({
+    metadata: { name, namespace: "vn-demo" },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: { metadata: { labels: { app: name } }, spec: { ...(pod(name, {}) as Pod).spec, ...spec } },
+    },
+  }) as KubeObject;
+
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1 });
   [rome, milan] = await Promise.all([startLiqoSide(rig, "rome"), startLiqoSide(rig, "milan")]);
@@ -164,40 +175,32 @@ describe("VirtualNodes of one peering", () => {
   }, 180_000);
 
   test("pods spread across the peering's virtual nodes all run in milan's one twin namespace", async () => {
-    await rome.client.create(Resources.deployments, {
-      metadata: { name: "spread", namespace: "vn-demo" },
-      spec: {
-        replicas: 4,
-        selector: { matchLabels: { app: "spread" } },
-        template: {
-          metadata: { labels: { app: "spread" } },
-          spec: {
-            ...(pod("spread", {}) as Pod).spec,
-            topologySpreadConstraints: [
-              {
-                maxSkew: 1,
-                topologyKey: "kubernetes.io/hostname",
-                whenUnsatisfiable: "DoNotSchedule",
-                labelSelector: { matchLabels: { app: "spread" } },
-              },
-            ],
-            affinity: {
-              nodeAffinity: {
-                requiredDuringSchedulingIgnoredDuringExecution: {
-                  nodeSelectorTerms: [
-                    {
-                      matchExpressions: [
-                        { key: "liqo.io/remote-cluster-id", operator: "In", values: [milan.identity.clusterId] },
-                      ],
-                    },
+    await rome.client.create(
+      Resources.deployments,
+      deployment("spread", 4, {
+        topologySpreadConstraints: [
+          {
+            maxSkew: 1,
+            topologyKey: "kubernetes.io/hostname",
+            whenUnsatisfiable: "DoNotSchedule",
+            labelSelector: { matchLabels: { app: "spread" } },
+          },
+        ],
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                {
+                  matchExpressions: [
+                    { key: "liqo.io/remote-cluster-id", operator: "In", values: [milan.identity.clusterId] },
                   ],
                 },
-              },
+              ],
             },
           },
         },
-      },
-    } as KubeObject);
+      }),
+    );
     const pods = await waitFor(
       "4 spread pods Running",
       async () => {
@@ -328,34 +331,26 @@ describe("VirtualNodes of one peering", () => {
 
   test("deleting a VirtualNode drains it: cordoned, its pods rescheduled elsewhere, then its Node goes", async () => {
     // A Deployment that prefers pool blue: its pod lands on milan-blue, and after the drain elsewhere.
-    await rome.client.create(Resources.deployments, {
-      metadata: { name: "web", namespace: "vn-demo" },
-      spec: {
-        replicas: 1,
-        selector: { matchLabels: { app: "web" } },
-        template: {
-          metadata: { labels: { app: "web" } },
-          spec: {
-            ...(pod("web", {}) as Pod).spec,
-            affinity: {
-              nodeAffinity: {
-                preferredDuringSchedulingIgnoredDuringExecution: [
-                  {
-                    weight: 100,
-                    preference: { matchExpressions: [{ key: "pool", operator: "In", values: ["blue"] }] },
-                  },
-                ],
-                requiredDuringSchedulingIgnoredDuringExecution: {
-                  nodeSelectorTerms: [
-                    { matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] },
-                  ],
-                },
+    await rome.client.create(
+      Resources.deployments,
+      deployment("web", 1, {
+        affinity: {
+          nodeAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              {
+                weight: 100,
+                preference: { matchExpressions: [{ key: "pool", operator: "In", values: ["blue"] }] },
               },
+            ],
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] },
+              ],
             },
           },
         },
-      },
-    } as KubeObject);
+      }),
+    );
     const first = await waitFor("web's pod Running on milan-blue", async () => {
       const [p] = (await rome.client.list<Pod>(Resources.pods, { namespace: "vn-demo", labelSelector: "app=web" }))
         .items;
