@@ -225,8 +225,9 @@ describe("VirtualNodes of one peering", () => {
   }, 180_000);
 
   test("the controller manager restarted: the VirtualNode's pods keep running untouched; a VirtualNode removed meanwhile without its finalizer is drained then", async () => {
-    const shadowUid = (await milan.client.find(ShadowPodResource, "on-blue", remoteNs))!.metadata.uid;
-    const remoteUid = (await milan.client.find(Resources.pods, "on-blue", remoteNs))!.metadata.uid;
+    const shadowUid = (await milan.client.find(ShadowPodResource, "on-blue", remoteNs))?.metadata.uid;
+    const remoteUid = (await milan.client.find(Resources.pods, "on-blue", remoteNs))?.metadata.uid;
+    expect({ shadowUid, remoteUid }).toEqual({ shadowUid: expect.any(String), remoteUid: expect.any(String) });
     await rome.client.create(
       VirtualNodeResource,
       virtualNode("milan-gone", { resourceQuota: { hard: { cpu: "100m", pods: "5" } }, labels: { pool: "gone" } }),
@@ -250,11 +251,18 @@ describe("VirtualNodes of one peering", () => {
         !(await milan.client.find(ShadowPodResource, "on-gone", remoteNs)),
       T,
     );
+    // The new controller runs milan-blue again (its status alone could still be the old one's).
+    await waitFor("the restarted controller to run milan-blue", () =>
+      rome.fc.peers()[0]?.extraNodes?.some((n) => n.name === "milan-blue" && n.ready),
+    );
     expect((await condition("milan-blue", "NodeReady")).status).toBe("True");
     // on-blue was adopted, not re-created, and still reports Running.
-    expect((await milan.client.find(ShadowPodResource, "on-blue", remoteNs))?.metadata.uid).toBe(shadowUid);
-    expect((await milan.client.find(Resources.pods, "on-blue", remoteNs))?.metadata.uid).toBe(remoteUid);
-    expect((await rome.client.find<Pod>(Resources.pods, "on-blue", "vn-demo"))?.status?.phase).toBe("Running");
+    const after = {
+      shadow: (await milan.client.find(ShadowPodResource, "on-blue", remoteNs))?.metadata.uid,
+      remote: (await milan.client.find(Resources.pods, "on-blue", remoteNs))?.metadata.uid,
+      phase: (await rome.client.find<Pod>(Resources.pods, "on-blue", "vn-demo"))?.status?.phase,
+    };
+    expect(after).toEqual({ shadow: shadowUid, remote: remoteUid, phase: "Running" });
   }, 240_000);
 
   test("refusals: more than is left, a taken name, an unknown provider, no resources; nothing else changes", async () => {
