@@ -111,7 +111,20 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     now: () => new Date(),
   };
   const peers = new Map<string, PeerRuntime>();
-  const virtualNodes = createVirtualNodeController({ client: o.client, peers, logger: log });
+  const virtualNodes = createVirtualNodeController({
+    client: o.client,
+    peers,
+    logger: log,
+    established: (id) =>
+      fcs
+        .list()
+        .some(
+          (f) =>
+            f.spec.clusterIdentity?.clusterID === id &&
+            !f.metadata.deletionTimestamp &&
+            conditionOf(f, "OutgoingPeering")?.status === "Established",
+        ),
+  });
   const ctx: ReconcileContext = { cfg, peers, log, virtualNodes };
   const events = createEventRecorder(o.client, "liqo-foreigncluster", log);
   const fcs = createInformer<ForeignClusterObject>({ client: o.client, resource: ForeignClusterResource, logger: log });

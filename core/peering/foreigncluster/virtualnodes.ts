@@ -68,6 +68,12 @@ function invalidSpec(spec: VirtualNodeSpec | undefined): string | undefined {
 export function createVirtualNodeController(o: {
   client: KubeClient;
   peers: Map<string, PeerRuntime>;
+  /**
+   * Whether a ForeignCluster of that cluster ID says its outgoing peering is Established: while
+   * its virtual kubelet is not running yet (a controller manager that just started), VirtualNodes
+   * keep their status instead of flapping to NoPeering; the virtual kubelet's start kicks them.
+   */
+  established?: (clusterId: string) => boolean;
   logger?: Logger;
   resyncMs?: number;
 }): VirtualNodeController {
@@ -117,10 +123,14 @@ export function createVirtualNodeController(o: {
         });
       else {
         names.add(name);
+        // Running: in this process, or before a restart (its status says it ran); never refused, only capped.
+        const ran = ["NodeReady", "NodeNotReady"].includes(
+          vn.status?.conditions?.find((c) => c.type === "Ready")?.reason ?? "",
+        );
         asks.push({
           name,
           asks: { ...(vn.spec.resourceQuota.hard as NodeResources) },
-          running: !!running?.has(name),
+          running: !!running?.has(name) || ran,
           vn,
         });
       }
@@ -203,6 +213,7 @@ export function createVirtualNodeController(o: {
       log.info("virtual node deleted", { virtualNode: `${vn.metadata.namespace}/${name}`, node: name });
     }
     const { asks, refused } = candidates(id, rt);
+    if ((!vk || !rt?.offer) && o.established?.(id)) return;
     if (!vk || !rt?.offer) {
       for (const a of asks)
         refused.set(a.vn, {
