@@ -74,6 +74,8 @@ export const TENANT_NAMESPACE_PREFIX = "liqo-tenant";
 // Storage (pkg/consts/storage.go).
 export const STORAGE_PROVISIONER = "liqo.io/storage";
 export const STORAGE_AVAILABLE_LABEL = "storage.liqo.io/available";
+/** On a virtual node that offers storage: the provider's class its new claims get. */
+export const STORAGE_CLASS_ANNOTATION = "storage.liqo.io/storage-class";
 export const VIRTUAL_PVC_NAMESPACE_LABEL = "storage.liqo.io/virtual-pvc-namespace";
 export const VIRTUAL_PVC_NAME_LABEL = "storage.liqo.io/virtual-pvc-name";
 

@@ -2,7 +2,7 @@
 // offloading through ShadowPods, the reflection engine for the twin namespaces, the NamespaceMap
 // controller that creates them, and the kubelet API (logs, exec). The `liqo virtual-kubelet` role
 // and the ForeignCluster controller (one in-process kubelet per outgoing peering) both start it here.
-import { STORAGE_AVAILABLE_LABEL } from "../apis/labels.ts";
+import { STORAGE_AVAILABLE_LABEL, STORAGE_CLASS_ANNOTATION } from "../apis/labels.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
@@ -158,6 +158,8 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       storage
         ? { ...o.remoteClusterLabels, ...own, [STORAGE_AVAILABLE_LABEL]: "true" }
         : { ...o.remoteClusterLabels, ...own };
+    const nodeAnnotations = (): Record<string, string> =>
+      storage ? { [STORAGE_CLASS_ANNOTATION]: storage.storageClass } : {};
     const twins = new Map<string, string>();
     const events = createEventReflector({
       local: o.local,
@@ -229,6 +231,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       remoteClusterId: o.remoteClusterId,
       remoteClusterName: o.remoteClusterName,
       remoteClusterLabels: nodeLabels(),
+      annotations: nodeAnnotations(),
       resources: o.resources,
       nodeName,
       address: o.kubeletHost,
@@ -274,6 +277,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
             remoteClusterId: o.remoteClusterId,
             remoteClusterName: o.remoteClusterName,
             remoteClusterLabels: nodeLabels(n.labels),
+            annotations: nodeAnnotations(),
             resources: n.resources,
             taints: n.taints,
             nodeName: n.name,
@@ -339,6 +343,9 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
           ...(next && { virtualStorageClass: next.virtualStorageClass }),
         });
         if (next) await enableStorage(next);
+        // The node says which class its new claims get: once it shows the new one, they get it.
+        for (const n of [node, ...[...extras.values()].map((e) => e.node)])
+          await n.updateAnnotations(nodeAnnotations());
         await node.updateLabels(nodeLabels());
         for (const e of extras.values()) await e.node.updateLabels(nodeLabels(e.spec.labels));
       },

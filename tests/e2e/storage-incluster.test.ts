@@ -179,9 +179,10 @@ describe("the virtual storage class", () => {
     expect(offers.items.map((o) => o.spec.storageClasses)).toEqual([
       [{ storageClassName: "local-path", default: true }],
     ]);
-    expect((await q.rome.get(Resources.nodes, "liqo-milan")).metadata.labels?.["storage.liqo.io/available"]).toBe(
-      "true",
-    );
+    const node = await q.rome.get(Resources.nodes, "liqo-milan");
+    expect(node.metadata.labels?.["storage.liqo.io/available"]).toBe("true");
+    // Which class its new claims get in milan.
+    expect(node.metadata.annotations?.["storage.liqo.io/storage-class"]).toBe("local-path");
   });
 });
 
@@ -549,6 +550,15 @@ describe("milan changes the class it offers, the peering running", () => {
         (await q.rome.get(Resources.nodes, "liqo-milan")).metadata.labels?.["storage.liqo.io/available"] === want,
       { timeoutMs: 120_000, intervalMs: 1000 },
     );
+  /** The class liqo-milan's new claims get: once shown, the virtual kubelet uses it. */
+  const storageClassShown = (want: string | undefined) =>
+    waitFor(
+      `liqo-milan's storage class annotation ${want ?? "gone"}`,
+      async () =>
+        (await q.rome.get(Resources.nodes, "liqo-milan")).metadata.annotations?.["storage.liqo.io/storage-class"] ===
+        want,
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
   const copyIn = (name: string) =>
     q.milan.list<Claim>(Resources.persistentVolumeClaims).then((l) => l.items.find((c) => c.metadata.name === name));
 
@@ -565,6 +575,9 @@ describe("milan changes the class it offers, the peering running", () => {
     await makeDefault("local-path", false);
     await makeDefault("fixed", true);
     await offered(["fixed (default)"]);
+    // The offer reaches rome first, then the virtual kubelet: a claim made in between still gets
+    // the old class. The node's annotation says when the new one is in force.
+    await storageClassShown("fixed");
     expect((await q.rome.get(Resources.nodes, "liqo-milan")).metadata.labels?.["storage.liqo.io/available"]).toBe(
       "true",
     );
@@ -625,9 +638,11 @@ describe("milan changes the class it offers, the peering running", () => {
     await makeDefault("fixed", false);
     await offered([]);
     await storageLabel(undefined);
+    await storageClassShown(undefined);
     await makeDefault("local-path", true);
     await offered(["local-path (default)"]);
     await storageLabel("true");
+    await storageClassShown("local-path");
     await q.milan.delete(storageClasses, "fixed");
   }, 240_000);
 });

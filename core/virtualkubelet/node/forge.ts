@@ -18,6 +18,8 @@ export interface NodeIdentity {
   kubeletVersion: string;
   /** Taints besides virtual-node.liqo.io/not-allowed (a VirtualNode's). */
   taints?: NodeTaint[];
+  /** Annotations besides ours (the storage class new claims get). */
+  annotations?: Record<string, string>;
 }
 
 export interface NodeTaint {
@@ -85,7 +87,11 @@ export function virtualNode(id: NodeIdentity): VirtualNodeObject {
     metadata: {
       name: id.nodeName,
       labels: virtualNodeLabels(id),
-      annotations: { "liqo.io/remote-cluster-name": id.remoteClusterName, "node.alpha.kubernetes.io/ttl": "0" },
+      annotations: {
+        ...id.annotations,
+        "liqo.io/remote-cluster-name": id.remoteClusterName,
+        "node.alpha.kubernetes.io/ttl": "0",
+      },
     },
     spec: { taints: nodeTaints(id) },
   };

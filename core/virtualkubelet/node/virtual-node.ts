@@ -37,6 +37,8 @@ export interface VirtualNodeOptions {
   resources: NodeResources;
   /** Taints besides virtual-node.liqo.io/not-allowed. */
   taints?: NodeTaint[];
+  /** Annotations besides ours (the storage class new claims get). */
+  annotations?: Record<string, string>;
   /** Default liqo-<remoteClusterName>. */
   nodeName?: string;
   /** InternalIP of the node: where the local API server reaches the kubelet API. */
@@ -81,6 +83,8 @@ export interface VirtualNode {
   updateLabels(labels: Record<string, string>): Promise<void>;
   /** New taints besides ours: taints set before and no longer given are removed from the Node. */
   updateTaints(taints: NodeTaint[]): Promise<void>;
+  /** New annotations besides ours: ones given before and no longer are removed from the Node. */
+  updateAnnotations(annotations: Record<string, string>): Promise<void>;
   status(): VirtualNodeStatus;
 }
 
@@ -97,6 +101,7 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     kubeletPort: opts.kubeletPort,
     kubeletVersion: opts.kubeletVersion,
     taints: [...(options.taints ?? [])],
+    annotations: { ...options.annotations },
   };
   const log = baseLogger.child({ component: "virtual-node", node: id.nodeName, remoteClusterId: id.remoteClusterId });
   // A probe must end before the next tick: one that timed out at the full interval made the next
@@ -110,6 +115,8 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
   let resources: NodeResources = { ...opts.resources };
   /** Provider labels given before and no longer: removed from the Node at the next sync. */
   const droppedLabels = new Set<string>();
+  /** Annotations given before and no longer: removed from the Node at the next sync. */
+  const droppedAnnotations = new Set<string>();
   /** Keys of the taints given since start: the ones no longer given are removed from the Node. */
   const givenTaintKeys = new Set((options.taints ?? []).map((t) => t.key));
   let statusDirty = true;
@@ -159,13 +166,24 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
       ours.length !== wantTaints.length || wantTaints.some((w) => !ours.some((t) => sameTaint(t, w)));
     const labelsDrifted = Object.entries(wantLabels).some(([k, v]) => found.metadata.labels?.[k] !== v);
     const gone = [...droppedLabels].filter((k) => !(k in wantLabels) && found.metadata.labels?.[k] !== undefined);
-    if (labelsDrifted || gone.length || taintsDrifted) {
+    const wantAnnotations = id.annotations ?? {};
+    const annotationsDrifted =
+      Object.entries(wantAnnotations).some(([k, v]) => found.metadata.annotations?.[k] !== v) ||
+      [...droppedAnnotations].some((k) => !(k in wantAnnotations) && found.metadata.annotations?.[k] !== undefined);
+    if (labelsDrifted || gone.length || taintsDrifted || annotationsDrifted) {
       const taints = taintsDrifted ? [...others, ...wantTaints] : found.spec?.taints;
       const patched = await local.mergePatch<VirtualNodeObject>(Resources.nodes, id.nodeName, undefined, {
-        metadata: { labels: { ...wantLabels, ...Object.fromEntries(gone.map((k) => [k, null])) } },
+        metadata: {
+          labels: { ...wantLabels, ...Object.fromEntries(gone.map((k) => [k, null])) },
+          annotations: {
+            ...Object.fromEntries([...droppedAnnotations].filter((k) => !(k in wantAnnotations)).map((k) => [k, null])),
+            ...wantAnnotations,
+          },
+        },
         spec: { taints },
       });
       droppedLabels.clear();
+      droppedAnnotations.clear();
       return patched;
     }
     return found;
@@ -330,6 +348,12 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
       for (const k of Object.keys(id.remoteClusterLabels)) if (!(k in next)) droppedLabels.add(k);
       for (const k of Object.keys(next)) droppedLabels.delete(k);
       id.remoteClusterLabels = { ...next };
+      if (st.running) await sync();
+    },
+    async updateAnnotations(next) {
+      for (const k of Object.keys(id.annotations ?? {})) if (!(k in next)) droppedAnnotations.add(k);
+      for (const k of Object.keys(next)) droppedAnnotations.delete(k);
+      id.annotations = { ...next };
       if (st.running) await sync();
     },
     async updateTaints(next) {
