@@ -505,9 +505,12 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
             b.metadata.deletionTimestamp && !a.metadata.deletionTimestamp ? onLocalFirst(b) : onLocal(b),
           delete: onLocalFirst,
         });
-        nodes.set(nodeName, { pods, patch });
+        // Followed only once listed: before, its pods would look missing and their ShadowPods be
+        // deleted (a remote event handled meanwhile). Keys handled before are skipped, so all go again.
         pods.start();
         await pods.waitForSync();
+        nodes.set(nodeName, { pods, patch });
+        for (const p of pods.list()) queue!.add(localKey(p));
       };
       shadows.on({ add: (r) => onRemote(r), update: (_a, b) => onRemote(b), delete: (r) => onRemote(r) });
       remotePods.on({
