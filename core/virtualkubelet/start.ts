@@ -309,7 +309,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
         const ours = found && isOurVirtualNode(found, o.remoteClusterId);
         if (!extras.has(name) && !ours) return 0;
         // Left over from before a restart, it is followed now, so its pods' remote copies go with them.
-        await offloader.addNode(name);
+        if (!extras.has(name)) await offloader.addNode(name);
         if (ours && !found.spec?.unschedulable)
           await o.local.mergePatch(Resources.nodes, name, undefined, { spec: { unschedulable: true } });
         const pods = await o.local.list<KubeObject>(Resources.pods, { fieldSelector: `spec.nodeName=${name}` });

@@ -182,12 +182,16 @@ export function createVirtualNodeController(o: {
     });
   }
 
+  /** Per virtual kubelet: Nodes of VirtualNodes it found at its start and has not adopted or removed yet. */
+  const listedAtStart = new WeakMap<object, Set<string>>();
+
   async function reconcile(id: string): Promise<void> {
     const rt = o.peers.get(id);
     const vk = rt?.vk;
     let draining = false;
+    const all = ofCluster(id);
     // Deleted ones first: their share goes back to the others.
-    for (const vn of ofCluster(id)) {
+    for (const vn of all) {
       if (!vn.metadata.deletionTimestamp) {
         await setFinalizer(vn, true);
         continue;
@@ -195,7 +199,7 @@ export function createVirtualNodeController(o: {
       const name = vn.metadata.name!;
       const ours =
         vk?.extraNodes().has(name) &&
-        !ofCluster(id).some((v) => v !== vn && v.metadata.name === name && !v.metadata.deletionTimestamp);
+        !all.some((v) => v !== vn && v.metadata.name === name && !v.metadata.deletionTimestamp);
       if (vk && ours) {
         const left = await vk.drainNode(name);
         if (left > 0) {
@@ -268,15 +272,26 @@ export function createVirtualNodeController(o: {
     }
     for (const [vn, r] of refused) await setStatus(vn, r);
     // A node whose VirtualNode vanished without its finalizer (removed by hand, maybe while this
-    // process was down) is drained and goes too.
-    const nodes = await o.client.list(Resources.nodes, {
-      labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id},${VIRTUAL_NODE_CR_LABEL}=true`,
-    });
-    const leftovers = new Set([...vk.extraNodes().keys(), ...nodes.items.map((n) => n.metadata.name!)]);
-    for (const name of leftovers) {
-      if (name === vk.nodeName || wanted.has(name) || ofCluster(id).some((v) => v.metadata.name === name)) continue;
+    // process was down) is drained and goes too. The Nodes are listed once per virtual kubelet: later
+    // ones are all made by it, so its extra nodes name them.
+    let found = listedAtStart.get(vk);
+    if (!found) {
+      const nodes = await o.client.list(Resources.nodes, {
+        labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${id},${VIRTUAL_NODE_CR_LABEL}=true`,
+      });
+      found = new Set(nodes.items.map((n) => n.metadata.name!));
+      listedAtStart.set(vk, found);
+    }
+    for (const name of new Set([...vk.extraNodes().keys(), ...found])) {
+      if (name === vk.nodeName || wanted.has(name) || all.some((v) => v.metadata.name === name)) {
+        found.delete(name);
+        continue;
+      }
       if ((await vk.drainNode(name)) > 0) draining = true;
-      else await vk.removeNode(name);
+      else {
+        await vk.removeNode(name);
+        found.delete(name);
+      }
     }
     const rest = JSON.stringify(Object.entries(split.rest).sort());
     if (rt.resources !== rest) {
