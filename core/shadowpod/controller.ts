@@ -12,6 +12,7 @@ import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../reflection/engine/events.ts";
 import { metadataOnly, withoutManagedFields } from "../kube/slim.ts";
+import { providerPodSpec } from "./placement.ts";
 
 export const RECREATIONS_ANNOTATION = "liqo.io/shadowpod-recreations";
 const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
@@ -21,7 +22,10 @@ export const POD_UID_ANNOTATION = "liqo.io/shadowpod-pod-uid";
 type ShadowPod = KubeObject & { spec?: { pod?: Record<string, unknown> } };
 type Pod = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string } };
 
-/** The Pod a ShadowPod asks for: its spec, its labels and annotations, owned by the ShadowPod. */
+/**
+ * The Pod a ShadowPod asks for: its spec (kept off this cluster's virtual nodes: placement.ts),
+ * its labels and annotations, owned by the ShadowPod.
+ */
 export function podFor(shadow: ShadowPod): Pod {
   const m = shadow.metadata;
   const annotations = { ...m.annotations };
@@ -46,7 +50,7 @@ export function podFor(shadow: ShadowPod): Pod {
         },
       ],
     },
-    spec: { ...shadow.spec?.pod },
+    spec: providerPodSpec(shadow.spec?.pod),
   };
 }
 

@@ -2,30 +2,20 @@
 // (LocalAndRemote, Local, Remote) and the cluster selector become a toleration for the virtual-node
 // taint and required node affinity. Pure: a mutated copy, never the input.
 import { TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../apis/labels.ts";
+import {
+  andTerms,
+  requireNodeTerms,
+  type NodeAffinitySpec,
+  type Requirement,
+  type SelectorTerm,
+} from "../kube/node-affinity.ts";
+
+export { andTerms, type Requirement, type SelectorTerm };
 
 export type PodOffloadingStrategy = "LocalAndRemote" | "Local" | "Remote";
 
-export interface Requirement {
-  key: string;
-  operator: string;
-  values?: string[];
-}
-export interface SelectorTerm {
-  matchExpressions?: Requirement[];
-  matchFields?: Requirement[];
-}
 type Toleration = { key?: string; operator?: string; value?: string; effect?: string };
-type PodSpec = {
-  tolerations?: Toleration[];
-  affinity?: {
-    nodeAffinity?: {
-      requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: SelectorTerm[] };
-      [k: string]: unknown;
-    };
-    [k: string]: unknown;
-  };
-  [k: string]: unknown;
-};
+type PodSpec = NodeAffinitySpec & { tolerations?: Toleration[] };
 
 const notVirtual: Requirement = { key: TYPE_LABEL, operator: "NotIn", values: [VIRTUAL_NODE_TYPE] };
 const isVirtual: Requirement = { key: TYPE_LABEL, operator: "In", values: [VIRTUAL_NODE_TYPE] };
@@ -41,20 +31,6 @@ export function allowedTerms(strategy: PodOffloadingStrategy, clusterSelector: S
   return clusterSelector.length ? [{ matchExpressions: [notVirtual] }, ...virtual] : [];
 }
 
-/** ANDs two ORed term lists: every pair merged (a pod's own constraints keep holding). */
-export function andTerms(a: SelectorTerm[], b: SelectorTerm[]): SelectorTerm[] {
-  if (a.length === 0) return b;
-  if (b.length === 0) return a;
-  return a.flatMap((x) =>
-    b.map((y) => {
-      const term: SelectorTerm = { matchExpressions: [...(x.matchExpressions ?? []), ...(y.matchExpressions ?? [])] };
-      const fields = [...(x.matchFields ?? []), ...(y.matchFields ?? [])];
-      if (fields.length) term.matchFields = fields;
-      return term;
-    }),
-  );
-}
-
 export function mutatePodSpec(
   spec: PodSpec,
   strategy: PodOffloadingStrategy,
@@ -67,13 +43,7 @@ export function mutatePodSpec(
   ) {
     out.tolerations = [...(out.tolerations ?? []), toleration];
   }
-  const ours = allowedTerms(strategy, clusterSelector);
-  if (ours.length) {
-    const affinity = (out.affinity ??= {});
-    const nodeAffinity = (affinity.nodeAffinity ??= {});
-    const existing = nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
-    nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution = { nodeSelectorTerms: andTerms(existing, ours) };
-  }
+  requireNodeTerms(out, allowedTerms(strategy, clusterSelector));
   return out;
 }
 

@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { DEFAULT_NAMESPACE_OFFLOADING_NAME, NamespaceOffloadingResource } from "../apis/index.ts";
 import { SCHEDULING_ENABLED_LABEL, SCHEDULING_ENABLED_VALUE } from "../apis/labels.ts";
+import { isShadowPodControlled } from "../apis/virtualkubelet/shadowpod.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { createInformer } from "../kube/informer.ts";
 import type { KubeObject, ResourceRef } from "../kube/resources.ts";
@@ -32,7 +33,23 @@ const AdmissionReview = v.object({
       uid: v.pipe(v.string(), v.minLength(1, "request.uid is required")),
       namespace: v.optional(v.string()),
       operation: v.string(),
-      object: v.looseObject({ spec: v.optional(v.record(v.string(), v.unknown())) }),
+      object: v.looseObject({
+        metadata: v.optional(
+          v.looseObject({
+            name: v.optional(v.string()),
+            ownerReferences: v.optional(
+              v.array(
+                v.looseObject({
+                  apiVersion: v.optional(v.string()),
+                  kind: v.optional(v.string()),
+                  controller: v.optional(v.boolean()),
+                }),
+              ),
+            ),
+          }),
+        ),
+        spec: v.optional(v.record(v.string(), v.unknown())),
+      }),
     },
     "request is required",
   ),
@@ -104,6 +121,10 @@ export async function startPodWebhook(o: {
           response: { uid: request.uid, allowed: false, status: { code: 403, reason: "Forbidden", message } },
         });
       if (request.operation !== "CREATE") return allow();
+      // A pod that arrived through a peering (its ShadowPod's) is the provider controller's to
+      // place: offloading it again from here would chain it (and the webhook would refuse it while
+      // this namespace's offloading is set up, blocking a peer's pod).
+      if (isShadowPodControlled(request.object.metadata ?? {})) return allow();
       const ns = request.namespace ?? "";
       const nso = offloadings.get(`${ns}/${DEFAULT_NAMESPACE_OFFLOADING_NAME}`);
       // Only namespaces labelled liqo.io/scheduling-enabled=true reach the webhook. Until their
@@ -125,7 +146,7 @@ export async function startPodWebhook(o: {
       const mutated = mutatePodSpec(spec, strategy, nso.spec?.clusterSelector?.nodeSelectorTerms ?? []);
       const patch = specPatch(spec, mutated);
       log.debug("pod mutated", {
-        key: `${request.namespace}/${request.object.metadata ? (request.object.metadata as { name?: string }).name : ""}`,
+        key: `${request.namespace}/${request.object.metadata?.name ?? ""}`,
         strategy,
         ops: patch.length,
       });

@@ -45,7 +45,8 @@ describe("pods: remote pod spec", () => {
   test("keeps other volumes", () =>
     expect(spec().volumes[0]).toEqual({ name: "settings", configMap: { name: "settings" } }));
   test("keeps containers verbatim", () => expect(spec().containers).toEqual((pod.spec as any).containers));
-  test("keeps tolerations", () => expect(spec().tolerations).toEqual((pod.spec as any).tolerations));
+  test("drops liqo's virtual-node toleration (the only one: the field goes)", () =>
+    expect(spec()).not.toHaveProperty("tolerations"));
   test("drops status", () => expect(out).not.toHaveProperty("status"));
   test("matches the twin", () =>
     expect(out).toEqual(
@@ -61,6 +62,39 @@ describe("pods: remote pod spec", () => {
     await p.close();
     expect(d.decision === "skip" && d.reason).toContain("token secret");
   });
+});
+
+describe("pods: tolerations (no chained offloading)", () => {
+  const ours = { key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" };
+  const user = { key: "dedicated", operator: "Equal", value: "gpu", effect: "NoSchedule" };
+  const withTolerations = (tolerations: unknown[] | undefined) => ({
+    ...pod,
+    spec: { ...(pod.spec as Record<string, unknown>), tolerations },
+  });
+  const forward = async (p: KubeObject) => {
+    const d = await plugin.forward(p, null, ctx);
+    return d.decision === "apply" ? (d.object.spec as Record<string, any>) : undefined;
+  };
+  const twin = (p: KubeObject) =>
+    (
+      remotePodWith((sa) =>
+        lookup({ cluster: "local", apiVersion: "v1", kind: "ServiceAccount", namespace: "shop", name: sa }),
+      )(p, null, ctx) as any
+    ).object.spec;
+  const cases: [string, unknown[] | undefined, unknown[] | undefined][] = [
+    ["keeps the user's tolerations, drops liqo's", [user, ours], [user]],
+    ["drops liqo's with another value or effect too", [{ ...ours, operator: "Equal", value: "true" }, user], [user]],
+    ["keeps a list without liqo's as it is", [user], [user]],
+    ["drops every copy of liqo's", [ours, ours], undefined],
+    ["a pod without tolerations gets none", undefined, undefined],
+  ];
+  for (const [name, input, expected] of cases) {
+    test(name, async () => {
+      const spec = await forward(withTolerations(input));
+      expect(spec?.tolerations).toEqual(expected);
+      expect(twin(withTolerations(input)).tolerations).toEqual(expected);
+    });
+  }
 });
 
 const st = () => status.status as Record<string, any>;

@@ -1,5 +1,6 @@
 import type { KubeObject } from "../../core/reflection/abi.ts";
 import { baseRemote } from "../../core/reflection/objects.ts";
+import { VIRTUAL_NODE_TAINT } from "../../core/apis/labels.ts";
 import { forwardGuards, without, type Twin } from "../twin-helpers.ts";
 
 const DROPPED_SPEC = [
@@ -13,6 +14,7 @@ const DROPPED_SPEC = [
   "serviceAccountName",
   "serviceAccount",
 ];
+type Toleration = { key?: string };
 type Volume = { name: string; projected?: { sources?: Array<Record<string, unknown>> } };
 type Status = Record<string, any>;
 
@@ -29,6 +31,13 @@ export function remotePodWith(lookup: (sa: string) => KubeObject | null): Twin {
       hostPID: false,
       automountServiceAccountToken: false,
     };
+    // liqo's own toleration for virtual nodes stays home: the provider never chains the pod.
+    const tolerations = (lspec.tolerations as Toleration[] | undefined) ?? [];
+    const kept = tolerations.filter((t) => t.key !== VIRTUAL_NODE_TAINT.key);
+    if (kept.length < tolerations.length) {
+      if (kept.length) spec.tolerations = kept;
+      else delete spec.tolerations;
+    }
     const volumes = (lspec.volumes as Volume[] | undefined) ?? [];
     const idx = volumes.findLastIndex((v) => v.projected?.sources?.some((s) => "serviceAccountToken" in s));
     if (idx >= 0) {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { installCrds, NamespaceOffloadingResource } from "../../core/apis/index.ts";
+import { installCrds, NamespaceOffloadingResource, ShadowPodResource } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { registerPodWebhook, startPodWebhook, type PodWebhook } from "../../core/webhook/server.ts";
@@ -166,6 +166,47 @@ describe("pod offloading strategies through the webhook", () => {
           { key: "liqo.io/type", operator: "In", values: ["virtual-node"] },
         ],
       },
+    ]);
+  });
+
+  test("a pod a ShadowPod controls (it arrived through a peering) is left as it is: it is not offloaded again", async () => {
+    // Clusters peered both ways: this namespace is offloaded here and is also a peer's twin namespace.
+    const shadow = await client.create<KubeObject>(ShadowPodResource, {
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+      kind: "ShadowPod",
+      metadata: { name: "from-peer", namespace: "remote-only" },
+      spec: { pod: pod("from-peer", "remote-only").spec },
+    });
+    const owned = {
+      ...pod("from-peer", "remote-only"),
+      metadata: {
+        name: "from-peer",
+        namespace: "remote-only",
+        ownerReferences: [
+          {
+            apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+            kind: "ShadowPod",
+            name: "from-peer",
+            uid: shadow.metadata.uid!,
+            controller: true,
+          },
+        ],
+      },
+    };
+    const p = await client.create<Pod>(Resources.pods, owned);
+    expect(p.spec.affinity).toBeUndefined();
+    expect((p.spec.tolerations ?? []).some((t: any) => t.key === "virtual-node.liqo.io/not-allowed")).toBe(false);
+    // An owner that is not a controlling ShadowPod does not exempt a pod: it is mutated as any other.
+    const other = await client.create<Pod>(Resources.pods, {
+      ...owned,
+      metadata: {
+        ...owned.metadata,
+        name: "not-from-peer",
+        ownerReferences: [{ ...owned.metadata.ownerReferences[0]!, controller: false }],
+      },
+    });
+    expect(terms(other)).toEqual([
+      { matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] },
     ]);
   });
 

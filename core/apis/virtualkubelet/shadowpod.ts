@@ -43,3 +43,15 @@ export type ShadowPodSpec = v.InferOutput<typeof ShadowPodSpecSchema>;
 export const ShadowPodResource = ShadowPodKind.resource;
 export const ShadowPodCrd = ShadowPodKind.crd;
 export const parseShadowPod = ShadowPodKind.parse;
+
+/**
+ * True for a pod a ShadowPod controls (the provider's controller creates it owned by its ShadowPod):
+ * such a pod arrived through a peering, and this cluster's pod webhook leaves it as it is.
+ */
+export function isShadowPodControlled(metadata: {
+  ownerReferences?: { apiVersion?: string; kind?: string; controller?: boolean }[];
+}): boolean {
+  return !!metadata.ownerReferences?.some(
+    (o) => o.controller === true && o.kind === "ShadowPod" && o.apiVersion?.startsWith(`${VIRTUALKUBELET_GROUP}/`),
+  );
+}

@@ -1,5 +1,6 @@
 // Pods: the spec travels verbatim except scheduling constraints (they refer to the origin
-// cluster), host namespaces (forced off: invasive on a cluster we do not own) and the
+// cluster; liqo's own toleration for virtual nodes goes too, so a provider never chains the pod
+// onto its own virtual nodes: the provider also forbids it, see core/shadowpod), host namespaces (forced off: invasive on a cluster we do not own) and the
 // service account, which is rewired so the pod keeps talking to the origin API server.
 // Status comes back with IPs remapped, the virtual kubelet as host and restart counts
 // that include the remote re-creations.
@@ -8,13 +9,15 @@ export * from "@liqo-bun/plugin-sdk/exports";
 
 const MANIFEST = `{"abiVersion":1,"name":"pods","version":"1.0.0",
     "resources":[{"group":"","version":"v1","kind":"Pod","direction":"both",
-      "fields":["/spec/volumes","/spec/serviceAccountName","/spec/automountServiceAccountToken"],
+      "fields":["/spec/volumes","/spec/serviceAccountName","/spec/automountServiceAccountToken","/spec/tolerations"],
       "backwardFields":["/status"]}],
     "hostFunctions":["translateIp","lookup"]}`;
 
 // Paths built once by the start function (kept below the per-call arena), not on every call.
 const DROPPED_SPEC = ["affinity", "nodeSelector", "nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy", "serviceAccountName", "serviceAccount"]
   .map<string>((f: string): string => "/spec/" + f);
+/** The taint of virtual nodes (liqo.io's), whose toleration the consumer's webhook added. */
+const VIRTUAL_NODE_TAINT_KEY = "virtual-node.liqo.io/not-allowed";
 
 function remotePod(input: Input): Result {
   const guard = forwardGuards(input);
@@ -25,6 +28,7 @@ function remotePod(input: Input): Result {
   r.set("/spec/hostNetwork", Value.bool(false)).set("/spec/hostIPC", Value.bool(false)).set("/spec/hostPID", Value.bool(false));
   // The remote cluster must not mount its own token: the pod would reach the wrong API server.
   r.set("/spec/automountServiceAccountToken", Value.bool(false));
+  dropVirtualNodeTolerations(r, spec.get("tolerations"));
   const volumes = spec.get("volumes");
   let tokenVolume = -1;
   for (let i = 0; i < volumes.length; i++) if (isTokenVolume(volumes.at(i))) tokenVolume = i;
@@ -36,6 +40,23 @@ function remotePod(input: Input): Result {
   const vol = Value.obj().set("name", volumes.at(tokenVolume).get("name"))
     .set("secret", Value.obj().set("secretName", Value.str(secret)));
   return r.set("/spec/volumes/" + tokenVolume.toString(), vol);
+}
+
+/** The tolerations without liqo's for virtual nodes: an edit only when the pod has one. */
+function dropVirtualNodeTolerations(r: Result, tolerations: Value): void {
+  let ours = 0;
+  for (let i = 0; i < tolerations.length; i++) if (tolerations.at(i).get("key").is(VIRTUAL_NODE_TAINT_KEY)) ours++;
+  if (ours == 0) return;
+  if (ours == tolerations.length) {
+    r.remove("/spec/tolerations");
+    return;
+  }
+  const kept = Value.arr();
+  for (let i = 0; i < tolerations.length; i++) {
+    const t = tolerations.at(i);
+    if (!t.get("key").is(VIRTUAL_NODE_TAINT_KEY)) kept.push(t);
+  }
+  r.set("/spec/tolerations", kept);
 }
 
 /** The projected volume the service-account admission plugin adds (kube-api-access-*). */
