@@ -12,8 +12,11 @@ import {
   extraImageRefs,
   type ImageName,
   importImages,
+  normalizeRef,
   rigImageRefs,
 } from "./images.ts";
+import { archiveImageNames, mirrorRepository, openOciArchive, pushArchive } from "./oci-push.ts";
+import { registryUrl, writeMirrorHosts } from "./registry.ts";
 import { defaultRigDir, loadRig, rigDown, rigProcesses, rigUp } from "./rig.ts";
 
 const dirArg = {
@@ -97,7 +100,13 @@ const status = defineCommand({
         );
       }
     }
-    const extras = procs.filter((x) => x.cluster === "-");
+    if (rig.registry) {
+      const p = procs.find((x) => x.component === "registry");
+      console.log(
+        `registry  ${registryUrl(rig.registry)}  pid ${p?.pid ?? "-"} ${p?.alive ? "running" : "NOT RUNNING"}  storage ${rig.registry.storage}`,
+      );
+    }
+    const extras = procs.filter((x) => x.cluster === "-" && x.component !== "registry");
     if (extras.length) console.log("liqo processes");
     for (const p of extras)
       console.log(`  ${p.component.padEnd(40)} pid ${String(p.pid).padEnd(8)} ${p.alive ? "running" : "NOT RUNNING"}`);
@@ -150,7 +159,43 @@ const imageImport = defineCommand({
         console.log(`${n.name.padEnd(20)} ${refs.join(", ")}`);
       }),
     );
-    console.log(`\nImported into ${nodes.length} node(s); pods use it with imagePullPolicy: IfNotPresent (or Never)`);
+    console.log(
+      `\nImported into ${nodes.length} node(s); pods use it with imagePullPolicy: IfNotPresent (or Never); \`rig image push\` serves it to any pull policy`,
+    );
+  },
+});
+
+const imagePush = defineCommand({
+  meta: {
+    name: "push",
+    description:
+      "Push an OCI image archive into the rig's registry, the mirror of every real node: pods pull it with any pull policy",
+  },
+  args: {
+    archive: { type: "positional", required: true, description: "the archive, e.g. my-image.oci.tar" },
+    as: { type: "string", description: "push under this name instead of the archive's (e.g. docker.io/me/app:1)" },
+    ...dirArg,
+  },
+  async run({ args }) {
+    const dir = args.dir ?? defaultRigDir();
+    const rig = loadRig(dir);
+    if (!rig) throw new RigError(`no rig in ${dir}; start one with: bun run rig up --real-nodes 1`);
+    if (!rig.registry)
+      throw new RigError(`the rig in ${dir} has no registry (it runs with real nodes); start it with --real-nodes N`);
+    const archive = resolve(args.archive);
+    const names = args.as ? [normalizeRef(args.as)] : archiveImageNames(await openOciArchive(archive));
+    // A registry host the rig does not mirror yet gets its hosts.toml now; containerd reads it at the next pull.
+    writeMirrorHosts(
+      rig.registry,
+      names.map((n) => mirrorRepository(n).host),
+    );
+    const started = performance.now();
+    const report = await pushArchive({ archive, registry: registryUrl(rig.registry), names });
+    for (const n of names) console.log(`${n.padEnd(50)} ${report.digest}`);
+    console.log(
+      `\nPushed to ${registryUrl(rig.registry)} in ${((performance.now() - started) / 1000).toFixed(1)}s ` +
+        `(blobs: ${report.uploaded.length} uploaded, ${report.mounted.length} mounted, ${report.present.length} there already)`,
+    );
   },
 });
 
@@ -178,8 +223,8 @@ const imageBuild = defineCommand({
 });
 
 const image = defineCommand({
-  meta: { name: "image", description: "Images on the real nodes: build the rig's own, import yours" },
-  subCommands: { import: imageImport, build: imageBuild },
+  meta: { name: "image", description: "Images on the real nodes: build the rig's own, push or import yours" },
+  subCommands: { import: imageImport, push: imagePush, build: imageBuild },
 });
 
 const main = defineCommand({

@@ -266,7 +266,7 @@ function liqoRecipe(): Recipe {
 }
 
 /** One builder at a time per cache: two test files starting rigs together must not both debootstrap. */
-async function withLock<T>(cache: string, say: (m: string) => void, body: () => Promise<T>): Promise<T> {
+export async function withLock<T>(cache: string, say: (m: string) => void, body: () => Promise<T>): Promise<T> {
   const lock = join(cache, ".lock");
   const deadline = Date.now() + 45 * 60_000;
   let told = 0;

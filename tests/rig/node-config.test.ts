@@ -44,6 +44,11 @@ describe("node configuration files", () => {
     expect(toml).toContain("netns_mounts_under_state_dir = true");
     expect(toml).toContain('sandbox_image = "registry.k8s.io/pause:3.10"');
     expect(toml).toContain("SystemdCgroup = false");
+    expect(toml).not.toContain("config_path");
+  });
+  test("containerd finds the rig's registry through a hosts directory", () => {
+    const toml = containerdConfig({ ...paths, registryHosts: "/r/registry/hosts" }, "registry.k8s.io/pause:3.10");
+    expect(toml).toContain('[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "/r/registry/hosts"');
   });
   test("CNI hands out the node's pod CIDR from a per-node IPAM folder", () => {
     const conf = JSON.parse(cniConfig("10.100.3.0/24", "/r/n1/cni/ipam"));

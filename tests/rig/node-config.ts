@@ -35,6 +35,8 @@ export interface NodePaths {
   socket: string;
   cniConfDir: string;
   cniBinDir: string;
+  /** containerd's registry config_path: a hosts.toml per registry host, naming the rig's registry. */
+  registryHosts?: string;
 }
 
 /** containerd 1.6 (config version 2): everything of its own under the node's folder. */
@@ -70,7 +72,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [${cri}.cni]
   bin_dir = "${p.cniBinDir}"
   conf_dir = "${p.cniConfDir}"
-`;
+${
+  p.registryHosts
+    ? `
+[${cri}.registry]
+  config_path = "${p.registryHosts}"
+`
+    : ""
+}`;
 }
 
 /** The bridge plugin on cni0 with host-local addresses from the node's pod CIDR. */

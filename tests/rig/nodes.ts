@@ -125,6 +125,7 @@ export function prepareRealNode(
   ordinal: number,
   seq: number,
   clusterDns: string,
+  registryHosts?: string,
 ): RealNodeState {
   const name = `${c.name}-node-${ordinal + 1}`;
   const netns = `lrig${net.index}-${name}`;
@@ -152,7 +153,7 @@ export function prepareRealNode(
   writeFileSync(
     join(dir, "containerd.toml"),
     containerdConfig(
-      { dir, socket: node.containerdSocket, cniConfDir: join(dir, "cni/net.d"), cniBinDir },
+      { dir, socket: node.containerdSocket, cniConfDir: join(dir, "cni/net.d"), cniBinDir, registryHosts },
       sandboxImage,
     ),
   );

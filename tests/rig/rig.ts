@@ -28,6 +28,7 @@ import {
 import type { RigNetwork } from "./node-config.ts";
 import { clusterDnsAddress } from "./dns.ts";
 import { ensureRigImages, importImages } from "./images.ts";
+import { prepareRegistry, pushRigImages, type RegistryState, startRegistry, stopRegistry } from "./registry.ts";
 
 export interface RigOptions {
   clusters: number;
@@ -59,6 +60,8 @@ export interface Rig {
   clusters: ClusterState[];
   /** The host bridge of the real nodes, when there are any. */
   network?: RigNetwork;
+  /** With real nodes: the image registry on the bridge, every node's mirror (registry.ts). */
+  registry?: RegistryState;
 }
 
 const defaultNames = ["rome", "milan", "naples", "turin", "florence", "venice", "genoa", "bologna"];
@@ -123,8 +126,12 @@ export function rigProcesses(rig: Rig): { cluster: string; component: string; pi
   const addons = rig.clusters.flatMap((c) =>
     Object.entries(c.addonPids ?? {}).map(([k, pid]) => ({ cluster: c.name, component: k, pid, alive: isAlive(pid) })),
   );
+  const registry = rig.registry?.pid
+    ? [{ cluster: "-", component: "registry", pid: rig.registry.pid, alive: isAlive(rig.registry.pid) }]
+    : [];
   return [
     ...extras,
+    ...registry,
     ...addons,
     ...nodes,
     ...rig.clusters.flatMap((c) =>
@@ -179,6 +186,10 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
         `real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`,
       );
       createRigNetwork(rig.network);
+      rig.registry = prepareRegistry(join(dir, "registry"), rig.network.gateway);
+      await startRegistry(rig.registry);
+      saveRig(rig);
+      progress(`registry: http://${rig.registry.address}, storage ${rig.registry.storage}`);
     }
     const ports = await allocatePorts(count * portsPerCluster, options.basePort);
     names.forEach((name, i) => {
@@ -210,7 +221,14 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
         cluster.realNodeStates = [];
         for (let k = 0; k < realNodes; k++) {
           cluster.realNodeStates.push(
-            prepareRealNode(cluster, rig.network, k, i * realNodes + k, clusterDnsAddress(cluster.serviceCIDR)),
+            prepareRealNode(
+              cluster,
+              rig.network,
+              k,
+              i * realNodes + k,
+              clusterDnsAddress(cluster.serviceCIDR),
+              rig.registry?.hostsDir,
+            ),
           );
           saveRig(rig);
         }
@@ -227,7 +245,10 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
             images.map((i) => i.archive),
           ),
       };
-      await Promise.all(rig.clusters.map((c) => startCluster(c, bin, progress, nodeImages)));
+      await Promise.all([
+        ...rig.clusters.map((c) => startCluster(c, bin, progress, nodeImages)),
+        rig.registry && pushImages(rig.registry, images, progress),
+      ]);
     } finally {
       clearInterval(saver);
     }
@@ -238,6 +259,31 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
     await rigDown(dir).catch(() => {});
     throw err;
   }
+}
+
+/** The rig's images into its registry, while the clusters start: with a warm storage, HEADs only. */
+async function pushImages(r: RegistryState, images: { ref: string; archive: string }[], progress: Progress) {
+  const started = performance.now();
+  const pushed = await pushRigImages(r, images);
+  const count = (k: "uploaded" | "mounted" | "present") => pushed.reduce((n, p) => n + p.report[k].length, 0);
+  progress(
+    `registry: ${pushed.length} images pushed in ${((performance.now() - started) / 1000).toFixed(2)}s ` +
+      `(blobs: ${count("uploaded")} uploaded, ${count("mounted")} mounted, ${count("present")} there already)`,
+  );
+}
+
+/** Stops the rig's registry (pods pulling then fail, as with a registry down); startRigRegistry brings it back. */
+export async function stopRigRegistry(rig: Rig): Promise<void> {
+  if (!rig.registry) throw new RigError(`the rig in ${rig.dir} has no registry (no real nodes)`);
+  await stopRegistry(rig.registry);
+}
+
+export async function startRigRegistry(rig: Rig): Promise<void> {
+  if (!rig.registry) throw new RigError(`the rig in ${rig.dir} has no registry (no real nodes)`);
+  await startRegistry(rig.registry);
+  // rig.json keeps the new pid, so rig down (in any process) stops this registry too.
+  const saved = loadRig(rig.dir);
+  if (saved) saveRig({ ...saved, registry: rig.registry });
 }
 
 export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> {
@@ -254,6 +300,7 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
     (r) => r.status === "rejected",
   );
   phases.lap("the clusters");
+  if (rig.registry) await stopRegistry(rig.registry);
   if (rig.network) removeRigNetworkNow(rig.network);
   for (const c of rig.clusters) if (c.hostRouting) removeHostRoutingNow(c.hostRouting);
   phases.lap("the network");
