@@ -13,6 +13,15 @@ export const kubeFlags = {
   "liqo-namespace": { type: "string", default: "liqo", description: "namespace where liqo runs" },
 } as const;
 
+/**
+ * kubeFlags where, as in Liqo, `-n`/`--namespace` also name liqo's namespace: for the commands that
+ * have no other namespace (Liqo's generate, peer, unpeer in-band, status).
+ */
+export const liqoKubeFlags = {
+  ...kubeFlags,
+  "liqo-namespace": { ...kubeFlags["liqo-namespace"], alias: ["namespace", "n"] as string[] },
+} as const;
+
 export const timeoutFlag = {
   timeout: { type: "string", default: "120s", description: "how long to wait for each phase (e.g. 90s, 5m)" },
 } as const;

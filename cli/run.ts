@@ -1,6 +1,7 @@
 // Runs a citty command tree and turns every outcome into an exit code. Unlike citty's runMain it
 // prints errors a user can fix as one line (no stack) and keeps unexpected errors in full.
-import { renderUsage, runCommand, showUsage, type CommandDef } from "citty";
+import { renderUsage, runCommand, type CommandDef } from "citty";
+import { canonicalFlags, commandLine, withUsageAliases } from "./argv.ts";
 import { CliError, ExitCode } from "./errors.ts";
 import { KubeApiError, KubeConfigError } from "../core/kube/errors.ts";
 
@@ -11,20 +12,6 @@ export function exitCodeFor(err: unknown): number | undefined {
   if (err instanceof KubeApiError) return err.status === 0 ? ExitCode.Unreachable : ExitCode.Failure;
   if (err instanceof Error && err.name === "RigError") return ExitCode.Failure;
   return undefined;
-}
-
-async function subCommandFor(cmd: CommandDef<any>, rawArgs: string[]): Promise<[CommandDef<any>, CommandDef<any>?]> {
-  let current = cmd;
-  let parent: CommandDef<any> | undefined;
-  for (const arg of rawArgs) {
-    if (arg.startsWith("-")) break;
-    const subs = typeof current.subCommands === "function" ? await current.subCommands() : await current.subCommands;
-    const next = subs?.[arg];
-    if (!next) break;
-    parent = current;
-    current = typeof next === "function" ? await (next as () => Promise<CommandDef<any>>)() : await next;
-  }
-  return [current, parent];
 }
 
 /** citty ignores flags it does not know; a typo such as --cluster for --clusters must not pass silently. */
@@ -47,23 +34,28 @@ export async function unknownFlags(cmd: CommandDef<any>, rawArgs: string[]): Pro
 }
 
 export async function runCli(cmd: CommandDef<any>, rawArgs: string[]): Promise<number> {
+  let chain: CommandDef<any>[] = [cmd];
+  const usageOf = () => renderUsage(withUsageAliases(chain.at(-1)!), chain.at(-2));
   try {
-    if (rawArgs.includes("--help") || rawArgs.includes("-h") || rawArgs.length === 0) {
-      await showUsage(...(await subCommandFor(cmd, rawArgs)));
+    const help = rawArgs.includes("--help") || rawArgs.includes("-h") || rawArgs.length === 0;
+    const line = await commandLine(cmd, rawArgs, { withDefault: !help });
+    chain = line.chain;
+    if (help) {
+      console.log(`${await usageOf()}\n`);
       return rawArgs.length === 0 ? ExitCode.Usage : ExitCode.Ok;
     }
-    const [leaf] = await subCommandFor(cmd, rawArgs);
-    const unknown = await unknownFlags(leaf, rawArgs);
+    const leaf = chain.at(-1)!;
+    const unknown = await unknownFlags(leaf, line.argv);
     if (unknown.length) {
-      console.error(await renderUsage(leaf));
+      console.error(await usageOf());
       console.error(`ERROR unknown flag${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`);
       return ExitCode.Usage;
     }
-    await runCommand(cmd, { rawArgs });
+    await runCommand(cmd, { rawArgs: await canonicalFlags(leaf, line.argv) });
     return typeof process.exitCode === "number" ? process.exitCode : ExitCode.Ok;
   } catch (err) {
     if (err instanceof Error && err.name === "CLIError") {
-      console.error(await renderUsage(...(await subCommandFor(cmd, rawArgs))));
+      console.error(await usageOf());
       console.error(`ERROR ${err.message}`);
       return ExitCode.Usage;
     }

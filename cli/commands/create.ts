@@ -37,6 +37,7 @@ const existsError = (name: string, namespace: string) =>
 const createVirtualNode = defineCommand({
   meta: {
     name: "virtualnode",
+    alias: "vn",
     description:
       "Create one more virtual node for an outgoing peering, with its share of the provider's offer (the peering's own node keeps the rest)",
   },
@@ -63,6 +64,7 @@ const createVirtualNode = defineCommand({
       description: "taints of the node, key=value:Effect or key:Effect,... (NoSchedule, PreferNoSchedule, NoExecute)",
     },
     "remote-node-selector": {
+      alias: "node-selector",
       type: "string",
       description: "k=v,...: the provider's nodes its pods run on (added to their nodeSelector there)",
     },

@@ -20,6 +20,7 @@ import {
 const deleteVirtualNode = defineCommand({
   meta: {
     name: "virtualnode",
+    alias: "vn",
     description:
       "Delete a virtual node made by liqoctl create virtualnode: its pods are rescheduled, then the node goes",
   },

@@ -6,7 +6,7 @@ import { readAuthToken } from "../../core/peering/auth/index.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
 import { CliError, ExitCode } from "../errors.ts";
-import { checkAuthUrl, kubeFlags } from "../peering.ts";
+import { checkAuthUrl, liqoKubeFlags } from "../peering.ts";
 
 export function peerCommand(o: {
   clusterName: string;
@@ -27,7 +27,7 @@ const peerCommandCmd = defineCommand({
       description:
         "URL of this cluster's authentication service (default: the liqo-auth Service's address, or what liqo auth recorded)",
     },
-    ...kubeFlags,
+    ...liqoKubeFlags,
   },
   async run({ args }) {
     if (args["auth-url"] !== undefined) checkAuthUrl(args["auth-url"]);

@@ -56,7 +56,7 @@ export const commonInstallArgs = {
     default: "10m",
     description: "how long to wait for the installation; once expired Helm rolls back to the previous state",
   },
-  verbose: { type: "boolean", description: "print what was detected, the values and Helm's output" },
+  verbose: { type: "boolean", alias: "v", description: "print what was detected, the values and Helm's output" },
   version: {
     type: "string",
     description: `liqo version (image tag) to install (default: ${liqoVersion}, the chart's)`,
@@ -216,6 +216,12 @@ function providerCommand(p: Provider): CommandDef<any> {
 }
 
 export default defineCommand({
-  meta: { name: "install", description: "Install or upgrade liqo with Helm on a cluster of the given provider" },
+  meta: {
+    name: "install",
+    alias: "upgrade",
+    description:
+      "Install or upgrade liqo with Helm on a cluster of the given provider (none given: generic, as in Liqo)",
+  },
+  default: "generic",
   subCommands: Object.fromEntries(Object.values(providers).map((p) => [p.name, providerCommand(p)])),
 });

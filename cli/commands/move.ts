@@ -126,13 +126,19 @@ async function checkFabric(client: KubeClient, key: string, clusterIds: string[]
 const moveVolume = defineCommand({
   meta: {
     name: "volume",
+    alias: "pvc",
     description:
       "Move the data of a claim of the virtual storage class to another node, here or in a peer (no pod may use it meanwhile)",
   },
   args: {
     name: { type: "positional", required: true, description: "the PersistentVolumeClaim" },
     namespace: { type: "string", alias: "n", required: true, description: "its namespace" },
-    node: { type: "string", required: true, description: "the target node (physical, or the virtual node of a peer)" },
+    node: {
+      type: "string",
+      alias: "target-node",
+      required: true,
+      description: "the target node (physical, or the virtual node of a peer)",
+    },
     "virtual-storage-class": { type: "string", default: "liqo", description: "the virtual storage class" },
     "liqo-namespace": {
       type: "string",

@@ -40,6 +40,7 @@ const kube = {
 const offloadNamespace = defineCommand({
   meta: {
     name: "namespace",
+    alias: "ns",
     description: "Offload a namespace to the peered clusters selected by the cluster selector",
   },
   args: {
@@ -55,6 +56,7 @@ const offloadNamespace = defineCommand({
       description: "LocalAndRemote, Local or Remote",
     },
     selector: {
+      alias: "l",
       type: "string",
       description: "cluster selector on virtual node labels, e.g. 'region in (europe,us-west), !staging'; repeat to OR",
     },

@@ -16,7 +16,7 @@ import {
   type InBandSide,
 } from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";
-import { kubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
+import { liqoKubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { info, spinner } from "../ui.ts";
 import { outgoingPhases } from "./peer.ts";
 
@@ -26,6 +26,11 @@ export const remoteFlags = {
     description: "kubeconfig of the remote cluster (default: the same as --kubeconfig)",
   },
   "remote-context": { type: "string", description: "kubeconfig context of the remote cluster" },
+  "remote-liqo-namespace": {
+    type: "string",
+    alias: "remote-namespace",
+    description: "namespace where liqo runs in the remote cluster (default: the same as --liqo-namespace)",
+  },
 } as const;
 
 export interface SidesArgs {
@@ -33,6 +38,7 @@ export interface SidesArgs {
   context?: string;
   "remote-kubeconfig"?: string;
   "remote-context"?: string;
+  "remote-liqo-namespace"?: string;
   "liqo-namespace": string;
 }
 
@@ -53,7 +59,7 @@ export async function openSides(args: SidesArgs): Promise<[InBandSide, InBandSid
     const b = await openSide(
       args["remote-context"] ? `--remote-context ${args["remote-context"]}` : "--remote-kubeconfig",
       remote,
-      ns,
+      args["remote-liqo-namespace"] ?? ns,
     );
     return [a, b];
   } catch (err) {
@@ -94,6 +100,7 @@ async function outgoing(from: InBandSide, to: InBandSide, timeout: number) {
 export default defineCommand({
   meta: {
     name: "in-band",
+    alias: "ib",
     description:
       "Peer with a remote cluster carrying the control plane inside the network tunnel (needs access to both clusters)",
   },
@@ -101,7 +108,7 @@ export default defineCommand({
     ...remoteFlags,
     bidirectional: { type: "boolean", default: false, description: "also peer the remote cluster with this one" },
     ...timeoutFlag,
-    ...kubeFlags,
+    ...liqoKubeFlags,
   },
   async run({ args }) {
     const timeout = timeoutMs(args.timeout);

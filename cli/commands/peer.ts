@@ -25,7 +25,7 @@ import {
   checkClusterId,
   checkClusterName,
   foreignClusterByName,
-  kubeFlags,
+  liqoKubeFlags,
   namedOr,
   timeoutFlag,
   timeoutMs,
@@ -78,6 +78,7 @@ async function resetFailedAuthentication(client: KubeClient, fc: ForeignClusterO
 const outOfBand = defineCommand({
   meta: {
     name: "out-of-band",
+    alias: "oob",
     description:
       "Peer with a remote cluster through its authentication service (the command liqoctl generate peer-command prints there)",
   },
@@ -99,7 +100,7 @@ const outOfBand = defineCommand({
         "let liqo interconnect the networks (liqo network-manager and gateways on both sides, as the chart runs them); --no-networking when the clusters' pods already reach each other",
     },
     ...timeoutFlag,
-    ...kubeFlags,
+    ...liqoKubeFlags,
   },
   async run({ args }) {
     checkClusterName(args.name, "the cluster name");
@@ -189,7 +190,7 @@ const outOfBand = defineCommand({
 const peerNamed = (name: string) =>
   defineCommand({
     meta: { name, description: `Enable the outgoing peering with ${name}` },
-    args: { ...timeoutFlag, ...kubeFlags },
+    args: { ...timeoutFlag, ...liqoKubeFlags },
     async run({ args }) {
       const timeout = timeoutMs(args.timeout);
       const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });

@@ -30,7 +30,7 @@ import {
 } from "../../core/reflection/policy.ts";
 import { overrideOfNamespace, POLICY_CONFIGMAP, policyFromConfigMap } from "../../core/reflection/policy-watch.ts";
 import { CliError, ExitCode } from "../errors.ts";
-import { kubeFlags } from "../peering.ts";
+import { liqoKubeFlags } from "../peering.ts";
 import { formatResources, readyCondition, type VirtualNodeObject } from "../virtualnode.ts";
 
 const COLUMNS: [string, PeeringConditionType][] = [
@@ -208,7 +208,7 @@ export function namespacePolicyReport(namespaces: KubeObject[]): string {
 
 export default defineCommand({
   meta: { name: "status", description: "Show this cluster's liqo identity and its peerings" },
-  args: { ...kubeFlags },
+  args: { ...liqoKubeFlags },
   async run({ args }) {
     const ns = args["liqo-namespace"];
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });

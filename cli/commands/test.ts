@@ -29,6 +29,7 @@ const INTERRUPTED = 130;
 const network = defineCommand({
   meta: {
     name: "network",
+    alias: "net",
     description:
       "Test the network fabric of a peering with pods on both sides: pod ↔ pod, Services, node → pod, large packets",
   },

@@ -17,7 +17,7 @@ export default defineCommand({
       description: "also remove the CRDs (and every liqo object), liqo's namespaces and the cluster identity",
     },
     timeout: { type: "string", default: "10m", description: "how long to wait for the removal" },
-    verbose: { type: "boolean", description: "print Helm's output" },
+    verbose: { type: "boolean", alias: "v", description: "print Helm's output" },
     namespace: { type: "string", alias: "n", default: "liqo", description: "namespace liqo is installed in" },
     kubeconfig: { type: "string", description: "path to the kubeconfig (default: KUBECONFIG, ~/.kube/config)" },
     context: { type: "string", description: "kubeconfig context to use" },

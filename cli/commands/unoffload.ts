@@ -10,6 +10,7 @@ import { info, parseDuration, spinner, warn } from "../ui.ts";
 const unoffloadNamespace = defineCommand({
   meta: {
     name: "namespace",
+    alias: "ns",
     description: "Stop offloading a namespace: remote twin namespaces and reflected resources are deleted",
   },
   args: {

@@ -11,7 +11,7 @@ import { CLUSTER_ID_LABEL } from "../../netfabric/manager/forge.ts";
 import { deleteExchangedCopies } from "../../core/peering/inband/exchange.ts";
 import { foreignClusterFor, tenantOf, type InBandSide } from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";
-import { kubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
+import { liqoKubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { dataLossWarning, listVolumes, remoteBackedClaims } from "../storage-guard.ts";
 import { info, spinner, warn } from "../ui.ts";
 import { openSides, remoteFlags } from "./peer-in-band.ts";
@@ -48,11 +48,15 @@ async function tunnelGone(a: InBandSide, b: InBandSide, timeout: number) {
 }
 
 export default defineCommand({
-  meta: { name: "in-band", description: "Tear down an in-band peering on both clusters (needs access to both)" },
+  meta: {
+    name: "in-band",
+    alias: "ib",
+    description: "Tear down an in-band peering on both clusters (needs access to both)",
+  },
   args: {
     ...remoteFlags,
     ...timeoutFlag,
-    ...kubeFlags,
+    ...liqoKubeFlags,
     yes: {
       type: "boolean",
       default: false,

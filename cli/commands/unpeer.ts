@@ -6,7 +6,7 @@ import { ForeignClusterResource } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import { FORCE_UNPEER_ANNOTATION, remoteTokenSecretName } from "../../core/peering/foreigncluster/index.ts";
-import { foreignClusterByName, kubeFlags, namedOr, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
+import { foreignClusterByName, liqoKubeFlags, namedOr, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { CliError } from "../errors.ts";
 import { dataLossWarning, listVolumes, remoteBackedClaims } from "../storage-guard.ts";
 import { info, warn } from "../ui.ts";
@@ -44,13 +44,14 @@ async function markForce(client: KubeClient, name: string, force: boolean) {
 const outOfBand = defineCommand({
   meta: {
     name: "out-of-band",
+    alias: "oob",
     description: "Unpeer from a cluster peered out-of-band and forget it (ForeignCluster and token deleted)",
   },
   args: {
     name: { type: "positional", required: true, description: "the ForeignCluster's name" },
     ...forceFlag,
     ...timeoutFlag,
-    ...kubeFlags,
+    ...liqoKubeFlags,
   },
   async run({ args }) {
     const timeout = timeoutMs(args.timeout);
@@ -83,7 +84,7 @@ const outOfBand = defineCommand({
 const unpeerNamed = (name: string) =>
   defineCommand({
     meta: { name, description: `Disable the outgoing peering with ${name}` },
-    args: { ...forceFlag, ...timeoutFlag, ...kubeFlags },
+    args: { ...forceFlag, ...timeoutFlag, ...liqoKubeFlags },
     async run({ args }) {
       const timeout = timeoutMs(args.timeout);
       const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
