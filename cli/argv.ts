@@ -70,9 +70,10 @@ async function valueFlags(cmd: CommandDef<any>): Promise<Set<string>> {
   const fallback = (await resolve(cmd.default)) as string | undefined;
   const sub = fallback ? (await subCommandNamed(cmd, fallback))?.sub : undefined;
   for (const c of sub ? [cmd, sub] : [cmd])
-    for (const [name, def] of Object.entries(await argDefs(c)))
-      if (def.type === "string" || def.type === "enum")
-        for (const n of [name, ...list(def.alias)]) out.add(spelled(n));
+    for (const [name, def] of Object.entries(await argDefs(c))) {
+      if (def.type !== "string" && def.type !== "enum") continue;
+      for (const n of [name, ...list(def.alias)]) out.add(spelled(n));
+    }
   return out;
 }
 
