@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { renderUsage } from "citty";
 import { canonicalFlags, commandLine, parsedCommandLine, withUsageAliases } from "./argv.ts";
+import { liqo } from "./liqo.ts";
 import { main } from "./main.ts";
 
 // Each row: a command line as Liqo's documentation (v0.5, or 1.x where we follow 1.x) writes it,
@@ -215,5 +216,20 @@ describe("help shows Liqo's names", () => {
     const usage = await renderUsage((await commandLine(main, ["peer"])).chain.at(-1)!);
     expect(usage).toContain("out-of-band, oob");
     expect(usage).toContain("in-band, ib");
+  });
+});
+
+describe("the controller manager's arguments as Liqo's chart writes them", () => {
+  const base = ["controller-manager", "--cluster-id", "x", "--cluster-name", "rome"];
+  test("--resource-sharing-percentage is --sharing-percentage", async () => {
+    const a = await parsedCommandLine(liqo, [...base, "--resource-sharing-percentage=40"]);
+    const b = await parsedCommandLine(liqo, [...base, "--sharing-percentage", "40"]);
+    expect(a).toEqual(b);
+    expect(a.args["sharing-percentage"]).toBe("40");
+  });
+
+  test("--cluster-labels=k=v,k2=v2 keeps every = after the first", async () => {
+    const { args } = await parsedCommandLine(liqo, [...base, "--cluster-labels=region=eu,provider=onprem"]);
+    expect(args["cluster-labels"]).toBe("region=eu,provider=onprem");
   });
 });

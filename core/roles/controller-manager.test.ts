@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CliError } from "../cli-errors.ts";
-import controllerManager, { CONTROLLERS, parseControllers } from "./controller-manager.ts";
+import controllerManager, { CONTROLLERS, clusterLabelsFlag, parseControllers } from "./controller-manager.ts";
 
 describe("liqo controller-manager --controllers", () => {
   test("defaults to every controller, as Liqo's controller manager runs them all", async () => {
@@ -49,5 +49,37 @@ describe("liqo controller-manager --peer-pod-security", () => {
     expect(run.stderr.toString()).toContain(
       '--peer-pod-security "root" is not a Pod Security Standard; choose from privileged, baseline, restricted',
     );
+  });
+});
+
+describe("liqo controller-manager --cluster-labels (Liqo's flag)", () => {
+  test("k=v,k2=v2 as in Liqo; absent means the identity's labels", () => {
+    expect(clusterLabelsFlag("topology.liqo.io/region=eu-west,provider=onprem")).toEqual({
+      "topology.liqo.io/region": "eu-west",
+      provider: "onprem",
+    });
+    expect(clusterLabelsFlag(undefined)).toBeUndefined();
+  });
+
+  test.each(["region", "bad key!=x"])("%p is refused, naming the flag", (text) => {
+    expect(() => clusterLabelsFlag(text)).toThrow(CliError);
+    expect(() => clusterLabelsFlag(text)).toThrow(/^--cluster-labels: /);
+  });
+
+  test("a bad value fails at start, before any controller runs", () => {
+    const run = Bun.spawnSync(
+      [
+        process.execPath,
+        join(import.meta.dir, "../../cli/liqo.ts"),
+        "controller-manager",
+        "--cluster-id=x",
+        "--cluster-name=x",
+        "--kubeconfig=/nonexistent",
+        "--cluster-labels=region",
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
+    expect(run.stderr.toString()).toContain("--cluster-labels: ");
+    expect(run.exitCode).toBe(2);
   });
 });

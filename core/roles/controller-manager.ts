@@ -7,6 +7,7 @@ import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { createNamespaceOffloadingController } from "../offloading/index.ts";
+import { parseClusterLabels } from "../peering/identity.ts";
 import { createShadowPodController, POD_SECURITY_LEVELS, type PodSecurityLevel } from "../shadowpod/controller.ts";
 import { foreignClusterArgs, foreignClusterController } from "./foreigncluster-flags.ts";
 import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag } from "./resourcerequest-flags.ts";
@@ -19,6 +20,16 @@ import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest", "foreigncluster"] as const;
 /** Run only when asked for: discovery needs the node's network (mDNS), so the chart runs it apart. */
 export const OPTIONAL_CONTROLLERS = ["discovery", "searchdomain"] as const;
+
+/** --cluster-labels, checked before anything starts; undefined when not given (the identity's are used). */
+export function clusterLabelsFlag(text: string | undefined): Record<string, string> | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseClusterLabels(text);
+  } catch (err) {
+    throw new CliError(`--cluster-labels: ${(err as Error).message}`);
+  }
+}
 
 /** The --controllers list, checked: a typo fails at start instead of leaving a controller out. */
 export function parseControllers(text: string): string[] {
@@ -45,6 +56,11 @@ export default defineCommand({
     context: { type: "string", description: "context in the kubeconfig" },
     "cluster-id": { type: "string", required: true, description: "this cluster's ID" },
     "cluster-name": { type: "string", required: true, description: "this cluster's name" },
+    "cluster-labels": {
+      type: "string",
+      description:
+        "labels identifying this cluster, told to peers for their virtual nodes: k=v,k2=v2, Liqo's flag (default: those kept with the cluster identity, liqo-clusterid-configmap)",
+    },
     controllers: {
       type: "string",
       default: CONTROLLERS.join(","),
@@ -72,6 +88,7 @@ export default defineCommand({
         `--peer-pod-security "${args["peer-pod-security"]}" is not a Pod Security Standard; choose from ${POD_SECURITY_LEVELS.join(", ")}`,
       );
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
+    const clusterLabels = clusterLabelsFlag(args["cluster-labels"]);
     if (wanted.includes("discovery")) discoveryTtl(args["discovery-ttl"]);
     const election = leaderElectionConfig(args);
     const storage = storageConfig(args);
@@ -95,7 +112,7 @@ export default defineCommand({
     if (wanted.includes("resourcerequest"))
       running.push({
         name: "resourcerequest",
-        ...(await resourceRequestController(args, { client, registry, logger: log, storage })),
+        ...(await resourceRequestController(args, { client, registry, logger: log, storage, clusterLabels })),
       });
     if (wanted.includes("foreigncluster"))
       running.push({
@@ -105,6 +122,7 @@ export default defineCommand({
           registry,
           logger: log,
           virtualStorageClass: storage?.virtualStorageClass,
+          clusterLabels,
         })),
       });
     if (wanted.includes("discovery"))

@@ -55,7 +55,14 @@ function pem(path: string | undefined, flag: string): string | undefined {
 
 export async function foreignClusterController(
   args: Args,
-  o: { client: KubeClient; registry: Registry; logger: Logger; virtualStorageClass?: string },
+  o: {
+    client: KubeClient;
+    registry: Registry;
+    logger: Logger;
+    virtualStorageClass?: string;
+    /** --cluster-labels; without it, the labels kept with the cluster identity. */
+    clusterLabels?: Record<string, string>;
+  },
 ) {
   const files = [
     ["kubelet-cert-file", args["kubelet-cert-file"]],
@@ -89,7 +96,7 @@ export async function foreignClusterController(
     localCluster: {
       clusterId: args["cluster-id"],
       clusterName: args["cluster-name"],
-      clusterLabels: identity?.clusterLabels,
+      clusterLabels: o.clusterLabels ?? identity?.clusterLabels,
     },
     authUrl: args["auth-url"],
     kubelet:

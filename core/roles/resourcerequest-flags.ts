@@ -19,6 +19,7 @@ import {
 export const resourceRequestArgs = {
   "sharing-percentage": {
     type: "string",
+    alias: "resource-sharing-percentage",
     default: String(DEFAULT_SHARING_PERCENTAGE),
     description: "percentage of the cluster's free resources offered to each consumer, 0-100 (resourcerequest)",
   },
@@ -38,7 +39,14 @@ export function sharingPercentageFlag(args: Args): number {
 
 export async function resourceRequestController(
   args: Args,
-  o: { client: KubeClient; registry: Registry; logger: Logger; storage?: StorageConfig },
+  o: {
+    client: KubeClient;
+    registry: Registry;
+    logger: Logger;
+    storage?: StorageConfig;
+    /** --cluster-labels; without it, the labels kept with the cluster identity. */
+    clusterLabels?: Record<string, string>;
+  },
 ) {
   const sharingPercentage = sharingPercentageFlag(args);
   // The offer carries this cluster's labels, which live with its identity.
@@ -56,7 +64,7 @@ export async function resourceRequestController(
     clusterIdentity: {
       clusterId: args["cluster-id"],
       clusterName: args["cluster-name"],
-      clusterLabels: identity?.clusterLabels ?? {},
+      clusterLabels: o.clusterLabels ?? identity?.clusterLabels ?? {},
     },
     storageClasses: classes ? () => offeredStorageClasses(classes.list(), realClass) : undefined,
   });
