@@ -23,6 +23,19 @@ app.kubernetes.io/name: liqo-{{ .component }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{/*
+Labels of one component's Deployment or DaemonSet, as Liqo's chart has them: the workload named by
+its role (app.kubernetes.io/name: controller-manager). Its pods keep app.kubernetes.io/name:
+liqo-<role>: the selector matches it, and a Deployment's selector cannot change (helm upgrade from
+an earlier version would fail). Liqo's other two differ from Helm's conventions and stay ours:
+app.kubernetes.io/instance is the release name, app.kubernetes.io/component the role.
+*/}}
+{{- define "liqo.workloadLabels" -}}
+{{ include "liqo.labels" .root }}
+app.kubernetes.io/name: {{ .component }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
 {{- define "liqo.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
@@ -131,6 +144,9 @@ volumes:
 {{- define "liqo.podMeta" -}}
 labels:
   {{- include "liqo.selector" . | nindent 2 }}
+  {{- /* As on Liqo's pods; not in the selector, so upgrades keep working. */}}
+  app.kubernetes.io/component: {{ .component }}
+  app.kubernetes.io/part-of: liqo
   {{- with .root.Values.pod.labels }}
   {{- toYaml . | nindent 2 }}
   {{- end }}

@@ -99,10 +99,19 @@ describe("help and flag validation of every command", () => {
   }, 120_000);
 
   test("a command group without its subcommand is a usage error", async () => {
-    for (const g of ["install", "offload", "unoffload", "plugin", "create", "delete"]) {
+    for (const g of ["offload", "unoffload", "plugin", "create", "delete"]) {
       const r = await liqoctl([g]);
       expect({ g, code: r.code }).toEqual({ g, code: 2 });
     }
+  });
+
+  test("install without a provider is install generic, as Liqo's (its flags checked, then the cluster)", async () => {
+    const bad = await liqoctl(["install", "--pod-cidr", "10.244.0.1/16"]);
+    expect(bad.stderr).toContain("--pod-cidr: 10.244.0.1/16 has host bits set");
+    expect(bad.code).toBe(2);
+    const r = await liqoctl(["--kubeconfig", join(tmp, "missing"), "upgrade"]);
+    expect(r.stderr).toContain("does not exist");
+    expect(r.code).toBe(3);
   });
 
   // Each wrong value is refused before any cluster is contacted (no kubeconfig is needed).
@@ -141,6 +150,11 @@ describe("help and flag validation of every command", () => {
       "--timeout soon",
     ],
     [["delete", "virtualnode", "X"], 'virtual node name "X" must be a DNS-1123 subdomain'],
+    // Liqo's name and ours for one flag, with two values (cli/argv.ts).
+    [
+      ["move", "pvc", "data", "-n", "apps", "--node", "a", "--target-node", "b"],
+      "--node and --target-node name the same flag (--node) and were given different values (a, b)",
+    ],
   ];
   test.each(bad)("%p is refused with a message naming the fix", async (args, message) => {
     const r = await liqoctl(args, { env: { KUBECONFIG: "/nonexistent-kubeconfig" } });
@@ -430,6 +444,53 @@ describe("chart", () => {
       const missing = role!.flags.filter((f) => f.required && !args.includes(`--${f.name}`)).map((f) => f.name);
       expect({ workload: w.metadata.name, missing }).toEqual({ workload: w.metadata.name, missing: [] });
     }
+  });
+
+  test("workloads carry Liqo's labels where they do not clash, selectors unchanged; --cluster-labels as Liqo's", async () => {
+    const rendered = await run([
+      helm,
+      "template",
+      "liqo",
+      join(repoRoot, "chart"),
+      "--namespace",
+      "liqo",
+      ...chartSets,
+      ...["--set", "clusterLabels.region=eu", "--set", "clusterLabels.provider=onprem"],
+      ...["--set", "discovery.config.enableDiscovery=true", "--set", "proxy.enabled=true"],
+    ]);
+    expect(rendered.code).toBe(0);
+    const workloads = rendered.stdout
+      .split(/^---$/m)
+      .map((d) => Bun.YAML.parse(d) as any)
+      .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
+    expect(workloads.length).toBeGreaterThanOrEqual(6);
+    for (const w of workloads) {
+      const role = (w.metadata.name as string).replace(/^liqo-/, "");
+      // The selector is immutable: it stays what earlier versions of the chart rendered.
+      expect({ w: w.metadata.name, selector: w.spec.selector.matchLabels }).toEqual({
+        w: w.metadata.name,
+        selector: { "app.kubernetes.io/name": `liqo-${role}`, "app.kubernetes.io/instance": "liqo" },
+      });
+      expect({ w: w.metadata.name, labels: w.metadata.labels }).toMatchObject({
+        w: w.metadata.name,
+        labels: {
+          "app.kubernetes.io/name": role,
+          "app.kubernetes.io/component": role,
+          "app.kubernetes.io/part-of": "liqo",
+          "app.kubernetes.io/instance": "liqo",
+        },
+      });
+      expect({ w: w.metadata.name, pod: w.spec.template.metadata.labels }).toMatchObject({
+        w: w.metadata.name,
+        pod: {
+          ...w.spec.selector.matchLabels,
+          "app.kubernetes.io/component": role,
+          "app.kubernetes.io/part-of": "liqo",
+        },
+      });
+    }
+    const cm = workloads.find((w) => w.metadata.name === "liqo-controller-manager");
+    expect(cm.spec.template.spec.containers[0].args).toContain("--cluster-labels=provider=onprem,region=eu");
   });
 
   test("discovery.config on: liqo-discovery runs the discovery controllers with hostNetwork, with flags its role accepts; off by default", async () => {
