@@ -900,6 +900,94 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       expect(arrived.out.trim()).toBe(local.out.trim());
     }, 300_000);
 
+    test("`image: nginx` (pull policy Always) from the rig's registry: a Deployment on a rome node and, offloaded, in milan; another in milan directly", async () => {
+      const physical = q.rig.clusters[0]!.realNodeStates![0]!.name;
+      const labels = { app: "pulled-nginx" };
+      const deployment = (namespace: string, replicas: number, spec: Record<string, unknown>): KubeObject =>
+        ({
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "pulled-nginx", namespace },
+          spec: {
+            replicas,
+            selector: { matchLabels: labels },
+            template: { metadata: { labels }, spec: { ...spec, containers: [{ name: "nginx", image: "nginx" }] } },
+          },
+        }) as KubeObject;
+      // One replica per node, on rome's first node and on the virtual node.
+      await q.rome.create(
+        Resources.deployments,
+        deployment("liqo-demo", 2, {
+          tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }],
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [
+                  {
+                    matchExpressions: [
+                      { key: "kubernetes.io/hostname", operator: "In", values: [physical, "liqo-milan"] },
+                    ],
+                  },
+                ],
+              },
+            },
+            podAntiAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                { labelSelector: { matchLabels: labels }, topologyKey: "kubernetes.io/hostname" },
+              ],
+            },
+          },
+        }),
+      );
+      const pods = async (client: typeof q.rome, namespace: string) =>
+        (await client.list<PodObject>(Resources.pods, { namespace, labelSelector: "app=pulled-nginx" })).items;
+      const running = async () => {
+        const [rome, milan] = await Promise.all([pods(q.rome, "liqo-demo"), pods(q.milan, "default")]);
+        return {
+          rome,
+          milan,
+          ok:
+            rome.length === 2 && milan.length === 1 && [...rome, ...milan].every((p) => p.status?.phase === "Running"),
+        };
+      };
+      await q.milan.create(Resources.deployments, deployment("default", 1, {}));
+      try {
+        const seen = await waitFor(
+          "the three nginx pods Running",
+          async () => {
+            const r = await running();
+            return r.ok ? r : undefined;
+          },
+          {
+            timeoutMs: 240_000,
+            describe: async () => {
+              const r = await running();
+              return [...r.rome, ...r.milan].map((p) => `${p.metadata.name}@${p.spec?.nodeName}=${p.status?.phase}`);
+            },
+          },
+        );
+        expect(seen.rome.map((p) => p.spec?.nodeName).sort()).toEqual(["liqo-milan", physical].sort());
+        // The offloaded replica runs in milan too, on one of its physical nodes.
+        const twins = (
+          await q.milan.list<PodObject>(Resources.pods, {
+            labelSelector: "liqo.io/managed-by=shadowpod,app=pulled-nginx",
+          })
+        ).items;
+        expect(twins.map((p) => p.status?.phase)).toEqual(["Running"]);
+      } finally {
+        await q.rome.delete(Resources.deployments, "pulled-nginx", "liqo-demo");
+        await q.milan.delete(Resources.deployments, "pulled-nginx", "default");
+        await waitFor(
+          "the nginx pods gone from both clusters",
+          async () =>
+            (await pods(q.rome, "liqo-demo")).length === 0 &&
+            (await pods(q.milan, "default")).length === 0 &&
+            (await q.milan.list(Resources.pods, { labelSelector: "app=pulled-nginx" })).items.length === 0,
+          { timeoutMs: 120_000 },
+        );
+      }
+    }, 400_000);
+
     networkSelfTest();
     if (overlapping) networkSelfTestFabricDown();
     else networkSelfTestInterrupted();

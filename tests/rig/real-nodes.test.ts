@@ -8,7 +8,8 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { waitFor } from "../support/wait.ts";
 import { rigImageRefs } from "./images.ts";
 import { leftovers } from "./nodes.ts";
-import { overlappingPodCidr, rigProcesses } from "./rig.ts";
+import { registryUrl } from "./registry.ts";
+import { overlappingPodCidr, rigProcesses, startRigRegistry, stopRigRegistry } from "./rig.ts";
 import { startTestRig, type TestRig } from "./testing.ts";
 
 let rig: TestRig;
@@ -223,6 +224,91 @@ describe("a rig with real nodes", () => {
     );
     expect(waiting.message).toContain("example.invalid/nothing:1");
   }, 180_000);
+
+  type Pulled = KubeObject & {
+    spec?: { nodeName?: string };
+    status?: {
+      phase?: string;
+      containerStatuses?: { imageID?: string; state?: { waiting?: { reason?: string; message?: string } } }[];
+    };
+  };
+
+  test("`image: nginx` (no tag: pull policy Always) runs on real nodes, pulled from the rig's registry", async () => {
+    const c = rig.clusters[1]!;
+    const client = rig.client(c.name);
+    await client.create(Resources.deployments, {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "nginx", namespace: "default" },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: "nginx" } },
+        template: {
+          metadata: { labels: { app: "nginx" } },
+          spec: { nodeSelector: { type: "real" }, containers: [{ name: "nginx", image: "nginx" }] },
+        },
+      },
+    } as KubeObject);
+    const pods = await waitFor(
+      "both nginx pods Running",
+      async () => {
+        const list = (await client.list<Pulled>(Resources.pods, { namespace: "default", labelSelector: "app=nginx" }))
+          .items;
+        return list.length === 2 && list.every((p) => p.status?.phase === "Running") ? list : undefined;
+      },
+      {
+        timeoutMs: 180_000,
+        describe: async () =>
+          (await client.list<Pulled>(Resources.pods, { namespace: "default", labelSelector: "app=nginx" })).items.map(
+            (p) => p.status,
+          ),
+      },
+    );
+    // The nodes were given the hello image by import only: the nginx name came from the registry.
+    const head = await fetch(`${registryUrl(rig.registry!)}/v2/docker.io/library/nginx/manifests/latest`, {
+      method: "HEAD",
+      headers: { accept: "application/vnd.oci.image.manifest.v1+json" },
+    });
+    const digest = head.headers.get("docker-content-digest");
+    expect(digest).toStartWith("sha256:");
+    for (const p of pods) {
+      expect(p.spec?.nodeName).toStartWith(`${c.name}-node-`);
+      expect(p.status?.containerStatuses?.[0]?.imageID).toBe(`docker.io/library/nginx@${digest}`);
+    }
+  }, 300_000);
+
+  test("with the registry down a pull fails naming the registry's address; back up, the pod runs", async () => {
+    const c = rig.clusters[0]!;
+    const client = rig.client(c.name);
+    const address = rig.registry!.address;
+    await stopRigRegistry(rig);
+    try {
+      await client.create(Resources.pods, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "pull-always", namespace: "default" },
+        spec: {
+          nodeName: `${c.name}-node-2`,
+          containers: [{ name: "web", image: rigImageRefs.hello, imagePullPolicy: "Always" }],
+        },
+      } as KubeObject);
+      const pod = () => client.find<Pulled>(Resources.pods, "pull-always", "default");
+      const waiting = await waitFor(
+        "a pull error naming the registry",
+        async () => {
+          const w = (await pod())?.status?.containerStatuses?.[0]?.state?.waiting;
+          return w && /ErrImagePull|ImagePullBackOff/.test(w.reason ?? "") && w.message?.includes(address)
+            ? w
+            : undefined;
+        },
+        { timeoutMs: 120_000, describe: async () => (await pod())?.status },
+      );
+      expect(waiting.message).toContain(rigImageRefs.hello);
+    } finally {
+      await startRigRegistry(rig);
+    }
+    await runningPod(c.name, "pull-always");
+  }, 300_000);
 
   test("rig down leaves no process, namespace, cgroup, mount, bridge or directory", async () => {
     const nodes = rig.clusters.flatMap((c) => c.realNodeStates ?? []);
