@@ -18,7 +18,9 @@ import {
   registryUrl,
   startRegistry,
   stopRegistry,
+  writeMirrorHosts,
 } from "./registry.ts";
+import { waitFor } from "../support/wait.ts";
 import { isAlive } from "./process.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "rig-registry-"));
@@ -82,7 +84,10 @@ describe("pushing an OCI archive to the registry", () => {
     const byTag = await fetch(`${base}/v2/ghcr.io/liqo-bun/registry-test/manifests/1`, { headers: { accept } });
     expect(byTag.status).toBe(200);
     expect(byTag.headers.get("docker-content-digest")).toBe(report.digest);
-    const manifest = await byTag.json();
+    const manifest = (await byTag.json()) as {
+      config: { digest: string; size: number };
+      layers: { digest: string; size: number }[];
+    };
     const byDigest = await fetch(`${base}/v2/ghcr.io/liqo-bun/registry-test/manifests/${report.digest}`, {
       headers: { accept },
     });
@@ -168,6 +173,7 @@ describe("the registry's process and the nodes' mirror configuration", () => {
     expect(mirrorHostsToml("172.31.0.1:5001", "docker.io")).toContain(
       'server = "http://172.31.0.1:5001/v2/docker.io"\noverride_path = true\ncapabilities = ["pull", "resolve"]',
     );
+    expect(mirrorHostsToml("172.31.0.1:5001", "docker.io")).toMatch(/^\[host\]$/m);
     expect(mirrorRepository("docker.io/library/nginx:latest")).toEqual({
       host: "docker.io",
       repository: "docker.io/library/nginx",
@@ -177,6 +183,38 @@ describe("the registry's process and the nodes' mirror configuration", () => {
     expect(mirrorHostsToml("172.31.0.1:5001", "localhost:5000")).toContain("/v2/localhost-5000");
     expect(hostsDirName("localhost:5000")).toBe("localhost_5000_");
   });
+
+  test("containerd pulls docker.io/library/nginx:latest from it through the hosts.toml the nodes get", async () => {
+    // ctr reads a hosts directory as the nodes' CRI does (config_path): one parser, containerd 1.6's.
+    writeMirrorHosts(registry, ["docker.io"]);
+    const dir = join(tmp, "containerd");
+    const socket = join(dir, "sock");
+    mkdirSync(dir);
+    writeFileSync(
+      join(dir, "config.toml"),
+      `version = 2\nroot = "${dir}/root"\nstate = "${dir}/state"\n[grpc]\n  address = "${socket}"\n`,
+    );
+    const containerd = Bun.spawn(["containerd", "--config", join(dir, "config.toml")], {
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    const ctr = (...args: string[]) => {
+      const p = Bun.spawnSync(["ctr", "--address", socket, "-n", "k8s.io", ...args], { stderr: "pipe" });
+      return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+    };
+    try {
+      await waitFor("containerd's socket", () => ctr("version").code === 0, { timeoutMs: 30_000 });
+      await pushArchive({ archive, registry: base, names: ["docker.io/library/nginx:latest"] });
+      const pull = ctr("images", "pull", "--hosts-dir", registry.hostsDir, "docker.io/library/nginx:latest");
+      expect(pull.err).not.toContain("failed");
+      expect(pull.code).toBe(0);
+      expect(ctr("images", "ls", "-q").out).toContain("docker.io/library/nginx:latest");
+    } finally {
+      containerd.kill();
+      await containerd.exited;
+      Bun.spawnSync(["umount", "-R", join(dir, "root")], { stderr: "ignore" });
+    }
+  }, 60_000);
 
   test("stopped, it stops answering; started again, it serves what it stored", async () => {
     const pid = registry.pid;

@@ -61,6 +61,9 @@ export function mirrorHostsToml(registryAddress: string, host: string): string {
 server = "http://${registryAddress}/v2/${mirrorNamespace(host)}"
 override_path = true
 capabilities = ["pull", "resolve"]
+
+# No other host: containerd 1.6 refuses a hosts.toml without this table ("invalid \`host\` tree").
+[host]
 `;
 }
 

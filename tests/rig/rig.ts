@@ -186,10 +186,12 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
         `real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`,
       );
       createRigNetwork(rig.network);
+      const started = performance.now();
       rig.registry = prepareRegistry(join(dir, "registry"), rig.network.gateway);
       await startRegistry(rig.registry);
       saveRig(rig);
-      progress(`registry: http://${rig.registry.address}, storage ${rig.registry.storage}`);
+      const took = ((performance.now() - started) / 1000).toFixed(2);
+      progress(`registry: http://${rig.registry.address} up in ${took}s, storage ${rig.registry.storage}`);
     }
     const ports = await allocatePorts(count * portsPerCluster, options.basePort);
     names.forEach((name, i) => {
