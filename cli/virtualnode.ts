@@ -14,7 +14,7 @@ import { KubeApiError } from "../core/kube/errors.ts";
 import type { KubeObject } from "../core/kube/resources.ts";
 import type { ForeignClusterObject } from "../core/peering/foreigncluster/index.ts";
 import { labelProblem } from "../core/peering/identity.ts";
-import { parseQuantity } from "../core/peering/sharing/quantity.ts";
+import { parseQuantity } from "../core/kube/quantity.ts";
 import { CliError, ExitCode } from "./errors.ts";
 import { spinner, warn } from "./ui.ts";
 

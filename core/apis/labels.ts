@@ -48,6 +48,10 @@ export const MANAGED_BY_LABEL = "liqo.io/managed-by";
 export const MANAGED_BY_SHADOWPOD = "shadowpod";
 /** On local pods that have been offloaded. */
 export const LOCAL_POD_LABEL = "liqo.io/shadowPod";
+/** On a ShadowPod: how many times the provider re-created its pod (the consumer adds it to restart counts). */
+export const RECREATIONS_ANNOTATION = "liqo.io/shadowpod-recreations";
+/** The component the provider's ShadowPod Events name (the consumer shows its PodCreationFailed on the local pod). */
+export const SHADOWPOD_EVENT_COMPONENT = "liqo-shadowpod";
 
 // Reflection (pkg/virtualKubelet/forge/meta.go): who reflected an object and where to.
 export const REFLECTION_ORIGIN_LABEL = "virtualkubelet.liqo.io/origin";

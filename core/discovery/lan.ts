@@ -14,7 +14,7 @@ import type { KubeObject } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { readAuthUrl } from "../peering/auth-url.ts";
-import { createEventRecorder } from "../reflection/engine/events.ts";
+import { createEventRecorder } from "../kube/events.ts";
 import { applyPlan, verifyByIds, type Verifier } from "./apply.ts";
 import { decodeMessage, DnsFormatError, encodeMessage, normalName, RecordType } from "./dns.ts";
 import { openMdnsSocket, type MdnsSocket, type MdnsSocketOptions } from "./mdns.ts";

@@ -16,7 +16,7 @@ import { createInformer } from "../kube/informer.ts";
 import type { KubeObject } from "../kube/resources.ts";
 import { createWorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import { createEventRecorder } from "../reflection/engine/events.ts";
+import { createEventRecorder } from "../kube/events.ts";
 import { applyPlan, verifyByIds, type Verifier } from "./apply.ts";
 import { normalName, RecordType, type DnsRecord } from "./dns.ts";
 import { planRound, type Plan } from "./plan.ts";

@@ -12,7 +12,7 @@ import {
 import { RetryAfterError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import { createEventRecorder, type EventRecorder } from "../reflection/engine/events.ts";
+import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import { namespaceMapKey, type NamespaceMapObject } from "./namespacemaps.ts";
 import { createRemoteNamespaces } from "./remote-namespaces.ts";
 import { createControllerLoop, type ControllerLoop } from "./runtime.ts";

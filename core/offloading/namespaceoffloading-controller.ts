@@ -20,7 +20,7 @@ import {
 import type { KubeClient } from "../kube/client.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import { createEventRecorder, type EventRecorder } from "../reflection/engine/events.ts";
+import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import {
   LOCAL_NAMESPACE_MAPS_SELECTOR,
   ensureNamespaceMap,

@@ -9,7 +9,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
 import type { Logger } from "../log.ts";
-import type { EventRecorder } from "../reflection/engine/events.ts";
+import type { EventRecorder } from "../kube/events.ts";
 
 export const ENFORCED_STRATEGY_ANNOTATION = "offloading.liqo.io/enforced-pod-offloading-strategy";
 

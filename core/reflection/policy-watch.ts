@@ -13,7 +13,7 @@ import { createInformer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import type { EngineOptions } from "./engine/engine.ts";
-import { createEventRecorder } from "./engine/events.ts";
+import { createEventRecorder } from "../kube/events.ts";
 import {
   createPolicyJudge,
   DEFAULT_POLICY,

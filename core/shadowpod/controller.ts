@@ -3,18 +3,23 @@
 // disappears — also while the consumer cannot be reached, which is the point of ShadowPods.
 // Each re-creation is counted on the ShadowPod, so the consumer can add it to restart counts.
 import { ShadowPodResource } from "../apis/index.ts";
-import { LOCAL_POD_LABEL, MANAGED_BY_LABEL, MANAGED_BY_SHADOWPOD } from "../apis/labels.ts";
+import {
+  LOCAL_POD_LABEL,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_SHADOWPOD,
+  RECREATIONS_ANNOTATION,
+  SHADOWPOD_EVENT_COMPONENT,
+} from "../apis/labels.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import { createEventRecorder, type EventRecorder } from "../reflection/engine/events.ts";
+import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import { metadataOnly, withoutManagedFields } from "../kube/slim.ts";
 import { providerPodSpec } from "./placement.ts";
 
-export const RECREATIONS_ANNOTATION = "liqo.io/shadowpod-recreations";
 const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
 /** The UID of the pod last created for the ShadowPod: which incarnation the count refers to. */
 export const POD_UID_ANNOTATION = "liqo.io/shadowpod-pod-uid";
@@ -64,9 +69,6 @@ export interface ShadowPodController {
   stop(): Promise<void>;
   readonly synced: boolean;
 }
-
-/** The component this controller's Events name (the consumer shows its PodCreationFailed on the local pod). */
-export const SHADOWPOD_EVENT_COMPONENT = "liqo-shadowpod";
 
 /** Pod Security Standards levels, least to most restrictive. */
 export const POD_SECURITY_LEVELS = ["privileged", "baseline", "restricted"] as const;

@@ -15,7 +15,8 @@ import { Resources, type KubeObject } from "../kube/resources.ts";
 import { startTestRig, type TestRig } from "../../tests/rig/testing.ts";
 import { waitFor } from "../../tests/support/wait.ts";
 import { guardKwokDeletes } from "../../tests/e2e/offloading-rig.ts";
-import { createShadowPodController, RECREATIONS_ANNOTATION, type ShadowPodController } from "./controller.ts";
+import { RECREATIONS_ANNOTATION } from "../apis/labels.ts";
+import { createShadowPodController, type ShadowPodController } from "./controller.ts";
 
 type Pod = KubeObject & { status?: { phase?: string } };
 const NS = "stress";

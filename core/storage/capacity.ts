@@ -12,7 +12,7 @@ import { withoutManagedFields } from "../kube/slim.ts";
 import { createWorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION } from "../reflection/abi.ts";
-import { createEventRecorder } from "../reflection/engine/events.ts";
+import { createEventRecorder } from "../kube/events.ts";
 import { backingOf, followCapacity, type Claim, type Volume } from "./forge.ts";
 
 export interface CapacityFollowerOptions {

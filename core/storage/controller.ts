@@ -19,7 +19,7 @@ import { Resources, type KubeObject, type ResourceRef } from "../kube/resources.
 import { withoutManagedFields } from "../kube/slim.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import { createEventRecorder } from "../reflection/engine/events.ts";
+import { createEventRecorder } from "../kube/events.ts";
 import {
   backingOf,
   isReleasedVirtual,

@@ -12,7 +12,7 @@ import {
   VIRTUAL_PVC_NAMESPACE_LABEL,
 } from "../apis/labels.ts";
 import type { KubeObject } from "../kube/resources.ts";
-import { parseQuantity } from "../peering/sharing/quantity.ts";
+import { parseQuantity } from "../kube/quantity.ts";
 
 export const SELECTED_NODE = "volume.kubernetes.io/selected-node";
 export const PROVISIONER_ANNOTATION = "volume.kubernetes.io/storage-provisioner";

@@ -9,6 +9,7 @@ import {
   type Requirement,
   type SelectorTerm,
 } from "../kube/node-affinity.ts";
+import { hostNamespacesAsked } from "../kube/host-namespaces.ts";
 
 export { andTerms, type Requirement, type SelectorTerm };
 
@@ -59,13 +60,6 @@ export function specPatch(before: Record<string, unknown>, after: Record<string,
     else if (!Bun.deepEquals(before[key], after[key])) ops.push({ op: "replace", path, value: after[key] });
   }
   return ops;
-}
-
-const HOST_NAMESPACES = ["hostNetwork", "hostPID", "hostIPC"] as const;
-
-/** The host namespaces a pod asks for (hostNetwork, hostPID, hostIPC set to true). */
-export function hostNamespacesAsked(spec: Record<string, unknown>): string[] {
-  return HOST_NAMESPACES.filter((f) => spec[f] === true);
 }
 
 /** Why a pod must be refused, if it asks for host namespaces it could never get: with the Remote

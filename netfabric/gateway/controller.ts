@@ -12,7 +12,7 @@ import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { silentLogger, type Logger } from "../../core/log.ts";
 import type { Registry } from "../../core/metrics/index.ts";
-import { createEventRecorder } from "../../core/reflection/engine/events.ts";
+import { createEventRecorder } from "../../core/kube/events.ts";
 import { CLUSTER_ID_LABEL } from "../manager/forge.ts";
 import { createIp } from "../os/ip.ts";
 import { createNft } from "../os/nft.ts";

@@ -12,7 +12,7 @@ import { createWorkQueue } from "../../core/kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../core/log.ts";
 import type { Registry } from "../../core/metrics/index.ts";
 import type { IpTranslator } from "../../core/reflection/abi.ts";
-import { createEventRecorder } from "../../core/reflection/engine/events.ts";
+import { createEventRecorder } from "../../core/kube/events.ts";
 import type { IpamOptions } from "../ipam/index.ts";
 import {
   CLUSTER_ID_LABEL,

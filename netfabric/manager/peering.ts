@@ -10,7 +10,7 @@ import { OWNERSHIP_LABEL, REPLICATION_DESTINATION_LABEL, REPLICATION_ORIGIN_LABE
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import type { KubeObject } from "../../core/kube/resources.ts";
-import type { EventRecorder } from "../../core/reflection/engine/events.ts";
+import type { EventRecorder } from "../../core/kube/events.ts";
 import type { Logger } from "../../core/log.ts";
 import { IpamError } from "../ipam/index.ts";
 import {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { NamespaceOffloadingResource, ShadowPodResource } from "../../core/apis/index.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { RECREATIONS_ANNOTATION } from "../../core/shadowpod/controller.ts";
+import { RECREATIONS_ANNOTATION } from "../../core/apis/labels.ts";
 import { startOffloadingRig, type ClusterInfo, type OffloadingRig } from "../e2e/offloading-rig.ts";
 import { startAndWait, stopComponent } from "../rig/cluster.ts";
 import { waitFor } from "../support/wait.ts";

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ShadowPodResource } from "../../core/apis/index.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { RECREATIONS_ANNOTATION } from "../../core/shadowpod/controller.ts";
+import { RECREATIONS_ANNOTATION } from "../../core/apis/labels.ts";
 import { startAndWait, stopComponent } from "../rig/cluster.ts";
 import { waitFor } from "../support/wait.ts";
 import { startOffloadingRig, type ClusterInfo, type OffloadingRig } from "./offloading-rig.ts";

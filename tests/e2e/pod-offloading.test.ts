@@ -11,9 +11,9 @@ import {
   podFor,
   podSecurityLabelFor,
   POD_SECURITY_ENFORCE_LABEL,
-  RECREATIONS_ANNOTATION,
   type ShadowPodController,
 } from "../../core/shadowpod/controller.ts";
+import { RECREATIONS_ANNOTATION } from "../../core/apis/labels.ts";
 import { createPodOffloader, OFFLOADING_BACKOFF, type PodOffloader } from "../../core/virtualkubelet/pods/offloader.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";

@@ -7,7 +7,7 @@
 // peering's nodes share one virtual kubelet, so reflection happens once.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ShadowPodResource, VirtualNodeResource, type VirtualNodeCr } from "../../core/apis/index.ts";
-import { parseQuantity } from "../../core/peering/sharing/quantity.ts";
+import { parseQuantity } from "../../core/kube/quantity.ts";
 import { NamespaceMappingStrategy } from "../../core/apis/index.ts";
 import { remoteNamespaceName, tenantNamespaceName } from "../../core/offloading/names.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";

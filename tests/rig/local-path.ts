@@ -14,7 +14,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
-import { parseQuantity } from "../../core/peering/sharing/quantity.ts";
+import { parseQuantity } from "../../core/kube/quantity.ts";
 import type { Claim } from "../../core/storage/forge.ts";
 
 export const LOCAL_PATH_CLASS = "local-path";

@@ -23,7 +23,7 @@ import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import type { Registry } from "../../metrics/index.ts";
-import { createEventRecorder } from "../../reflection/engine/events.ts";
+import { createEventRecorder } from "../../kube/events.ts";
 import { authenticate } from "./authenticate.ts";
 import { conditionOf, FOREIGN_CLUSTER_FINALIZER, outgoingWanted, type ForeignClusterObject } from "./conditions.ts";
 import { statusWriter, type ControllerConfig, type KubeletServing, type ReconcileContext } from "./context.ts";

@@ -7,7 +7,7 @@ import { createInformer, type Informer } from "../../kube/informer.ts";
 import type { KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import type { Logger } from "../../log.ts";
-import type { EventRecorder } from "../../reflection/engine/events.ts";
+import type { EventRecorder } from "../../kube/events.ts";
 import {
   isReplicaOf,
   replicaOf,

@@ -5,7 +5,7 @@
 import type { KubeClient } from "../../kube/client.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import type { Counter, Registry } from "../../metrics/index.ts";
-import { createEventRecorder } from "../../reflection/engine/events.ts";
+import { createEventRecorder } from "../../kube/events.ts";
 import { createChannel, type Channel, type ChannelCounters, type Side } from "./channel.ts";
 import { REPLICATED_KINDS } from "./forge.ts";
 

@@ -30,7 +30,7 @@ import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import type { Registry } from "../../metrics/index.ts";
-import { createEventRecorder } from "../../reflection/engine/events.ts";
+import { createEventRecorder } from "../../kube/events.ts";
 import { revokeIdentity } from "../auth/tenant.ts";
 import { applyPluginGrants } from "../auth/plugin-grants.ts";
 import { decidePluginGrants } from "../auth/plugin-rbac.ts";

@@ -22,7 +22,6 @@ export {
   type OfferedResource,
   type Usage,
 } from "./offer.ts";
-export { parseQuantity, formatQuantity, percentOf, QuantityError } from "./quantity.ts";
 export {
   ensureIncomingForeignCluster,
   incomingForeignCluster,

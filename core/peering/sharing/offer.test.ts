@@ -12,7 +12,7 @@ import {
   type Node,
   type Pod,
 } from "./offer.ts";
-import { formatQuantity, parseQuantity, percentOf, QuantityError } from "./quantity.ts";
+import { formatQuantity, parseQuantity, percentOf, QuantityError } from "../../kube/quantity.ts";
 
 describe("quantities", () => {
   test.each([

@@ -9,7 +9,7 @@ import {
   VIRTUAL_NODE_TYPE,
 } from "../../apis/labels.ts";
 import type { KubeObject } from "../../kube/resources.ts";
-import { formatQuantity, parseQuantity, percentOf, unitOf } from "./quantity.ts";
+import { formatQuantity, parseQuantity, percentOf, unitOf } from "../../kube/quantity.ts";
 
 /** The resources every offer states, as Liqo's (cpu, memory, pods, ephemeral-storage). */
 export const OFFERED_RESOURCES = ["cpu", "memory", "pods", "ephemeral-storage"] as const;

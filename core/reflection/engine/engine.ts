@@ -7,7 +7,7 @@ import { createRegistry, type Registry } from "../../metrics/index.ts";
 import type { CacheLookup, IpTranslator, ReflectionContext } from "../abi.ts";
 import { apiVersionOf } from "../abi.ts";
 import { loadPlugin, type ReflectorPlugin, type Trust } from "../host.ts";
-import { createEventRecorder } from "./events.ts";
+import { createEventRecorder } from "../../kube/events.ts";
 import { createEngineMetrics } from "./metrics.ts";
 import { Reflector, type LocalLookup, type NamespacePair } from "./reflector.ts";
 

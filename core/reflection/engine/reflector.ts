@@ -13,7 +13,7 @@ import type { Decision, KubeObject, ReflectionContext, Resource } from "../abi.t
 import { PluginError } from "../errors.ts";
 import { isOwnedBy, writesStatusOnly } from "../finish.ts";
 import type { ReflectorPlugin } from "../host.ts";
-import type { EventRecorder } from "./events.ts";
+import type { EventRecorder } from "../../kube/events.ts";
 import { convergence, isEqual, type Convergence } from "./ownership.ts";
 import type { EngineMetrics } from "./metrics.ts";
 

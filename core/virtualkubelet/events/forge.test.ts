@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { KubeObject } from "../../kube/resources.ts";
-import { SHADOWPOD_EVENT_COMPONENT } from "../../shadowpod/controller.ts";
+import { SHADOWPOD_EVENT_COMPONENT } from "../../apis/labels.ts";
 import {
   eventSignature,
   homeward,

@@ -4,7 +4,7 @@
 // wrote (ours, or any liqo component's on either side) are never reflected, so nothing echoes.
 import { createHash } from "node:crypto";
 import type { KubeObject } from "../../kube/resources.ts";
-import { SHADOWPOD_EVENT_COMPONENT } from "../../shadowpod/controller.ts";
+import { SHADOWPOD_EVENT_COMPONENT } from "../../apis/labels.ts";
 
 /** On every Event this reflection writes: which peering it came from. */
 export const EVENT_ORIGIN_LABEL = "liqo.io/remote-cluster-id";

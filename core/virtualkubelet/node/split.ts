@@ -3,7 +3,7 @@
 // that does not fit is refused before it exists; a node that already runs is never refused (that
 // would evict its pods): when the offer shrinks it gets what is left, possibly less than it asked,
 // as a real node whose capacity dropped keeps its pods but takes no new ones beyond it.
-import { formatQuantity, parseQuantity, unitOf } from "../../peering/sharing/quantity.ts";
+import { formatQuantity, parseQuantity, unitOf } from "../../kube/quantity.ts";
 import type { NodeResources } from "./forge.ts";
 
 export interface NodeAsk {

@@ -4,6 +4,8 @@
 // honouring its grace period. A pod whose namespace is not offloaded stays Pending with reason
 // OffloadingBackOff. Transforms are the pods WASM reflector's; this file only does the I/O.
 import { ShadowPodResource } from "../../apis/index.ts";
+import { RECREATIONS_ANNOTATION } from "../../apis/labels.ts";
+import { hostNamespacesAsked } from "../../kube/host-namespaces.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
@@ -12,11 +14,9 @@ import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import type { IpTranslator, ReflectionContext } from "../../reflection/abi.ts";
-import { createEventRecorder } from "../../reflection/engine/events.ts";
+import { createEventRecorder } from "../../kube/events.ts";
 import { isOwnedBy } from "../../reflection/finish.ts";
 import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
-import { RECREATIONS_ANNOTATION } from "../../shadowpod/controller.ts";
-import { hostNamespacesAsked } from "../../webhook/pods.ts";
 import { apiServerAddress, remotePodSpec, remoteTokenSecret, tokenRequests, withoutTokenVolume } from "./forge.ts";
 import { issueTokens, type TokenWanted } from "./tokens.ts";
 import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";

@@ -2,11 +2,11 @@
 // window; a write that fails for good frees its slot so the next occurrence is recorded; which
 // failures are worth another attempt.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { KubeClient } from "../../kube/client.ts";
-import { KubeApiError } from "../../kube/errors.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
-import { silentLogger } from "../../log.ts";
-import { startTestRig, type TestRig } from "../../../tests/rig/testing.ts";
+import type { KubeClient } from "./client.ts";
+import { KubeApiError } from "./errors.ts";
+import { Resources, type KubeObject } from "./resources.ts";
+import { silentLogger } from "../log.ts";
+import { startTestRig, type TestRig } from "../../tests/rig/testing.ts";
 import { createEventRecorder, isTransientEventError } from "./events.ts";
 
 let rig: TestRig;

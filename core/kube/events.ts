@@ -3,10 +3,10 @@
 // not flood the API server. A write the API server could not take right now (timeout, 5xx, 429,
 // a generated name that collided) is retried with backoff, and one that finally fails frees its
 // slot in the window, so the next occurrence records it: an Event is never dropped silently.
-import type { KubeClient } from "../../kube/client.ts";
-import { KubeApiError } from "../../kube/errors.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
-import type { Logger } from "../../log.ts";
+import type { KubeClient } from "./client.ts";
+import { KubeApiError } from "./errors.ts";
+import { Resources, type KubeObject } from "./resources.ts";
+import type { Logger } from "../log.ts";
 
 export interface EventRecorder {
   warning(obj: KubeObject, reason: string, message: string): void;
