@@ -79,7 +79,33 @@ export interface Phase {
   until?: string[];
 }
 
-const FAILED = new Set(["Denied", "EmptyDenied", "Error"]);
+/** The statuses that end a joining phase in failure. */
+export const FAILED_STATUSES: ReadonlySet<string> = new Set(["Denied", "EmptyDenied", "Error"]);
+
+/** The phases of an outgoing peering, in order: authentication, the network when enabled, then the peering itself. */
+export function outgoingPhases(name: string, networking: boolean): Phase[] {
+  return [
+    {
+      type: "AuthenticationStatus",
+      waiting: `Authenticating with cluster ${name}`,
+      done: `Authenticated with cluster ${name}`,
+    },
+    ...(networking
+      ? [
+          {
+            type: "NetworkStatus" as const,
+            waiting: `Establishing the network with cluster ${name}`,
+            done: `Network established with cluster ${name}`,
+          },
+        ]
+      : []),
+    {
+      type: "OutgoingPeering",
+      waiting: `Activating the outgoing peering with cluster ${name}`,
+      done: `Outgoing peering with cluster ${name} established: node liqo-${name} is Ready`,
+    },
+  ];
+}
 
 /** What a ForeignCluster without any status after a while means (the first reconcile writes one). */
 export function noControllerHint(name: string, afterMs: number, liqoNamespace = "liqo"): string {
@@ -136,7 +162,7 @@ export async function waitPhases(
         break;
       }
       // Unpeering waits through whatever state the peering was in; only joining phases fail early.
-      if (last && !phase.until && FAILED.has(last.status)) {
+      if (last && !phase.until && FAILED_STATUSES.has(last.status)) {
         spin.fail(`${phase.type} ${last.status}: ${last.message ?? last.reason ?? ""}`);
         throw new CliError(
           `phase ${phase.type} failed (${last.status}, ${last.reason}): ${last.message}`,

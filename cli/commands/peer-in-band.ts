@@ -16,9 +16,8 @@ import {
   type InBandSide,
 } from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";
-import { liqoKubeFlags, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
+import { liqoKubeFlags, outgoingPhases, timeoutFlag, timeoutMs, waitPhases } from "../peering.ts";
 import { info, spinner } from "../ui.ts";
-import { outgoingPhases } from "./peer.ts";
 
 export const remoteFlags = {
   "remote-kubeconfig": {

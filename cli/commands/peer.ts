@@ -27,42 +27,19 @@ import {
   foreignClusterByName,
   liqoKubeFlags,
   namedOr,
+  outgoingPhases,
   timeoutFlag,
   timeoutMs,
   waitPhases,
-  type Phase,
+  FAILED_STATUSES,
 } from "../peering.ts";
 import { info } from "../ui.ts";
-
-export function outgoingPhases(name: string, networking: boolean): Phase[] {
-  return [
-    {
-      type: "AuthenticationStatus",
-      waiting: `Authenticating with cluster ${name}`,
-      done: `Authenticated with cluster ${name}`,
-    },
-    ...(networking
-      ? [
-          {
-            type: "NetworkStatus" as const,
-            waiting: `Establishing the network with cluster ${name}`,
-            done: `Network established with cluster ${name}`,
-          },
-        ]
-      : []),
-    {
-      type: "OutgoingPeering",
-      waiting: `Activating the outgoing peering with cluster ${name}`,
-      done: `Outgoing peering with cluster ${name} established: node liqo-${name} is Ready`,
-    },
-  ];
-}
 
 /** A failed AuthenticationStatus left from an earlier attempt must not fail this one before the controller retries. */
 async function resetFailedAuthentication(client: KubeClient, fc: ForeignClusterObject): Promise<void> {
   const conditions = fc.status?.peeringConditions ?? [];
   const auth = conditions.find((c) => c.type === "AuthenticationStatus");
-  if (!auth || !["Denied", "EmptyDenied", "Error"].includes(auth.status)) return;
+  if (!auth || !FAILED_STATUSES.has(auth.status)) return;
   const next: PeeringCondition[] = conditions.map((c) =>
     c === auth ? { ...c, status: "Pending", reason: "Retrying", message: "liqoctl peer asked to try again" } : c,
   );
