@@ -10,7 +10,8 @@ import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { parseIpv4 } from "../../netfabric/ipam/index.ts";
 import { createIp } from "../../netfabric/os/ip.ts";
 import { createCommandRunner } from "../../netfabric/os/run.ts";
-import { createRouteAgent } from "../../netfabric/overlay/agent.ts";
+import { createRouteAgent, type RouteAgent } from "../../netfabric/overlay/agent.ts";
+import { detectVtepDevice } from "../../netfabric/overlay/device.ts";
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
 export default defineCommand({
@@ -26,7 +27,10 @@ export default defineCommand({
     },
     netns: { type: "string", description: "network namespace of the node (default: the current one)" },
     "vtep-address": { type: "string", required: true, description: "this node's underlay address (VXLAN source)" },
-    "vtep-device": { type: "string", required: true, description: "interface of --vtep-address" },
+    "vtep-device": {
+      type: "string",
+      description: "interface of --vtep-address (default: detected, the one holding or routing that address)",
+    },
     mtu: { type: "string", description: "VXLAN interface MTU (default 1450)" },
     "resync-period": { type: "string", default: "5", description: "seconds between reconcile passes (drift repair)" },
     ...adminArgs("127.0.0.1:8094"),
@@ -50,30 +54,57 @@ export default defineCommand({
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const registry = createRegistry();
     registerProcessMetrics(registry);
-    const agent = createRouteAgent({
-      client,
-      registry,
-      logger: log,
-      nodeName: args["node-name"],
-      liqoNamespace: args["liqo-namespace"],
-      ip: createIp(createCommandRunner(), args.netns),
-      end: { vtepIp: args["vtep-address"], dev: args["vtep-device"], mtu },
-      intervalMs: resync * 1000,
-    });
-    await agent.start();
+    const ip = createIp(createCommandRunner(), args.netns);
+    const vtepIp = args["vtep-address"];
+    // A device that cannot be chosen keeps the pod running but not ready, its reason in the log and
+    // in /readyz; it is looked for again every --resync-period (an interface may come up late).
+    let deviceProblem: string | undefined = "looking for the VTEP device";
+    let agent: RouteAgent | undefined;
+    let stopped = false;
+    const starting = (async () => {
+      while (!stopped) {
+        const choice = await detectVtepDevice(ip, { explicit: args["vtep-device"], address: vtepIp }).catch(
+          (err: Error) => ({ ok: false as const, reason: `cannot list interfaces: ${err.message}` }),
+        );
+        if (choice.ok) {
+          deviceProblem = undefined;
+          log.info("VTEP device chosen", { device: choice.dev, how: choice.how, address: vtepIp });
+          agent = createRouteAgent({
+            client,
+            registry,
+            logger: log,
+            nodeName: args["node-name"],
+            liqoNamespace: args["liqo-namespace"],
+            ip,
+            end: { vtepIp, dev: choice.dev, mtu },
+            intervalMs: resync * 1000,
+          });
+          await agent.start();
+          return;
+        }
+        if (choice.reason !== deviceProblem) log.error("no VTEP device", { reason: choice.reason });
+        deviceProblem = choice.reason;
+        await Bun.sleep(resync * 1000);
+      }
+    })();
     const admin = await serveAdmin({
       args,
       registry,
       logger: log,
       client,
       title: `liqo route: ${args["node-name"]}`,
-      views: { overlay: () => agent.state() },
-      checks: { "caches-synced": () => agent.synced() || { ok: false, reason: "informers are still listing" } },
+      views: { overlay: () => agent?.state() ?? { node: args["node-name"], vtepDevice: deviceProblem } },
+      checks: {
+        "vtep-device": () => (deviceProblem ? { ok: false, reason: deviceProblem } : true),
+        "caches-synced": () => agent?.synced() || { ok: false, reason: "informers are still listing" },
+      },
     });
     log.info("route agent running", { admin: admin.url });
     console.log(`admin API on ${admin.url}`);
     await untilSignal();
-    await agent.stop();
+    stopped = true;
+    await starting.catch(() => {});
+    await agent?.stop();
     await admin.stop();
   },
 });

@@ -589,6 +589,23 @@ describe("chart", () => {
     }
   });
 
+  test("route.vtepDevice: empty by default (the agent detects it), passed when set", async () => {
+    const routeArgs = async (...sets: string[]) => {
+      const r = await run([helm, "template", "liqo", join(repoRoot, "chart"), ...chartSets, ...sets]);
+      const ds = r.stdout
+        .split(/^---$/m)
+        .map((d) => Bun.YAML.parse(d) as any)
+        .find((d) => d?.kind === "DaemonSet" && d.metadata.name === "liqo-route");
+      return ds.spec.template.spec.containers[0].args as string[];
+    };
+    expect(await routeArgs()).not.toContain("--vtep-device");
+    const set = await routeArgs("--set", "route.vtepDevice=ens5");
+    expect(set.slice(set.indexOf("--vtep-device"), set.indexOf("--vtep-device") + 2)).toEqual([
+      "--vtep-device",
+      "ens5",
+    ]);
+  });
+
   test("a missing pod CIDR fails rendering with the flag to pass", async () => {
     const r = await run([helm, "template", join(repoRoot, "chart")]);
     expect(r.stderr).toContain("networking.podCIDR is required: pass --pod-cidr to liqoctl install");
