@@ -9,6 +9,8 @@ import { CliError, ExitCode } from "../errors.ts";
 import { bundledChart } from "../install/chart-source.ts";
 import { detectAndDescribe } from "../install/run.ts";
 import { probeLoadBalancer } from "../install/load-balancer.ts";
+import { ensurePodSecurity, labelCommand } from "../install/pod-security.ts";
+import { checkClusterRequirements } from "../install/requirements.ts";
 import { findHelm, helmError, releaseStatus, runHelm } from "../install/helm.ts";
 import { providers, type Provider } from "../install/providers.ts";
 import { chartValues, setFlagProblem, type InstallFlags } from "../install/values.ts";
@@ -131,6 +133,8 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   const verbose = args.verbose === true;
 
   const client = createKubeClient({ kubeconfig: target.kubeconfig, context: target.context });
+  // Too old a cluster is refused before anything is detected or written.
+  await checkClusterRequirements(client);
   const { detected, clusterId } = await detectAndDescribe(client, provider, args, verbose);
   // A LoadBalancer Service with no controller to serve it would hold `helm --wait` until the timeout.
   const serviceTypeSet = sets.some((s) => s.startsWith("auth.service.type="));
@@ -156,12 +160,14 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   }
   if (args["only-output-values"]) {
     info(
-      `install with: helm upgrade --install ${RELEASE} <chart> --namespace ${namespace} --create-namespace --values ${dumpPath}`,
+      `install with: ${labelCommand(namespace)} (create the namespace first), then helm upgrade --install ${RELEASE} <chart> --namespace ${namespace} --values ${dumpPath}`,
     );
     return;
   }
 
   const helm = findHelm();
+  const labelled = await ensurePodSecurity(client, namespace);
+  if (labelled) info(labelled);
   const chart = chartPath ? { dir: chartPath, embedded: false, cleanup() {} } : await bundledChart();
   const work = mkdtempSync(join(tmpdir(), "liqoctl-install-"));
   try {

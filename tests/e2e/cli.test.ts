@@ -793,6 +793,10 @@ describe("against a rig cluster", () => {
     );
     expect(r.stderr).toContain("liqo installed in namespace liqo (cluster rome)");
     expect(r.code).toBe(0);
+    // The namespace existed unlabelled: liqoctl labels it for the privileged gateway and host-network route agent.
+    expect(r.stderr).toContain("namespace liqo labelled pod-security.kubernetes.io/enforce=privileged");
+    const ns = await client.get(Resources.namespaces, "liqo");
+    expect(ns.metadata.labels?.["pod-security.kubernetes.io/enforce"]).toBe("privileged");
     const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
     expect(version.stdout).toContain("Server version: 0.1.0 (cluster rome, id ");
   }, 600_000);
