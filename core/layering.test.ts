@@ -2,7 +2,10 @@
 // and re-exports): core/** never imports the CLI (cli/**), and core/peering and netfabric do not
 // reach each other in a circle. Peering uses the network fabric (NetworkConfig roles, the
 // translation watcher); the fabric never reaches up into peering (in-band peering's steps, which
-// need tokens and ForeignClusters, live in core/peering/inband).
+// need tokens and ForeignClusters, live in core/peering/inband). Shared pieces live in the lowest
+// layer that needs them (events and quantities in core/kube, labels in core/apis and
+// netfabric/shared), and the folders of core and netfabric, and the files of cli, import each
+// other without a circle.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -75,5 +78,87 @@ describe("import boundaries", () => {
     const up = reaches(production("netfabric/"), (f) => f.startsWith("core/peering/"));
     // Peering may use the fabric; then the fabric must not reach peering, even through another file.
     if (down) expect(up?.join(" -> ")).toBeUndefined();
+  });
+});
+
+/** Every import from a production file `from` accepts to a file `to` accepts, as "a -> b". */
+function edges(from: (f: string) => boolean, to: (f: string) => boolean): string[] {
+  return [...graph].flatMap(([f, deps]) =>
+    from(f) && !f.endsWith(".test.ts")
+      ? deps.filter((d) => to(d) && !d.endsWith(".test.ts")).map((d) => `${f} -> ${d}`)
+      : [],
+  );
+}
+
+const under =
+  (...prefixes: string[]) =>
+  (f: string) =>
+    prefixes.some((p) => f.startsWith(p));
+
+/** A circle of imports between the groups `groupOf` puts files in (undefined: left out), as "a -> b -> a". */
+function circle(groupOf: (f: string) => string | undefined): string | undefined {
+  const next = new Map<string, Set<string>>();
+  for (const e of edges(
+    (f) => groupOf(f) !== undefined,
+    (f) => groupOf(f) !== undefined,
+  )) {
+    const [a, b] = e.split(" -> ").map((f) => groupOf(f)!) as [string, string];
+    if (a === b) continue;
+    if (!next.has(a)) next.set(a, new Set());
+    next.get(a)!.add(b);
+  }
+  const done = new Set<string>();
+  const visit = (g: string, path: string[]): string | undefined => {
+    const at = path.indexOf(g);
+    if (at >= 0) return [...path.slice(at), g].join(" -> ");
+    if (done.has(g)) return undefined;
+    for (const n of next.get(g) ?? []) {
+      const found = visit(n, [...path, g]);
+      if (found) return found;
+    }
+    done.add(g);
+    return undefined;
+  };
+  for (const g of next.keys()) {
+    const found = visit(g, []);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** The folder right below `top` a file is in (files directly in `top` are left out). */
+const folderBelow = (top: string) => (f: string) => {
+  const parts = f.split("/");
+  return f.startsWith(`${top}/`) && parts.length > 2 ? `${top}/${parts[1]}` : undefined;
+};
+
+describe("shared pieces live in the lowest layer that needs them", () => {
+  test("core/kube (events, quantities, label selectors) imports nothing above it but the logger", () => {
+    expect(edges(under("core/kube/"), (d) => !d.startsWith("core/kube/") && d !== "core/log.ts")).toEqual([]);
+  });
+
+  test("the event recorder is core/kube's: nothing imports one from the reflection engine", () => {
+    expect(edges(() => true, under("core/reflection/engine/events"))).toEqual([]);
+    expect(edges(under("netfabric/"), under("core/reflection/engine/"))).toEqual([]);
+  });
+
+  test("core/virtualkubelet and core/storage do not import core/peering (quantities are core/kube's)", () => {
+    expect(edges(under("core/virtualkubelet/", "core/storage/"), under("core/peering/"))).toEqual([]);
+  });
+
+  test("core/virtualkubelet imports neither the ShadowPod controller nor the webhook (their constants are core/apis')", () => {
+    expect(edges(under("core/virtualkubelet/"), under("core/shadowpod/", "core/webhook/"))).toEqual([]);
+  });
+
+  test("the folders of core import each other without a circle", () => {
+    expect(circle(folderBelow("core"))).toBeUndefined();
+  });
+
+  test("the folders of netfabric import each other without a circle (the loop and labels are netfabric/shared's)", () => {
+    expect(circle(folderBelow("netfabric"))).toBeUndefined();
+  });
+
+  test("no file of cli imports itself through others (what peer and peer in-band share is in cli/peering.ts)", () => {
+    expect(circle((f) => (f.startsWith("cli/") ? f : undefined))).toBeUndefined();
   });
 });

@@ -7,7 +7,7 @@ import { defineCommand } from "citty";
 import { ForeignClusterResource, TunnelEndpointResource } from "../../core/apis/index.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import { remoteTokenSecretName } from "../../core/peering/foreigncluster/index.ts";
-import { CLUSTER_ID_LABEL } from "../../netfabric/manager/forge.ts";
+import { CLUSTER_ID_LABEL } from "../../netfabric/shared/labels.ts";
 import { deleteExchangedCopies } from "../../core/peering/inband/exchange.ts";
 import { foreignClusterFor, tenantOf, type InBandSide } from "../../core/peering/inband/session.ts";
 import { CliError, ExitCode } from "../errors.ts";

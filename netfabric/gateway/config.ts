@@ -57,7 +57,3 @@ export function tunnelMtu(config: Pick<GatewayConfig, "mtu" | "underlay">): numb
   if (config.mtu !== undefined) return config.mtu;
   return config.underlay.mtu - (config.underlay.ipv6 ? 80 : 60);
 }
-
-export function natOf(nat: string, own: string): string {
-  return nat === "None" || nat === "" ? own : nat;
-}

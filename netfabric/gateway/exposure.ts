@@ -5,8 +5,8 @@
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { GATEWAY_SERVICE_NAME } from "../shared/labels.ts";
 
-export const GATEWAY_SERVICE_NAME = "liqo-gateway";
 export const GATEWAY_COMPONENT_LABEL = { key: "net.liqo.io/gateway", value: "true" } as const;
 /** On the active replica's pod (Liqo selects the leader the same way). */
 export const GATEWAY_ROLE_LABEL = "net.liqo.io/gateway-role";

@@ -6,13 +6,11 @@
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { KEYS_LABEL, PUBLIC_KEY_FIELD } from "../manager/forge.ts";
+import { ENDPOINT_ANNOTATION, KEYS_LABEL, PUBLIC_KEY_FIELD } from "../shared/labels.ts";
 import { generateKeyPair, publicKeyOf, type KeyPair } from "../os/wireguard-keys.ts";
 
 export const KEY_SECRET_NAME = "wireguard-pubkey";
 export const PRIVATE_KEY_FIELD = "privateKey";
-/** ip:port where peers reach the gateway, written by the gateway leader. */
-export const ENDPOINT_ANNOTATION = "net.liqo.io/gateway-endpoint";
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
@@ -76,8 +74,4 @@ export async function writeEndpoint(client: KubeClient, namespace: string, endpo
   await client.mergePatch(Resources.secrets, secret.metadata.name!, namespace, {
     metadata: { annotations: { [ENDPOINT_ANNOTATION]: endpoint } },
   });
-}
-
-export function endpointOf(secret: KubeObject): string | undefined {
-  return secret.metadata.annotations?.[ENDPOINT_ANNOTATION];
 }

@@ -2,7 +2,8 @@
 // its purpose and a hash of its text, so drift (a rule deleted or changed by hand) and config
 // changes both show up as a different set of comments.
 import { formatIpv4, parseCidr, parseIpv4, remapIp } from "../ipam/ipv4.ts";
-import { natOf, type GatewayConfig, type GatewayOptions, type PeerTunnel } from "./config.ts";
+import type { GatewayConfig, GatewayOptions, PeerTunnel } from "./config.ts";
+import { natOf } from "../shared/nat.ts";
 
 export interface NatTable {
   script: string;

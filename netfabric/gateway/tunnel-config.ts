@@ -3,9 +3,10 @@
 import type { NatMapping } from "../../core/apis/net/natmapping.ts";
 import type { TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import { parseCidr, parseIpv4 } from "../ipam/index.ts";
-import { CLUSTER_ID_LABEL, gatewayNatMappings, PORT_FIELD, PUBLIC_KEY_FIELD } from "../manager/forge.ts";
+import { gatewayNatMappings, natOf } from "../shared/nat.ts";
+import { CLUSTER_ID_LABEL, PORT_FIELD, PUBLIC_KEY_FIELD } from "../shared/labels.ts";
 import { keyToHex } from "../os/wireguard-keys.ts";
-import { natOf, type GatewayConfig, type PeerTunnel } from "./config.ts";
+import type { GatewayConfig, PeerTunnel } from "./config.ts";
 
 export interface LocalSettings {
   device: string;

@@ -4,7 +4,6 @@ import { parseNetworkConfig, parseTunnelEndpoint } from "../../core/apis/index.t
 import { createIpam } from "../ipam/index.ts";
 import {
   bothProcessed,
-  gatewayNatMappings,
   localNetworkConfig,
   natMappingSpec,
   networkConfigRole,
@@ -12,6 +11,7 @@ import {
   tunnelEndpointSpec,
   uniqueName,
 } from "./forge.ts";
+import { gatewayNatMappings } from "../shared/nat.ts";
 
 const milan = { remoteClusterId: "milan-id", remoteClusterName: "milan", tenantNamespace: "liqo-tenant-milan" };
 const params = {

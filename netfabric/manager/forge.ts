@@ -13,17 +13,10 @@ import {
   REPLICATION_STATUS_LABEL,
 } from "../../core/apis/labels.ts";
 import { formatIpv4, parseCidr, parseIpv4, remapIp, type MappedNetworks, type NatMappingSpec } from "../ipam/index.ts";
+import { CLUSTER_ID_LABEL, PORT_FIELD, PUBLIC_KEY_FIELD, WIREGUARD_BACKEND } from "../shared/labels.ts";
 
 /** Liqo's netcfgcreator component name, the value of liqo.io/ownership on local NetworkConfigs. */
 export const NETCFG_OWNER = "netcfgCreator";
-/** Liqo's label on TunnelEndpoints and NatMappings (pkg/consts ClusterIDLabelName). */
-export const CLUSTER_ID_LABEL = "clusterID";
-/** Liqo's WireGuard backend: driver name and backend_config keys (pkg/consts/wireguard.go). */
-export const WIREGUARD_BACKEND = "wireguard";
-export const PUBLIC_KEY_FIELD = "publicKey";
-export const PORT_FIELD = "port";
-/** The gateway's key Secret: label net.liqo.io/key=wireguard, data publicKey (pkg/consts KeysLabel). */
-export const KEYS_LABEL = "net.liqo.io/key";
 export const FIELD_MANAGER = "liqo-network-manager";
 
 export interface Peer {
@@ -147,17 +140,4 @@ export function natMappingSpec(ipam: NatMappingSpec, peerPodCidrHere: string, lo
     clusterMappings[endpoint] = formatIpv4(remapIp(parseIpv4(external), own, seen));
   }
   return { clusterID: ipam.clusterId, podCIDR: peerPodCidrHere, externalCIDR: ipam.externalCidr, clusterMappings };
-}
-
-/** The reverse, for the gateway: endpoint → address in our own external CIDR (netfabric/gateway's PeerTunnel.natMappings). */
-export function gatewayNatMappings(
-  spec: { externalCIDR: string; clusterMappings: Record<string, string> },
-  localExternalCidr: string,
-): Record<string, string> {
-  const own = parseCidr(localExternalCidr, "local externalCIDR");
-  const seen = parseCidr(spec.externalCIDR, "NatMapping externalCIDR");
-  const out: Record<string, string> = {};
-  for (const [endpoint, external] of Object.entries(spec.clusterMappings))
-    out[endpoint] = formatIpv4(remapIp(parseIpv4(external), seen, own));
-  return out;
 }

@@ -10,16 +10,14 @@ export {
   remoteNetworkConfigStatus,
   tunnelEndpointSpec,
   natMappingSpec,
-  gatewayNatMappings,
   networkConfigRole,
   bothProcessed,
-  KEYS_LABEL,
-  PUBLIC_KEY_FIELD,
-  CLUSTER_ID_LABEL,
   NETCFG_OWNER,
   type Peer,
   type LocalNetworkParameters,
 } from "./forge.ts";
+export { gatewayNatMappings } from "../shared/nat.ts";
+export { KEYS_LABEL, PUBLIC_KEY_FIELD, CLUSTER_ID_LABEL } from "../shared/labels.ts";
 export { desiredNatMappings, natMappingName } from "./natmappings.ts";
 export type { PeerState, PeerPhase } from "./peering.ts";
 export {

@@ -14,20 +14,13 @@ import type { Registry } from "../../core/metrics/index.ts";
 import type { IpTranslator } from "../../core/reflection/abi.ts";
 import { createEventRecorder } from "../../core/kube/events.ts";
 import type { IpamOptions } from "../ipam/index.ts";
-import {
-  CLUSTER_ID_LABEL,
-  KEYS_LABEL,
-  PUBLIC_KEY_FIELD,
-  networkConfigRole,
-  type LocalNetworkParameters,
-  type Peer,
-} from "./forge.ts";
+import { networkConfigRole, type LocalNetworkParameters, type Peer } from "./forge.ts";
+import { CLUSTER_ID_LABEL, KEYS_LABEL, PUBLIC_KEY_FIELD, ENDPOINT_ANNOTATION, endpointOf } from "../shared/labels.ts";
 import { createIpamStore, type IpamStore } from "./ipam-store.ts";
 import { desiredNatMappings, dropEndpointRequests, syncNatMappings } from "./natmappings.ts";
 import { reconcilePeer, type PeerState } from "./peering.ts";
 import { createIpTranslator } from "./translator.ts";
 import { requestedEndpoints } from "./translation-watch.ts";
-import { ENDPOINT_ANNOTATION, endpointOf } from "../gateway/keys.ts";
 
 export interface NetworkManagerOptions {
   client: KubeClient;

@@ -5,7 +5,8 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import type { Logger } from "../../core/log.ts";
 import { createHash } from "node:crypto";
 import type { Ipam } from "../ipam/index.ts";
-import { CLUSTER_ID_LABEL, natMappingLabels, natMappingSpec } from "./forge.ts";
+import { natMappingLabels, natMappingSpec } from "./forge.ts";
+import { CLUSTER_ID_LABEL } from "../shared/labels.ts";
 import { canonicalJson } from "./ipam-storage.ts";
 import { endpointRequestKey, requestedEndpoints } from "./translation-watch.ts";
 

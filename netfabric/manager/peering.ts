@@ -14,7 +14,6 @@ import type { EventRecorder } from "../../core/kube/events.ts";
 import type { Logger } from "../../core/log.ts";
 import { IpamError } from "../ipam/index.ts";
 import {
-  CLUSTER_ID_LABEL,
   NETCFG_OWNER,
   bothProcessed,
   localNetworkConfig,
@@ -26,6 +25,7 @@ import {
   type LocalNetworkParameters,
   type Peer,
 } from "./forge.ts";
+import { CLUSTER_ID_LABEL } from "../shared/labels.ts";
 import type { IpamStore } from "./ipam-store.ts";
 import { canonicalJson } from "./ipam-storage.ts";
 

@@ -15,8 +15,9 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { silentLogger, type Logger } from "../../core/log.ts";
 import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../ipam/index.ts";
-import { natOf } from "../gateway/config.ts";
-import { CLUSTER_ID_LABEL, networkConfigRole } from "./forge.ts";
+import { natOf } from "../shared/nat.ts";
+import { networkConfigRole } from "./forge.ts";
+import { CLUSTER_ID_LABEL } from "../shared/labels.ts";
 
 export type Direction = "forward" | "backward";
 

@@ -9,12 +9,11 @@ import { createInformer } from "../../core/kube/informer.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { silentLogger, type Logger } from "../../core/log.ts";
 import type { Registry } from "../../core/metrics/index.ts";
-import { GATEWAY_SERVICE_NAME } from "../gateway/exposure.ts";
-import { CLUSTER_ID_LABEL } from "../manager/forge.ts";
+import { GATEWAY_SERVICE_NAME, CLUSTER_ID_LABEL } from "../shared/labels.ts";
 import type { IpAdapter } from "../os/ip.ts";
 import { GATEWAY_VTEP_ANNOTATION, NODE_VTEP_ANNOTATION, nodeVxlan, type OverlayEnd } from "./plan.ts";
 import { reconcileVxlan, type VxlanSpec } from "./vxlan.ts";
-import { createLoop } from "../gateway/loop.ts";
+import { createLoop } from "../shared/loop.ts";
 
 export interface RouteAgentOptions {
   client: KubeClient;

@@ -4,7 +4,7 @@
 // the gateway's overlay address, and the gateway routes each node's pod CIDR back to that node.
 import type { TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import { contains, parseCidr, parseIpv4 } from "../ipam/index.ts";
-import { natOf } from "../gateway/config.ts";
+import { natOf } from "../shared/nat.ts";
 import type { VxlanSpec } from "./vxlan.ts";
 
 export const VXLAN_NAME = "liqo.vxlan";

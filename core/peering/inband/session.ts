@@ -19,7 +19,7 @@ import { readAuthToken } from "../auth/index.ts";
 import { IN_BAND_PENDING_AUTH_URL, readAuthUrl, WAITING_FOR_TUNNEL } from "../auth-url.ts";
 import { remoteTokenSecret, type ForeignClusterObject } from "../foreigncluster/index.ts";
 import { ensureNamespace, readClusterIdentity, type LocalClusterIdentity } from "../identity.ts";
-import { CLUSTER_ID_LABEL, KEYS_LABEL } from "../../../netfabric/manager/forge.ts";
+import { CLUSTER_ID_LABEL, KEYS_LABEL } from "../../../netfabric/shared/labels.ts";
 import {
   addressSeenLocally,
   InBandError,
