@@ -13,6 +13,7 @@ import { validatePlugin } from "../../core/reflection/validate.ts";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { namespace } from "../support/namespace.ts";
 
 const root = join(import.meta.dir, "../..");
 const artifacts = join(root, "tests/artifacts");
@@ -31,11 +32,6 @@ let pluginName: string;
 async function drain(stream: ReadableStream<Uint8Array>) {
   const decoder = new TextDecoder();
   for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
-}
-
-async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name)))
-    await client.create(Resources.namespaces, { metadata: { name } });
 }
 
 const api = (path: string, init?: RequestInit) => fetch(`${url}${path}`, init);

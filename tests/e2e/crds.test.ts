@@ -18,6 +18,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
+import { kubectlAt } from "../support/kubectl.ts";
 
 let rig: TestRig;
 let client: KubeClient;
@@ -258,11 +259,11 @@ describe("what kubectl shows", () => {
 
   test("kubectl get foreignclusters prints that header", async () => {
     const cluster = rig.clusters[0]!;
-    const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", cluster.kubeconfig, "get", "foreignclusters"], {
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, errOut] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    const {
+      out,
+      err: errOut,
+      code,
+    } = await kubectlAt(join(rig.bin, "kubectl"), cluster.kubeconfig, "get", "foreignclusters");
     expect(out.split("\n")[0]!.split(/\s{2,}/)).toEqual([
       "NAME",
       "OUTGOING PEERING",
@@ -272,7 +273,7 @@ describe("what kubectl shows", () => {
       "DISCOVERY",
       "AGE",
     ]);
-    expect({ code: await proc.exited, errOut }).toEqual({ code: 0, errOut: "" });
+    expect({ code, errOut }).toEqual({ code: 0, errOut: "" });
   });
 
   test("short names and the liqo category are served", async () => {

@@ -25,6 +25,8 @@ import { killRigNow, reapOrphanRigs, rigDown, rigUp, type Rig } from "../rig/rig
 import { testRigRoot } from "../rig/testing.ts";
 import { startFakeAuthService, type FakeAuthService } from "../support/fake-auth.ts";
 import { waitFor } from "../support/wait.ts";
+import { cond } from "../support/peering.ts";
+import { kubectlAt } from "../support/kubectl.ts";
 
 type RigCluster = Rig["clusters"][number];
 let rig: Rig;
@@ -72,17 +74,8 @@ const lan = async (c: KubeClient, id: string) =>
   (await c.list<ForeignClusterObject>(ForeignClusterResource)).items.find(
     (f) => f.spec.clusterIdentity?.clusterID === id,
   );
-const cond = (fc: ForeignClusterObject | undefined, type: string) =>
-  fc?.status?.peeringConditions?.find((c) => c.type === type);
 
-async function kubectl(c: RigCluster, ...args: string[]) {
-  const proc = Bun.spawn([join(rig.bin, "kubectl"), `--kubeconfig=${c.kubeconfig}`, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { out, err, code: await proc.exited };
-}
+const kubectl = (c: RigCluster, ...args: string[]) => kubectlAt(join(rig.bin, "kubectl"), c.kubeconfig, ...args);
 const discoveryLog = async (c: RigCluster) =>
   (await kubectl(c, "logs", "-n", "liqo", "deploy/liqo-discovery", "--tail=-1")).out;
 

@@ -37,6 +37,7 @@ import { waitFor } from "../support/wait.ts";
 import { mutate } from "../chaos/fuzz.ts";
 import { seeded } from "../chaos/random.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
+import { namespace } from "../support/namespace.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const ID = {
@@ -121,11 +122,6 @@ async function stopRome() {
 }
 
 const view = async <T = any>(name: string): Promise<T> => (await fetch(`${url}/views/${name}`)).json() as Promise<T>;
-
-async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name)))
-    await client.create(Resources.namespaces, { metadata: { name } });
-}
 
 /** The gateway's key Secret, as Liqo's WireGuard driver creates it. */
 async function keySecret(client: KubeClient, publicKey: string, privateKey: string) {

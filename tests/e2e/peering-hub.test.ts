@@ -24,6 +24,7 @@ import {
   type ConsumerProcesses,
   type LiqoSide,
 } from "./peering-rig.ts";
+import { cond } from "../support/peering.ts";
 
 const PROVIDERS = ["milan", "naples", "turin"] as const;
 const NS = "hub-app";
@@ -47,8 +48,6 @@ afterAll(async () => {
 });
 
 const side = (name: string) => providers.find((p) => p.name === name)!;
-const cond = (fc: ForeignClusterObject | undefined, type: string) =>
-  fc?.status?.peeringConditions?.find((c) => c.type === type);
 const ready = (n: Node | undefined) =>
   n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 const uidOf = async (c: { client: KubeClient }, res: typeof Resources.nodes, name: string) =>

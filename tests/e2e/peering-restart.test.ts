@@ -13,6 +13,7 @@ import { restartApiServer } from "../rig/cluster.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
+import { cond } from "../support/peering.ts";
 
 let rig: TestRig;
 let rome: LiqoSide;
@@ -32,8 +33,6 @@ afterAll(async () => {
   await rig?.down();
 });
 
-const cond = (fc: ForeignClusterObject | undefined, type: string) =>
-  fc?.status?.peeringConditions?.find((c) => c.type === type);
 const names = async (c: KubeClient, res: ResourceRef, labelSelector?: string) =>
   (await c.list(res, { labelSelector })).items.map((o) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`).sort();
 

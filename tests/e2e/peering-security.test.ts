@@ -33,6 +33,8 @@ import { waitFor } from "../support/wait.ts";
 import { mutate } from "../chaos/fuzz.ts";
 import { seeded } from "../chaos/random.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
+import { cond } from "../support/peering.ts";
+import { kubectlAt } from "../support/kubectl.ts";
 
 const TWIN = "secure-app";
 const PARIS = { clusterID: "6a0e9c1e-7d1b-4f0a-9a55-5c1d1e0b7a01", clusterName: "paris" };
@@ -60,17 +62,8 @@ afterAll(async () => {
 });
 
 const fcOf = (name: string) => rome.client.find<ForeignClusterObject>(ForeignClusterResource, name);
-const cond = (fc: ForeignClusterObject | undefined, type: string) =>
-  fc?.status?.peeringConditions?.find((c) => c.type === type);
 
-async function kubectl(...args: string[]) {
-  const proc = Bun.spawn([join(rig.bin, "kubectl"), `--kubeconfig=${peerKubeconfigPath}`, ...args], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { out, err, code: await proc.exited };
-}
+const kubectl = (...args: string[]) => kubectlAt(join(rig.bin, "kubectl"), peerKubeconfigPath, ...args);
 
 /** One SelfSubjectAccessReview as the peer: the request `kubectl auth can-i` makes. */
 async function canI(client: KubeClient, verb: string, r: Res, namespace: string): Promise<boolean> {

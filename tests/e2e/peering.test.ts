@@ -13,6 +13,8 @@ import { remoteTokenSecretName, type ForeignClusterObject } from "../../core/pee
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
+import { cond } from "../support/peering.ts";
+import { kubectlAt } from "../support/kubectl.ts";
 
 let rig: TestRig;
 let rome: LiqoSide;
@@ -36,17 +38,10 @@ afterAll(async () => {
 });
 
 const fcOf = (side: LiqoSide, name: string) => side.client.find<ForeignClusterObject>(ForeignClusterResource, name);
-const cond = (fc: ForeignClusterObject | undefined, type: string) =>
-  fc?.status?.peeringConditions?.find((c) => c.type === type);
 const ready = (n: Node | undefined) =>
   n?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 
-async function kubectl(side: LiqoSide, ...args: string[]) {
-  const bin = join(rig.bin, "kubectl");
-  const proc = Bun.spawn([bin, `--kubeconfig=${side.kubeconfig}`, ...args], { stdout: "pipe", stderr: "pipe" });
-  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { out, err, code: await proc.exited };
-}
+const kubectl = (side: LiqoSide, ...args: string[]) => kubectlAt(join(rig.bin, "kubectl"), side.kubeconfig, ...args);
 
 describe("refusals", () => {
   test("a wrong token: liqoctl names the failed phase and the ForeignCluster says Denied", async () => {

@@ -20,6 +20,7 @@ import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { guardKwokDeletes } from "./offloading-rig.ts";
 import { inCidr } from "../support/cidr.ts";
 import { waitFor } from "../support/wait.ts";
+import { namespace } from "../support/namespace.ts";
 
 let rig: TestRig;
 let rome: KubeClient;
@@ -49,11 +50,6 @@ const pod = (name: string, namespace: string, extra: Record<string, unknown> = {
     ...extra,
   },
 });
-
-async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name)))
-    await client.create(Resources.namespaces, { metadata: { name } });
-}
 
 async function startOffloader() {
   offloader = await createPodOffloader({

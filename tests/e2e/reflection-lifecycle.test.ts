@@ -12,6 +12,7 @@ import { builtinWasm } from "../../reflectors/index.ts";
 import type { BuiltinName } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { namespace } from "../support/namespace.ts";
 
 let rig: TestRig;
 let local: KubeClient;
@@ -25,11 +26,6 @@ const VIRTUAL_NODE = "liqo-milan";
 const translateIp = (ip: string) => ip.replace(/^10\.100\./, "10.199.");
 const context = { storageClass: "standard", virtualNodeName: VIRTUAL_NODE };
 const builtins: BuiltinName[] = ["configmaps", "secrets", "services", "endpointslices", "ingresses", "storage"];
-
-async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name)))
-    await client.create(Resources.namespaces, { metadata: { name } });
-}
 
 async function startEngine(
   nsPair: { localNamespace: string; remoteNamespace: string },

@@ -22,6 +22,7 @@ import { builtinWasm } from "../../reflectors/index.ts";
 import type { BuiltinName } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { namespace } from "../support/namespace.ts";
 
 let rig: TestRig;
 let local: KubeClient;
@@ -33,11 +34,6 @@ const NAMESPACES = ["pol-a", "pol-b", "pol-c"];
 const ANNOTATION = "liqo.io/reflection-policy";
 const builtins: BuiltinName[] = ["configmaps", "secrets", "services", "endpointslices"];
 const WAIT = { timeoutMs: 120_000, intervalMs: 200 };
-
-async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name)))
-    await client.create(Resources.namespaces, { metadata: { name } });
-}
 
 const remoteOf = (res: ResourceRef, ns: string, name: string): Promise<KubeObject | undefined> =>
   remote.find(res, name, `${ns}-rome`);

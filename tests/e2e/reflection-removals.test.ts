@@ -14,6 +14,7 @@ import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { namespace } from "../support/namespace.ts";
 
 let rig: TestRig;
 let local: KubeClient;
@@ -27,11 +28,6 @@ const VIRTUAL_NODE = "liqo-milan-rm";
 const builtins: BuiltinName[] = ["configmaps", "secrets", "services", "endpointslices", "ingresses", "storage"];
 // Long enough for a loaded 2-core machine, short enough that the code before the fix fails in minutes.
 const CONVERGE_MS = 30_000;
-
-async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name)))
-    await client.create(Resources.namespaces, { metadata: { name } });
-}
 
 async function startEngine(): Promise<ReflectionEngine> {
   const engine = createReflectionEngine({

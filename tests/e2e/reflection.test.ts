@@ -13,6 +13,7 @@ import { builtinWasm } from "../../reflectors/index.ts";
 import type { BuiltinName } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { namespace } from "../support/namespace.ts";
 
 let rig: TestRig;
 let local: KubeClient;
@@ -21,11 +22,6 @@ const ids = { localClusterId: "rome-0000-id", remoteClusterId: "milan-0000-id" }
 const root = join(import.meta.dir, "../..");
 const pluginDir = mkdtempSync(join(tmpdir(), "dropins-"));
 const engines: ReflectionEngine[] = [];
-
-async function namespace(client: KubeClient, name: string) {
-  if (!(await client.find(Resources.namespaces, name)))
-    await client.create(Resources.namespaces, { metadata: { name } });
-}
 
 async function engineWith(builtins: BuiltinName[], context: Record<string, unknown> = {}) {
   const engine = createReflectionEngine({ local, remote, ...ids, context, workers: 4 });

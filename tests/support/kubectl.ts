@@ -1,5 +1,5 @@
-// kubectl on one of a quick start's clusters (in-cluster or process mode): what it printed and its
-// exit code, for tests and benches that check what a user would see.
+// kubectl on one of a quick start's clusters (in-cluster or process mode), or with any kubeconfig:
+// what it printed and its exit code, for tests and benches that check what a user would see.
 
 export interface KubectlTarget {
   kubectl: string;
@@ -12,8 +12,13 @@ export interface KubectlResult {
   code: number;
 }
 
-export async function kubectlOn(t: KubectlTarget, cluster: string, ...args: string[]): Promise<KubectlResult> {
-  const proc = Bun.spawn([t.kubectl, `--kubeconfig=${t.kubeconfig(cluster)}`, ...args], {
+export function kubectlOn(t: KubectlTarget, cluster: string, ...args: string[]): Promise<KubectlResult> {
+  return kubectlAt(t.kubectl, t.kubeconfig(cluster), ...args);
+}
+
+/** kubectl with one kubeconfig file: what it printed and its exit code. */
+export async function kubectlAt(kubectl: string, kubeconfig: string, ...args: string[]): Promise<KubectlResult> {
+  const proc = Bun.spawn([kubectl, `--kubeconfig=${kubeconfig}`, ...args], {
     stdout: "pipe",
     stderr: "pipe",
   });
