@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { tunnelMtu, type GatewayConfig, type PeerTunnel } from "./config.ts";
 import { masqueradeAddress, renderNatTable } from "./nat-table.ts";
 import { desiredRoutes, desiredRules, planRouting } from "./routing.ts";
-import { desiredWireguard, keepRoamedEndpoints, roamFreshSec, wireguardDrift } from "./wireguard.ts";
+import { desiredWireguard, keepRoamedEndpoints, REJECT_AFTER_TIME_SEC, wireguardDrift } from "./wireguard.ts";
 
 const keyA = "YGbyMPpWKvqfCg8wD1TchmBPBFWCE4USd0ut7dl0i1M=";
 const keyB = "qZcd6k4rY0Z44wSygvF/1k3EBO5Bq09Ixq5QhzV/Lzc=";
@@ -261,7 +261,7 @@ describe("wireguard desired state and drift", () => {
     roamed.peers[0]!.endpoint = "198.18.9.254:40000";
     roamed.peers[0]!.lastHandshakeSec = 1000;
     expect(keepRoamedEndpoints(want, roamed, 1000 + 30).peers[0]!.endpoint).toBe("198.18.9.254:40000");
-    expect(keepRoamedEndpoints(want, roamed, 1000 + roamFreshSec).peers[0]!.endpoint).toBe("198.18.0.2:51820");
+    expect(keepRoamedEndpoints(want, roamed, 1000 + REJECT_AFTER_TIME_SEC).peers[0]!.endpoint).toBe("198.18.0.2:51820");
     roamed.peers[0]!.lastHandshakeSec = 0; // never handshaked: the live endpoint is only what we set
     expect(keepRoamedEndpoints(want, roamed, 30).peers[0]!.endpoint).toBe("198.18.0.2:51820");
     expect(keepRoamedEndpoints(want, { peers: [] }, 30)).toEqual(want);

@@ -4,9 +4,7 @@
 import { ConnectionStatus, type TunnelEndpointStatus } from "../../core/apis/net/tunnelendpoint.ts";
 import type { WireguardPeerStatus } from "../os/wireguard-uapi.ts";
 import type { PeerTunnel } from "./config.ts";
-
-/** WireGuard rekeys every 2 minutes; a session older than 180 s (REJECT_AFTER_TIME) is dead. */
-export const HANDSHAKE_STALE_SEC = 180;
+import { REJECT_AFTER_TIME_SEC } from "./wireguard.ts";
 
 export interface TunnelObservation {
   peer: PeerTunnel;
@@ -28,7 +26,7 @@ export function connectionOf(o: TunnelObservation): NonNullable<TunnelEndpointSt
   if (lh > 0) peerConfiguration.latestHandshake = new Date(lh * 1000).toISOString();
   if (o.latencyMs !== undefined) peerConfiguration.latency = `${o.latencyMs}ms`;
   const ageSec = lh > 0 ? Math.max(0, Math.round(o.nowMs / 1000 - lh)) : undefined;
-  if (ageSec !== undefined && ageSec < HANDSHAKE_STALE_SEC) {
+  if (ageSec !== undefined && ageSec < REJECT_AFTER_TIME_SEC) {
     return {
       status: ConnectionStatus.Connected,
       statusMessage: `WireGuard handshake with ${peerConfiguration.endpoint} completed`,

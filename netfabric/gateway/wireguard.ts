@@ -41,8 +41,9 @@ export function wireguardDrift(want: WireguardConfig, have: WireguardStatus): st
   return reasons;
 }
 
-/** WireGuard's REJECT_AFTER_TIME: a session whose last handshake is older than this is dead. */
-export const roamFreshSec = 180;
+/** WireGuard's REJECT_AFTER_TIME: a session whose last handshake is older than this is dead
+ * (WireGuard rekeys every 2 minutes). */
+export const REJECT_AFTER_TIME_SEC = 180;
 
 /** The config to `set` when some drift was found. A peer behind NAT reaches us from its router's
  * public address, not from the (private, unreachable) endpoint it advertised, and WireGuard
@@ -59,7 +60,8 @@ export function keepRoamedEndpoints(
     ...want,
     peers: want.peers.map((peer) => {
       const live = have.peers.find((p) => p.publicKey === peer.publicKey);
-      const fresh = live?.endpoint && live.lastHandshakeSec > 0 && nowSec - live.lastHandshakeSec < roamFreshSec;
+      const fresh =
+        live?.endpoint && live.lastHandshakeSec > 0 && nowSec - live.lastHandshakeSec < REJECT_AFTER_TIME_SEC;
       return fresh && live.endpoint !== peer.endpoint ? { ...peer, endpoint: live.endpoint } : peer;
     }),
   };
