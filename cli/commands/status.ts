@@ -12,14 +12,13 @@ import {
   REPLICATION_REQUESTED_LABEL,
   REPLICATION_STATUS_LABEL,
   ResourceRequestResource,
-  type PeeringConditionType,
   type ResourceRequest,
   VirtualNodeResource,
 } from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
-import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
+import { peeringSummary, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
 import {
   formatReflectionPolicy,
@@ -32,13 +31,6 @@ import { overrideOfNamespace, POLICY_CONFIGMAP, policyFromConfigMap } from "../.
 import { CliError, ExitCode } from "../errors.ts";
 import { liqoKubeFlags } from "../peering.ts";
 import { formatResources, readyCondition, type VirtualNodeObject } from "../virtualnode.ts";
-
-const COLUMNS: [string, PeeringConditionType][] = [
-  ["OUTGOING", "OutgoingPeering"],
-  ["INCOMING", "IncomingPeering"],
-  ["NETWORKING", "NetworkStatus"],
-  ["AUTHENTICATION", "AuthenticationStatus"],
-];
 
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
@@ -55,24 +47,25 @@ export function table(rows: string[][]): string {
 export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, boolean>): string {
   if (!fcs.length)
     return "Peerings: none (liqoctl generate peer-command on a provider prints the command to peer with it)";
-  const rows = [["NAME", "CLUSTER ID", ...COLUMNS.map(([h]) => h), "DISCOVERY", "VIRTUAL NODE"]];
+  const rows = [
+    ["NAME", "CLUSTER ID", "OUTGOING", "INCOMING", "NETWORKING", "AUTHENTICATION", "DISCOVERY", "VIRTUAL NODE"],
+  ];
   const notes: string[] = [];
   for (const fc of fcs) {
-    const cond = (t: PeeringConditionType) => fc.status?.peeringConditions?.find((c) => c.type === t);
+    const s = peeringSummary(fc);
     const name = fc.metadata.name!;
     const node = `liqo-${fc.spec.clusterIdentity?.clusterName ?? name}`;
     rows.push([
       name,
       fc.spec.clusterIdentity?.clusterID ?? "-",
-      ...COLUMNS.map(([, t]) => cond(t)?.status ?? "None"),
+      s.outgoing,
+      s.incoming,
+      s.network,
+      s.authentication,
       fc.metadata.labels?.[DISCOVERY_TYPE_LABEL] ?? "Manual",
       nodes.has(node) ? `${node} (${nodes.get(node) ? "Ready" : "NotReady"})` : "-",
     ]);
-    for (const [, t] of COLUMNS) {
-      const c = cond(t);
-      if (c && !["None", "Established"].includes(c.status))
-        notes.push(`  ${name} ${t} ${c.status} (${c.reason}): ${c.message}`);
-    }
+    for (const c of s.unsettled) notes.push(`  ${name} ${c.type} ${c.status} (${c.reason}): ${c.message}`);
   }
   return `Peerings:\n${table(rows)}${notes.length ? `\n\nNot settled:\n${notes.join("\n")}` : ""}`;
 }

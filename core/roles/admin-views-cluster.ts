@@ -19,6 +19,7 @@ import { parseInput, type AdminExtension, type View } from "../admin/index.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../kube/resources.ts";
+import { peeringSummary } from "../peering/foreigncluster/conditions.ts";
 
 export const CLUSTER_VIEW_NAMES = [
   "peerings",
@@ -109,17 +110,15 @@ const conditionOf = (conditions: any[] | undefined, type: string) => conditions?
 
 export function peeringRow(fc: Obj) {
   const conditions: any[] = fc.status?.peeringConditions ?? [];
-  const status = (type: string) => conditionOf(conditions, type)?.status ?? "None";
-  const outgoing = status("OutgoingPeering");
-  const incoming = status("IncomingPeering");
+  const { outgoing, incoming, network, authentication } = peeringSummary(fc);
   return {
     name: fc.metadata.name,
     clusterId: fc.spec?.clusterIdentity?.clusterID ?? null,
     clusterName: fc.spec?.clusterIdentity?.clusterName ?? null,
     outgoing,
     incoming,
-    network: status("NetworkStatus"),
-    authentication: status("AuthenticationStatus"),
+    network,
+    authentication,
     // One word for the status page: established when either direction is.
     state:
       outgoing === "Established" || incoming === "Established"

@@ -64,6 +64,35 @@ export function statusOf(fc: ForeignClusterObject, type: PeeringConditionType): 
   return conditionOf(fc, type)?.status ?? "None";
 }
 
+/** A peering at a glance, as liqoctl status prints it and the admin view serves it. */
+export interface PeeringSummary {
+  /** Each direction's and step's status; None when it has no condition yet. */
+  outgoing: PeeringConditionStatus;
+  incoming: PeeringConditionStatus;
+  network: PeeringConditionStatus;
+  authentication: PeeringConditionStatus;
+  /** The conditions neither None nor Established, in the order above: what a reader looks at. */
+  unsettled: PeeringCondition[];
+}
+
+export function peeringSummary(fc: { status?: { peeringConditions?: readonly PeeringCondition[] } }): PeeringSummary {
+  const find = (type: PeeringConditionType) => fc.status?.peeringConditions?.find((c) => c.type === type);
+  const status = (c: PeeringCondition | undefined) => c?.status ?? "None";
+  const outgoing = find("OutgoingPeering");
+  const incoming = find("IncomingPeering");
+  const network = find("NetworkStatus");
+  const authentication = find("AuthenticationStatus");
+  return {
+    outgoing: status(outgoing),
+    incoming: status(incoming),
+    network: status(network),
+    authentication: status(authentication),
+    unsettled: [outgoing, incoming, network, authentication].filter(
+      (c): c is PeeringCondition => c !== undefined && c.status !== "None" && c.status !== "Established",
+    ),
+  };
+}
+
 /** Whether the conditions differ in anything but lastTransitionTime. */
 export function conditionsChanged(a: readonly PeeringCondition[] | undefined, b: readonly PeeringCondition[]): boolean {
   const key = (l: readonly PeeringCondition[] | undefined) =>

@@ -14,7 +14,9 @@ export {
   duplicateOwner,
   authenticationFailure,
   offeredResources,
+  peeringSummary,
   type ConditionUpdate,
+  type PeeringSummary,
   type ForeignClusterObject,
 } from "./conditions.ts";
 export type { KubeletServing } from "./context.ts";
