@@ -14,6 +14,7 @@ import { createVirtualNode, type VirtualNode } from "../../core/virtualkubelet/n
 import { createKubeletApi, type KubeletApi } from "../../core/virtualkubelet/kubeletapi/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { kubectlRun } from "../support/kubectl.ts";
 
 let rig: TestRig;
 let client: KubeClient;
@@ -86,16 +87,8 @@ afterAll(async () => {
 
 /** kubectl with a deadline: a hang is a failure with what it printed so far, not a stuck suite. */
 async function kubectl(args: string[], stdin?: string, ms = 20_000) {
-  const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", rig.clusters[0]!.kubeconfig, ...args], {
-    stdin: stdin === undefined ? "ignore" : new Blob([stdin]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => proc.kill(), ms);
-  const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  const exitCode = await proc.exited;
-  clearTimeout(timer);
-  return { stdout, stderr, exitCode, killed: proc.signalCode !== null };
+  const r = await kubectlRun(join(rig.bin, "kubectl"), rig.clusters[0]!.kubeconfig, args, { stdin, timeoutMs: ms });
+  return { stdout: r.out, stderr: r.err, exitCode: r.code, killed: r.killed };
 }
 
 describe("kubectl exec -i through the virtual kubelet", () => {

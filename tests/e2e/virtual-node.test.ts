@@ -17,6 +17,7 @@ import { appendFileSync, readFileSync } from "node:fs";
 import { criLogLine } from "../rig/cluster.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { kubectlRun } from "../support/kubectl.ts";
 
 let rig: TestRig;
 let rome: KubeClient;
@@ -189,19 +190,15 @@ describe("virtual node", () => {
     ]);
     expect(ready(node)?.reason).toBe("KubeletReady");
 
-    const kubectl = Bun.spawnSync([
-      join(rig.bin, "kubectl"),
-      "--kubeconfig",
-      rig.clusters[0]!.kubeconfig,
+    const { out, code } = await kubectlRun(join(rig.bin, "kubectl"), rig.clusters[0]!.kubeconfig, [
       "get",
       "nodes",
       "-l",
       "liqo.io/type=virtual-node",
       "--no-headers",
     ]);
-    const out = kubectl.stdout.toString();
     expect(out).toMatch(/^liqo-milan\s+Ready\s+agent/m);
-    expect(kubectl.exitCode).toBe(0);
+    expect(code).toBe(0);
   });
 
   test("the node Lease in kube-node-lease is renewed", async () => {
@@ -330,13 +327,8 @@ describe("virtual node", () => {
 
 // kubectl runs asynchronously: the kubelet API it ends up calling lives in this very process.
 async function kubectl(args: string[], stdin?: string): Promise<{ stdout: string; stderr: string; exitCode: number }> {
-  const proc = Bun.spawn([join(rig.bin, "kubectl"), "--kubeconfig", rig.clusters[0]!.kubeconfig, ...args], {
-    stdin: stdin === undefined ? "ignore" : new Blob([stdin]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  return { stdout, stderr, exitCode: await proc.exited };
+  const r = await kubectlRun(join(rig.bin, "kubectl"), rig.clusters[0]!.kubeconfig, args, { stdin });
+  return { stdout: r.out, stderr: r.err, exitCode: r.code };
 }
 
 type Pod = KubeObject & { spec: { nodeName?: string }; status?: { phase?: string } };
