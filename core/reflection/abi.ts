@@ -1,6 +1,7 @@
 // The reflector plugin ABI, version 1: the manifest, the call context, the decisions.
 // docs/plugin-abi.md is the user-facing description of the same contract; change both together.
 import * as v from "valibot";
+import type { KubeObject } from "../kube/resources.ts";
 
 export const ABI_VERSION = 1;
 
@@ -63,18 +64,8 @@ export interface ReflectionContext {
   [extra: string]: unknown;
 }
 
-export type KubeObject = {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: {
-    name?: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    [k: string]: unknown;
-  };
-  [k: string]: unknown;
-};
+/** The objects plugins exchange are the client's (core/kube/resources.ts): one type for both. */
+export type { KubeObject };
 
 export type Direction = "forward" | "backward";
 
