@@ -8,7 +8,7 @@
 //
 // One call, whatever the plugin: prepare (checks, the projections of the declared fields and
 // their JSON) → the decision memo (memo.ts) → run the plugin (live wire on the main thread, JSON
-// wire in a worker) → settle (finish.ts: the answer checked and turned into a Decision).
+// wire in a worker) → answerToDecision (finish.ts: the answer checked and turned into a Decision).
 import type { Logger } from "../log.ts";
 import { silentLogger } from "../log.ts";
 import {
@@ -152,16 +152,18 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     },
     identityIp: translate === identityTranslator,
     lookup: (reqJson) => {
-      const found = lookupFor(reqJson, current);
-      rec?.deps.push({ fn: "lookup", request: reqJson, found: foundStamp(found) });
+      const found = lookupRecorded(reqJson);
       return found ? JSON.stringify(found) : null;
     },
-    lookupObject: (reqJson) => {
-      const found = lookupFor(reqJson, current);
-      rec?.deps.push({ fn: "lookup", request: reqJson, found: foundStamp(found) });
-      return found;
-    },
+    lookupObject: (reqJson) => lookupRecorded(reqJson),
   };
+
+  /** The call in progress looks an object up; the memo records what it found. */
+  function lookupRecorded(reqJson: string): KubeObject | null {
+    const found = lookupFor(reqJson, current);
+    rec?.deps.push({ fn: "lookup", request: reqJson, found: foundStamp(found) });
+    return found;
+  }
 
   function lookupFor(reqJson: string, facts: CallFacts | null): KubeObject | null {
     const req = JSON.parse(reqJson);
@@ -317,7 +319,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
    * A runner's answer to a Decision, or the error (quarantining when it is the plugin's fault).
    * `deps` (the call's host-function answers, null when not memoizable) stores a good answer.
    */
-  const settle = (fn: string, c: Prepared, out: Out, deps: Dependency[] | null): Decision | PluginError => {
+  const answerToDecision = (fn: string, c: Prepared, out: Out, deps: Dependency[] | null): Decision | PluginError => {
     const facts = c.facts;
     if ("trap" in out) {
       const key = objectKey(facts.source) ?? objectKey(facts.target);
@@ -385,7 +387,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     return results.map((r) => {
       if (r instanceof PluginError || !("payload" in r)) return r;
       const idx = i++;
-      return settle(fn, r, outs[idx]!, depsOf(idx));
+      return answerToDecision(fn, r, outs[idx]!, depsOf(idx));
     });
   };
 
@@ -424,7 +426,7 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
         current = null;
         rec = null;
       }
-      res = settle(fn, c, out, memoizable(mine));
+      res = answerToDecision(fn, c, out, memoizable(mine));
     }
     if (res instanceof PluginError) throw res;
     return res;

@@ -80,7 +80,7 @@ export interface ReflectionEngine {
   requeueAll(): void;
   /**
    * Changes the context every call sees (the storage class a provider offers now): every object is
-   * looked at again with it, including those whose answer was settled under the old one.
+   * looked at again with it, including those whose target converged under the old one.
    */
   setContext(context: Partial<ReflectionContext>): void;
   readonly registry: Registry;
@@ -317,7 +317,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
     setContext(context) {
       extra = { ...extra, ...context };
       contexts.clear();
-      for (const l of loaded.values()) for (const r of l.reflectors) r.requeueLocal({ unsettle: true });
+      for (const l of loaded.values()) for (const r of l.reflectors) r.requeueLocal({ contextChanged: true });
     },
     async stop() {
       stopped = true;

@@ -65,9 +65,9 @@ export class Reflector {
    * plugins whose answer depends on nothing but the two objects and the pair's fixed context, in
    * one direction.
    */
-  private readonly settled = new Map<string, string>();
+  private readonly converged = new Map<string, string>();
   private readonly memoable: boolean;
-  /** Bumped when the context changes; part of every settled stamp. */
+  /** Bumped when the context changes; part of every converged stamp. */
   private generation = 0;
   /** Per key, the uid of an object this reflector created and its cache has not shown yet (createByApply). */
   private readonly createdHere = new Map<string, string>();
@@ -145,7 +145,7 @@ export class Reflector {
     if (!entry) return;
     this.pairs.delete(id);
     this.byRemoteNs.delete(entry.pair.remoteNamespace);
-    this.settled.clear(); // the pair may come back with another context
+    this.converged.clear(); // the pair may come back with another context
     this.createdHere.clear();
     await Promise.all([entry.local.stop(), entry.remote.stop()]);
   }
@@ -187,12 +187,12 @@ export class Reflector {
 
   /**
    * Queues every local object again, so each one gets the Event of a quarantine that happened
-   * meanwhile; `unsettle` when the context changed, so no answer is taken as still standing.
+   * meanwhile; `contextChanged` when the context changed, so no answer is taken as still standing.
    */
-  requeueLocal(o: { unsettle?: boolean } = {}): void {
-    if (o.unsettle) {
-      this.settled.clear();
-      this.generation++; // an answer still in flight was made under the old context: not settled
+  requeueLocal(o: { contextChanged?: boolean } = {}): void {
+    if (o.contextChanged) {
+      this.converged.clear();
+      this.generation++; // an answer still in flight was made under the old context: not converged
     }
     for (const entry of this.pairs.values()) {
       for (const obj of entry.local.list())
@@ -241,10 +241,10 @@ export class Reflector {
       const [source, target] = dir === "forward" ? [local, remote] : [remote, local];
       const gen = this.generation;
       const stamp = `${gen}|${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
-      if (source && this.settled.get(key) === stamp) return this.count("unchanged");
-      this.settled.delete(key);
+      if (source && this.converged.get(key) === stamp) return this.count("unchanged");
+      this.converged.delete(key);
       const after = await this.step(key, dir as "forward" | "backward", source, target, ctx);
-      if (source && after) this.settled.set(key, `${gen}|${source.metadata.resourceVersion ?? ""}|${after}`);
+      if (source && after) this.converged.set(key, `${gen}|${source.metadata.resourceVersion ?? ""}|${after}`);
       return;
     }
     if (dir === "forward" || dir === "both") await this.step(key, "forward", local, remote, ctx);
@@ -361,7 +361,7 @@ export class Reflector {
     if (!target && !statusOnly) {
       const made = await this.createByApply(client, answer, key);
       this.count("apply");
-      return this.settledAt(made, convergence(answer, made, fieldManager));
+      return this.convergedAt(made, convergence(answer, made, fieldManager));
     }
     let current = target;
     let plan: Convergence = current ? convergence(answer, current, fieldManager, scope) : { apply: true, removals: [] };
@@ -399,7 +399,7 @@ export class Reflector {
       this.count("repair");
       plan = convergence(answer, current, fieldManager, scope);
     }
-    return current ? this.settledAt(current, plan) : undefined;
+    return current ? this.convergedAt(current, plan) : undefined;
   }
 
   /**
@@ -438,7 +438,7 @@ export class Reflector {
     throw appeared();
   }
 
-  private settledAt(obj: KubeObj, plan: Convergence): string | undefined {
+  private convergedAt(obj: KubeObj, plan: Convergence): string | undefined {
     if (isEqual(plan)) return obj.metadata.resourceVersion;
     this.log.warn("the destination still differs from the answer after writing it", {
       key: obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name,

@@ -38,8 +38,6 @@ export interface PluginStore {
     resources: { group: string; version: string; kind: string; direction: "forward" | "backward" | "both" }[];
   }[];
   onChange(listener: () => void): void;
-  /** Resolves once every ConfigMap seen so far is validated. */
-  settled(): Promise<void>;
 }
 
 export function createPluginStore(o: { client: KubeClient; namespace: string; logger?: Logger }): PluginStore {
@@ -156,6 +154,5 @@ export function createPluginStore(o: { client: KubeClient; namespace: string; lo
         })),
       })),
     onChange: (l) => void listeners.push(l),
-    settled: () => work,
   };
 }
