@@ -1,10 +1,10 @@
-// finishAnswer: the host's checks on a plugin's answer. Answers whose edits stay clear of
+// finishPlan: the host's checks on a plugin's answer. Answers whose edits stay clear of
 // apiVersion, kind and metadata skip the identity checks (the base copy guarantees them);
 // every other answer is checked, and edits that could never be valid are refused.
 import { describe, expect, test } from "bun:test";
 import type { KubeObject, Resource } from "./abi.ts";
 import { PluginError } from "./errors.ts";
-import { finishAnswer, type CallFacts } from "./finish.ts";
+import { finishPlan, planOfText, type CallFacts } from "./finish.ts";
 
 const resource: Resource = { group: "", version: "v1", kind: "ConfigMap", direction: "forward", namespaced: true };
 const ctx = {
@@ -28,6 +28,8 @@ const facts: CallFacts = {
   target: null,
   ctx: ctx as CallFacts["ctx"],
 };
+/** The answer as the host gets it from a plugin: its text. */
+const finishAnswer = (answer: unknown, f: CallFacts) => finishPlan(planOfText(JSON.stringify(answer)), f);
 const finish = (edits: unknown[]) => finishAnswer({ decision: "apply", reason: "", edits }, facts);
 const failure = (edits: unknown[]): PluginError => {
   try {

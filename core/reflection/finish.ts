@@ -49,21 +49,8 @@ function failure(f: CallFacts, code: "invalid-output" | "violation" | "invalid-i
   return new PluginError(code, f.plugin, `${msg} (object ${key}, ${f.direction})`, { object: key });
 }
 
-/** The answer text as JSON; a plugin answering anything else is at fault. */
-export function parseAnswer(text: string, f: CallFacts): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw failure(f, "invalid-output", invalidJson(text, err));
-  }
-}
-
 const invalidJson = (text: string, err: unknown) =>
   `answered invalid JSON: ${(err as Error).message}; the answer began ${JSON.stringify(text.slice(0, 60))}`;
-
-export function finishOutput(text: string, f: CallFacts): Decision {
-  return finishAnswer(parseAnswer(text, f), f);
-}
 
 /**
  * What an answer says, checked once: everything about it that does not depend on the call's
@@ -98,7 +85,7 @@ const errorPlan = (code: "invalid-output" | "invalid-input", message: string): P
 });
 
 /** The plan of a parsed answer. */
-export function planOf(parsed: unknown): Plan {
+function planOf(parsed: unknown): Plan {
   const raw = parsed as Record<string, unknown>;
   if (raw === null || typeof raw !== "object")
     return errorPlan("invalid-output", "answered a JSON value that is not an object");
@@ -148,14 +135,10 @@ function makePlan(raw: Record<string, unknown>): Plan {
 }
 
 /**
- * A parsed answer to a Decision, every rule checked. Pure in (answer, facts) and never
- * changes the answer: a memoized answer is finished again, against each call's own objects.
+ * A planned answer to this call's Decision: the checks that read the call's objects, the base
+ * copy, the edits. Pure in (plan, facts) and never changes the plan: a memoized answer is
+ * finished again, against each call's own objects.
  */
-export function finishAnswer(parsed: unknown, f: CallFacts): Decision {
-  return finishPlan(planOf(parsed), f);
-}
-
-/** A planned answer to this call's Decision: the checks that read the call's objects, the base copy, the edits. */
 export function finishPlan(plan: Plan, f: CallFacts): Decision {
   if (plan.error !== null) throw failure(f, plan.error.code, plan.error.message);
   const decision = plan.decision;

@@ -15,7 +15,6 @@ import {
   type CacheLookup,
   type Decision,
   type Direction,
-  HOST_FUNCTIONS,
   type IpTranslator,
   type KubeObject,
   type Manifest,
@@ -27,7 +26,7 @@ import {
 import { PluginError, objectKey } from "./errors.ts";
 import { type CallFacts, type Plan, finishPlan, planOfText, targetState } from "./finish.ts";
 import { type HostBindings, InstanceRunner, type Payload, type RecyclePolicy } from "./instance.ts";
-import { BUILTIN_OVERRUNS_TO_QUARANTINE, type Out, type Prepared, createMainThreadRunner } from "./main-runner.ts";
+import { type Out, type Prepared, createMainThreadRunner } from "./main-runner.ts";
 import { checkExports, checkManifest, readManifest } from "./manifest.ts";
 import { DecisionMemo, type Dependency, foundStamp } from "./memo.ts";
 import { project } from "./objects.ts";
@@ -462,5 +461,3 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
     },
   };
 }
-
-export { BUILTIN_OVERRUNS_TO_QUARANTINE, HOST_FUNCTIONS };

@@ -39,24 +39,11 @@ export function baseRemote(local: KubeObject, ctx: ReflectionContext, namespaced
   return baseCopy(local, namespaced ? ctx.remoteNamespace : undefined, ctx.localClusterId, false);
 }
 
-export function baseLocal(remote: KubeObject, ctx: ReflectionContext, namespaced = true): KubeObject {
-  return baseCopy(remote, namespaced ? ctx.localNamespace : undefined, ctx.remoteClusterId, true);
-}
-
 /** Splits an RFC 6901 pointer ("/metadata/labels/liqo.io~1x") into unescaped segments. */
 export function parsePointer(pointer: string): string[] {
   if (!pointer.startsWith("/")) throw new Error(`"${pointer}" is not a JSON pointer: it must start with "/"`);
   const segs = pointer.slice(1).split("/");
   return pointer.includes("~") ? segs.map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~")) : segs;
-}
-
-export function getPointer(obj: unknown, pointer: string): unknown {
-  let cur = obj;
-  for (const seg of parsePointer(pointer)) {
-    if (cur === null || typeof cur !== "object") return undefined;
-    cur = (cur as Json)[seg];
-  }
-  return cur;
 }
 
 function copyOf(x: object): object {

@@ -54,20 +54,6 @@ export function policyEngineHooks(source: ReflectionPolicySource): Pick<EngineOp
   return { admits: (kind, obj, lookup) => source.admits(kind, obj, lookup), followers: followersOf };
 }
 
-/** A fixed policy, no namespace overrides (tests). */
-export function fixedReflectionPolicy(policy: ReflectionPolicy = DEFAULT_POLICY): ReflectionPolicySource {
-  const judge = createPolicyJudge(policy);
-  return {
-    current: () => policy,
-    overrides: () => new Map(),
-    admits: (k, o, l) => judge.admits(k, o, l),
-    onChange: () => () => {},
-    problem: () => undefined,
-    start: async () => {},
-    stop: async () => {},
-  };
-}
-
 /** The ConfigMap's policy, or the error that refuses it; no ConfigMap: the defaults. */
 export function policyFromConfigMap(
   cm: (KubeObject & { data?: Record<string, string> }) | undefined,

@@ -17,7 +17,7 @@ import {
 } from "../kube/label-selector.ts";
 import type { KubeObject } from "../kube/resources.ts";
 
-export const ALLOW_REFLECTION_ANNOTATION = "liqo.io/allow-reflection";
+const ALLOW_REFLECTION_ANNOTATION = "liqo.io/allow-reflection";
 export const SKIP_REFLECTION_ANNOTATION = "liqo.io/skip-reflection";
 /** On a local namespace: `kind=mode,...` over the cluster's policy for the objects in it. */
 export const NAMESPACE_POLICY_ANNOTATION = "liqo.io/reflection-policy";
@@ -28,7 +28,7 @@ export const NAMESPACE_POLICY_ANNOTATION = "liqo.io/reflection-policy";
  */
 export const NAMESPACE_POLICY_IN_FORCE_ANNOTATION = "liqo.io/reflection-policy-in-force";
 /** The label naming an EndpointSlice's Service. */
-export const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
+const SERVICE_NAME_LABEL = "kubernetes.io/service-name";
 
 /** The kinds a policy may name (plural, lower case, as kubectl names them), with their Kind. */
 export const POLICY_KINDS = {
@@ -40,7 +40,7 @@ export const POLICY_KINDS = {
   events: "Event",
 } as const;
 export type PolicyKind = keyof typeof POLICY_KINDS;
-export const POLICY_MODES = ["all", "opt-in", "none"] as const;
+const POLICY_MODES = ["all", "opt-in", "none"] as const;
 /** A fixed mode, or `selector(<label selector>)`: only objects whose labels match. */
 export type PolicyMode = (typeof POLICY_MODES)[number] | `selector(${string})`;
 export type ReflectionPolicy = Record<PolicyKind, PolicyMode>;

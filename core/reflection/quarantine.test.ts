@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { PluginError } from "./errors.ts";
-import { BUILTIN_OVERRUNS_TO_QUARANTINE, loadPlugin, type Trust } from "./host.ts";
+import { loadPlugin, type Trust } from "./host.ts";
+import { BUILTIN_OVERRUNS_TO_QUARANTINE } from "./main-runner.ts";
 import { validatePlugin } from "./validate.ts";
 
 const fixture = (name: string) => Bun.file(wasmPath(`fixture-${name}`)).bytes();

@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { CliError } from "../cli-errors.ts";
-import { fixedReflectionPolicy } from "../reflection/policy-watch.ts";
+import { createPolicyJudge } from "../reflection/policy.ts";
 import { reflectionPolicyFlag } from "./virtual-kubelet.ts";
 
 const cm = (annotations?: Record<string, string>) => ({ metadata: { name: "c", namespace: "n", annotations } });
 /** The flag's policy as the role's base (namespace overrides: tests/e2e/reflection-policies.test.ts). */
-const judged = (text: string | undefined) => fixedReflectionPolicy(reflectionPolicyFlag(text));
+const judged = (text: string | undefined) => createPolicyJudge(reflectionPolicyFlag(text));
 
 describe("liqo virtual-kubelet --reflection-policy", () => {
   test("absent: everything is reflected", () => expect(judged(undefined).admits("Secret", cm())).toBe(true));

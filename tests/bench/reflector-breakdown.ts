@@ -4,7 +4,7 @@
 // JSON.parse, the host's checks and edits, and the JSON body the engine sends. Printed by
 // reflector-calls.ts.
 import type { KubeObject, ReflectionContext } from "../../core/reflection/abi.ts";
-import { finishPlan, isOwnedBy, planOf, parseAnswer, type CallFacts } from "../../core/reflection/finish.ts";
+import { finishPlan, planOfText, targetState, type CallFacts } from "../../core/reflection/finish.ts";
 import { InstanceRunner } from "../../core/reflection/instance.ts";
 import { readManifest } from "../../core/reflection/manifest.ts";
 import { project } from "../../core/reflection/objects.ts";
@@ -59,7 +59,7 @@ export async function breakdown(
     const runner = await InstanceRunner.create(module, bindings, { recycleAfterCalls: Number.MAX_SAFE_INTEGER });
     const backward = c.direction === "backward";
     const origin = backward ? ctx.remoteClusterId : ctx.localClusterId;
-    const state = c.target === null ? 0 : isOwnedBy(c.target, origin) ? 1 : 2;
+    const state = targetState(c.target, origin);
     const ctxJson = JSON.stringify(ctx);
     const shown = project(c.source, fields);
     const out = runner.callLive(backward, ctxJson, shown, null, state);
@@ -71,15 +71,14 @@ export async function breakdown(
       target: c.target,
       ctx,
     };
-    const parsed = parseAnswer(out, facts);
-    const plan = planOf(parsed);
+    const plan = planOfText(out);
     const decision = finishPlan(plan, facts);
     const n = Math.max(1000, iterations);
     const row = [
       p50(() => project(c.source, fields), n),
       p50(() => JSON.stringify(shown), n),
       p50(() => runner.callLive(backward, ctxJson, shown, null, state), n),
-      p50(() => parseAnswer(out, facts), n),
+      p50(() => JSON.parse(out), n),
       p50(() => finishPlan(plan, facts), n),
       p50(() => JSON.stringify(decision.decision === "apply" ? decision.object : null), n),
     ];

@@ -8,13 +8,23 @@ import type { JsonPatchOp, KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../../core/reflection/engine/engine.ts";
 import { parsePrometheusText } from "../../core/metrics/index.ts";
-import { getPointer } from "../../core/reflection/objects.ts";
+import { parsePointer } from "../../core/reflection/objects.ts";
 import type { BuiltinName } from "../../reflectors/build.ts";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { namespace } from "../support/namespace.ts";
+
+/** The value at an RFC 6901 pointer in obj, undefined when a step is missing. */
+function getPointer(obj: unknown, pointer: string): unknown {
+  let cur = obj;
+  for (const seg of parsePointer(pointer)) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<string, unknown>)[seg];
+  }
+  return cur;
+}
 
 let rig: TestRig;
 let local: KubeClient;

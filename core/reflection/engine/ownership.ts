@@ -30,11 +30,7 @@ type FieldSet = { [key: string]: FieldSet };
 type Json = Record<string, unknown>;
 
 /** Managers of the destination's control plane: their fields are part of the object's life there. */
-export const DESTINATION_CONTROLLERS: ReadonlySet<string> = new Set([
-  "kube-controller-manager",
-  "kube-scheduler",
-  "kubelet",
-]);
+const DESTINATION_CONTROLLERS: ReadonlySet<string> = new Set(["kube-controller-manager", "kube-scheduler", "kubelet"]);
 
 export function isEqual(c: Convergence): boolean {
   return !c.apply && c.removals.length === 0;
@@ -185,7 +181,7 @@ function absent(v: unknown): boolean {
   return v === undefined || v === null || (typeof v === "object" && isSubset(v, undefined));
 }
 
-export function escapePointer(segment: string): string {
+function escapePointer(segment: string): string {
   return segment.replaceAll("~", "~0").replaceAll("/", "~1");
 }
 

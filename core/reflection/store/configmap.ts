@@ -8,10 +8,10 @@ import type { Manifest } from "../abi.ts";
 
 export const PLUGIN_LABEL = "liqo.io/reflector-plugin";
 /** The store name a plugin was installed under (liqoctl plugin remove <name>). */
-export const PLUGIN_NAME_LABEL = "liqo.io/reflector-plugin-name";
+const PLUGIN_NAME_LABEL = "liqo.io/reflector-plugin-name";
 /** The manifest as liqoctl read it at install time (JSON), for listing without loading the module. */
-export const MANIFEST_ANNOTATION = "liqo.io/reflector-plugin-manifest";
-export const PLUGIN_KEY = "plugin.wasm";
+const MANIFEST_ANNOTATION = "liqo.io/reflector-plugin-manifest";
+const PLUGIN_KEY = "plugin.wasm";
 /**
  * Kubernetes refuses a ConfigMap whose data exceeds 1 MiB (and etcd a request past 1.5 MiB; the
  * base64 of binaryData is a third larger on the wire). A module is stored whole or not at all.
