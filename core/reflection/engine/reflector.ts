@@ -6,7 +6,7 @@
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
-import type { KubeObject as KubeObj, ResourceRef } from "../../kube/resources.ts";
+import { keyOf, objectKey, splitKey, type KubeObject as KubeObj, type ResourceRef } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import type { Logger } from "../../log.ts";
 import type { Decision, KubeObject, ReflectionContext, Resource } from "../abi.ts";
@@ -98,6 +98,10 @@ export class Reflector {
   get namespaced(): boolean {
     return this.resource.namespaced !== false;
   }
+  /** An object's key in a cache of `namespace` (cluster-scoped: its name); queue keys use the local namespace. */
+  private cacheKey(namespace: string, name: string): string {
+    return keyOf(this.namespaced ? namespace : undefined, name);
+  }
   get queueDepth(): number {
     return this.queue.depth;
   }
@@ -119,8 +123,7 @@ export class Reflector {
       local: mk(this.deps.local, this.namespaced ? pair.localNamespace : undefined),
       remote: mk(this.deps.remote, this.namespaced ? pair.remoteNamespace : undefined),
     };
-    const enqueue = (obj: KubeObj) =>
-      this.queue.add(this.namespaced ? `${pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+    const enqueue = (obj: KubeObj) => this.queue.add(this.cacheKey(pair.localNamespace, obj.metadata.name!));
     for (const inf of [entry.local, entry.remote])
       inf.on({ add: enqueue, update: (_o, n) => enqueue(n), delete: enqueue });
     const changed = this.deps.localChanged;
@@ -160,7 +163,7 @@ export class Reflector {
     if (!entry) return undefined;
     if (!entry.local.synced)
       throw new RetryAfterError(100, `the local ${this.resource.kind} cache of ${namespace} is still listing`);
-    return entry.local.get(this.namespaced ? `${namespace}/${name}` : name);
+    return entry.local.get(this.cacheKey(namespace, name));
   }
 
   /** Queues the local objects of a namespace whose labels include these (a Service's EndpointSlices). */
@@ -170,8 +173,7 @@ export class Reflector {
     const want = Object.entries(labels);
     for (const obj of entry.local.list()) {
       const have = obj.metadata.labels ?? {};
-      if (want.every(([k, v]) => have[k] === v))
-        this.queue.add(this.namespaced ? `${localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+      if (want.every(([k, v]) => have[k] === v)) this.queue.add(this.cacheKey(localNamespace, obj.metadata.name!));
     }
   }
 
@@ -180,7 +182,7 @@ export class Reflector {
     for (const entry of this.pairs.values()) {
       const ns = cluster === "local" ? entry.pair.localNamespace : entry.pair.remoteNamespace;
       if (this.namespaced && ns !== namespace) continue;
-      return entry[cluster].get(this.namespaced ? `${namespace}/${name}` : name);
+      return entry[cluster].get(this.cacheKey(namespace, name));
     }
     return undefined;
   }
@@ -196,7 +198,7 @@ export class Reflector {
     }
     for (const entry of this.pairs.values()) {
       for (const obj of entry.local.list())
-        this.queue.add(this.namespaced ? `${entry.pair.localNamespace}/${obj.metadata.name}` : obj.metadata.name!);
+        this.queue.add(this.cacheKey(entry.pair.localNamespace, obj.metadata.name!));
     }
   }
 
@@ -212,9 +214,7 @@ export class Reflector {
 
   private async handle(key: string): Promise<void> {
     if (this.stopped || this.plugin.state === "closed") return;
-    const slash = key.indexOf("/");
-    const localNs = this.namespaced ? key.slice(0, slash) : "";
-    const name = this.namespaced ? key.slice(slash + 1) : key;
+    const { namespace: localNs = "", name } = splitKey(key);
     const entry = this.pairs.get(localNs);
     if (!entry) return;
     // Decide only once both caches have listed: with just the remote side listed, a local object
@@ -223,10 +223,10 @@ export class Reflector {
     if (!entry.local.synced || !entry.remote.synced)
       throw new RetryAfterError(100, `caches of namespace ${entry.pair.localNamespace} are still listing`);
     const { pair } = entry;
-    const seen = entry.local.get(this.namespaced ? `${pair.localNamespace}/${name}` : name) ?? null;
+    const seen = entry.local.get(this.cacheKey(pair.localNamespace, name)) ?? null;
     const local =
       seen && this.deps.admits && !this.deps.admits(this.resource.kind, seen, this.deps.lookupLocal) ? null : seen;
-    const remote = entry.remote.get(this.namespaced ? `${pair.remoteNamespace}/${name}` : name) ?? null;
+    const remote = entry.remote.get(this.cacheKey(pair.remoteNamespace, name)) ?? null;
     if (this.plugin.state === "quarantined") {
       // However the plugin got quarantined (this call, another one, the host itself), the user
       // sees why their object is not reflected; the recorder keeps it to one Event per object.
@@ -441,16 +441,14 @@ export class Reflector {
   private convergedAt(obj: KubeObj, plan: Convergence): string | undefined {
     if (isEqual(plan)) return obj.metadata.resourceVersion;
     this.log.warn("the destination still differs from the answer after writing it", {
-      key: obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name,
+      key: objectKey(obj),
       removals: plan.removals,
     });
     return undefined;
   }
 
   private conflict(subject: KubeObj | null, target: KubeObj) {
-    const where = target.metadata.namespace
-      ? `${target.metadata.namespace}/${target.metadata.name}`
-      : target.metadata.name;
+    const where = objectKey(target);
     const msg = `${this.resource.kind} ${where} already exists in the destination and was not created by liqo reflection; it is left untouched. Rename or delete it to let reflection proceed.`;
     if (subject) this.deps.events.warning(subject, "ReflectionConflict", msg);
     this.log.warn("conflict: destination object not owned by reflection", { key: where });

@@ -4,7 +4,7 @@
 // stops drop-ins without a restart. A module that fails validation is reported, never loaded.
 import { createInformer } from "../../kube/informer.ts";
 import type { KubeClient } from "../../kube/client.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { keyOf, Resources, type KubeObject } from "../../kube/resources.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import type { Manifest } from "../abi.ts";
 import { validatePlugin } from "../validate.ts";
@@ -68,7 +68,7 @@ export function createPluginStore(o: { client: KubeClient; namespace: string; lo
     const hash = Bun.hash(s.bytes).toString(16);
     if (verdicts.get(name)?.hash === hash) return;
     const verdict = await validatePlugin(s.bytes, { label: `ConfigMap ${o.namespace}/${name}` });
-    if (!informer.get(`${o.namespace}/${name}`)) return; // deleted while it was being validated
+    if (!informer.get(keyOf(o.namespace, name))) return; // deleted while it was being validated
     if (verdict.ok) {
       verdicts.set(name, {
         hash,
