@@ -13,15 +13,11 @@ import {
   VIRTUAL_NODE_TYPE,
 } from "../core/apis/labels.ts";
 import type { KubeObject } from "../core/kube/resources.ts";
+import type { Pod } from "../core/kube/types.ts";
 import { backingOf, type Claim, type Volume } from "../core/storage/forge.ts";
 
-export type PodLike = KubeObject & {
-  spec?: { volumes?: { persistentVolumeClaim?: { claimName?: string } }[]; nodeName?: string };
-  status?: { phase?: string };
-};
-
 /** Pods that still use the claim (anything not finished). */
-export function podsUsing(pods: PodLike[], claim: string): string[] {
+export function podsUsing(pods: Pod[], claim: string): string[] {
   return pods
     .filter((p) => p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed")
     .filter((p) => p.spec?.volumes?.some((v) => v.persistentVolumeClaim?.claimName === claim))

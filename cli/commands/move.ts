@@ -5,6 +5,7 @@ import { ForeignClusterResource } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import type { Pod } from "../../core/kube/types.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import type { Claim, Volume } from "../../core/storage/forge.ts";
@@ -20,7 +21,6 @@ import {
   sourcePod,
   sourceService,
   temporaryClaim,
-  type PodLike,
 } from "../storage-move.ts";
 import { preflight } from "../test-network/preflight.ts";
 import { info, parseDuration, spinner } from "../ui.ts";
@@ -48,7 +48,7 @@ async function copy(
   const spin = spinner(`${o.what}: starting the copy pods`);
   try {
     while (true) {
-      const pod = await client.find<PodLike>(Resources.pods, dst, o.ns);
+      const pod = await client.find<Pod>(Resources.pods, dst, o.ns);
       const phase = pod?.status?.phase;
       const log =
         phase && phase !== "Pending"
@@ -165,7 +165,7 @@ const moveVolume = defineCommand({
       ? await client.find<Volume>(Resources.persistentVolumes, claim.spec.volumeName)
       : undefined;
     const target = await client.find(Resources.nodes, args.node);
-    const pods = (await client.list<PodLike>(Resources.pods, { namespace: ns })).items;
+    const pods = (await client.list<Pod>(Resources.pods, { namespace: ns })).items;
     const refusal = moveRefusal({
       key,
       claim,

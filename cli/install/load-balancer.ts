@@ -6,8 +6,7 @@
 // allocates a node port as well, so peers reach the same ports either way).
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-
-type Service = KubeObject & { status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } } };
+import type { Service } from "../../core/kube/types.ts";
 
 export interface LoadBalancerProbe {
   available: boolean;

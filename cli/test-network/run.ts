@@ -11,6 +11,7 @@ import {
 } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import type { Pod } from "../../core/kube/types.ts";
 import { formatIpv4, parseCidr, parseIpv4, remapIp } from "../../netfabric/ipam/ipv4.ts";
 import {
   BULK_BYTES,
@@ -27,22 +28,6 @@ export const TEST_LABEL = "liqo.io/network-test";
 /** When a leftover namespace (a run killed with SIGKILL) may be removed by a later run. */
 export const EXPIRES_ANNOTATION = "liqo.io/network-test-expires";
 
-type Pod = KubeObject & {
-  spec?: Record<string, unknown>;
-  status?: {
-    phase?: string;
-    podIP?: string;
-    reason?: string;
-    message?: string;
-    conditions?: { type: string; status: string }[];
-    containerStatuses?: {
-      state?: {
-        waiting?: { reason?: string; message?: string };
-        terminated?: { exitCode?: number; reason?: string; message?: string };
-      };
-    }[];
-  };
-};
 type Offloading = KubeObject & { status?: { offloadingPhase?: string; remoteNamespaceName?: string } };
 
 export class Interrupted extends Error {

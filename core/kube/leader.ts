@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import type { KubeClient } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
 import { Resources, type KubeObject } from "./resources.ts";
+import type { Pod } from "./types.ts";
 import { silentLogger, type Logger } from "../log.ts";
 
 export interface LeaseSpec {
@@ -246,16 +247,12 @@ export function podOfIdentity(identity: string): string | undefined {
   return /^(.+)-\d+$/.exec(identity)?.[1];
 }
 
-type PodStatusLike = KubeObject & {
-  status?: { containerStatuses?: { state?: { running?: unknown; waiting?: unknown; terminated?: unknown } }[] };
-};
-
 /**
  * A holder's pod whose every container has stopped (terminated, or waiting to be restarted): its
  * process is dead, so it holds nothing. A pod without container statuses yet, or that cannot be
  * read, tells nothing (the Lease is left to expire).
  */
-export function holderPodDead(pod: PodStatusLike | undefined): boolean {
+export function holderPodDead(pod: Pod | undefined): boolean {
   const statuses = pod?.status?.containerStatuses ?? [];
   return statuses.length > 0 && statuses.every((c) => !c.state?.running);
 }

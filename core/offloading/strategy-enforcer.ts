@@ -8,12 +8,11 @@ import { NamespaceOffloadingResource, PodOffloadingStrategy } from "../apis/inde
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
+import type { Pod } from "../kube/types.ts";
 import type { Logger } from "../log.ts";
 import type { EventRecorder } from "../kube/events.ts";
 
 export const ENFORCED_STRATEGY_ANNOTATION = "offloading.liqo.io/enforced-pod-offloading-strategy";
-
-type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
 
 /** Why the strategy forbids a pod on this node, or undefined when it may stay. */
 export function strategyViolation(

@@ -3,6 +3,7 @@
 // peer-command` can print it; in a real install the liqo-auth Service's external address wins.
 import type { KubeClient } from "../kube/client.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
+import type { Node, Service } from "../kube/types.ts";
 import { ensureNamespace } from "./identity.ts";
 
 export const AUTH_URL_CONFIGMAP = "liqo-auth-url";
@@ -21,15 +22,6 @@ export async function recordAuthUrl(client: KubeClient, liqoNamespace: string, u
     { fieldManager: "liqo-auth", force: true },
   );
 }
-
-type Service = KubeObject & {
-  spec?: { type?: string; ports?: { port: number; nodePort?: number }[] };
-  status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
-};
-
-type Node = KubeObject & {
-  status?: { addresses?: { type: string; address: string }[]; conditions?: { type: string; status: string }[] };
-};
 
 /**
  * The advertised URL: the liqo-auth Service's load balancer address, else what liqo auth recorded

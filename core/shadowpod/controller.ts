@@ -14,6 +14,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
+import type { Pod } from "../kube/types.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
@@ -25,7 +26,6 @@ const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
 export const POD_UID_ANNOTATION = "liqo.io/shadowpod-pod-uid";
 
 type ShadowPod = KubeObject & { spec?: { pod?: Record<string, unknown> } };
-type Pod = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string } };
 
 /**
  * The Pod a ShadowPod asks for: its spec (kept off this cluster's virtual nodes: placement.ts),

@@ -5,20 +5,12 @@
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import type { Node, Service } from "../../core/kube/types.ts";
 import { GATEWAY_SERVICE_NAME } from "../shared/labels.ts";
 
 export const GATEWAY_COMPONENT_LABEL = { key: "net.liqo.io/gateway", value: "true" } as const;
 /** On the active replica's pod (Liqo selects the leader the same way). */
 export const GATEWAY_ROLE_LABEL = "net.liqo.io/gateway-role";
-
-type Service = KubeObject & {
-  spec?: {
-    type?: string;
-    ports?: { name?: string; port: number; nodePort?: number; protocol?: string; targetPort?: number }[];
-  };
-  status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } };
-};
-type Node = KubeObject & { status?: { addresses?: { type: string; address: string }[] } };
 
 export interface ExposureOptions {
   client: KubeClient;

@@ -9,6 +9,7 @@ import {
   VIRTUAL_NODE_TYPE,
 } from "../../apis/labels.ts";
 import type { KubeObject } from "../../kube/resources.ts";
+import type { Container, Node, Pod } from "../../kube/types.ts";
 import { formatQuantity, parseQuantity, percentOf, unitOf } from "../../kube/quantity.ts";
 
 /** The resources every offer states, as Liqo's (cpu, memory, pods, ephemeral-storage). */
@@ -34,22 +35,7 @@ export function parseSharingPercentage(value: unknown): number {
   return n;
 }
 
-export type Node = KubeObject & {
-  spec?: { unschedulable?: boolean };
-  status?: { allocatable?: Record<string, string | number>; conditions?: { type: string; status: string }[] };
-};
-type Container = {
-  resources?: { requests?: Record<string, string | number>; limits?: Record<string, string | number> };
-};
-export type Pod = KubeObject & {
-  spec?: {
-    nodeName?: string;
-    containers?: Container[];
-    initContainers?: Container[];
-    overhead?: Record<string, string | number>;
-  };
-  status?: { phase?: string };
-};
+export type { Node, Pod };
 
 const zero = (): Amounts => ({ cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n });
 

@@ -6,6 +6,7 @@
 // itself is asked for and refreshed by the offloader (tokens.ts).
 import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION } from "../../reflection/abi.ts";
 import type { KubeObject } from "../../kube/resources.ts";
+import type { Container, Pod, PodSpec } from "../../kube/types.ts";
 
 /** On a local pod, "disabled" keeps the origin token and address out of its remote copy. */
 export const API_SERVER_SUPPORT_ANNOTATION = "liqo.io/api-server-support";
@@ -19,23 +20,7 @@ export interface ApiServerAddress {
   port: string;
 }
 
-type Volume = { name: string; projected?: { defaultMode?: number; sources?: Record<string, unknown>[] } } & Record<
-  string,
-  unknown
->;
-type Named = { name: string } & Record<string, unknown>;
-type Container = { name: string; env?: Named[]; volumeMounts?: (Named & { mountPath?: string })[] } & Record<
-  string,
-  unknown
->;
-type PodSpec = {
-  serviceAccountName?: string;
-  automountServiceAccountToken?: boolean;
-  volumes?: Volume[];
-  containers?: Container[];
-  initContainers?: Container[];
-} & Record<string, unknown>;
-export type Pod = KubeObject & { spec?: PodSpec; status?: Record<string, any> };
+export type { Pod };
 
 /** "https://203.0.113.10:6443" → its host and port; undefined for anything but an https URL. */
 export function apiServerAddress(url: string | undefined): ApiServerAddress | undefined {
@@ -63,7 +48,7 @@ export function tokenVolumeIndex(spec: PodSpec | undefined): number {
   return volumes.findIndex(
     (v) =>
       v.projected?.sources?.some((s) => "serviceAccountToken" in s) &&
-      (v.name.startsWith("kube-api-access-") || mountedAtSaPath.has(v.name)),
+      (v.name!.startsWith("kube-api-access-") || mountedAtSaPath.has(v.name!)),
   );
 }
 
@@ -119,7 +104,7 @@ export function projectedTokens(local: Pod): ProjectedToken[] {
       const seconds = Number(t.expirationSeconds) || PROJECTED_TOKEN_SECONDS;
       out.push({
         key: `${v.name}.${j}.token`,
-        volume: v.name,
+        volume: v.name!,
         audience: t.audience || undefined,
         expirationSeconds: Math.max(MIN_TOKEN_SECONDS, Math.floor(seconds)),
         path: t.path ?? "token",
@@ -233,7 +218,7 @@ export function remotePodSpec(local: Pod, reflected: PodSpec, address: ApiServer
     if (spec.initContainers) spec.initContainers = spec.initContainers.map(f);
   };
   if (!originServiceAccount(local, address)) {
-    mapContainers((c) => withoutMountsOf(c, tokenVolume.name));
+    mapContainers((c) => withoutMountsOf(c, tokenVolume.name!));
     return spec;
   }
   const secret: Record<string, unknown> = { secretName: remoteTokenSecretName(local.metadata.name!) };

@@ -11,6 +11,7 @@ import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
 import { createNamespacedInformers, type NamespacedInformers } from "../../kube/namespaced-informers.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
+import type { Pod, PodSpec, PodStatus } from "../../kube/types.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import type { IpTranslator, ReflectionContext } from "../../reflection/abi.ts";
@@ -47,16 +48,14 @@ const ROUTINE_WAITING = new Set(["ContainerCreating", "PodInitializing"]);
 const ROUTINE_CONDITIONS = new Set(["ContainersNotReady", "ContainersNotInitialized"]);
 
 /** A Pending status that says something is wrong (unschedulable, an image that cannot be pulled, ...). */
-export function pendingNeedsAttention(status: Record<string, any>): boolean {
-  const conditions: { status?: string; reason?: string }[] = status.conditions ?? [];
+export function pendingNeedsAttention(status: PodStatus): boolean {
+  const conditions = status.conditions ?? [];
   if (conditions.some((c) => c.status === "False" && c.reason && !ROUTINE_CONDITIONS.has(c.reason))) return true;
   const waiting = [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? [])]
-    .map((c: { state?: { waiting?: { reason?: string } } }) => c.state?.waiting?.reason)
+    .map((c) => c.state?.waiting?.reason)
     .filter(Boolean);
   return waiting.some((r) => !ROUTINE_WAITING.has(r!));
 }
-
-type Pod = KubeObject & { spec?: Record<string, any>; status?: Record<string, any> };
 
 export interface PodOffloaderOptions {
   local: KubeClient;
@@ -109,7 +108,7 @@ export interface PodPatch {
 }
 
 /** The remote pod spec with a virtual node's patch: its nodeSelector keys added. */
-export function patched(spec: Record<string, any>, patch: PodPatch | undefined): Record<string, any> {
+export function patched(spec: PodSpec, patch: PodPatch | undefined): PodSpec {
   if (!patch?.nodeSelector || Object.keys(patch.nodeSelector).length === 0) return spec;
   return { ...spec, nodeSelector: { ...spec.nodeSelector, ...patch.nodeSelector } };
 }
@@ -251,7 +250,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     }
     const shadow = remoteNs ? shadows.get(`${remoteNs}/${name}`) : undefined;
     const remote = remoteNs ? remotePods.get(`${remoteNs}/${name}`) : undefined;
-    const ours = shadow && isOwnedBy(shadow as never, o.localClusterId);
+    const ours = shadow && isOwnedBy(shadow, o.localClusterId);
 
     // A pod of a node this offloader does not follow yet (a VirtualNode not started again after a
     // restart) is not missing: its ShadowPod is left alone until the node is followed or released.
@@ -309,7 +308,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const ctx = ctxFor(ns, remoteNs, nodeName);
     const tokens = tokenRequests(local, address);
     if (!shadow) {
-      const decision = await plugin.forward(withoutTokenVolume(local) as never, null, ctx);
+      const decision = await plugin.forward(withoutTokenVolume(local), null, ctx);
       if (decision.decision !== "apply") {
         log.info("pod not offloaded", { key, reason: decision.reason });
         return;
@@ -366,7 +365,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     }
     if (!remote) return; // the provider is (re)creating it
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
-    const back = await plugin.backward(remote as never, local as never, withRestarts);
+    const back = await plugin.backward(remote, local, withRestarts);
     if (back.decision !== "apply") return;
     const status = (back.object as Pod).status ?? {};
     if (Bun.deepEquals(status, local.status)) return void pendingSince.delete(key);
