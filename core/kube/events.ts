@@ -5,7 +5,7 @@
 // slot in the window, so the next occurrence records it: an Event is never dropped silently.
 import type { KubeClient } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
-import { Resources, type KubeObject } from "./resources.ts";
+import { keyOf, objectKey, Resources, type KubeObject } from "./resources.ts";
 import type { Logger } from "../log.ts";
 
 export interface EventRecorder {
@@ -60,7 +60,7 @@ export function createEventRecorder(
   function record(type: "Normal" | "Warning", obj: KubeObject, reason: string, message: string) {
     const m = obj.metadata;
     if (!m?.name) return;
-    const dedupe = `${m.uid ?? m.namespace + "/" + m.name}|${reason}|${message}`;
+    const dedupe = `${m.uid ?? objectKey(obj)}|${reason}|${message}`;
     const now = Date.now();
     if ((recent.get(dedupe) ?? 0) > now - windowMs) return;
     recent.set(dedupe, now);
@@ -88,7 +88,7 @@ export function createEventRecorder(
       lastTimestamp: stamp,
       count: 1,
     };
-    const done = write(body, namespace, dedupe, `${namespace}/${m.name}`, reason).finally(() => pending.delete(done));
+    const done = write(body, namespace, dedupe, keyOf(namespace, m.name), reason).finally(() => pending.delete(done));
     pending.add(done);
   }
   return {

@@ -3,7 +3,7 @@
 // Namespaces come and go at run time; handlers apply to every namespace, present and future.
 import type { KubeClient } from "./client.ts";
 import { createInformer, type Informer, type InformerHandlers } from "./informer.ts";
-import type { KubeObject, ResourceRef } from "./resources.ts";
+import { splitKey, type KubeObject, type ResourceRef } from "./resources.ts";
 import type { Logger } from "../log.ts";
 
 export interface NamespacedInformers<T extends KubeObject> {
@@ -72,8 +72,7 @@ export function createNamespacedInformers<T extends KubeObject = KubeObject>(opt
     namespaces: () => [...informers.keys()],
     namespaceSynced: (namespace) => informers.get(namespace)?.synced ?? false,
     get(key) {
-      const slash = key.indexOf("/");
-      return informers.get(key.slice(0, slash))?.get(key);
+      return informers.get(splitKey(key).namespace ?? "")?.get(key);
     },
     list: () => [...informers.values()].flatMap((i) => i.list()),
     get synced() {

@@ -11,6 +11,7 @@ import {
 } from "../apis/index.ts";
 import { RetryAfterError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
+import { splitKey } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import { namespaceMapKey, type NamespaceMapObject } from "./namespacemaps.ts";
@@ -104,7 +105,7 @@ export function createNamespaceMapController(options: NamespaceMapControllerOpti
   }
 
   async function handle(key: string): Promise<void> {
-    const [namespace, name] = key.split("/") as [string, string];
+    const { namespace, name } = splitKey(key);
     let nm = await local.find<NamespaceMapObject>(NamespaceMapResource, name, namespace);
     if (!nm || nm.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] !== remoteClusterId) return syncPairs(key, new Map());
     const deleting = !!nm.metadata.deletionTimestamp;

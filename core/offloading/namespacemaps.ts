@@ -12,7 +12,7 @@ import {
 } from "../apis/index.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import type { KubeClient } from "../kube/client.ts";
-import type { KubeObject } from "../kube/resources.ts";
+import { objectKey, type KubeObject } from "../kube/resources.ts";
 import { namespaceMapName, tenantNamespaceName } from "./names.ts";
 
 export type NamespaceMapObject = NamespaceMap & KubeObject;
@@ -20,7 +20,7 @@ export type NamespaceMapObject = NamespaceMap & KubeObject;
 /** Selects the NamespaceMaps this cluster owns (not ones a peer replicated here). */
 export const LOCAL_NAMESPACE_MAPS_SELECTOR = `${REMOTE_CLUSTER_ID_LABEL},${REPLICATION_STATUS_LABEL}!=true`;
 
-export const namespaceMapKey = (nm: KubeObject) => `${nm.metadata.namespace}/${nm.metadata.name}`;
+export const namespaceMapKey = (nm: KubeObject) => objectKey(nm);
 
 /** The local NamespaceMaps by remote cluster ID. */
 export async function localNamespaceMaps(client: KubeClient): Promise<Map<string, NamespaceMapObject>> {

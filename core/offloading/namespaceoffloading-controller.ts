@@ -18,7 +18,7 @@ import {
   type NamespaceOffloading,
 } from "../apis/index.ts";
 import type { KubeClient } from "../kube/client.ts";
-import { Resources, type KubeObject } from "../kube/resources.ts";
+import { objectKey, Resources, splitKey, type KubeObject } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import {
@@ -133,15 +133,15 @@ export function createNamespaceOffloadingController(
     for (const [id, nm] of maps) maps.set(id, await setDesiredMapping(client, nm, namespace, null));
     const updated = await writeStatus(obj, maps, { deleting: true, remoteNamespaceName: remoteName });
     if (Object.keys(updated.status?.remoteNamespacesConditions ?? {}).length > 0) {
-      log.info("waiting for the remote namespaces to be deleted", { key: keyOf(obj) });
+      log.info("waiting for the remote namespaces to be deleted", { key: objectKey(obj) });
       return;
     }
     await setFinalizer(updated, false);
-    log.info("offloading removed", { key: keyOf(obj) });
+    log.info("offloading removed", { key: objectKey(obj) });
   }
 
   async function handle(key: string): Promise<void> {
-    const [namespace, name] = key.split("/") as [string, string];
+    const { namespace = "", name } = splitKey(key);
     const obj = await client.find<Offloading>(NamespaceOffloadingResource, name, namespace);
     if (!obj) {
       known.delete(key);
@@ -235,7 +235,7 @@ export function createNamespaceOffloadingController(
     logger: log,
     workers: options.workers,
     watches: [
-      { client, resource: NamespaceOffloadingResource, keys: (o) => [`${o.metadata.namespace}/${o.metadata.name}`] },
+      { client, resource: NamespaceOffloadingResource, keys: (o) => [objectKey(o)] },
       { client, resource: NamespaceMapResource, labelSelector: LOCAL_NAMESPACE_MAPS_SELECTOR, keys: offloadingKeys },
       {
         client,
@@ -248,8 +248,6 @@ export function createNamespaceOffloadingController(
   });
   return { handle, start: loop.start, stop: loop.stop, idle: loop.idle };
 }
-
-const keyOf = (o: KubeObject) => `${o.metadata.namespace}/${o.metadata.name}`;
 
 function sameLabels(a: KubeObject, b: KubeObject) {
   return JSON.stringify(a.metadata.labels ?? {}) === JSON.stringify(b.metadata.labels ?? {});

@@ -7,7 +7,7 @@
 // claims in twin namespaces only, which is all it needs.
 import type { KubeClient } from "../kube/client.ts";
 import { createNamespacedInformers } from "../kube/namespaced-informers.ts";
-import { Resources } from "../kube/resources.ts";
+import { objectKey, Resources } from "../kube/resources.ts";
 import { withoutManagedFields } from "../kube/slim.ts";
 import { createWorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
@@ -45,7 +45,6 @@ export function createCapacityFollower(o: CapacityFollowerOptions): CapacityFoll
   });
   /** twin namespace → local namespace */
   const pairs = new Map<string, string>();
-  const keyOf = (c: Claim) => `${c.metadata.namespace}/${c.metadata.name}`;
 
   async function handle(key: string) {
     const copy = copies.get(key);
@@ -82,7 +81,7 @@ export function createCapacityFollower(o: CapacityFollowerOptions): CapacityFoll
   }
 
   const queue = createWorkQueue({ name: "storage-capacity", workers: 1, logger: log, handler: handle });
-  copies.on({ add: (c) => queue.add(keyOf(c)), update: (_a, c) => queue.add(keyOf(c)) });
+  copies.on({ add: (c) => queue.add(objectKey(c)), update: (_a, c) => queue.add(objectKey(c)) });
   queue.start();
 
   return {

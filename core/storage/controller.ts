@@ -15,7 +15,7 @@ import { STORAGE_PROVISIONER, VIRTUAL_PVC_NAME_LABEL, VIRTUAL_PVC_NAMESPACE_LABE
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
-import { Resources, type KubeObject, type ResourceRef } from "../kube/resources.ts";
+import { keyOf, objectKey, Resources, type KubeObject, type ResourceRef } from "../kube/resources.ts";
 import { withoutManagedFields } from "../kube/slim.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
@@ -148,7 +148,7 @@ export function createStorageController(o: StorageOptions): StorageController {
    * data stay.
    */
   async function resizeLocal(claim: Claim, pv: Volume, twinName: string, key: string) {
-    const twin = claims.get(`${o.storageNamespace}/${twinName}`);
+    const twin = claims.get(keyOf(o.storageNamespace, twinName));
     if (!twin) return;
     let step = localResize(claim, twin, pv);
     if (step?.step === "request") {
@@ -243,7 +243,7 @@ export function createStorageController(o: StorageOptions): StorageController {
     const ns = twin.metadata.labels?.[VIRTUAL_PVC_NAMESPACE_LABEL];
     const name = twin.metadata.labels?.[VIRTUAL_PVC_NAME_LABEL];
     if (!ns || !name) return; // not ours
-    const owner = claims.get(`${ns}/${name}`);
+    const owner = claims.get(keyOf(ns, name));
     if (owner?.metadata.uid === twin.metadata.name || volumes.get(`pvc-${twin.metadata.name}`)) return;
     await client.delete(Resources.persistentVolumeClaims, twin.metadata.name!, o.storageNamespace, {
       uid: twin.metadata.uid,
@@ -301,7 +301,7 @@ export function createStorageController(o: StorageOptions): StorageController {
         });
         log.info("real claim deleted with its virtual volume", {
           volume: name,
-          twin: `${o.storageNamespace}/${backing.twin}`,
+          twin: keyOf(o.storageNamespace, backing.twin),
         });
       }
     }
@@ -323,13 +323,13 @@ export function createStorageController(o: StorageOptions): StorageController {
       queue = createWorkQueue({ name: "storage", handler: handle, workers: 4, logger: log });
       const onClaim = (c: Claim) => {
         if (c.spec?.storageClassName === o.virtualStorageClass || c.metadata.namespace === o.storageNamespace)
-          queue!.add(`${c.metadata.namespace}/${c.metadata.name}`);
+          queue!.add(objectKey(c));
         // A twin bound (or failing): its user's claim is looked at now, not at its next retry.
         const owner = c.metadata.namespace === o.storageNamespace && c.metadata.labels?.[VIRTUAL_PVC_NAME_LABEL];
-        if (owner) queue!.add(`${c.metadata.labels![VIRTUAL_PVC_NAMESPACE_LABEL]}/${owner}`);
+        if (owner) queue!.add(keyOf(c.metadata.labels![VIRTUAL_PVC_NAMESPACE_LABEL], owner));
       };
       const onClaimGone = (c: Claim) => {
-        if (c.spec?.storageClassName === o.virtualStorageClass) queue!.add(`${o.storageNamespace}/${c.metadata.uid}`);
+        if (c.spec?.storageClassName === o.virtualStorageClass) queue!.add(keyOf(o.storageNamespace, c.metadata.uid!));
       };
       const onVolume = (v: Volume) => {
         if (v.metadata.annotations?.["pv.kubernetes.io/provisioned-by"] === STORAGE_PROVISIONER)

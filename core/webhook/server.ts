@@ -6,7 +6,7 @@ import { SCHEDULING_ENABLED_LABEL, SCHEDULING_ENABLED_VALUE } from "../apis/labe
 import { isShadowPodControlled } from "../apis/virtualkubelet/shadowpod.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { createInformer } from "../kube/informer.ts";
-import type { KubeObject, ResourceRef } from "../kube/resources.ts";
+import { keyOf, type KubeObject, type ResourceRef } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import {
   hostNamespacesProblem,
@@ -126,7 +126,7 @@ export async function startPodWebhook(o: {
       // this namespace's offloading is set up, blocking a peer's pod).
       if (isShadowPodControlled(request.object.metadata ?? {})) return allow();
       const ns = request.namespace ?? "";
-      const nso = offloadings.get(`${ns}/${DEFAULT_NAMESPACE_OFFLOADING_NAME}`);
+      const nso = offloadings.get(keyOf(ns, DEFAULT_NAMESPACE_OFFLOADING_NAME));
       // Only namespaces labelled liqo.io/scheduling-enabled=true reach the webhook. Until their
       // offloading is set up a pod could land anywhere, so it is refused, as Liqo documents;
       // controllers (Deployments, Jobs) create it again moments later.
@@ -146,7 +146,7 @@ export async function startPodWebhook(o: {
       const mutated = mutatePodSpec(spec, strategy, nso.spec?.clusterSelector?.nodeSelectorTerms ?? []);
       const patch = specPatch(spec, mutated);
       log.debug("pod mutated", {
-        key: `${request.namespace}/${request.object.metadata?.name ?? ""}`,
+        key: keyOf(request.namespace, request.object.metadata?.name ?? ""),
         strategy,
         ops: patch.length,
       });

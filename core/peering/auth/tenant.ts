@@ -16,7 +16,7 @@ import {
 } from "../../apis/index.ts";
 import { KubeApiError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/client.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
 import { tenantNamespaceName } from "../../offloading/names.ts";
 import {
   AUTH_FIELD_MANAGER,
@@ -292,7 +292,7 @@ async function leavingRequest(client: KubeClient, remoteClusterId: string): Prom
     throw err;
   }
   const r = requests.find((x) => x.metadata.deletionTimestamp);
-  return r && `${r.metadata.namespace}/${r.metadata.name}`;
+  return r && objectKey(r);
 }
 
 /** Whether this cluster peers (or is peering) towards the remote cluster: its tenant namespace is in use. */

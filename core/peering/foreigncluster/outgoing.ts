@@ -15,7 +15,7 @@ import type { ReadyPlugin } from "../../reflection/store/watch.ts";
 import { verbsFor } from "../auth/plugin-rbac.ts";
 import { RetryAfterError } from "../../kube/errors.ts";
 import { readAuthUrl } from "../auth-url.ts";
-import type { KubeObject } from "../../kube/resources.ts";
+import { objectKey, type KubeObject } from "../../kube/resources.ts";
 import { startVirtualKubelet } from "../../virtualkubelet/start.ts";
 import type { IpTranslator } from "../../reflection/abi.ts";
 import { createTranslationWatcher } from "../../../netfabric/manager/translation-watch.ts";
@@ -238,7 +238,7 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
     );
     log.info("resource offer accepted", {
       remoteClusterId: auth.remote.clusterID,
-      offer: `${offer.metadata.namespace}/${offer.metadata.name}`,
+      offer: objectKey(offer),
     });
   }
   const resources = offeredResources(offer.spec.resourceQuota?.hard);

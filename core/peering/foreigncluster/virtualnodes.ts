@@ -14,7 +14,7 @@ import {
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer } from "../../kube/informer.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
 import { REMOTE_CLUSTER_ID_LABEL } from "../../apis/labels.ts";
 import { createWorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
@@ -90,7 +90,7 @@ export function createVirtualNodeController(o: {
   });
   const byAge = (a: Vn, b: Vn) =>
     (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
-    `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`);
+    objectKey(a).localeCompare(objectKey(b));
   const ofCluster = (id: string) =>
     informer
       .list()

@@ -4,7 +4,7 @@
 // when its source is gone. It never writes a target object without our marks.
 import type { KubeClient } from "../../kube/client.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
-import type { KubeObject } from "../../kube/resources.ts";
+import { keyOf, type KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import type { Logger } from "../../log.ts";
 import type { EventRecorder } from "../../kube/events.ts";
@@ -78,8 +78,8 @@ export function createChannel(o: {
   let recheck: ReturnType<typeof setInterval> | undefined;
 
   async function handle(objName: string) {
-    const src = sources.get(`${source.namespace}/${objName}`);
-    const tgt = targets.get(`${target.namespace}/${objName}`);
+    const src = sources.get(keyOf(source.namespace, objName));
+    const tgt = targets.get(keyOf(target.namespace, objName));
     if (!src || src.metadata.deletionTimestamp) {
       conflicted.delete(objName);
       // The informer's selector only ever holds our copies: deleting with its UID cannot hit another object.
@@ -131,7 +131,7 @@ export function createChannel(o: {
       `${where} already exists and was not made by the replicator from cluster ${source.clusterId} ` +
       `(it lacks liqo.io/replicated=true, liqo.io/originID=${source.clusterId}); it is left alone — delete or rename it to let replication proceed`;
     log.warn("replication conflict", {
-      key: `${target.namespace}/${src.metadata.name}`,
+      key: keyOf(target.namespace, src.metadata.name!),
       owner: found.metadata.labels ?? {},
     });
     // The Event goes on whichever of the two objects lives in the local cluster.
@@ -139,7 +139,7 @@ export function createChannel(o: {
     else target.events?.warning(found, "ReplicationConflict", message);
   }
 
-  const keyOf = (obj: KubeObject) => obj.metadata.name!;
+  const queueKey = (obj: KubeObject) => obj.metadata.name!;
   return {
     name,
     handle,
@@ -156,7 +156,7 @@ export function createChannel(o: {
         // The queue logs failures with the key and retries them with backoff (a remote outage, a revoked identity).
         handler: handle,
       });
-      const enqueue = (obj: KubeObject) => queue?.add(keyOf(obj));
+      const enqueue = (obj: KubeObject) => queue?.add(queueKey(obj));
       for (const inf of [sources, targets])
         inf.on({ add: enqueue, update: (_old, obj) => enqueue(obj), delete: enqueue });
       sources.start();

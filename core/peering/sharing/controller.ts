@@ -26,7 +26,7 @@ import {
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { keyOf, objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import type { Registry } from "../../metrics/index.ts";
@@ -242,7 +242,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     await client.apply(ResourceOfferResource, want, { fieldManager: SHARING_FIELD_MANAGER, force: true });
     offerWrites?.inc();
     log.info("offer written", {
-      key: `${want.metadata.namespace}/${want.metadata.name}`,
+      key: objectKey(want),
       hard: want.spec.resourceQuota?.hard,
       withdrawn: !!want.spec.withdrawalTimestamp,
     });
@@ -258,7 +258,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
           (a.metadata.creationTimestamp ?? "").localeCompare(b.metadata.creationTimestamp ?? "") ||
           a.metadata.name!.localeCompare(b.metadata.name!),
       );
-    const offer = offers.get(`${ns}/${offerName()}`);
+    const offer = offers.get(keyOf(ns, offerName()));
     const consumerId = tenant?.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL];
     if (!tenant || !consumerId) {
       // A request outside any tenant namespace comes from nobody we issued an identity to.

@@ -3,7 +3,7 @@
 // this direction exists: local Events are never sent to the provider, and Events liqo itself
 // wrote (ours, or any liqo component's on either side) are never reflected, so nothing echoes.
 import { createHash } from "node:crypto";
-import type { KubeObject } from "../../kube/resources.ts";
+import { objectKey, type KubeObject } from "../../kube/resources.ts";
 import { SHADOWPOD_EVENT_COMPONENT } from "../../apis/labels.ts";
 
 /** On every Event this reflection writes: which peering it came from. */
@@ -158,7 +158,7 @@ export function localEvent(ev: RemoteEvent, local: KubeObject, ctx: EventContext
       name: localEventName(ev, ctx.remoteClusterId),
       namespace: ctx.localNamespace,
       labels: { [EVENT_MANAGED_BY_LABEL]: EVENT_MANAGED_BY, [EVENT_ORIGIN_LABEL]: ctx.remoteClusterId },
-      annotations: { [REMOTE_EVENT_ANNOTATION]: `${ev.metadata.namespace}/${ev.metadata.name}` },
+      annotations: { [REMOTE_EVENT_ANNOTATION]: objectKey(ev) },
     },
     involvedObject,
     reason: text(ev.reason, 128),

@@ -7,7 +7,7 @@
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { createNamespacedInformers } from "../../kube/namespaced-informers.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
 import { withoutManagedFields } from "../../kube/slim.ts";
 import { createWorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
@@ -71,7 +71,6 @@ export function createEventReflector(o: EventReflectorOptions): EventReflector {
   const pairs = new Map<string, string>();
   /** remote Event key → the signature last written locally */
   const written = new Map<string, string>();
-  const keyOf = (ev: KubeObject) => `${ev.metadata.namespace}/${ev.metadata.name}`;
   const queue = createWorkQueue({
     name: "event-reflection",
     workers: 2,
@@ -81,10 +80,10 @@ export function createEventReflector(o: EventReflectorOptions): EventReflector {
     handler: handle,
   });
   events.on({
-    add: (ev) => queue.add(keyOf(ev)),
-    update: (_old, ev) => queue.add(keyOf(ev)),
+    add: (ev) => queue.add(objectKey(ev)),
+    update: (_old, ev) => queue.add(objectKey(ev)),
     // The local copy stays: the local API server expires Events by its own TTL.
-    delete: (ev) => written.delete(keyOf(ev)),
+    delete: (ev) => written.delete(objectKey(ev)),
   });
   queue.start();
 
@@ -152,7 +151,7 @@ export function createEventReflector(o: EventReflectorOptions): EventReflector {
     },
     requeueAll() {
       // What was written stays written (its signature still matches); what a policy held back is tried again.
-      for (const ev of events.list()) queue.add(keyOf(ev));
+      for (const ev of events.list()) queue.add(objectKey(ev));
     },
     async stop() {
       await queue.shutdown();
