@@ -11,7 +11,7 @@ import {
 } from "../core/apis/index.ts";
 import type { KubeClient } from "../core/kube/client.ts";
 import { KubeApiError } from "../core/kube/errors.ts";
-import type { KubeObject } from "../core/kube/resources.ts";
+import { keyOf, type KubeObject } from "../core/kube/resources.ts";
 import type { ForeignClusterObject } from "../core/peering/foreigncluster/index.ts";
 import { labelProblem } from "../core/peering/identity.ts";
 import { parseQuantity } from "../core/kube/quantity.ts";
@@ -254,7 +254,7 @@ export async function waitReady(
 ): Promise<VirtualNodeObject> {
   const name = created.metadata.name!;
   const namespace = created.metadata.namespace!;
-  const key = `${namespace}/${name}`;
+  const key = keyOf(namespace, name);
   const begun = Date.now();
   const spin = spinner(`Waiting for virtual node ${name} to be ready`);
   let hinted = false;

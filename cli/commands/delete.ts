@@ -5,6 +5,7 @@
 import { defineCommand } from "citty";
 import { VirtualNodeResource } from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
+import { objectKey } from "../../core/kube/resources.ts";
 import { kubeFlags, timeoutMs } from "../peering.ts";
 import { info } from "../ui.ts";
 import {
@@ -56,7 +57,7 @@ const deleteVirtualNode = defineCommand({
       clusterID,
       peering,
     });
-    const key = `${vn.metadata.namespace}/${vn.metadata.name}`;
+    const key = objectKey(vn);
     if (vn.metadata.deletionTimestamp) info(`VirtualNode ${key} is already being deleted`);
     else {
       await client.delete(VirtualNodeResource, vn.metadata.name!, vn.metadata.namespace, { uid: vn.metadata.uid });

@@ -7,7 +7,7 @@
 // claims in twin namespaces only, which is all it needs.
 import type { KubeClient } from "../kube/client.ts";
 import { createNamespacedInformers } from "../kube/namespaced-informers.ts";
-import { objectKey, Resources } from "../kube/resources.ts";
+import { keyOf, objectKey, Resources } from "../kube/resources.ts";
 import { withoutManagedFields } from "../kube/slim.ts";
 import { createWorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
@@ -77,7 +77,7 @@ export function createCapacityFollower(o: CapacityFollowerOptions): CapacityFoll
       "VolumeResizeSuccessful",
       `expanded to ${step.size}: the claim's copy ${key} in cluster ${o.remoteClusterId} is ${step.size}`,
     );
-    log.info("claim expanded in the provider", { key: `${localNamespace}/${claim.metadata.name}`, size: step.size });
+    log.info("claim expanded in the provider", { key: keyOf(localNamespace, claim.metadata.name!), size: step.size });
   }
 
   const queue = createWorkQueue({ name: "storage-capacity", workers: 1, logger: log, handler: handle });

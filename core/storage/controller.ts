@@ -167,7 +167,7 @@ export function createStorageController(o: StorageOptions): StorageController {
         );
         return;
       }
-      log.info("real claim's request raised", { key, twin: `${o.storageNamespace}/${twinName}`, size: step.size });
+      log.info("real claim's request raised", { key, twin: keyOf(o.storageNamespace, twinName), size: step.size });
       return;
     }
     if (step?.step === "waiting") return relayTwinWarnings(claim, twin, step.size);
@@ -248,7 +248,7 @@ export function createStorageController(o: StorageOptions): StorageController {
     await client.delete(Resources.persistentVolumeClaims, twin.metadata.name!, o.storageNamespace, {
       uid: twin.metadata.uid,
     });
-    log.info("real claim deleted: its claim is gone", { twin: key, claim: `${ns}/${name}` });
+    log.info("real claim deleted: its claim is gone", { twin: key, claim: keyOf(ns, name) });
   }
 
   async function handleClaim(key: string) {

@@ -9,7 +9,7 @@ import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net
 import type { KubeClient } from "../../core/kube/client.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
-import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { objectKey, Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { silentLogger, type Logger } from "../../core/log.ts";
 import type { Registry } from "../../core/metrics/index.ts";
 import { createEventRecorder } from "../../core/kube/events.ts";
@@ -155,7 +155,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
   async function writeStatuses(current: TunnelPlan, status: WireguardStatus) {
     const now = Date.now();
     for (const tep of teps.list()) {
-      const key = `${tep.metadata.namespace}/${tep.metadata.name}`;
+      const key = objectKey(tep);
       let connection;
       const rejected = current.rejected.get(key);
       if (rejected) {
@@ -309,7 +309,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
 
   function tunnels(): TunnelView[] {
     return teps.list().map((tep) => {
-      const key = `${tep.metadata.namespace}/${tep.metadata.name}`;
+      const key = objectKey(tep);
       const peer = plan?.config.peers.find((p) => p.clusterId === tep.spec.clusterID);
       const wg = peer && live?.peers.find((p) => p.publicKey === peer.publicKey);
       return {

@@ -2,6 +2,7 @@
 // bad TunnelEndpoint is reported with its reason while the good ones still get their tunnel.
 import type { NatMapping } from "../../core/apis/net/natmapping.ts";
 import type { TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
+import { objectKey } from "../../core/kube/resources.ts";
 import { parseCidr, parseIpv4 } from "../ipam/index.ts";
 import { gatewayNatMappings, natOf } from "../shared/nat.ts";
 import { CLUSTER_ID_LABEL, PORT_FIELD, PUBLIC_KEY_FIELD } from "../shared/labels.ts";
@@ -25,8 +26,6 @@ export interface TunnelPlan {
   rejected: Map<string, string>;
 }
 
-const keyOf = (o: { metadata: { namespace?: string; name?: string } }) => `${o.metadata.namespace}/${o.metadata.name}`;
-
 /** The peer entry for one TunnelEndpoint, or a message naming the bad field and the fix. */
 export function peerTunnel(
   tep: TunnelEndpoint,
@@ -34,7 +33,7 @@ export function peerTunnel(
   persistentKeepalive?: number,
 ): PeerTunnel | string {
   const s = tep.spec;
-  const where = `TunnelEndpoint ${keyOf(tep)}`;
+  const where = `TunnelEndpoint ${objectKey(tep)}`;
   const publicKey = s.backend_config?.[PUBLIC_KEY_FIELD];
   if (!publicKey)
     return `${where}: backend_config.${PUBLIC_KEY_FIELD} is missing; the peer's gateway has not published its key`;
@@ -83,11 +82,11 @@ export function planTunnels(teps: TunnelEndpoint[], natMappings: NatMapping[], l
   const accepted = new Map<string, string>();
   const rejected = new Map<string, string>();
   const peers: PeerTunnel[] = [];
-  const sorted = [...teps].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+  const sorted = [...teps].sort((a, b) => objectKey(a).localeCompare(objectKey(b)));
   const first = sorted[0]?.spec;
   const byCluster = new Map<string, string>();
   for (const tep of sorted) {
-    const key = keyOf(tep);
+    const key = objectKey(tep);
     const id = tep.spec.clusterID;
     if (byCluster.has(id)) {
       rejected.set(

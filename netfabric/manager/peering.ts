@@ -9,7 +9,7 @@ import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net
 import { OWNERSHIP_LABEL, REPLICATION_DESTINATION_LABEL, REPLICATION_ORIGIN_LABEL } from "../../core/apis/labels.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
-import type { KubeObject } from "../../core/kube/resources.ts";
+import { objectKey, type KubeObject } from "../../core/kube/resources.ts";
 import type { EventRecorder } from "../../core/kube/events.ts";
 import type { Logger } from "../../core/log.ts";
 import { IpamError } from "../ipam/index.ts";
@@ -59,7 +59,6 @@ export interface PeeringContext {
 const NC_META = { apiVersion: "net.liqo.io/v1alpha1", kind: "NetworkConfig" };
 const TEP_META = { apiVersion: "net.liqo.io/v1alpha1", kind: "TunnelEndpoint" };
 const withKind = <T extends KubeObject>(obj: T, meta: typeof NC_META): T => ({ ...obj, ...meta });
-const keyOf = (o: KubeObject) => `${o.metadata.namespace}/${o.metadata.name}`;
 
 export async function reconcilePeer(
   ctx: PeeringContext,
@@ -85,7 +84,7 @@ export async function reconcilePeer(
   const params = ctx.localParameters();
   if (typeof params === "string") return { ...state, message: params };
   const local = await ensureLocalNetworkConfig(ctx, peer, params, ours);
-  state.localNetworkConfig = keyOf(local);
+  state.localNetworkConfig = objectKey(local);
 
   // 2. The peer's NetworkConfig, as the CRD replicator puts it here.
   if (theirs.length === 0) {
@@ -102,13 +101,13 @@ export async function reconcilePeer(
     return { ...state, phase: "InvalidPeerNetworkConfig", message };
   }
   const received = theirs[0]!;
-  state.remoteNetworkConfig = keyOf(received);
+  state.remoteNetworkConfig = objectKey(received);
   let remote: NetworkConfig;
   try {
     remote = withKind(parseNetworkConfig(received) as NetworkConfig, NC_META);
   } catch (err) {
     if (!(err instanceof InvalidObjectError)) throw err;
-    const message = `NetworkConfig ${keyOf(received)} from ${clusterId}: ${err.message}; the peer must send valid networks (its network manager's --pod-cidr/--external-cidr)`;
+    const message = `NetworkConfig ${objectKey(received)} from ${clusterId}: ${err.message}; the peer must send valid networks (its network manager's --pod-cidr/--external-cidr)`;
     events.warning(received, "InvalidNetworkConfig", message);
     return { ...state, phase: "InvalidPeerNetworkConfig", message };
   }
@@ -121,7 +120,7 @@ export async function reconcilePeer(
     );
   } catch (err) {
     if (!(err instanceof IpamError)) throw err;
-    const message = `cannot map the networks of NetworkConfig ${keyOf(received)} from ${clusterId}: ${err.message}`;
+    const message = `cannot map the networks of NetworkConfig ${objectKey(received)} from ${clusterId}: ${err.message}`;
     events.warning(received, err.code === "PoolExhausted" ? "RemappingFailed" : "InvalidNetworkConfig", message);
     return { ...state, phase: err.code === "PoolExhausted" ? "RemappingFailed" : "InvalidPeerNetworkConfig", message };
   }
@@ -154,7 +153,7 @@ export async function reconcilePeer(
     return {
       ...state,
       phase: "WaitingForPeerProcessing",
-      message: `${clusterId} has not processed NetworkConfig ${keyOf(local)} yet`,
+      message: `${clusterId} has not processed NetworkConfig ${objectKey(local)} yet`,
     };
   }
   try {
@@ -166,7 +165,7 @@ export async function reconcilePeer(
     );
   } catch (err) {
     if (!(err instanceof IpamError)) throw err;
-    const message = `status of NetworkConfig ${keyOf(local)} written by ${clusterId} is unusable: ${err.message}`;
+    const message = `status of NetworkConfig ${objectKey(local)} written by ${clusterId} is unusable: ${err.message}`;
     events.warning(local, "InvalidNetworkConfigStatus", message);
     return { ...state, phase: "InvalidPeerNetworkConfig", message };
   }
@@ -177,7 +176,7 @@ export async function reconcilePeer(
   const tep = await ensureTunnelEndpoint(ctx, peer, local, remote);
   return {
     ...state,
-    tunnelEndpoint: keyOf(tep),
+    tunnelEndpoint: objectKey(tep),
     phase: "Ready",
     message: `tunnel to ${remote.spec.endpointIP}:${remote.spec.backend_config.port ?? "?"}`,
   };
@@ -204,7 +203,7 @@ async function ensureLocalNetworkConfig(
   if (!existing) {
     try {
       const created = await ctx.client.create<NetworkConfig>(NetworkConfigResource, desired);
-      ctx.logger.info("NetworkConfig created", { key: keyOf(created), peer: peer.remoteClusterId });
+      ctx.logger.info("NetworkConfig created", { key: objectKey(created), peer: peer.remoteClusterId });
       return withKind(created, NC_META);
     } catch (err) {
       if (!(err instanceof KubeApiError && err.reason === "AlreadyExists")) throw err;
@@ -228,7 +227,7 @@ async function ensureLocalNetworkConfig(
     metadata: { ...existing.metadata, labels },
     spec: desired.spec,
   });
-  ctx.logger.info("NetworkConfig updated", { key: keyOf(updated), peer: peer.remoteClusterId });
+  ctx.logger.info("NetworkConfig updated", { key: objectKey(updated), peer: peer.remoteClusterId });
   return withKind(updated, NC_META);
 }
 
@@ -268,9 +267,9 @@ async function ensureTunnelEndpoint(
     ctx.events.normal(
       withKind(local, NC_META),
       "TunnelEndpointCreated",
-      `TunnelEndpoint ${keyOf(created)} created for ${peer.remoteClusterId}`,
+      `TunnelEndpoint ${objectKey(created)} created for ${peer.remoteClusterId}`,
     );
-    ctx.logger.info("TunnelEndpoint created", { key: keyOf(created), peer: peer.remoteClusterId });
+    ctx.logger.info("TunnelEndpoint created", { key: objectKey(created), peer: peer.remoteClusterId });
     return created;
   }
   const sameOwner = existing.metadata.ownerReferences?.some((o) => o.uid === local.metadata.uid);
@@ -281,7 +280,7 @@ async function ensureTunnelEndpoint(
     metadata: { ...existing.metadata, ownerReferences },
     spec,
   });
-  ctx.logger.info("TunnelEndpoint updated", { key: keyOf(updated), peer: peer.remoteClusterId });
+  ctx.logger.info("TunnelEndpoint updated", { key: objectKey(updated), peer: peer.remoteClusterId });
   return updated;
 }
 
@@ -295,7 +294,7 @@ async function releaseRemote(ctx: PeeringContext, clusterId: string, namespace?:
   ).items;
   for (const t of teps) {
     await ctx.client.delete(TunnelEndpointResource, t.metadata.name!, t.metadata.namespace, { uid: t.metadata.uid });
-    ctx.logger.info("TunnelEndpoint deleted", { key: keyOf(t), peer: clusterId });
+    ctx.logger.info("TunnelEndpoint deleted", { key: objectKey(t), peer: clusterId });
   }
   if (ctx.store.ipam.mappedNetworks(clusterId)) {
     await ctx.store.update(`release networks of ${clusterId}`, (ipam) => ipam.releaseCluster(clusterId));
@@ -308,7 +307,7 @@ async function teardown(ctx: PeeringContext, clusterId: string, why: string): Pr
   const selector = `${REPLICATION_DESTINATION_LABEL}=${clusterId},${OWNERSHIP_LABEL}=${NETCFG_OWNER}`;
   for (const nc of (await ctx.client.list<NetworkConfig>(NetworkConfigResource, { labelSelector: selector })).items) {
     await ctx.client.delete(NetworkConfigResource, nc.metadata.name!, nc.metadata.namespace, { uid: nc.metadata.uid });
-    ctx.logger.info("NetworkConfig deleted", { key: keyOf(nc), peer: clusterId });
+    ctx.logger.info("NetworkConfig deleted", { key: objectKey(nc), peer: clusterId });
   }
   return { clusterId, phase: "Removed", message: why };
 }

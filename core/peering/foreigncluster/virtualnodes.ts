@@ -14,7 +14,7 @@ import {
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer } from "../../kube/informer.ts";
-import { objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
+import { keyOf, objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
 import { REMOTE_CLUSTER_ID_LABEL } from "../../apis/labels.ts";
 import { createWorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
@@ -214,7 +214,7 @@ export function createVirtualNodeController(o: {
         await vk.removeNode(name);
       }
       await setFinalizer(vn, false);
-      log.info("virtual node deleted", { virtualNode: `${vn.metadata.namespace}/${name}`, node: name });
+      log.info("virtual node deleted", { virtualNode: keyOf(vn.metadata.namespace, name), node: name });
     }
     const { asks, refused } = candidates(id, rt);
     if ((!vk || !rt?.offer) && o.established?.(id)) return;

@@ -86,7 +86,7 @@ export function createChannel(o: {
       if (tgt && !tgt.metadata.deletionTimestamp && isReplicaOf(tgt, source.clusterId)) {
         if (await target.client.delete(kind.resource, objName, target.namespace, { uid: tgt.metadata.uid })) {
           counters.writes("delete");
-          log.info("replica deleted: its source is gone", { key: `${target.namespace}/${objName}` });
+          log.info("replica deleted: its source is gone", { key: keyOf(target.namespace, objName) });
         }
       }
       return;
@@ -105,7 +105,7 @@ export function createChannel(o: {
     if (!tgt || !replicaUpToDate(tgt, desired)) {
       await target.client.apply(kind.resource, desired, { fieldManager: REPLICATOR_FIELD_MANAGER, force: true });
       counters.writes("spec");
-      log.debug("replica applied", { key: `${target.namespace}/${objName}` });
+      log.debug("replica applied", { key: keyOf(target.namespace, objName) });
     }
     // The target's owner answers in its status; the source shows that answer.
     const patch = tgt ? statusPatch(src.status, tgt.status) : undefined;

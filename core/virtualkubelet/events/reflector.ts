@@ -7,7 +7,7 @@
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { createNamespacedInformers } from "../../kube/namespaced-informers.ts";
-import { objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
+import { keyOf, objectKey, Resources, type KubeObject } from "../../kube/resources.ts";
 import { withoutManagedFields } from "../../kube/slim.ts";
 import { createWorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
@@ -109,7 +109,7 @@ export function createEventReflector(o: EventReflectorOptions): EventReflector {
     if (o.admits && !o.admits(local)) return count("skipped");
     const isNew = !written.has(key);
     if (isNew && !perObject.take(`${io.kind}/${localNamespace}/${io.name}`)) {
-      log.debug("event dropped: too many for one object", { key, object: `${localNamespace}/${io.name}` });
+      log.debug("event dropped: too many for one object", { key, object: keyOf(localNamespace, io.name!) });
       return count("dropped");
     }
     if (!overall.take("")) throw new RetryAfterError(overall.wait(""), "event reflection is over its write rate");
