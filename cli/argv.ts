@@ -4,7 +4,8 @@
 // subcommand gets its default (`liqoctl install` is `install generic`), and a flag's alias (Liqo's
 // `--target-node` for our `--node`) becomes the flag's own name. docs/liqoctl-compatibility.md
 // lists the aliases.
-import { parseArgs, type ArgDef, type CommandDef } from "citty";
+import { parseArgs, type ArgDef } from "citty";
+import type { AnyCommand } from "./command-def.ts";
 import { CliError } from "./errors.ts";
 
 type Def = ArgDef & { alias?: string | string[] };
@@ -16,7 +17,7 @@ async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T
 const list = (v: string | string[] | undefined) => [v ?? []].flat();
 const spelled = (name: string) => (name.length === 1 ? `-${name}` : `--${name}`);
 
-export async function argDefs(cmd: CommandDef<any>): Promise<Record<string, Def>> {
+export async function argDefs(cmd: AnyCommand): Promise<Record<string, Def>> {
   return ((await resolve(cmd.args)) ?? {}) as Record<string, Def>;
 }
 
@@ -37,15 +38,12 @@ const LEADING_VALUE_FLAGS = new Set([
 /** Flags that may be repeated, each value kept (ui.ts repeatedFlag): two spellings add up, never conflict. */
 const REPEATABLE = new Set(["selector", "set"]);
 
-async function subCommandNamed(
-  cmd: CommandDef<any>,
-  word: string,
-): Promise<{ name: string; sub: CommandDef<any> } | undefined> {
+async function subCommandNamed(cmd: AnyCommand, word: string): Promise<{ name: string; sub: AnyCommand } | undefined> {
   const subs = (await resolve(cmd.subCommands)) as Record<string, unknown> | undefined;
   if (!subs) return undefined;
   const load = async (name: string) => ({
     name,
-    sub: (await resolve(subs[name] as CommandDef<any>)) as CommandDef<any>,
+    sub: (await resolve(subs[name] as AnyCommand)) as AnyCommand,
   });
   // Own keys first: peer/unpeer answer any word (a cluster name) through a Proxy, after their aliases.
   const own = Object.keys(subs);
@@ -61,11 +59,11 @@ export interface CommandLine {
   /** The arguments citty gets: the command path by its names, then every flag and positional. */
   argv: string[];
   /** The commands from the root to the one that runs. */
-  chain: CommandDef<any>[];
+  chain: AnyCommand[];
 }
 
 /** The spellings of a command's flags that take a value, with those of its default subcommand. */
-async function valueFlags(cmd: CommandDef<any>): Promise<Set<string>> {
+async function valueFlags(cmd: AnyCommand): Promise<Set<string>> {
   const out = new Set(LEADING_VALUE_FLAGS);
   const fallback = (await resolve(cmd.default)) as string | undefined;
   const sub = fallback ? (await subCommandNamed(cmd, fallback))?.sub : undefined;
@@ -82,7 +80,7 @@ async function valueFlags(cmd: CommandDef<any>): Promise<Set<string>> {
  * `withDefault: false` stops at a command that has a default subcommand (its help lists them).
  */
 export async function commandLine(
-  root: CommandDef<any>,
+  root: AnyCommand,
   rawArgs: string[],
   { withDefault = true } = {},
 ): Promise<CommandLine> {
@@ -124,7 +122,7 @@ export async function commandLine(
  * spellings with different values is refused, whichever came last: `--node a --target-node b`
  * has no answer a user would expect from both Liqo and us.
  */
-export async function canonicalFlags(cmd: CommandDef<any>, argv: string[]): Promise<string[]> {
+export async function canonicalFlags(cmd: AnyCommand, argv: string[]): Promise<string[]> {
   const defs = await argDefs(cmd);
   const byAlias = new Map<string, string>();
   for (const [name, def] of Object.entries(defs)) {
@@ -180,7 +178,7 @@ export async function canonicalFlags(cmd: CommandDef<any>, argv: string[]): Prom
 }
 
 /** A copy of the command whose long aliases citty's usage prints as --alias (it prefixes one dash to every alias). */
-export function withUsageAliases(cmd: CommandDef<any>): CommandDef<any> {
+export function withUsageAliases(cmd: AnyCommand): AnyCommand {
   return {
     ...cmd,
     args: async () => {
@@ -193,12 +191,12 @@ export function withUsageAliases(cmd: CommandDef<any>): CommandDef<any> {
         }),
       );
     },
-  } as CommandDef<any>;
+  } as AnyCommand;
 }
 
 /** What the command that runs gets from these words: its path by name and its arguments, aliases resolved. */
 export async function parsedCommandLine(
-  root: CommandDef<any>,
+  root: AnyCommand,
   rawArgs: string[],
 ): Promise<{ path: string[]; args: Record<string, unknown> }> {
   const line = await commandLine(root, rawArgs);

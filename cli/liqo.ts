@@ -1,10 +1,11 @@
 #!/usr/bin/env bun
 // `liqo <role>`: the one program every component of the chart runs, one subcommand per role.
-import { defineCommand, type CommandDef } from "citty";
+import { defineCommand } from "citty";
+import type { AnyCommand } from "./command-def.ts";
 import { runCli } from "./run.ts";
 import { liqoVersion } from "./version.ts";
 
-const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load().then((m) => m.default);
+const lazy = (load: () => Promise<{ default: AnyCommand }>) => () => load().then((m) => m.default);
 
 export const liqo = defineCommand({
   meta: { name: "liqo", version: liqoVersion, description: "liqo (on Bun) components; each role is a subcommand" },

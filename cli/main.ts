@@ -2,11 +2,11 @@
 // liqoctl: the only place that reads process.argv or calls process.exit. Commands load lazily, and
 // so does citty itself (through run.ts): `liqoctl version --client` is answered without it.
 import { basename } from "node:path";
-import type { CommandDef } from "citty";
+import type { AnyCommand } from "./command-def.ts";
 import { setRootCommand } from "./root.ts";
 import { clientVersionFastPath, clientVersionOutput, liqoVersion } from "./version.ts";
 
-const lazy = (load: () => Promise<{ default: CommandDef<any> }>) => () => load().then((m) => m.default);
+const lazy = (load: () => Promise<{ default: AnyCommand }>) => () => load().then((m) => m.default);
 
 /** kubectl runs plugins found on PATH as kubectl-liqo: help then speaks of `kubectl liqo`. */
 const asKubectlPlugin = [process.argv0, process.execPath, process.argv[1] ?? ""].some((p) =>
@@ -15,7 +15,7 @@ const asKubectlPlugin = [process.argv0, process.execPath, process.argv[1] ?? ""]
 
 // A plain object rather than citty's defineCommand (an identity function), so that importing
 // this module does not load citty.
-export const main: CommandDef<any> = {
+export const main: AnyCommand = {
   meta: {
     name: asKubectlPlugin ? "kubectl liqo" : "liqoctl",
     version: liqoVersion,

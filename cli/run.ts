@@ -1,6 +1,7 @@
 // Runs a citty command tree and turns every outcome into an exit code. Unlike citty's runMain it
 // prints errors a user can fix as one line (no stack) and keeps unexpected errors in full.
-import { renderUsage, runCommand, type CommandDef } from "citty";
+import { renderUsage, runCommand } from "citty";
+import type { AnyCommand } from "./command-def.ts";
 import { canonicalFlags, commandLine, withUsageAliases } from "./argv.ts";
 import { CliError, ExitCode } from "./errors.ts";
 import { KubeApiError, KubeConfigError } from "../core/kube/errors.ts";
@@ -15,7 +16,7 @@ export function exitCodeFor(err: unknown): number | undefined {
 }
 
 /** citty ignores flags it does not know; a typo such as --cluster for --clusters must not pass silently. */
-export async function unknownFlags(cmd: CommandDef<any>, rawArgs: string[]): Promise<string[]> {
+export async function unknownFlags(cmd: AnyCommand, rawArgs: string[]): Promise<string[]> {
   const defs = (typeof cmd.args === "function" ? await cmd.args() : await cmd.args) ?? {};
   const known = new Set<string>();
   for (const [name, def] of Object.entries(defs as Record<string, { alias?: string | string[]; type?: string }>)) {
@@ -33,8 +34,8 @@ export async function unknownFlags(cmd: CommandDef<any>, rawArgs: string[]): Pro
   return out;
 }
 
-export async function runCli(cmd: CommandDef<any>, rawArgs: string[]): Promise<number> {
-  let chain: CommandDef<any>[] = [cmd];
+export async function runCli(cmd: AnyCommand, rawArgs: string[]): Promise<number> {
+  let chain: AnyCommand[] = [cmd];
   const usageOf = () => renderUsage(withUsageAliases(chain.at(-1)!), chain.at(-2));
   try {
     const help = rawArgs.includes("--help") || rawArgs.includes("-h") || rawArgs.length === 0;

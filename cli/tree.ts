@@ -1,6 +1,7 @@
 // The liqoctl command tree resolved once (lazy subcommands loaded), for completion scripts and
 // the markdown docs: both are generated from the same citty definitions the parser uses.
-import type { ArgDef, CommandDef } from "citty";
+import type { ArgDef } from "citty";
+import type { AnyCommand } from "./command-def.ts";
 
 export interface FlagNode {
   name: string;
@@ -29,7 +30,7 @@ async function resolve<T>(v: T | Promise<T> | (() => T | Promise<T>)): Promise<T
   return typeof v === "function" ? await (v as () => T | Promise<T>)() : await v;
 }
 
-export async function commandTree(cmd: CommandDef<any>, path: string[] = []): Promise<CommandNode> {
+export async function commandTree(cmd: AnyCommand, path: string[] = []): Promise<CommandNode> {
   const meta = (await resolve(cmd.meta)) ?? {};
   const defs = ((await resolve(cmd.args)) ?? {}) as Record<string, ArgDef>;
   const flags: FlagNode[] = [];
@@ -49,13 +50,10 @@ export async function commandTree(cmd: CommandDef<any>, path: string[] = []): Pr
       options: (def as { options?: string[] }).options,
     });
   }
-  const subs = ((await resolve(cmd.subCommands)) ?? {}) as Record<
-    string,
-    CommandDef<any> | (() => Promise<CommandDef<any>>)
-  >;
+  const subs = ((await resolve(cmd.subCommands)) ?? {}) as Record<string, AnyCommand | (() => Promise<AnyCommand>)>;
   const subCommands: CommandNode[] = [];
   for (const [name, sub] of Object.entries(subs))
-    subCommands.push(await commandTree(await resolve(sub as CommandDef<any>), [...path, name]));
+    subCommands.push(await commandTree(await resolve(sub as AnyCommand), [...path, name]));
   return { path, name: meta.name ?? path.at(-1) ?? "", description: meta.description ?? "", flags, args, subCommands };
 }
 

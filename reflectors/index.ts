@@ -1,6 +1,7 @@
 // The built-in reflectors: where each one's wasm is built, and its plain-TypeScript twins.
 import { loadPlugin, type LoadOptions, type ReflectorPlugin } from "../core/reflection/host.ts";
 import { ensureBuilt, wasmPath, builtinNames, type BuiltinName } from "./build.ts";
+import type { KubeObject } from "../core/kube/resources.ts";
 import type { Twin } from "./twin-helpers.ts";
 import { remoteConfigMap } from "./configmaps/twin.ts";
 import { remoteEndpointSlice } from "./endpointslices/twin.ts";
@@ -13,7 +14,10 @@ import { remotePvc } from "./storage/twin.ts";
 export { builtinNames, type BuiltinName };
 
 /** Twins by kind: forward and backward, as the wasm plugin of the same name does them. */
-export const twins: Record<string, { forward?: Twin | ((lookup: (sa: string) => any) => Twin); backward?: Twin }> = {
+export const twins: Record<
+  string,
+  { forward?: Twin | ((lookup: (sa: string) => KubeObject | null) => Twin); backward?: Twin }
+> = {
   Service: { forward: remoteService },
   Ingress: { forward: remoteIngress },
   ConfigMap: { forward: remoteConfigMap },

@@ -3,7 +3,8 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { defineCommand, type ArgsDef, type CommandDef } from "citty";
+import { defineCommand, type ArgsDef } from "citty";
+import type { AnyCommand } from "../command-def.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { bundledChart } from "../install/chart-source.ts";
@@ -213,7 +214,7 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   }
 }
 
-function providerCommand(p: Provider): CommandDef<any> {
+function providerCommand(p: Provider): AnyCommand {
   return defineCommand({
     meta: { name: p.name, description: p.description },
     args: { ...commonInstallArgs, ...p.flags },

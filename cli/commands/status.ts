@@ -17,6 +17,7 @@ import {
 } from "../../core/apis/index.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import type { Node } from "../../core/kube/types.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
 import { peeringSummary, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
@@ -218,12 +219,10 @@ export default defineCommand({
         .join(", ") || "none";
     const fcs = (await client.list<ForeignClusterObject>(ForeignClusterResource)).items;
     const nodes = new Map<string, boolean>();
-    for (const n of (await client.list<any>(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items) {
+    for (const n of (await client.list<Node>(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items) {
       nodes.set(
-        n.metadata.name,
-        n.status?.conditions?.some(
-          (c: { type: string; status: string }) => c.type === "Ready" && c.status === "True",
-        ) ?? false,
+        n.metadata.name!,
+        n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false,
       );
     }
     console.log(

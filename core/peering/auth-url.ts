@@ -2,7 +2,7 @@
 // advertises in the ConfigMap liqo-auth-url of the liqo namespace, so `liqoctl generate
 // peer-command` can print it; in a real install the liqo-auth Service's external address wins.
 import type { KubeClient } from "../kube/client.ts";
-import { Resources, type KubeObject } from "../kube/resources.ts";
+import { Resources } from "../kube/resources.ts";
 import type { Node, Service } from "../kube/types.ts";
 import { ensureNamespace } from "./identity.ts";
 

@@ -119,6 +119,7 @@ export class WorkerRunner {
     }
   }
 
+  // biome-ignore lint/suspicious/noExplicitAny: the messages worker.ts posts, told apart by their type field below
   #onMessage(msg: any): void {
     if (msg.type === "log") this.#bindings.log(msg.level, msg.message);
     else if (msg.type === "abort") this.#lastAbort = msg.message;

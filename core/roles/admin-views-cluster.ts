@@ -39,6 +39,7 @@ export interface ClusterViewsOptions {
   now?: () => number;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the views read a dozen CRDs' specs and statuses for display only, each field with a fallback; typing every kind here would duplicate core/apis for no check
 type Obj = KubeObject & { spec?: any; status?: any };
 
 /** One list at a time per resource, reused for ttlMs: concurrent requests share it. */
@@ -106,9 +107,11 @@ const NamespacesQuery = v.strictObject(
 const ClusterQuery = (view: string) =>
   v.strictObject({ clusterId: v.optional(Label) }, `unknown query parameter; ${view} takes clusterId`);
 
+// biome-ignore lint/suspicious/noExplicitAny: conditions of several CRDs (Obj's loosely read statuses), each field read with a fallback
 const conditionOf = (conditions: any[] | undefined, type: string) => conditions?.find((c) => c?.type === type);
 
 export function peeringRow(fc: Obj) {
+  // biome-ignore lint/suspicious/noExplicitAny: a ForeignCluster's conditions, read loosely as Obj is
   const conditions: any[] = fc.status?.peeringConditions ?? [];
   const { outgoing, incoming, network, authentication } = peeringSummary(fc);
   return {
@@ -156,6 +159,7 @@ export function virtualNodeRow(node: Obj) {
 }
 
 export function offloadedNamespaceRow(no: Obj) {
+  // biome-ignore lint/suspicious/noExplicitAny: a NamespaceOffloading's conditions, read loosely as Obj is
   const perCluster = Object.entries((no.status?.remoteNamespacesConditions ?? {}) as Record<string, any[]>).map(
     ([clusterId, conds]) => ({
       clusterId,
@@ -182,6 +186,7 @@ export function offloadedNamespaceRow(no: Obj) {
 
 export function ipamRows(storages: Obj[]) {
   return storages.flatMap((s) =>
+    // biome-ignore lint/suspicious/noExplicitAny: an IPAM storage's subnets, read loosely as Obj is
     Object.entries((s.spec?.clusterSubnets ?? {}) as Record<string, any>).map(([clusterId, n]) => ({
       storage: s.metadata.name,
       clusterId,
@@ -191,6 +196,7 @@ export function ipamRows(storages: Obj[]) {
       localNatPodCidr: n.localNATPodCIDR || null,
       remoteExternalCidr: n.remoteExternalCIDR || null,
       localNatExternalCidr: n.localNATExternalCIDR || null,
+      // biome-ignore lint/suspicious/noExplicitAny: an IPAM storage's mappings, read loosely as Obj is
       endpointMappings: Object.values((s.spec?.endpointMappings ?? {}) as Record<string, any>).filter(
         (m) => clusterId in (m?.clusterMappings ?? {}),
       ).length,

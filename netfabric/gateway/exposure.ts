@@ -4,7 +4,7 @@
 // NodePort on a node address is used instead, as Liqo's gateway does.
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
-import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { Resources } from "../../core/kube/resources.ts";
 import type { Node, Service } from "../../core/kube/types.ts";
 import { GATEWAY_SERVICE_NAME } from "../shared/labels.ts";
 

@@ -47,6 +47,7 @@ export function createNft(runner: CommandRunner, netns?: string): NftAdapter {
 }
 
 export function parseTable(family: string, name: string, text: string): NftTable {
+  // biome-ignore lint/suspicious/noExplicitAny: nft --json output, whose items hold one of many object kinds; only chain and rule are read, each field as found
   const items = (JSON.parse(text) as { nftables: Record<string, any>[] }).nftables;
   const table: NftTable = { family, name, chains: [], rules: [] };
   for (const item of items) {

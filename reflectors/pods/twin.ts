@@ -16,6 +16,7 @@ const DROPPED_SPEC = [
 ];
 type Toleration = { key?: string };
 type Volume = { name: string; projected?: { sources?: Array<Record<string, unknown>> } };
+// biome-ignore lint/suspicious/noExplicitAny: the twin copies a remote pod status through, as the wasm plugin does, reading and writing its fields as found
 type Status = Record<string, any>;
 
 /** `lookup` returns the local ServiceAccount by name (the host's cache look-up). */

@@ -8,7 +8,6 @@ import {
   TYPE_LABEL,
   VIRTUAL_NODE_TYPE,
 } from "../../apis/labels.ts";
-import type { KubeObject } from "../../kube/resources.ts";
 import type { Container, Node, Pod } from "../../kube/types.ts";
 import { formatQuantity, parseQuantity, percentOf, unitOf } from "../../kube/quantity.ts";
 
