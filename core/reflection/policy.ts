@@ -144,7 +144,10 @@ const says = (obj: KubeObject, key: string) => {
   return v !== undefined && v.trim().toLowerCase() !== "false";
 };
 
-/** Reads an object from the local caches (the engine's); undefined when absent. */
+/**
+ * Reads an object from the local caches (the engine's); undefined when absent. The engine's throws
+ * RetryAfterError while that cache is still listing.
+ */
 export type LocalLookup = (kind: string, namespace: string, name: string) => KubeObject | undefined;
 
 const policyKindOf = (kind: string) =>

@@ -9,7 +9,8 @@ import { apiVersionOf } from "../abi.ts";
 import { loadPlugin, type ReflectorPlugin, type Trust } from "../host.ts";
 import { createEventRecorder } from "../../kube/events.ts";
 import { createEngineMetrics } from "./metrics.ts";
-import { Reflector, type LocalLookup, type NamespacePair } from "./reflector.ts";
+import type { LocalLookup } from "../policy.ts";
+import { Reflector, type NamespacePair } from "./reflector.ts";
 
 export interface EngineOptions {
   local: KubeClient;

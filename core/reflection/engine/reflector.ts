@@ -13,6 +13,7 @@ import type { Decision, KubeObject, ReflectionContext, Resource } from "../abi.t
 import { PluginError } from "../errors.ts";
 import { isOwnedBy, writesStatusOnly } from "../finish.ts";
 import type { ReflectorPlugin } from "../host.ts";
+import type { LocalLookup } from "../policy.ts";
 import type { EventRecorder } from "../../kube/events.ts";
 import { convergence, isEqual, type Convergence } from "./ownership.ts";
 import type { EngineMetrics } from "./metrics.ts";
@@ -40,9 +41,6 @@ export interface ReflectorDeps {
   /** A local object of this reflector's kind was added, changed or deleted. */
   localChanged?: (kind: string, local: KubeObj) => void;
 }
-
-/** A local object by kind, namespace and name; throws RetryAfterError while its cache is listing. */
-export type LocalLookup = (kind: string, namespace: string, name: string) => KubeObj | undefined;
 
 interface PairInformers {
   pair: NamespacePair;
