@@ -4,7 +4,7 @@ import { defineCommand } from "citty";
 import { ForeignClusterResource } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
-import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { keyOf, Resources, type KubeObject } from "../../core/kube/resources.ts";
 import type { Pod } from "../../core/kube/types.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
@@ -159,7 +159,7 @@ const moveVolume = defineCommand({
     const deadline = Date.now() + timeoutMs;
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const ns = args.namespace;
-    const key = `${ns}/${args.name}`;
+    const key = keyOf(ns, args.name);
     const claim = await client.find<Claim>(Resources.persistentVolumeClaims, args.name, ns);
     const volume = claim?.spec?.volumeName
       ? await client.find<Volume>(Resources.persistentVolumes, claim.spec.volumeName)

@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { KubeClient } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
-import { Resources, type KubeObject } from "./resources.ts";
+import { keyOf, Resources, type KubeObject } from "./resources.ts";
 import type { Pod } from "./types.ts";
 import { silentLogger, type Logger } from "../log.ts";
 
@@ -79,7 +79,7 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
       `retry period (${retryPeriodMs} ms) must be shorter than the renew deadline (${renewDeadlineMs} ms)`,
     );
   const { client, namespace, name, identity } = options;
-  const log = (options.logger ?? silentLogger).child({ component: "leader-election", lease: `${namespace}/${name}` });
+  const log = (options.logger ?? silentLogger).child({ component: "leader-election", lease: keyOf(namespace, name) });
   let leader = false;
   let lastRenew = 0;
   let observed: { record: string; at: number; spec: LeaseSpec } | undefined;

@@ -7,7 +7,7 @@
 import { NamespaceOffloadingResource, PodOffloadingStrategy } from "../apis/index.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
-import { Resources, type KubeObject } from "../kube/resources.ts";
+import { keyOf, Resources, type KubeObject } from "../kube/resources.ts";
 import type { Pod } from "../kube/types.ts";
 import type { Logger } from "../log.ts";
 import type { EventRecorder } from "../kube/events.ts";
@@ -57,7 +57,7 @@ export async function enforcePodOffloadingStrategy(o: EnforceOptions): Promise<s
       try {
         await client.request("POST", `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, {
           body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace } },
-          key: `${namespace}/${name}`,
+          key: keyOf(namespace, name),
         });
       } catch (err) {
         if (err instanceof KubeApiError && err.status === 404) continue;
@@ -72,7 +72,7 @@ export async function enforcePodOffloadingStrategy(o: EnforceOptions): Promise<s
       const message = `evicted because ${why} (the strategy changed from ${previous} to ${strategy}); its controller re-creates it where the strategy allows`;
       o.events.normal(pod, "EvictedByOffloadingStrategy", message);
       o.logger.info("pod evicted by the offloading strategy", {
-        key: `${namespace}/${name}`,
+        key: keyOf(namespace, name),
         from: previous,
         to: strategy,
       });

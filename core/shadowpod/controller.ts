@@ -13,7 +13,7 @@ import {
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
-import { Resources, type KubeObject } from "../kube/resources.ts";
+import { objectKey, Resources, type KubeObject } from "../kube/resources.ts";
 import type { Pod } from "../kube/types.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
@@ -249,7 +249,7 @@ export function createShadowPodController(options: {
     async start() {
       // I/O-bound (create, patch): many workers keep a burst of ShadowPods from queueing (bench).
       queue = createWorkQueue({ name: "shadowpods", handler: handle, workers: options.workers ?? 24, logger: log });
-      const enqueue = (o: KubeObject) => queue!.add(`${o.metadata.namespace}/${o.metadata.name}`);
+      const enqueue = (o: KubeObject) => queue!.add(objectKey(o));
       const sawPod = (p: Pod) => {
         const owner = ownerOf(p);
         if (owner) hadPod.add(owner);

@@ -4,7 +4,7 @@
 // NodePort on a node address is used instead, as Liqo's gateway does.
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
-import { Resources } from "../../core/kube/resources.ts";
+import { keyOf, Resources } from "../../core/kube/resources.ts";
 import type { Node, Service } from "../../core/kube/types.ts";
 import { GATEWAY_SERVICE_NAME } from "../shared/labels.ts";
 
@@ -84,13 +84,13 @@ async function nodeAddress(o: ExposureOptions): Promise<string> {
 export async function exposeGateway(o: ExposureOptions): Promise<Exposure> {
   const name = o.name ?? GATEWAY_SERVICE_NAME;
   let svc = await ensureService(o, name);
-  if (o.endpointOverride) return { endpoint: o.endpointOverride, via: "Flag", service: `${o.namespace}/${name}` };
+  if (o.endpointOverride) return { endpoint: o.endpointOverride, via: "Flag", service: keyOf(o.namespace, name) };
   // A NodePort Service (the chart's where the cluster has no load balancer) has no address to wait for.
   const deadline = svc.spec?.type === "LoadBalancer" ? Date.now() + (o.loadBalancerTimeoutMs ?? 30_000) : 0;
   for (;;) {
     const ingress = svc.status?.loadBalancer?.ingress?.[0];
     const address = ingress?.ip ?? ingress?.hostname;
-    if (address) return { endpoint: `${address}:${o.port}`, via: "LoadBalancer", service: `${o.namespace}/${name}` };
+    if (address) return { endpoint: `${address}:${o.port}`, via: "LoadBalancer", service: keyOf(o.namespace, name) };
     if (Date.now() >= deadline) break;
     await Bun.sleep(o.pollMs ?? 500); // polling the Service status for a load balancer address, bounded by the deadline
     svc = await o.client.get<Service>(Resources.services, name, o.namespace);
@@ -100,5 +100,5 @@ export async function exposeGateway(o: ExposureOptions): Promise<Exposure> {
     throw new Error(
       `Service ${o.namespace}/${name} has no load balancer address and no nodePort; check the service controller or pass --endpoint`,
     );
-  return { endpoint: `${await nodeAddress(o)}:${nodePort}`, via: "NodePort", service: `${o.namespace}/${name}` };
+  return { endpoint: `${await nodeAddress(o)}:${nodePort}`, via: "NodePort", service: keyOf(o.namespace, name) };
 }

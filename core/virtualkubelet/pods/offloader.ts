@@ -10,7 +10,7 @@ import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { createInformer, type Informer } from "../../kube/informer.ts";
 import { createNamespacedInformers, type NamespacedInformers } from "../../kube/namespaced-informers.ts";
-import { Resources, type KubeObject } from "../../kube/resources.ts";
+import { keyOf, objectKey, Resources, splitKey, type KubeObject } from "../../kube/resources.ts";
 import type { Pod, PodSpec, PodStatus } from "../../kube/types.ts";
 import { createWorkQueue, type WorkQueue } from "../../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../../log.ts";
@@ -236,9 +236,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     pod.status?.hostIP === o.virtualKubeletIp || (pod.status?.phase !== undefined && pod.status.phase !== "Pending");
 
   async function handle(key: string) {
-    const slash = key.indexOf("/");
-    const ns = key.slice(0, slash);
-    const name = key.slice(slash + 1);
+    const { namespace: ns = "", name } = splitKey(key);
     const local = localPods.get(key);
     const remoteNs = o.remoteNamespaceOf(ns);
     if (remoteNs) {
@@ -248,8 +246,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         throw new RetryAfterError(250, `the informers of twin namespace ${remoteNs} are still listing`);
       }
     }
-    const shadow = remoteNs ? shadows.get(`${remoteNs}/${name}`) : undefined;
-    const remote = remoteNs ? remotePods.get(`${remoteNs}/${name}`) : undefined;
+    const shadow = remoteNs ? shadows.get(keyOf(remoteNs, name)) : undefined;
+    const remote = remoteNs ? remotePods.get(keyOf(remoteNs, name)) : undefined;
     const ours = shadow && isOwnedBy(shadow, o.localClusterId);
 
     // A pod of a node this offloader does not follow yet (a VirtualNode not started again after a
@@ -427,10 +425,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     queue?.addAfter(key, Math.max(0, due - Date.now()));
   }
 
-  const localKey = (pod: KubeObject) => `${pod.metadata.namespace}/${pod.metadata.name}`;
   const remoteKey = (obj: KubeObject) => {
     const ns = obj.metadata.annotations?.[LOCAL_NAMESPACE_ANNOTATION];
-    return ns ? `${ns}/${obj.metadata.name}` : undefined;
+    return ns ? keyOf(ns, obj.metadata.name!) : undefined;
   };
   let watchNode: ((nodeName: string, patch?: PodPatch) => Promise<void>) | undefined;
   return {
@@ -456,7 +453,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       const left = n.pods.list();
       await n.pods.stop();
       // No informer has them now: handling their keys deletes whatever still runs remotely.
-      for (const p of left) queue?.add(localKey(p));
+      for (const p of left) queue?.add(objectKey(p));
     },
     podsOn: (nodeName) => nodes.get(nodeName)?.pods.list().length ?? 0,
     get synced() {
@@ -465,7 +462,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     resyncNamespace(namespace) {
       follow(namespace);
       if (o.remoteNamespaceOf(namespace)) offloadedNamespaces.add(namespace);
-      for (const p of localPods.list()) if (p.metadata.namespace === namespace) queue?.add(localKey(p));
+      for (const p of localPods.list()) if (p.metadata.namespace === namespace) queue?.add(objectKey(p));
     },
     async start() {
       // Handling is nearly all waiting on two API servers (one apply per pod and status change), so
@@ -478,8 +475,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       });
       // What users wait for goes ahead of bulk updates (our own status writes echoing back, a
       // ShadowPod's annotations): a pod newly bound here, a pod leaving, a remote pod changing phase.
-      const onLocal = (p: KubeObject) => queue!.add(localKey(p));
-      const onLocalFirst = (p: KubeObject) => queue!.addFirst(localKey(p));
+      const onLocal = (p: KubeObject) => queue!.add(objectKey(p));
+      const onLocalFirst = (p: KubeObject) => queue!.addFirst(objectKey(p));
       const onRemote = (r: KubeObject, first = false) => {
         const k = remoteKey(r);
         if (k) first ? queue!.addFirst(k) : queue!.add(k);
@@ -509,7 +506,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         pods.start();
         await pods.waitForSync();
         nodes.set(nodeName, { pods, patch });
-        for (const p of pods.list()) queue!.add(localKey(p));
+        for (const p of pods.list()) queue!.add(objectKey(p));
       };
       shadows.on({ add: (r) => onRemote(r), update: (_a, b) => onRemote(b), delete: (r) => onRemote(r) });
       remotePods.on({
