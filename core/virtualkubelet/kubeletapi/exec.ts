@@ -4,6 +4,7 @@
 // named by their `streamtype` header; the final Status JSON goes on the error stream.
 import type { Duplex } from "node:stream";
 import type { KubeClient } from "../../kube/client.ts";
+import { keyOf } from "../../kube/resources.ts";
 import type { Logger } from "../../log.ts";
 import { startRemoteExec, type ExecRequest, type RemoteExec } from "./remote-exec.ts";
 import {
@@ -117,7 +118,7 @@ export function serveExecUpgrade(
     log.debug("exec ended", { remoteProtocol: session?.protocol, stdinEnded, error });
     // Let the peer read the FINs before the TCP close.
     socket.end();
-    if (error) log.warn("exec ended with an error", { error, pod: `${target.remoteNamespace}/${target.remoteName}` });
+    if (error) log.warn("exec ended with an error", { error, pod: keyOf(target.remoteNamespace, target.remoteName) });
   };
 
   const maybeStart = () => {
@@ -134,7 +135,7 @@ export function serveExecUpgrade(
         log.warn(
           "stdin ended but the remote API server speaks only the exec protocol " +
             `"${protocol}", which cannot pass that on: the remote command keeps reading`,
-          { pod: `${target.remoteNamespace}/${target.remoteName}` },
+          { pod: keyOf(target.remoteNamespace, target.remoteName) },
         ),
     }).then(
       (s) => {

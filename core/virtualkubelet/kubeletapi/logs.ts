@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../log.ts";
 import { podPath, remoteEndpoint, statusMessage, type RemoteEndpoint } from "./remote.ts";
 import type { KubeClient } from "../../kube/client.ts";
+import { keyOf } from "../../kube/resources.ts";
 import type { RemotePodRef } from "./types.ts";
 
 // Kubelet's query parameters, which are also pods/log's; `tail` is kubelet's legacy spelling.
@@ -64,7 +65,7 @@ export async function serveContainerLogs(
     } as RequestInit);
   } catch (err) {
     if (abort.signal.aborted) return;
-    log.warn("remote log request failed", { err, pod: `${target.remoteNamespace}/${target.remoteName}` });
+    log.warn("remote log request failed", { err, pod: keyOf(target.remoteNamespace, target.remoteName) });
     res
       .writeHead(502, { "content-type": "text/plain" })
       .end(
@@ -93,7 +94,7 @@ export async function serveContainerLogs(
     }
   } catch (err) {
     if (!abort.signal.aborted)
-      log.warn("remote log stream broke", { err, pod: `${target.remoteNamespace}/${target.remoteName}` });
+      log.warn("remote log stream broke", { err, pod: keyOf(target.remoteNamespace, target.remoteName) });
   }
   res.end();
   void req;

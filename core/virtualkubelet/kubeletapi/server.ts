@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
 import type { KubeClient } from "../../kube/client.ts";
+import { keyOf } from "../../kube/resources.ts";
 import { silentLogger, type Logger } from "../../log.ts";
 import { execRequestFromQuery, serveExecUpgrade, EXEC_PROTOCOL } from "./exec.ts";
 import { serveContainerLogs, validateLogQuery } from "./logs.ts";
@@ -215,7 +216,7 @@ export async function createKubeletApi(options: KubeletApiOptions): Promise<Kube
         e.message,
       );
     }
-    const podLog = log.child({ pod: `${route.namespace}/${route.pod}` });
+    const podLog = log.child({ pod: keyOf(route.namespace, route.pod) });
     if (!exec) {
       stats.portForwards++;
       return servePortForwardUpgrade(socket, head, options.remote, target, podLog);
