@@ -13,6 +13,7 @@ const detected = {
 };
 const id = "3f1c2a00-0000-4000-8000-000000000000";
 const values = (flags: Parameters<typeof chartValues>[1], d = detected) =>
+  // biome-ignore lint/suspicious/noExplicitAny: chart values, a nested tree the assertions walk key by key
   chartValues(providers.kind!, flags, d, id) as Record<string, any>;
 const error = (fn: () => unknown) => {
   try {

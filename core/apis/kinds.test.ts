@@ -23,6 +23,7 @@ describe.each(allKinds.map((k) => k.kind))("%s", (kind) => {
   });
 });
 
+// biome-ignore lint/suspicious/noExplicitAny: the parsed CRD objects and mutations are walked by path, for every kind at once
 type Mutation = [kind: string, what: string, change: (o: any) => void, path: string, message?: string];
 const rejections: Mutation[] = [
   ["ResourceRequest", "missing authUrl", (o) => delete o.spec.authUrl, "spec.authUrl", "is required"],
@@ -188,22 +189,27 @@ describe("defaults Liqo's CRDs declare are filled by the parsers", () => {
   });
 
   test("TunnelEndpoint NAT networks default to None", () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the parsed CRD objects and mutations are walked by path, for every kind at once
     const obj = samples.TunnelEndpoint!() as any;
     delete obj.spec.localNATPodCIDR;
+    // biome-ignore lint/suspicious/noExplicitAny: the parsed CRD objects and mutations are walked by path, for every kind at once
     expect((kindOf("TunnelEndpoint").parse(obj) as any).spec.localNATPodCIDR).toBe("None");
   });
 
   test("ResourceOffer and ResourceRequest status enums", () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the parsed CRD objects and mutations are walked by path, for every kind at once
     expect((kindOf("ResourceOffer").parse({ ...samples.ResourceOffer!(), status: {} }) as any).status).toEqual({
       phase: "Pending",
       virtualKubeletStatus: "None",
     });
+    // biome-ignore lint/suspicious/noExplicitAny: the parsed CRD objects and mutations are walked by path, for every kind at once
     expect((kindOf("ResourceRequest").parse({ ...samples.ResourceRequest!(), status: {} }) as any).status).toEqual({
       offerState: "None",
     });
   });
 
   test("NetworkConfig processed defaults to false", () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the parsed CRD objects and mutations are walked by path, for every kind at once
     expect((kindOf("NetworkConfig").parse({ ...samples.NetworkConfig!(), status: {} }) as any).status.processed).toBe(
       false,
     );

@@ -22,6 +22,7 @@ afterAll(async () => {
 });
 
 const events = async (namespace: string, name: string) =>
+  // biome-ignore lint/suspicious/noExplicitAny: Events read back from a real API server, asserted on a few fields
   (await client.list<any>(Resources.events, { namespace })).items.filter((e) => e.involvedObject.name === name);
 
 describe("event recorder", () => {

@@ -112,8 +112,15 @@ export interface ServicePort extends Open {
   targetPort?: number | string;
 }
 
+export interface ServiceSpec extends Open {
+  type?: string;
+  clusterIP?: string;
+  ports?: ServicePort[];
+  selector?: Record<string, string>;
+}
+
 export interface Service extends KubeObject {
-  spec?: { type?: string; clusterIP?: string; ports?: ServicePort[]; selector?: Record<string, string> } & Open;
+  spec?: ServiceSpec;
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } } & Open;
 }
 

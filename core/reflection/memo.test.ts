@@ -10,6 +10,7 @@ import { configMap, ctx, pod, remotePod, service, serviceAccount } from "../../r
 import type { CacheLookup, KubeObject } from "./abi.ts";
 import { type ReflectorPlugin, loadPlugin } from "./host.ts";
 import { LABEL_MANAGED_BY, LABEL_ORIGIN, MANAGED_BY_REFLECTION } from "./abi.ts";
+import type { PodStatus, ServiceSpec } from "../kube/types.ts";
 
 await ensureBuilt(["configmaps", "services", "pods"]);
 
@@ -38,8 +39,8 @@ describe("decision memo", () => {
     expect(first.decision).toBe("apply");
     expect(second.decision).toBe("apply");
     // The memoized edits are applied to the new object, not a copy of the old answer.
-    expect(second.decision === "apply" && (second.object.spec as any).selector).toEqual({ app: "other" });
-    expect(second.decision === "apply" && (second.object.spec as any).clusterIP).toBeUndefined();
+    expect(second.decision === "apply" && (second.object.spec as ServiceSpec).selector).toEqual({ app: "other" });
+    expect(second.decision === "apply" && (second.object.spec as ServiceSpec).clusterIP).toBeUndefined();
   });
 
   test("a change to a declared field runs the plugin", () => {
@@ -47,7 +48,7 @@ describe("decision memo", () => {
     const ports = [{ name: "http", port: 8080, nodePort: 30111 }];
     const d = services.forwardSync(version(service, "3", { spec: { ...(service.spec as object), ports } }), null, ctx);
     expect(services.stats().calls - before.calls).toBe(1);
-    expect(d.decision === "apply" && (d.object.spec as any).ports).toEqual([{ name: "http", port: 8080 }]);
+    expect(d.decision === "apply" && (d.object.spec as ServiceSpec).ports).toEqual([{ name: "http", port: 8080 }]);
   });
 
   test("a change of target state or context runs the plugin", () => {
@@ -146,14 +147,14 @@ describe("decision memo: host-function answers are inputs too", () => {
     try {
       const remote = version(remotePod, "20");
       const a = p.backwardSync(remote, pod, { ...ctx, remoteRestarts: 0 });
-      expect(a.decision === "apply" && (a.object.status as any).podIP).toBe("10.123.3.4");
+      expect(a.decision === "apply" && (a.object.status as PodStatus).podIP).toBe("10.123.3.4");
       const calls = p.stats().calls;
       p.backwardSync(remote, pod, { ...ctx, remoteRestarts: 0 });
       expect(p.stats().calls).toBe(calls);
       prefix = "10.124.";
       const b = p.backwardSync(remote, pod, { ...ctx, remoteRestarts: 0 });
       expect(p.stats().calls).toBe(calls + 1);
-      expect(b.decision === "apply" && (b.object.status as any).podIP).toBe("10.124.3.4");
+      expect(b.decision === "apply" && (b.object.status as PodStatus).podIP).toBe("10.124.3.4");
     } finally {
       await p.close();
     }
@@ -173,9 +174,9 @@ describe("decision memo: host-function answers are inputs too", () => {
     expect(db.decision).toBe("apply");
     const forced = version(service, "32", { metadata: { annotations: { "liqo.io/force-remote-node-port": "true" } } });
     const df = services.forwardSync(forced, null, ctx);
-    expect(df.decision === "apply" && (df.object.spec as any).ports[0].nodePort).toBe(30080);
+    expect(df.decision === "apply" && (df.object.spec as ServiceSpec).ports![0]!.nodePort).toBe(30080);
     const back = services.forwardSync(version(service, "33"), null, ctx);
-    expect(back.decision === "apply" && (back.object.spec as any).ports[0].nodePort).toBeUndefined();
+    expect(back.decision === "apply" && (back.object.spec as ServiceSpec).ports![0]!.nodePort).toBeUndefined();
     expect(services.stats().calls - before.calls).toBe(4);
     await services.close();
   });

@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Edit, KubeObject } from "./abi.ts";
 import { EditShapeError, applyEdits, baseCopy } from "./objects.ts";
+import type { ServiceSpec } from "../kube/types.ts";
 
 const source = (): KubeObject => ({
   apiVersion: "v1",
@@ -35,7 +36,7 @@ describe("applyEdits", () => {
         { port: 443, nodePort: 30443 },
       ],
     });
-    expect((src.spec as any).clusterIP).toBe("10.0.0.1"); // the cached object is untouched
+    expect((src.spec as ServiceSpec).clusterIP).toBe("10.0.0.1"); // the cached object is untouched
   });
 
   test("removals inside array members, and of array members, in order", () => {
@@ -45,8 +46,8 @@ describe("applyEdits", () => {
       ["/spec/ports/1/nodePort"],
       ["/spec/ports/0"],
     ]);
-    expect((out.spec as any).ports).toEqual([{ port: 443 }]);
-    expect((src.spec as any).ports[0].nodePort).toBe(30080);
+    expect((out.spec as ServiceSpec).ports).toEqual([{ port: 443 }]);
+    expect((src.spec as ServiceSpec).ports![0]!.nodePort).toBe(30080);
   });
 
   test("a top-level removal answers a new root; the base keeps its members", () => {
@@ -87,7 +88,7 @@ describe("applyEdits", () => {
   });
   test("removing a member that is no index from an array removes nothing (it is absent)", () => {
     const src = source();
-    (src as any).spec = [{ clusterIP: "x" }];
+    src.spec = [{ clusterIP: "x" }];
     const out = applyEdits(baseCopy(src, "b", "home", false), [["/spec/clusterIP"], ["/spec/clusterIPs"]]);
     expect(out.spec).toEqual([{ clusterIP: "x" }]);
   });
@@ -101,21 +102,21 @@ describe("applyEdits", () => {
     ];
     const a = source();
     const b = source();
-    (b.spec as any).ports[1].nodePort = 31111;
+    (b.spec as ServiceSpec).ports![1]!.nodePort = 31111;
     const outA = applyEdits(baseCopy(a, "x", "home", false), edits);
     const outB = applyEdits(baseCopy(b, "x", "home", false), edits);
-    expect((outA.spec as any).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
-    expect((outB.spec as any).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
-    expect((outA.spec as any).ports).not.toBe((outB.spec as any).ports);
-    expect((a.spec as any).ports).toEqual([
+    expect((outA.spec as ServiceSpec).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
+    expect((outB.spec as ServiceSpec).ports).toEqual([{ port: 8080, nodePort: 30080 }, { port: 443 }]);
+    expect((outA.spec as ServiceSpec).ports).not.toBe((outB.spec as ServiceSpec).ports);
+    expect((a.spec as ServiceSpec).ports).toEqual([
       { port: 80, nodePort: 30080 },
       { port: 443, nodePort: 30443 },
     ]);
-    expect((b.spec as any).ports[1].nodePort).toBe(31111);
+    expect((b.spec as ServiceSpec).ports![1]!.nodePort).toBe(31111);
     // A member the removal does not find leaves its container shared, not copied.
     const c = source();
-    delete (c.spec as any).clusterIP;
-    delete (c.spec as any).clusterIPs;
+    delete (c.spec as ServiceSpec).clusterIP;
+    delete (c.spec as ServiceSpec).clusterIPs;
     const outC = applyEdits(baseCopy(c, "x", "home", false), [["/spec/clusterIP"], ["/spec/clusterIPs"]]);
     expect(outC.spec).toBe(c.spec);
   });
@@ -125,7 +126,7 @@ describe("applyEdits: hostile keys are data", () => {
   test("a key that looks like code is a member name, never code", () => {
     const evil = `"]; globalThis.pwned = 1; x["`;
     const out = applyEdits(baseCopy(source(), "b", "home", false), [[`/spec/${evil}`, 2]]);
-    expect((out.spec as any)[evil]).toBe(2);
-    expect((globalThis as any).pwned).toBeUndefined();
+    expect((out.spec as ServiceSpec)[evil]).toBe(2);
+    expect(Reflect.get(globalThis, "pwned")).toBeUndefined();
   });
 });

@@ -26,6 +26,7 @@ const cm = (data: Record<string, string>, rv?: string): KubeObject => ({
 });
 const applied = (d: { decision: string; object?: KubeObject }) => {
   expect(d.decision).toBe("apply");
+  // biome-ignore lint/suspicious/noExplicitAny: the plugin's answer, walked by the paths the SDK writes
   return d.object as KubeObject & { data: Record<string, unknown>; spec: Record<string, any> };
 };
 

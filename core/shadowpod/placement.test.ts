@@ -6,6 +6,7 @@ const notVirtual = PHYSICAL_NODES_ONLY.matchExpressions![0]!;
 const containers = [{ name: "web", image: "nginx" }];
 const ours = { key: "virtual-node.liqo.io/not-allowed", operator: "Exists", effect: "NoExecute" };
 const user = { key: "dedicated", operator: "Equal", value: "gpu", effect: "NoSchedule" };
+// biome-ignore lint/suspicious/noExplicitAny: a pod spec the helper walks down to its node affinity terms
 const terms = (spec: Record<string, any>) =>
   spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
 

@@ -5,6 +5,7 @@ const virtual = { key: "liqo.io/type", operator: "In", values: ["virtual-node"] 
 const notVirtual = { key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] };
 const north = { matchExpressions: [{ key: "topology.liqo.io/region", operator: "In", values: ["north"] }] };
 const base = { containers: [{ name: "c", image: "nginx" }] };
+// biome-ignore lint/suspicious/noExplicitAny: a pod spec the assertions walk, including fields the type leaves out
 const required = (spec: any) =>
   spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
 
@@ -83,6 +84,7 @@ describe("mutatePodSpec", () => {
     const out = mutatePodSpec(spec, "LocalAndRemote", []);
     expect(out.tolerations).toHaveLength(1);
     expect(mutatePodSpec(base, "Remote", []).tolerations).toHaveLength(1);
+    // biome-ignore lint/suspicious/noExplicitAny: a pod spec the assertions walk, including fields the type leaves out
     expect((base as any).tolerations).toBeUndefined();
   });
 });

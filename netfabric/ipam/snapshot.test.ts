@@ -54,6 +54,7 @@ describe("snapshot", () => {
     expect(next[1]).toEqual(next[0]!);
   });
 
+  // biome-ignore lint/suspicious/noExplicitAny: corruptions write anything into the snapshot, on purpose
   const corrupt: [string, (s: any) => void, string][] = [
     [
       "wrong version",

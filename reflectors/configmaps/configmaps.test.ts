@@ -21,7 +21,8 @@ describe("configmaps: remote ConfigMap", () => {
   test("keeps data verbatim", () => expect(out.data).toEqual(configMap.data));
   test("drops creationTimestamp", () => expect(out.metadata).not.toHaveProperty("creationTimestamp"));
   test("drops generation", () => expect(out.metadata).not.toHaveProperty("generation"));
-  test("matches the twin", () => expect(out).toEqual((remoteConfigMap(configMap, null, ctx) as any).object));
+  test("matches the twin", () =>
+    expect(out).toEqual((remoteConfigMap(configMap, null, ctx) as { object: KubeObject }).object));
   test("never reflects kube-root-ca.crt", async () => {
     const d = await plugin.forward(
       { ...configMap, metadata: { ...configMap.metadata, name: "kube-root-ca.crt" } },

@@ -17,11 +17,11 @@ beforeAll(async () => {
 });
 afterAll(() => plugin.close());
 
-const eps = () => out.endpoints as any[];
+const eps = () => out.endpoints as { addresses?: string[]; conditions?: unknown }[];
 describe("endpointslices: remote EndpointSlice", () => {
   test("drops endpoints on the virtual node (already in the destination)", () => expect(eps().length).toBe(1));
-  test("translates addresses", () => expect(eps()[0].addresses).toEqual(["10.99.1.5"]));
-  test("keeps conditions", () => expect(eps()[0].conditions).toEqual({ ready: true }));
+  test("translates addresses", () => expect(eps()[0]!.addresses).toEqual(["10.99.1.5"]));
+  test("keeps conditions", () => expect(eps()[0]!.conditions).toEqual({ ready: true }));
   test("drops nodeName", () => expect(eps()[0]).not.toHaveProperty("nodeName"));
   test("drops targetRef", () => expect(eps()[0]).not.toHaveProperty("targetRef"));
   test("keeps the service-name label", () => expect(out.metadata?.labels?.["kubernetes.io/service-name"]).toBe("web"));
@@ -30,7 +30,7 @@ describe("endpointslices: remote EndpointSlice", () => {
   test("keeps ports and addressType", () =>
     expect([out.ports, out.addressType]).toEqual([endpointSlice.ports, "IPv4"]));
   test("matches the twin", () =>
-    expect(out).toEqual((remoteEndpointSlice(endpointSlice, null, ctx, translateIp) as any).object));
+    expect(out).toEqual((remoteEndpointSlice(endpointSlice, null, ctx, translateIp) as { object: KubeObject }).object));
 });
 
 await testReflectorPlugin(await builtinWasm("endpointslices"), { samples: [endpointSlice], context: ctx });

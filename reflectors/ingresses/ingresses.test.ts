@@ -18,10 +18,12 @@ afterAll(() => plugin.close());
 describe("ingresses: remote Ingress", () => {
   test("lives in the remote namespace", () => expect(out.metadata?.namespace).toBe(ctx.remoteNamespace));
   test("empties ingressClassName", () => expect(out.spec).not.toHaveProperty("ingressClassName"));
-  test("keeps rules verbatim", () => expect((out.spec as any).rules).toEqual((ingress.spec as any).rules));
+  test("keeps rules verbatim", () =>
+    expect((out.spec as Record<string, unknown>).rules).toEqual((ingress.spec as Record<string, unknown>).rules));
   test("carries the origin label", () =>
     expect(out.metadata?.labels?.["liqo.io/origin-cluster-id"]).toBe(ctx.localClusterId));
-  test("matches the twin", () => expect(out).toEqual((remoteIngress(ingress, null, ctx) as any).object));
+  test("matches the twin", () =>
+    expect(out).toEqual((remoteIngress(ingress, null, ctx) as { object: KubeObject }).object));
 });
 
 await testReflectorPlugin(await builtinWasm("ingresses"), { samples: [ingress], context: ctx });

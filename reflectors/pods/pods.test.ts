@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { CacheLookup, KubeObject } from "../../core/reflection/abi.ts";
+import type { PodSpec, PodStatus } from "../../core/kube/types.ts";
 import type { ReflectorPlugin } from "../../core/reflection/host.ts";
 import { testReflectorPlugin } from "../../plugins/conformance.ts";
 import { builtinWasm, loadBuiltin } from "../index.ts";
@@ -22,7 +23,7 @@ beforeAll(async () => {
 });
 afterAll(() => plugin.close());
 
-const spec = () => out.spec as Record<string, any>;
+const spec = () => out.spec as PodSpec;
 describe("pods: remote pod spec", () => {
   for (const f of [
     "affinity",
@@ -41,10 +42,13 @@ describe("pods: remote pod spec", () => {
   test("does not automount the remote token", () => expect(spec().automountServiceAccountToken).toBe(false));
   test("drops the service account (absent remotely)", () => expect(spec()).not.toHaveProperty("serviceAccountName"));
   test("mounts the reflected token secret instead of the projected token", () =>
-    expect(spec().volumes[1]).toEqual({ name: "kube-api-access-9x8lq", secret: { secretName: "builder-token-x7k2" } }));
+    expect(spec().volumes![1]).toEqual({
+      name: "kube-api-access-9x8lq",
+      secret: { secretName: "builder-token-x7k2" },
+    }));
   test("keeps other volumes", () =>
-    expect(spec().volumes[0]).toEqual({ name: "settings", configMap: { name: "settings" } }));
-  test("keeps containers verbatim", () => expect(spec().containers).toEqual((pod.spec as any).containers));
+    expect(spec().volumes![0]).toEqual({ name: "settings", configMap: { name: "settings" } }));
+  test("keeps containers verbatim", () => expect(spec().containers).toEqual((pod.spec as PodSpec).containers));
   test("drops liqo's virtual-node toleration (the only one: the field goes)", () =>
     expect(spec()).not.toHaveProperty("tolerations"));
   test("drops status", () => expect(out).not.toHaveProperty("status"));
@@ -53,7 +57,7 @@ describe("pods: remote pod spec", () => {
       (
         remotePodWith((sa) =>
           lookup({ cluster: "local", apiVersion: "v1", kind: "ServiceAccount", namespace: "shop", name: sa }),
-        )(pod, null, ctx) as any
+        )(pod, null, ctx) as { object: KubeObject }
       ).object,
     ));
   test("waits when the token secret is not cached yet", async () => {
@@ -73,13 +77,13 @@ describe("pods: tolerations (no chained offloading)", () => {
   });
   const forward = async (p: KubeObject) => {
     const d = await plugin.forward(p, null, ctx);
-    return d.decision === "apply" ? (d.object.spec as Record<string, any>) : undefined;
+    return d.decision === "apply" ? (d.object.spec as PodSpec) : undefined;
   };
   const twin = (p: KubeObject) =>
     (
       remotePodWith((sa) =>
         lookup({ cluster: "local", apiVersion: "v1", kind: "ServiceAccount", namespace: "shop", name: sa }),
-      )(p, null, ctx) as any
+      )(p, null, ctx) as { object: KubeObject }
     ).object.spec;
   const cases: [string, unknown[] | undefined, unknown[] | undefined][] = [
     ["keeps the user's tolerations, drops liqo's", [user, ours], [user]],
@@ -97,21 +101,21 @@ describe("pods: tolerations (no chained offloading)", () => {
   }
 });
 
-const st = () => status.status as Record<string, any>;
+const st = () => status.status as PodStatus;
 describe("pods: local pod status (backward)", () => {
   test("translates podIP", () => expect(st().podIP).toBe("10.123.3.4"));
   test("translates podIPs", () => expect(st().podIPs).toEqual([{ ip: "10.123.3.4" }]));
   test("reports the virtual kubelet as hostIP", () => expect(st().hostIP).toBe("10.0.0.77"));
   test("reports the virtual kubelet as hostIPs", () => expect(st().hostIPs).toEqual([{ ip: "10.0.0.77" }]));
   test("adds remote re-creations to restart counts", () =>
-    expect(st().containerStatuses.map((c: any) => c.restartCount)).toEqual([3, 2]));
+    expect(st().containerStatuses!.map((c) => c.restartCount)).toEqual([3, 2]));
   test("keeps the phase", () => expect(st().phase).toBe("Running"));
   test("addresses the local pod", () => expect(status.metadata).toEqual({ name: "web-7d9-abcde", namespace: "shop" }));
   test("carries status only", () =>
     expect(Object.keys(status).sort()).toEqual(["apiVersion", "kind", "metadata", "status"]));
   test("matches the twin", () =>
     expect(status).toEqual(
-      (localPodStatus(remotePod, pod, statusCtx, (ip) => translateIp(ip, "backward")) as any).object,
+      (localPodStatus(remotePod, pod, statusCtx, (ip) => translateIp(ip, "backward")) as { object: KubeObject }).object,
     ));
 });
 

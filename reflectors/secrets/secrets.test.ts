@@ -23,7 +23,8 @@ describe("secrets: remote service-account token Secret", () => {
     expect(out.metadata?.annotations?.["kubernetes.io/service-account.name"]).toBe("builder"));
   test("drops the origin service-account uid annotation", () =>
     expect(out.metadata?.annotations).not.toHaveProperty("kubernetes.io/service-account.uid"));
-  test("matches the twin", () => expect(out).toEqual((remoteSecret(saSecret, null, ctx) as any).object));
+  test("matches the twin", () =>
+    expect(out).toEqual((remoteSecret(saSecret, null, ctx) as { object: KubeObject }).object));
   test("an Opaque secret keeps its type", async () => {
     const d = await plugin.forward({ ...saSecret, type: "Opaque" }, null, ctx);
     expect(d.decision === "apply" && d.object.type).toBe("Opaque");

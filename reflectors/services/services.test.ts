@@ -5,6 +5,7 @@ import { testReflectorPlugin } from "../../plugins/conformance.ts";
 import { builtinWasm, loadBuiltin } from "../index.ts";
 import { ctx, service } from "../samples.ts";
 import { remoteService } from "./twin.ts";
+import type { ServiceSpec } from "../../core/kube/types.ts";
 
 let plugin: ReflectorPlugin;
 let out: KubeObject;
@@ -16,7 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => plugin.close());
 
-const spec = () => out.spec as Record<string, any>;
+const spec = () => out.spec as ServiceSpec;
 
 describe("services: remote Service", () => {
   test("lives in the remote namespace", () => expect(out.metadata?.namespace).toBe(ctx.remoteNamespace));
@@ -35,12 +36,13 @@ describe("services: remote Service", () => {
   test("empties clusterIPs", () => expect(spec()).not.toHaveProperty("clusterIPs"));
   test("empties loadBalancerIP", () => expect(spec()).not.toHaveProperty("loadBalancerIP"));
   test("empties healthCheckNodePort", () => expect(spec()).not.toHaveProperty("healthCheckNodePort"));
-  test("empties nodePorts", () => expect(spec().ports.map((p: any) => p.nodePort)).toEqual([undefined, undefined]));
+  test("empties nodePorts", () => expect(spec().ports!.map((p) => p.nodePort)).toEqual([undefined, undefined]));
   test("keeps ports otherwise", () =>
-    expect(spec().ports[1]).toEqual({ name: "https", port: 443, targetPort: 8443, protocol: "TCP" }));
+    expect(spec().ports![1]).toEqual({ name: "https", port: 443, targetPort: 8443, protocol: "TCP" }));
   test("keeps type and selector verbatim", () =>
     expect([spec().type, spec().selector]).toEqual(["LoadBalancer", { app: "shop" }]));
-  test("does not mutate the cached local object", () => expect((service.spec as any).ports[0].nodePort).toBe(30080));
+  test("does not mutate the cached local object", () =>
+    expect((service.spec as ServiceSpec).ports![0]!.nodePort).toBe(30080));
   test("matches the plain-TypeScript twin", () =>
     expect(out).toEqual((remoteService(service, null, ctx) as Extract<Decision, { decision: "apply" }>).object));
   test("keeps nodePorts with liqo.io/force-remote-node-port=true", async () => {
@@ -49,7 +51,7 @@ describe("services: remote Service", () => {
       metadata: { ...service.metadata, annotations: { "liqo.io/force-remote-node-port": "true" } },
     };
     const d = await plugin.forward(forced, null, ctx);
-    expect(d.decision === "apply" && (d.object.spec as any).ports[0].nodePort).toBe(30080);
+    expect(d.decision === "apply" && (d.object.spec as ServiceSpec).ports![0]!.nodePort).toBe(30080);
   });
 });
 

@@ -17,24 +17,28 @@ beforeAll(async () => {
 afterAll(() => plugin.close());
 
 describe("storage: remote PersistentVolumeClaim", () => {
-  test("uses the negotiated storage class", () => expect((claim.spec as any).storageClassName).toBe("remote-ssd"));
+  test("uses the negotiated storage class", () =>
+    expect((claim.spec as Record<string, unknown>).storageClassName).toBe("remote-ssd"));
   test("drops the local volumeName", () => expect(claim.spec).not.toHaveProperty("volumeName"));
   test("keeps the requested size", () =>
-    expect((claim.spec as any).resources).toEqual({ requests: { storage: "5Gi" } }));
+    expect((claim.spec as Record<string, unknown>).resources).toEqual({ requests: { storage: "5Gi" } }));
   test("drops the local selected-node annotation", () =>
     expect(claim.metadata?.annotations).not.toHaveProperty("volume.kubernetes.io/selected-node"));
   test("keeps other annotations", () => expect(claim.metadata?.annotations?.keep).toBe("me"));
-  test("matches the twin", () => expect(claim).toEqual((remotePvc(pvc, null, ctx) as any).object));
+  test("matches the twin", () => expect(claim).toEqual((remotePvc(pvc, null, ctx) as { object: KubeObject }).object));
   test("a copy keeps its class when the offered class changes (a claim's class is immutable)", async () => {
     const newClass = { ...ctx, storageClass: "fast" };
     const d = await plugin.forward(pvc, claim, newClass);
     expect(d.decision).toBe("apply");
-    expect(((d as { object: KubeObject }).object.spec as any).storageClassName).toBe("remote-ssd");
-    expect(((remotePvc(pvc, claim, newClass) as any).object.spec as any).storageClassName).toBe("remote-ssd");
+    expect(((d as { object: KubeObject }).object.spec as Record<string, unknown>).storageClassName).toBe("remote-ssd");
+    expect(
+      ((remotePvc(pvc, claim, newClass) as { object: KubeObject }).object.spec as Record<string, unknown>)
+        .storageClassName,
+    ).toBe("remote-ssd");
   });
   test("a new claim after the change gets the new class", async () => {
     const d = (await plugin.forward(pvc, null, { ...ctx, storageClass: "fast" })) as { object: KubeObject };
-    expect((d.object.spec as any).storageClassName).toBe("fast");
+    expect((d.object.spec as Record<string, unknown>).storageClassName).toBe("fast");
   });
   test("a copy keeps being reflected (a grown request) after the provider stops offering a class", async () => {
     const grown = { ...pvc, spec: { ...(pvc.spec as object), resources: { requests: { storage: "9Gi" } } } };

@@ -122,6 +122,7 @@ describe("peerKubeconfig", () => {
         namespace: "ns",
         userName: "liqo-rome",
       }),
+      // biome-ignore lint/suspicious/noExplicitAny: RBAC and policy objects the assertions walk by path
     ) as any;
     expect(kc["current-context"]).toBe("milan");
     expect(kc.clusters[0].cluster.server).toBe("https://1.2.3.4:6443");
@@ -143,6 +144,7 @@ describe("RBAC", () => {
     expect(verbs(twinNamespacesRules, "namespaces").sort()).toEqual(["create", "delete", "get"]);
   });
   test("the policy checks the ID in the label against the ServiceAccount", () => {
+    // biome-ignore lint/suspicious/noExplicitAny: RBAC and policy objects the assertions walk by path
     const [policy] = twinNamespacesPolicy() as any[];
     expect(policy.spec.validations[0].expression).toContain("liqo.io/remote-cluster-id");
     expect(policy.spec.variables[0].expression).toContain("substring(12)");

@@ -110,6 +110,7 @@ afterAll(async () => {
 
 test("a revoked kind the controller may not delete: rights removed at once, copies deleted once it may (reflection.pluginRules)", async () => {
   expect(await applyPluginGrants(controller, target, granted, silentLogger)).toEqual({ revoked: [], stuck: [] });
+  // biome-ignore lint/suspicious/noExplicitAny: a ClusterRole read back from the API server, asserted on its rules
   expect(((await admin.get(ClusterRoles, pluginClusterRoleName(PEER))) as any).rules).toEqual([
     { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: FORWARD_VERBS },
   ]);
@@ -131,6 +132,7 @@ test("a revoked kind the controller may not delete: rights removed at once, copi
   expect(stuck.revoked).toEqual([]);
   expect(stuck.stuck.map((s) => s.kind)).toEqual(["NetworkPolicy"]);
   expect(stuck.stuck[0]!.error).toContain("forbidden");
+  // biome-ignore lint/suspicious/noExplicitAny: a ClusterRole read back from the API server, asserted on its rules
   const role = (await admin.get(ClusterRoles, pluginClusterRoleName(PEER))) as any;
   expect(role.rules ?? []).toEqual([]);
   expect(JSON.parse(role.metadata.annotations[GRANTED_ANNOTATION]).map((r: { kind: string }) => r.kind)).toEqual([

@@ -40,6 +40,7 @@ const localPod: KubeObject = {
 };
 
 describe("localEvent", () => {
+  // biome-ignore lint/suspicious/noExplicitAny: the forged Event, asserted field by field
   const out = localEvent(remote, localPod, ctx) as any;
   test("involvedObject is the local pod: its namespace and uid (what kubectl describe selects on)", () =>
     expect(out.involvedObject).toEqual({
@@ -82,6 +83,7 @@ describe("localEvent", () => {
       },
       localPod,
       ctx,
+      // biome-ignore lint/suspicious/noExplicitAny: the forged Event, asserted field by field
     ) as any;
     expect([e.count, e.firstTimestamp, e.lastTimestamp]).toEqual([7, "2026-11-25T09:00:00Z", "2026-11-25T09:05:00Z"]);
   });
@@ -89,10 +91,12 @@ describe("localEvent", () => {
 
 describe("hostile or broken remote Events are bounded", () => {
   test("a huge message and reason are cut to the API server's limits", () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the forged Event, asserted field by field
     const e = localEvent({ ...remote, message: "x".repeat(10_000), reason: "R".repeat(500) }, localPod, ctx) as any;
     expect([e.message.length, e.reason.length]).toEqual([1024, 128]);
   });
   test("a type other than Normal or Warning becomes Normal", () =>
+    // biome-ignore lint/suspicious/noExplicitAny: the forged Event, asserted field by field
     expect((localEvent({ ...remote, type: "Critical" }, localPod, ctx) as any).type).toBe("Normal"));
   test("counts: negative, absent, NaN or huge", () => {
     expect(occurrences({ ...remote, count: -5 })).toBe(1);
@@ -101,6 +105,7 @@ describe("hostile or broken remote Events are bounded", () => {
     expect(occurrences({ ...remote, count: 1e20 })).toBe(2 ** 31 - 1);
   });
   test("a timestamp that is not one is replaced", () => {
+    // biome-ignore lint/suspicious/noExplicitAny: the forged Event, asserted field by field
     const e = localEvent({ ...remote, firstTimestamp: "yesterday", lastTimestamp: "soon" }, localPod, ctx) as any;
     expect(Number.isNaN(Date.parse(e.lastTimestamp))).toBe(false);
     expect(e.firstTimestamp).toBe(e.lastTimestamp);

@@ -66,12 +66,14 @@ function localPod(
 }
 
 /** What the pods reflector answers for withoutTokenVolume(local): its spec without the service account. */
+// biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
 function reflected(local: Pod): Record<string, any> {
   const { serviceAccountName: _, ...spec } = withoutTokenVolume(local).spec!;
   return { ...spec, automountServiceAccountToken: false };
 }
 
 const forged = (local: Pod, a: typeof address | undefined) =>
+  // biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
   remotePodSpec(local, reflected(local), a) as Record<string, any>;
 
 describe("remotePodSpec: a pod that mounts its token", () => {
@@ -84,6 +86,7 @@ describe("remotePodSpec: a pod that mounts its token", () => {
     ]));
   test("every container keeps its mount of it", () =>
     expect(
+      // biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
       spec.containers.map((c: any) => c.volumeMounts.filter((m: any) => m.mountPath === SERVICE_ACCOUNT_MOUNT).length),
     ).toEqual([1, 1]));
   test("init containers keep theirs", () => expect(spec.initContainers[0].volumeMounts).toEqual([mount]));
@@ -91,6 +94,7 @@ describe("remotePodSpec: a pod that mounts its token", () => {
     expect(spec.containers[0].env).toEqual([{ name: "MODE", value: "x" }, ...apiServerEnv(address)]));
   test("init containers get it too", () => expect(spec.initContainers[0].env).toEqual(apiServerEnv(address)));
   test("a variable the user set stays theirs", () =>
+    // biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
     expect(spec.containers[1].env.filter((e: any) => e.name === "KUBERNETES_SERVICE_HOST")).toEqual([
       { name: "KUBERNETES_SERVICE_HOST", value: "mine" },
     ]));
@@ -115,9 +119,11 @@ describe("remotePodSpec: no origin token", () => {
     const spec = forged(local, a);
     expect(spec.automountServiceAccountToken).toBe(false);
     expect(spec.volumes).toEqual([data]);
+    // biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
     expect(spec.containers.flatMap((c: any) => c.volumeMounts)).toEqual([{ name: "data", mountPath: "/data" }]);
     expect(spec.initContainers[0].volumeMounts).toEqual([]);
     expect(
+      // biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
       spec.containers.flatMap((c: any) => c.env ?? []).filter((e: any) => e.name === "KUBERNETES_SERVICE_PORT"),
     ).toEqual([]);
   });
@@ -173,6 +179,7 @@ describe("remoteTokenSecret", () => {
     "rome-id",
     { name: "operator", uid: "sp-1" },
     { token: "tok", ca: "PEM" },
+    // biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
   ) as any;
   const text = (k: string) => Buffer.from(s.data[k], "base64").toString();
   test("named after the pod", () => expect(s.metadata.name).toBe("operator-liqo-api-token"));
@@ -267,6 +274,7 @@ describe("a pod's own projected tokens (an audience of its own)", () => {
       "rome-id",
       { name: "operator", uid: "sp-1" },
       { token: "tok", ca: "PEM", projected: { "vault.1.token": "jwt" } },
+      // biome-ignore lint/suspicious/noExplicitAny: the forged pod spec, walked field by field (typed, each step would need a non-null assertion)
     ) as any;
     expect(Object.keys(s.data).sort()).toEqual(["ca.crt", "namespace", "token", "vault.1.token"]);
     expect(Buffer.from(s.data["vault.1.token"], "base64").toString()).toBe("jwt");

@@ -7,6 +7,7 @@ const now = Date.parse("2026-11-25T12:00:00Z");
 
 /** Answers the TokenRequest and the kube-root-ca.crt read as an API server would; records the requests. */
 function fakeClient(expirationTimestamp: string | undefined) {
+  // biome-ignore lint/suspicious/noExplicitAny: request bodies as the fake API server received them
   const requests: { method: string; path: string; body: any }[] = [];
   const client = {
     request: async (method: string, path: string, o: { body?: unknown }) => {

@@ -30,6 +30,7 @@ beforeAll(async () => {
 });
 afterAll(() => plugin.close());
 
+// biome-ignore lint/suspicious/noExplicitAny: a NetworkPolicy spec walked by path (ingress/egress peers)
 const spec = () => out.spec as any;
 describe("example networkpolicy plugin", () => {
   test("translates ingress ipBlock CIDRs, keeping the prefix", () =>
@@ -46,6 +47,7 @@ describe("example networkpolicy plugin", () => {
     }));
   test("drops server metadata", () => expect(out.metadata).not.toHaveProperty("uid"));
   test("leaves the cached object alone", () =>
+    // biome-ignore lint/suspicious/noExplicitAny: a NetworkPolicy spec walked by path (ingress/egress peers)
     expect((policy.spec as any).ingress[0].from[0].ipBlock.cidr).toBe("10.244.0.0/16"));
 });
 
