@@ -64,7 +64,7 @@ export class Reflector {
    * one direction.
    */
   private readonly converged = new Map<string, string>();
-  private readonly memoable: boolean;
+  private readonly usesConvergedStamps: boolean;
   /** Bumped when the context changes; part of every converged stamp. */
   private generation = 0;
   /** Per key, the uid of an object this reflector created and its cache has not shown yet (createByApply). */
@@ -80,7 +80,7 @@ export class Reflector {
     this.log = deps.logger.child({ reflector: this.name });
     // lookup reads other objects and translateIp may be remapped by the network fabric later: an
     // answer that uses either can change while both objects stay the same.
-    this.memoable = resource.direction !== "both" && plugin.manifest.hostFunctions.every((f) => f === "log");
+    this.usesConvergedStamps = resource.direction !== "both" && plugin.manifest.hostFunctions.every((f) => f === "log");
     this.queue = createWorkQueue({
       name: this.name,
       workers: deps.workers,
@@ -235,7 +235,7 @@ export class Reflector {
     // Done once the cache shows the object, or once there is nothing left to create it from.
     if (this.createdHere.size && (dir === "backward" ? local || !remote : remote || !local))
       this.createdHere.delete(key);
-    if (this.memoable) {
+    if (this.usesConvergedStamps) {
       const [source, target] = dir === "forward" ? [local, remote] : [remote, local];
       const gen = this.generation;
       const stamp = `${gen}|${source?.metadata.resourceVersion ?? ""}|${target?.metadata.resourceVersion ?? ""}`;
