@@ -26,6 +26,7 @@ import {
   pickPeering,
   virtualNodeManifest,
   waitReady,
+  type VirtualNodeObject,
 } from "../virtualnode.ts";
 
 const existsError = (name: string, namespace: string) =>
@@ -138,9 +139,9 @@ const createVirtualNode = defineCommand({
         ExitCode.Failure,
       );
 
-    let created: Awaited<ReturnType<typeof client.create>>;
+    let created: VirtualNodeObject;
     try {
-      created = await client.create(
+      created = await client.create<VirtualNodeObject>(
         VirtualNodeResource,
         virtualNodeManifest({ name, namespace, clusterID, resources, labels, taints, nodeSelector }),
       );
@@ -153,7 +154,7 @@ const createVirtualNode = defineCommand({
       info(`the controller manager makes node ${name}; liqoctl status shows when it is Ready`);
       return;
     }
-    await waitReady(client, created as never, {
+    await waitReady(client, created, {
       timeoutMs: timeout,
       liqoNamespace: args["liqo-namespace"],
       peeringProblem: async () => {

@@ -170,15 +170,15 @@ async function writeWaitingForTunnel(s: InBandSide, fc: ForeignClusterObject, ot
   const conditions = [...(fresh.status?.peeringConditions ?? [])];
   const at = conditions.findIndex((c) => c.type === "AuthenticationStatus");
   if (at >= 0 && conditions[at]!.reason === WAITING_FOR_TUNNEL) return;
-  const condition = {
+  const condition: (typeof conditions)[number] = {
     type: "AuthenticationStatus",
     status: "Pending",
     reason: WAITING_FOR_TUNNEL,
     lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
     message: `${other.identity.clusterName}'s auth service is reached through the in-band tunnel, which is not up yet; liqoctl peer in-band sets spec.foreignAuthUrl once it is (the placeholder ${NOT_YET} is never contacted)`,
   };
-  if (at >= 0) conditions[at] = condition as never;
-  else conditions.push(condition as never);
+  if (at >= 0) conditions[at] = condition;
+  else conditions.push(condition);
   // The resourceVersion makes it a compare-and-swap: a controller's concurrent write wins, this step reruns.
   await s.client.mergePatch(
     ForeignClusterResource,

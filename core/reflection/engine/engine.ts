@@ -153,7 +153,7 @@ export function createReflectionEngine(options: EngineOptions): ReflectionEngine
       for (const r of l.reflectors) {
         if (r.resource.kind !== req.kind || apiVersionOf(r.resource) !== req.apiVersion) continue;
         const found = r.lookup(req.cluster, req.namespace, req.name);
-        if (found) return found as never;
+        if (found) return found;
       }
     }
     return null;
