@@ -16,9 +16,9 @@ import {
   type LabelRequirement,
 } from "../kube/label-selector.ts";
 import type { KubeObject } from "../kube/resources.ts";
+import { ANNOTATION_SKIP } from "./abi.ts";
 
 const ALLOW_REFLECTION_ANNOTATION = "liqo.io/allow-reflection";
-export const SKIP_REFLECTION_ANNOTATION = "liqo.io/skip-reflection";
 /** On a local namespace: `kind=mode,...` over the cluster's policy for the objects in it. */
 export const NAMESPACE_POLICY_ANNOTATION = "liqo.io/reflection-policy";
 /**
@@ -178,7 +178,7 @@ export function createPolicyJudge(
       if (!reqs) selectors.set(m, (reqs = parseLabelSelector(SELECTOR.exec(m)![1]!)));
       if (!matchesLabels(obj.metadata.labels, reqs)) return false;
     }
-    return kind !== "Event" || !says(obj, SKIP_REFLECTION_ANNOTATION);
+    return kind !== "Event" || !says(obj, ANNOTATION_SKIP);
   };
   return {
     modeFor,
@@ -187,7 +187,7 @@ export function createPolicyJudge(
       const service = kind === "EndpointSlice" ? obj.metadata.labels?.[SERVICE_NAME_LABEL] : undefined;
       if (!service || !lookup) return true;
       const svc = lookup("Service", obj.metadata.namespace ?? "", service);
-      return !!svc && byPolicy("Service", svc) && !says(svc, SKIP_REFLECTION_ANNOTATION);
+      return !!svc && byPolicy("Service", svc) && !says(svc, ANNOTATION_SKIP);
     },
   };
 }
