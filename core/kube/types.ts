@@ -124,6 +124,18 @@ export interface Service extends KubeObject {
   status?: { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } } & Open;
 }
 
+export interface Event extends KubeObject {
+  involvedObject: { apiVersion?: string; kind?: string; namespace?: string; name?: string; uid?: string };
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  source?: { component?: string; host?: string };
+  reportingComponent?: string;
+  firstTimestamp?: string;
+  lastTimestamp?: string;
+}
+
 export interface Namespace extends KubeObject {
   status?: { phase?: string } & Open;
 }

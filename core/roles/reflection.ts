@@ -10,7 +10,7 @@ import { createRegistry } from "../metrics/index.ts";
 import { createReflectionEngine } from "../reflection/engine/engine.ts";
 import { watchPluginDir } from "../reflection/engine/dropins.ts";
 import type { NamespacePair } from "../reflection/engine/reflector.ts";
-import { builtinWasm, isBuiltinName } from "../../reflectors/index.ts";
+import { builtinWasm, isBuiltinName, type BuiltinName } from "../../reflectors/index.ts";
 import { CliError } from "../cli-errors.ts";
 import { adminArgs, adminSecurity, serveAdmin, watchConfigFile } from "./shared.ts";
 
@@ -114,7 +114,7 @@ export default defineCommand({
       remoteClusterId: args["remote-cluster-id"],
     });
     for (const b of builtins)
-      await engine.addPlugin(await builtinWasm(b as never), { trust: "builtin", source: `builtin:${b}` });
+      await engine.addPlugin(await builtinWasm(b as BuiltinName), { trust: "builtin", source: `builtin:${b}` });
     const dropins = args["plugin-dir"] ? watchPluginDir(engine, args["plugin-dir"], { logger: log }) : undefined;
 
     let pairsError: string | undefined;

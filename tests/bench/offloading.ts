@@ -14,6 +14,7 @@ import { startOffloadingRig } from "../e2e/offloading-rig.ts";
 import { loadRig, rigProcesses } from "../rig/rig.ts";
 import { heading, row, summarize } from "./stats.ts";
 import { waitFor } from "../support/wait.ts";
+import type { Event } from "../../core/kube/types.ts";
 
 const Deployments: ResourceRef = {
   group: "apps",
@@ -239,6 +240,7 @@ try {
   const twin: string = await waitFor(
     "namespace off to be offloaded (Ready)",
     async () => {
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the cluster, timed on one field
       const o = await rome.find<any>(
         {
           group: "offloading.liqo.io",
@@ -317,7 +319,7 @@ try {
     for (const ns of ["phys", "off"]) {
       // Only a hint: at 10,000 pods this list once timed out on the busy API server, which must not lose the rest of the report.
       const failed = await rome
-        .list<any>(Resources.events, { namespace: ns, fieldSelector: "reason=FailedCreate" })
+        .list<Event>(Resources.events, { namespace: ns, fieldSelector: "reason=FailedCreate" })
         .then(
           (l) => l.items,
           (err: Error) => err,

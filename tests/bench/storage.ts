@@ -129,10 +129,12 @@ async function untilDone(q: InClusterQuickstart, name: string): Promise<number> 
 async function moveThroughput(q: InClusterQuickstart) {
   const mib = Number(process.env.MOVE_MIB ?? 64);
   const bytes = mib * 1048576;
+  // biome-ignore lint/suspicious/noExplicitAny: a Deployment spec copied and edited as found
   const image = (await q.rome.get<KubeObject & { spec: any }>(Resources.deployments, "liqo-controller-manager", "liqo"))
     .spec.template.spec.containers[0].image;
   // The plain copy: a source on rome's node, the receiver offloaded to milan.
   const src = sourcePod("plain-src", NS, image, "unused");
+  // biome-ignore lint/suspicious/noExplicitAny: a Deployment spec copied and edited as found
   const srcSpec = src.spec as any;
   srcSpec.volumes = [{ name: "data", emptyDir: {} }];
   srcSpec.nodeSelector = { "kubernetes.io/hostname": "rome-node-1" };
@@ -143,6 +145,7 @@ async function moveThroughput(q: InClusterQuickstart) {
     sourceScript,
   ];
   const dst = receiverPod("plain-dst", NS, image, "unused", "liqo-milan", "plain-src");
+  // biome-ignore lint/suspicious/noExplicitAny: a Deployment spec copied and edited as found
   (dst.spec as any).volumes = [{ name: "data", emptyDir: {} }];
   await q.rome.create(Resources.services, sourceService("plain-src", NS, "plain-src"));
   await q.rome.create(Resources.pods, src);

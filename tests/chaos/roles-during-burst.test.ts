@@ -19,6 +19,7 @@ import { waitFor } from "../support/wait.ts";
 import { seeded } from "./random.ts";
 import { type Truth, truthCell, watchTruth } from "./truth.ts";
 
+// biome-ignore lint/suspicious/noExplicitAny: pods and statuses read back from the cluster, asserted on a few fields
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 type ConfigMap = KubeObject & { data?: Record<string, string> };
 
@@ -254,6 +255,7 @@ beforeAll(async () => {
   twin = await waitFor(
     "the chaos namespace offloaded",
     async () => {
+      // biome-ignore lint/suspicious/noExplicitAny: pods and statuses read back from the cluster, asserted on a few fields
       const o = await rome.client.find<KubeObject & { status?: Record<string, any> }>(
         NamespaceOffloadingResource,
         "offloading",

@@ -42,6 +42,7 @@ let adminClient: KubeClient;
 let admin: Awaited<ReturnType<typeof serveAdmin>>;
 const auth = { authorization: `Bearer ${TOKEN}` };
 const get = (path: string) => fetch(`${admin.url}${path}`, { headers: auth });
+// biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
 const view = async <T = any>(path: string): Promise<T> => {
   const res = await get(path);
   if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
@@ -137,6 +138,7 @@ describe("cluster views", () => {
     );
     // A plain node of the rig is not a virtual node.
     const peerings = await waitFor("the peering in the view", async () =>
+      // biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
       (await view<any[]>("/views/peerings")).find((p) => p.clusterId === MILAN.clusterID && p.conditions.length),
     );
     expect(peerings).toMatchObject({
@@ -152,6 +154,7 @@ describe("cluster views", () => {
     expect(peerings.conditions).toHaveLength(4);
 
     const nodes = await waitFor("the virtual node in the view", async () =>
+      // biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
       (await view<any[]>("/views/virtual-nodes")).find((n) => n.cpu === "4"),
     );
     expect(nodes).toMatchObject({ name: "liqo-milan", clusterId: MILAN.clusterID, memory: "8Gi", pods: "110" });
@@ -159,9 +162,11 @@ describe("cluster views", () => {
     expect(nodes.ready === "Ready" ? nodes.readyReason : typeof nodes.readyReason).toBe(
       nodes.ready === "Ready" ? null : "string",
     );
+    // biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
     expect((await view<any[]>("/views/virtual-nodes")).map((n) => n.name)).toEqual(["liqo-milan"]);
 
     const offloaded = await waitFor("the offloaded namespace in the view", async () =>
+      // biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
       (await view<any[]>("/views/offloaded-namespaces")).find((n) => n.phase === "Ready"),
     );
     expect(offloaded).toMatchObject({
@@ -176,6 +181,7 @@ describe("cluster views", () => {
     ]);
 
     const ipam = await waitFor("the IPAM allocation in the view", async () => {
+      // biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
       const rows = await view<any[]>("/views/ipam");
       return rows.length ? rows : undefined;
     });
@@ -236,6 +242,7 @@ describe("cluster views", () => {
 
   test("concurrent requests share a cached list instead of one list each", async () => {
     const before = adminClient.stats.requests;
+    // biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
     const answers = await Promise.all(Array.from({ length: 20 }, () => view<any[]>("/views/peerings")));
     expect(answers.every((a) => a.length === 1)).toBe(true);
     expect(adminClient.stats.requests - before).toBeLessThan(5);
@@ -285,6 +292,7 @@ describe("tunnels view", () => {
         tunnelIFaceName: "liqo.wg0",
       });
       const row = await waitFor("the tunnel's status", async () => {
+        // biome-ignore lint/suspicious/noExplicitAny: the admin views' JSON rows, asserted on a few fields
         const rows = (await (await fetch(`${own.url}/views/tunnels`)).json()) as any[];
         return rows.find((r) => r.status === "Connected");
       });

@@ -35,6 +35,7 @@ async function drain(stream: ReadableStream<Uint8Array>) {
 }
 
 const api = (path: string, init?: RequestInit) => fetch(`${url}${path}`, init);
+// biome-ignore lint/suspicious/noExplicitAny: the admin API's JSON answers, asserted on a few fields
 const json = async <T = any>(path: string): Promise<T> => (await api(path)).json() as Promise<T>;
 const put = (body: Uint8Array, name = pluginName) =>
   api(`/api/plugins/${name}`, { method: "PUT", body, headers: { "content-type": "application/wasm" } });
@@ -118,6 +119,7 @@ describe("views of a running reflection process", () => {
     await local.create(Resources.configMaps, { metadata: { name: "counted", namespace: "web" }, data: { a: "1" } });
     await waitFor("the ConfigMap to be reflected", () => remote.find(Resources.configMaps, "counted", "web-rome"));
     const row = await waitFor("the reflectors view to count it", async () => {
+      // biome-ignore lint/suspicious/noExplicitAny: the admin API's JSON answers, asserted on a few fields
       const r = (await json<any[]>("/views/reflectors")).find((x) => x.name === "configmaps/ConfigMap");
       return r?.handled > 0 && r.reconcileLatency?.count > 0 ? r : undefined;
     });
@@ -143,6 +145,7 @@ describe("plugin management over HTTP", () => {
 
   test("an uploaded drop-in reflects NetworkPolicies, can be replaced, and stops when removed", async () => {
     const created = await put(wasm);
+    // biome-ignore lint/suspicious/noExplicitAny: the admin API's JSON answers, asserted on a few fields
     const body = (await created.json()) as any;
     expect({ status: created.status, body }).toMatchObject({
       status: 201,

@@ -421,6 +421,7 @@ describe("chart", () => {
     ]);
     const workloads = rendered.stdout
       .split(/^---$/m)
+      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
       .map((d) => Bun.YAML.parse(d) as any)
       .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
     expect(workloads.map((w) => w.metadata.name).sort()).toEqual([
@@ -436,6 +437,7 @@ describe("chart", () => {
       const args: string[] = w.spec.template.spec.containers[0].args;
       const role = roles.subCommands.find((r) => r.path[0] === args[0]);
       expect({ workload: w.metadata.name, role: role?.name }).toEqual({ workload: w.metadata.name, role: args[0] });
+      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
       const roleDef = await (liqo.subCommands as Record<string, () => Promise<any>>)[args[0]!]!();
       expect({ workload: w.metadata.name, unknown: await unknownFlags(roleDef, args.slice(1)) }).toEqual({
         workload: w.metadata.name,
@@ -461,6 +463,7 @@ describe("chart", () => {
     expect(rendered.code).toBe(0);
     const workloads = rendered.stdout
       .split(/^---$/m)
+      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
       .map((d) => Bun.YAML.parse(d) as any)
       .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
     expect(workloads.length).toBeGreaterThanOrEqual(6);
@@ -514,6 +517,7 @@ describe("chart", () => {
     ]);
     const docs = rendered.stdout
       .split(/^---$/m)
+      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
       .map((d) => Bun.YAML.parse(d) as any)
       .filter(Boolean);
     const d = docs.find((x) => x.kind === "Deployment" && x.metadata.name === "liqo-discovery");
@@ -526,6 +530,7 @@ describe("chart", () => {
       "--dns-server",
       "10.96.0.10:53",
     ]);
+    // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
     const roleDef = await (liqo.subCommands as Record<string, () => Promise<any>>)["controller-manager"]!();
     expect(await unknownFlags(roleDef, args.slice(1))).toEqual([]);
     expect(docs.some((x) => x.kind === "ClusterRole" && x.metadata.name === "liqo-discovery")).toBe(true);
@@ -552,6 +557,7 @@ describe("chart", () => {
     expect(rendered.stderr).toBe("");
     const docs = rendered.stdout
       .split(/^---$/m)
+      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
       .map((d) => Bun.YAML.parse(d) as any)
       .filter(Boolean);
     const replicas = docs.filter((d) => d.kind === "Deployment").map((d) => [d.metadata.name, d.spec.replicas]);
@@ -594,6 +600,7 @@ describe("chart", () => {
       const r = await run([helm, "template", "liqo", join(repoRoot, "chart"), ...chartSets, ...sets]);
       const ds = r.stdout
         .split(/^---$/m)
+        // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
         .map((d) => Bun.YAML.parse(d) as any)
         .find((d) => d?.kind === "DaemonSet" && d.metadata.name === "liqo-route");
       return ds.spec.template.spec.containers[0].args as string[];

@@ -265,7 +265,9 @@ describe("bad kubeconfigs give clear typed errors", () => {
   test("a client certificate from another cluster's CA is refused with 401", async () => {
     const [rome, milan] = rig.clusters;
     // rome's CA (so TLS verifies the server) but milan's client certificate.
+    // biome-ignore lint/suspicious/noExplicitAny: a kubeconfig parsed from YAML, walked by path
     const romeCfg = Bun.YAML.parse(await Bun.file(rome!.kubeconfig).text()) as any;
+    // biome-ignore lint/suspicious/noExplicitAny: a kubeconfig parsed from YAML, walked by path
     const milanCfg = Bun.YAML.parse(await Bun.file(milan!.kubeconfig).text()) as any;
     romeCfg.users[0].user = milanCfg.users[0].user;
     const path = join(scratch, "foreign-cert");

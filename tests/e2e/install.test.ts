@@ -71,6 +71,7 @@ describe("liqoctl install", () => {
     ]);
     expect(r.code).toBe(0);
     const uid = (await client.get(Resources.namespaces, "kube-system")).metadata.uid;
+    // biome-ignore lint/suspicious/noExplicitAny: chart values parsed from YAML, walked by path
     const values = Bun.YAML.parse(await Bun.file(path).text()) as Record<string, any>;
     expect(values.clusterId).toBe(uid);
     expect(values.clusterName).toMatch(/^[a-z]+-[a-z]+$/); // generated from the ID, as liqo auth does

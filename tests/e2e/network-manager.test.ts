@@ -121,6 +121,7 @@ async function stopRome() {
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the network manager views' JSON, asserted on a few fields
 const view = async <T = any>(name: string): Promise<T> => (await fetch(`${url}/views/${name}`)).json() as Promise<T>;
 
 /** The gateway's key Secret, as Liqo's WireGuard driver creates it. */

@@ -40,6 +40,7 @@ import { pluginCli, scaffoldPluginProject } from "../support/plugin-project.ts";
 import { waitFor } from "../support/wait.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
 type Pod = KubeObject & { spec?: Record<string, any>; status?: { phase?: string } };
 
 const NS = "liqo-demo";
@@ -71,6 +72,7 @@ while true; do
 done`;
 
 /** The last complete round of CLIENT_SCRIPT's output: the address and the two answers, parsed. */
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
 function lastRound(log: string): { address: string; configMap: any; whoami: any } | undefined {
   const rounds = log
     .split("=== address ")
@@ -228,11 +230,14 @@ describe("an offloaded pod calls its origin cluster's API server with its Servic
   test("the provider's token is not mounted; the origin one is, from a Secret owned by the ShadowPod", async () => {
     const remote = await remotePod("api-client");
     expect(remote.spec!.automountServiceAccountToken).toBe(false);
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
     const tokenVolumes = remote.spec!.volumes.filter((v: any) =>
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
       v.projected?.sources?.some((s: any) => s.serviceAccountToken),
     );
     expect(tokenVolumes).toEqual([]);
     const secretName = remoteTokenSecretName("api-client");
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
     expect(remote.spec!.volumes.filter((v: any) => v.secret?.secretName === secretName).length).toBe(1);
     const secret = await q.milan.get<KubeObject & { data: Record<string, string> }>(
       Resources.secrets,
@@ -746,6 +751,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     // Hot-loaded by the controller manager's virtual kubelet in rome once milan's controller manager granted it.
     const copy = (await waitFor("the PodDisruptionBudget reflected into milan", () => q.milan.find(PDBs, "web", twin), {
       timeoutMs: 120_000,
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
     })) as any;
     const romeId = copy.metadata.labels["liqo.io/origin-cluster-id"];
     expect(copy.metadata.labels).toEqual({
@@ -763,6 +769,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     await waitFor(
       "the update reflected (minAvailable 2, no unhealthyPodEvictionPolicy)",
       async () => {
+        // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
         const spec = ((await q.milan.find(PDBs, "web", twin)) as any)?.spec;
         return spec?.minAvailable === 2 && !("unhealthyPodEvictionPolicy" in spec);
       },
@@ -770,8 +777,10 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     );
 
     // The grant, exactly: milan's ClusterRole for rome, bound in the twin namespace only; shown on both sides.
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
     const role = (await milan(ClusterRoles, pluginClusterRoleName(romeId))) as any;
     expect(role.rules).toEqual([{ apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: FORWARD_VERBS }]);
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
     expect(((await milan(RoleBindings, PLUGIN_BINDING, twin)) as any).roleRef.name).toBe(pluginClusterRoleName(romeId));
     const tenant = (await findTenantNamespace(q.milan, romeId))!.metadata.name!;
     expect(await peerMay(romeId, tenant, "create", twin)).toBe(true);
@@ -784,6 +793,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       "rome (incoming): pdbs Granted: granted get,list,watch,create,patch,delete on poddisruptionbudgets.policy in the peer's twin namespaces",
     );
     expect((await cli("rome", "status")).out).toMatch(/milan \(outgoing\): pdbs Granted/);
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
     const rows = (await clusterViews(q.milan).views!["reflector-plugins"]!({ query: {} } as never)) as any[];
     expect(rows.map((r) => [r.side, r.clusterId, r.plugin, r.state])).toEqual([
       ["incoming", romeId, "pdbs", "Granted"],
@@ -814,6 +824,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       { timeoutMs: 60_000 },
     );
     // rome's own object stays.
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
     expect(((await q.rome.get(PDBs, "web", NS)) as any).spec.minAvailable).toBe(2);
 
     // A user's mistake in-cluster: a plugin of a kind liqo's controller manager may not read (no

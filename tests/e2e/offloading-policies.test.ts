@@ -15,8 +15,10 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { HOST_NAMESPACES_DROPPED } from "../../core/virtualkubelet/pods/offloader.ts";
 import { waitFor } from "../support/wait.ts";
 import { startOffloadingRig, type ClusterInfo, type OffloadingRig } from "./offloading-rig.ts";
+import type { Event } from "../../core/kube/types.ts";
 
 type Offloading = NamespaceOffloading & KubeObject;
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 
 let r: OffloadingRig;
@@ -72,7 +74,8 @@ const running = (c: ClusterInfo, name: string, ns: string) =>
     { timeoutMs: 120_000 },
   );
 const eventsOf = async (c: ClusterInfo, ns: string, uid: string) =>
-  (await c.client.list<any>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.uid=${uid}` })).items as {
+  (await c.client.list<Event>(Resources.events, { namespace: ns, fieldSelector: `involvedObject.uid=${uid}` }))
+    .items as {
     reason: string;
     message: string;
   }[];
@@ -147,6 +150,7 @@ describe("cluster selector and EnforceSameName", () => {
       async () => {
         const p = await rome.client.get<Pod>(Resources.pods, "to-center", "policies");
         return p.status?.conditions?.find(
+          // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
           (c: any) => c.type === "PodScheduled" && c.status === "False" && c.reason === "Unschedulable",
         )
           ? p
@@ -189,10 +193,12 @@ describe("service offloading with podOffloadingStrategy Local", () => {
       const slice = await waitFor(
         `the reflected EndpointSlice in ${provider.name} with the local pod`,
         async () => {
+          // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
           const slices = await provider.client.list<any>(Resources.endpointSlices, {
             namespace: twin,
             labelSelector: "liqo.io/managed-by=reflection",
           });
+          // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
           return slices.items.find((s) => s.endpoints?.some((e: any) => e.addresses.includes(local.status!.podIP)));
         },
         { timeoutMs: 120_000 },
@@ -301,10 +307,10 @@ describe("bad input gets a clear error or condition, and nothing else breaks", (
     expect(ready.reason).toBe("CreationLoopBackOff");
     expect(ready.message).toContain("see the events of NamespaceMap");
     const mapEvents = await waitFor("a NamespaceMap Event naming the conflict", async () => {
-      const evs = await rome.client.list<any>(Resources.events, {
+      const evs = await rome.client.list<Event>(Resources.events, {
         fieldSelector: `involvedObject.kind=NamespaceMap,involvedObject.name=${r.mapName(naples)}`,
       });
-      return evs.items.find((e) => e.message.includes("namespace taken already exists"));
+      return evs.items.find((e) => e.message!.includes("namespace taken already exists"));
     });
     expect(mapEvents.message).toContain("was not created by Liqo");
     const ns = await naples.client.get(Resources.namespaces, "taken");
@@ -383,6 +389,7 @@ describe("unoffload", () => {
         (s) => s.metadata.annotations?.["liqo.io/local-namespace"] === "policies",
       );
       expect(shadows).toEqual([]);
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
       const map = await rome.client.get<any>(
         NamespaceMapResource,
         r.mapName(p),

@@ -10,6 +10,7 @@ import { startAndWait, stopComponent } from "../rig/cluster.ts";
 import { waitFor } from "../support/wait.ts";
 import { startOffloadingRig, type ClusterInfo, type OffloadingRig } from "./offloading-rig.ts";
 
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 
 let r: OffloadingRig;
@@ -69,6 +70,7 @@ test("with the consumer's API server down for a minute, remote pods keep running
   await waitFor(
     "the offloading to be Ready",
     async () => {
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
       const o = await rome.client.find<any>(
         {
           group: "offloading.liqo.io",

@@ -367,9 +367,9 @@ describe("the identity a provider issues", () => {
       milan.client.find(Resources.pods, "after-fuzz", TWIN),
     );
     // No escalation: no pod in the twin namespace runs with the node's rights.
-    const pods = (
-      await milan.client.list<KubeObject & { spec?: Record<string, any> }>(Resources.pods, { namespace: TWIN })
-    ).items;
+    const pods =
+      // biome-ignore lint/suspicious/noExplicitAny: pod specs read back from the cluster, asserted on a few fields
+      (await milan.client.list<KubeObject & { spec?: Record<string, any> }>(Resources.pods, { namespace: TWIN })).items;
     const escalated = pods.filter(
       (p) =>
         p.spec?.hostNetwork ||

@@ -136,6 +136,7 @@ describe("out-of-band peering", () => {
 
   test("the virtual node has the offer's capacity and the provider's labels; the offer is Accepted with the kubelet Created", async () => {
     const fc = (await fcOf(rome, "milan"))!;
+    // biome-ignore lint/suspicious/noExplicitAny: ResourceOffers read back from the cluster, asserted on a few fields
     const offers = await rome.client.list<any>(
       {
         group: "sharing.liqo.io",

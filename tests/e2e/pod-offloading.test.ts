@@ -21,6 +21,7 @@ import { guardKwokDeletes } from "./offloading-rig.ts";
 import { inCidr } from "../support/cidr.ts";
 import { waitFor } from "../support/wait.ts";
 import { namespace } from "../support/namespace.ts";
+import type { Event } from "../../core/kube/types.ts";
 
 let rig: TestRig;
 let rome: KubeClient;
@@ -37,6 +38,7 @@ const translateIp = (ip: string) => ip.replace(/^10\.101\./, "10.201.");
 // kwok runs no container: the address only has to reach the remote pod's environment.
 const originApiServer = "https://203.0.113.10:6443";
 
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, Secrets, TokenReviews), asserted on a few fields
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 
 const pod = (name: string, namespace: string, extra: Record<string, unknown> = {}): KubeObject => ({
@@ -126,17 +128,22 @@ describe("pod offloading through ShadowPods", () => {
 
   test("the pod's ServiceAccount token of rome, in a Secret owned by its ShadowPod, replaces the projected volume", async () => {
     const remote = await milan.get<Pod>(Resources.pods, "web", "demo-rome");
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, Secrets, TokenReviews), asserted on a few fields
     const tokenVolume = remote.spec.volumes?.find((v: any) => v.secret?.secretName === "web-liqo-api-token");
     expect(tokenVolume?.name).toStartWith("kube-api-access-");
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, Secrets, TokenReviews), asserted on a few fields
     const env = Object.fromEntries(remote.spec.containers[0].env.map((e: any) => [e.name, e.value]));
     expect([env.KUBERNETES_SERVICE_HOST, env.KUBERNETES_SERVICE_PORT]).toEqual(["203.0.113.10", "6443"]);
     const secret = await waitFor("the token Secret in milan", () =>
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, Secrets, TokenReviews), asserted on a few fields
       milan.find<any>(Resources.secrets, "web-liqo-api-token", "demo-rome"),
     );
     const shadow = await milan.get(ShadowPodResource, "web", "demo-rome");
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, Secrets, TokenReviews), asserted on a few fields
     expect(secret.metadata.ownerReferences.map((r: any) => r.uid)).toEqual([shadow.metadata.uid]);
     expect(Buffer.from(secret.data.namespace, "base64").toString()).toBe("demo");
     // rome's answer to its own token: the pod's ServiceAccount of rome.
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, Secrets, TokenReviews), asserted on a few fields
     const review = await rome.request<any>("POST", "/apis/authentication.k8s.io/v1/tokenreviews", {
       body: {
         apiVersion: "authentication.k8s.io/v1",
@@ -198,7 +205,7 @@ describe("pod offloading through ShadowPods", () => {
     expect(p.status!.phase).toBe("Pending");
     expect(p.status!.message).toContain("liqoctl offload namespace plain");
     await waitFor("an OffloadingBackOff Event", async () => {
-      const evs = await rome.list<any>(Resources.events, {
+      const evs = await rome.list<Event>(Resources.events, {
         namespace: "plain",
         fieldSelector: `involvedObject.uid=${created.metadata.uid}`,
       });
@@ -218,7 +225,7 @@ describe("the provider's ShadowPod controller", () => {
     });
     const shadow = await milan.get(ShadowPodResource, "broken", "demo-rome");
     const ev = await waitFor("a PodCreationFailed Event", async () => {
-      const evs = await milan.list<any>(Resources.events, {
+      const evs = await milan.list<Event>(Resources.events, {
         namespace: "demo-rome",
         fieldSelector: `involvedObject.uid=${shadow.metadata.uid}`,
       });
@@ -263,7 +270,7 @@ describe("the provider's ShadowPod controller", () => {
     for (const [name, [, violation]] of Object.entries(hostile)) {
       const uid = (await milan.get(ShadowPodResource, name, "hostile-rome")).metadata.uid;
       const ev = await waitFor(`${name}: a PodCreationFailed Event`, async () => {
-        const evs = await milan.list<any>(Resources.events, {
+        const evs = await milan.list<Event>(Resources.events, {
           namespace: "hostile-rome",
           fieldSelector: `involvedObject.uid=${uid}`,
         });

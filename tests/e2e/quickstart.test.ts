@@ -67,14 +67,17 @@ test("the Service is reflected, with the local endpoint and without the one alre
   const localIp = (await q.rome.get<Pod>(Resources.pods, "nginx-local", "liqo-demo")).status!.podIP!;
   const remoteIp = (await q.rome.get<Pod>(Resources.pods, "nginx-remote", "liqo-demo")).status!.podIP!;
   const reflected = await waitFor("the reflected EndpointSlice", async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: EndpointSlices read back from the cluster, asserted on their addresses
     const slices = await q.milan.list<any>(Resources.endpointSlices, {
       namespace: twin,
       labelSelector: "liqo.io/managed-by=reflection",
     });
     // milan's EndpointSlice controller copies the reflected Service's labels onto its own slice
     // (owned by the Service there); ours carries no owner reference.
+    // biome-ignore lint/suspicious/noExplicitAny: EndpointSlices read back from the cluster, asserted on their addresses
     return slices.items.find((s: any) => !s.metadata.ownerReferences?.length);
   });
+  // biome-ignore lint/suspicious/noExplicitAny: EndpointSlices read back from the cluster, asserted on their addresses
   const addresses = reflected.endpoints.flatMap((e: any) => e.addresses);
   expect(addresses).toContain(localIp);
   expect(addresses).not.toContain(remoteIp);

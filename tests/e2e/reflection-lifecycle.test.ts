@@ -13,6 +13,7 @@ import type { BuiltinName } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { namespace } from "../support/namespace.ts";
+import type { Event } from "../../core/kube/types.ts";
 
 let rig: TestRig;
 let local: KubeClient;
@@ -39,6 +40,7 @@ async function startEngine(
 }
 
 // `any`: the assertions read kind-specific fields; a missing object is undefined.
+// biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
 const remoteOf = (res: ResourceRef, name: string): Promise<any> =>
   remote.find(res, name, res.namespaced ? RNS : undefined);
 const gone = (res: ResourceRef, name: string) => async () => !(await remoteOf(res, name));
@@ -48,9 +50,11 @@ interface Lifecycle {
   name: string;
   /** A local merge patch, and how the remote copy shows it. */
   update: Record<string, unknown>;
+  // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
   updated(copy: any): boolean;
   /** A hand edit of the remote copy (merge patch), and how the repaired copy looks. */
   vandalise: Record<string, unknown>;
+  // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
   repaired(copy: any): boolean;
 }
 
@@ -131,6 +135,7 @@ describe("every built-in kind, created to deleted", () => {
   });
 
   test("kube-root-ca.crt is never reflected: each cluster keeps its own", async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const mine = await local.get<any>(Resources.configMaps, "kube-root-ca.crt", LNS);
     const theirs = await waitFor("milan's own root CA ConfigMap", () =>
       remoteOf(Resources.configMaps, "kube-root-ca.crt"),
@@ -169,6 +174,7 @@ describe("every built-in kind, created to deleted", () => {
     const minted = await waitFor(
       "the local token controller to fill the token",
       async () => {
+        // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
         const s = await local.get<any>(Resources.secrets, "robot-token", LNS);
         return s.data?.token ? s : undefined;
       },
@@ -202,6 +208,7 @@ describe("every built-in kind, created to deleted", () => {
       metadata: { name: "web", namespace: LNS },
       spec: { type: "NodePort", selector: { app: "web" }, ports: [{ port: 80, targetPort: 8080, nodePort: 31090 }] },
     });
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const mine = await local.get<any>(Resources.services, "web", LNS);
     const copy = await waitFor("the remote Service", () => remoteOf(Resources.services, "web"));
     expect(copy.spec.type).toBe("NodePort");
@@ -225,6 +232,7 @@ describe("every built-in kind, created to deleted", () => {
       metadata: { name: "api", namespace: LNS },
       spec: { selector: { app: "api" }, ports: [{ port: 8080 }] },
     });
+    // biome-ignore-start lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const peerSlice = async () =>
       (
         await remote.list<any>(Resources.endpointSlices, {
@@ -233,6 +241,7 @@ describe("every built-in kind, created to deleted", () => {
             "kubernetes.io/service-name=api,endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io",
         })
       ).items[0];
+    // biome-ignore-end lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const first = await waitFor(
       "milan's EndpointSlice controller to make a slice for the reflected Service",
       peerSlice,
@@ -284,7 +293,7 @@ describe("every built-in kind, created to deleted", () => {
     const event = await waitFor(
       "a ReflectionFailed Event on the local Service",
       async () => {
-        const evs = await local.list<any>(Resources.events, {
+        const evs = await local.list<Event>(Resources.events, {
           namespace: LNS,
           fieldSelector: `involvedObject.uid=${mine.metadata.uid}`,
         });
@@ -322,6 +331,7 @@ describe("every built-in kind, created to deleted", () => {
     expect(copy.ports[0].port).toBe(80);
     expect(copy.metadata.labels["kubernetes.io/service-name"]).toBe("ext");
     expect(copy.metadata.labels["endpointslice.kubernetes.io/managed-by"]).toBe("endpointslice.reflection.liqo.io");
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const addrs = (c: any) => (c?.endpoints ?? []).map((e: any) => e.addresses[0]).join(",");
     await lifecycle({
       res: Resources.endpointSlices,
@@ -433,7 +443,7 @@ describe("wrong inputs", () => {
       const event = await waitFor(
         "a ReflectionFailed Event on the claim",
         async () => {
-          const evs = await local.list<any>(Resources.events, {
+          const evs = await local.list<Event>(Resources.events, {
             namespace: "nosc",
             fieldSelector: `involvedObject.uid=${claim.metadata.uid}`,
           });

@@ -157,12 +157,14 @@ describe("the NetworkPolicy plugin in a real peering", () => {
       () => milan.client.find(ClusterRoles, pluginClusterRoleName(rome.identity.clusterId)),
       { timeoutMs: 60_000 },
     );
+    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
     expect((role as any).rules).toEqual([
       { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: FORWARD_VERBS },
     ]);
     const binding = await waitFor("its RoleBinding in the twin namespace", () =>
       milan.client.find(RoleBindings, PLUGIN_BINDING, NS),
     );
+    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
     expect((binding as any).roleRef.name).toBe(pluginClusterRoleName(rome.identity.clusterId));
     // Exactly there: the twin namespace, the declared kind, the needed verbs; nothing else.
     expect(await peerMay("create", "networkpolicies", NS, "networking.k8s.io")).toBe(true);
@@ -177,6 +179,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
       "the NetworkPolicy reflected into milan",
       () => milan.client.find(NetworkPolicies, "db-from-web", NS),
       { timeoutMs: 60_000 },
+      // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
     )) as any;
     expect(copy.metadata.labels["liqo.io/managed-by"]).toBe("reflection");
     expect(copy.metadata.labels["liqo.io/origin-cluster-id"]).toBe(rome.identity.clusterId);
@@ -192,6 +195,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     await waitFor(
       "the update reflected",
       async () =>
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
         ((await milan.client.find(NetworkPolicies, "db-from-web", NS)) as any)?.spec?.ingress?.[0]?.from?.[0]?.ipBlock
           ?.cidr === "203.0.113.0/24",
     );
@@ -220,6 +224,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     const mine = await liqoctl(rome, "status");
     expect(mine.out).toMatch(/milan \(outgoing\): networkpolicies Granted/);
     // The admin API's cluster view (every role with a client serves it; the status page shows it).
+    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
     const rows = (await clusterViews(milan.client).views!["reflector-plugins"]!({ query: {} } as never)) as any[];
     expect(rows.map((r) => [r.side, r.clusterId, r.plugin, r.state])).toEqual([
       ["incoming", rome.identity.clusterId, "networkpolicies", "Granted"],
@@ -251,6 +256,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     expect(list.out).toMatch(/by-hand: \S+: Refused \(plugin forbidden refused: ServiceAccount/);
     // Nothing more granted, nothing loaded for it.
     expect(
+      // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
       ((await milan.client.find(ClusterRoles, pluginClusterRoleName(rome.identity.clusterId))) as any).rules,
     ).toHaveLength(1);
     expect(await peerMay("create", "serviceaccounts", NS)).toBe(false);
@@ -322,6 +328,7 @@ describe("a plugin written outside the repository (liqoctl plugin init), in the 
         "the PodDisruptionBudget reflected into milan",
         () => milan.client.find(PDBs, "web", NS),
         { timeoutMs: 90_000 },
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
       )) as any;
       expect(copy.metadata.labels).toEqual({
         "liqo.io/managed-by": "reflection",
@@ -333,6 +340,7 @@ describe("a plugin written outside the repository (liqoctl plugin init), in the 
       await rome.client.mergePatch(PDBs, "web", NS, { spec: { minAvailable: 2 } });
       await waitFor(
         "the update reflected",
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
         async () => ((await milan.client.find(PDBs, "web", NS)) as any)?.spec?.minAvailable === 2,
       );
 
@@ -383,8 +391,10 @@ describe("CIDR translation on overlapping pod CIDRs", () => {
         ...policy("pods", subnet),
         metadata: { name: "pods", namespace: "xlate" },
       });
-      const copy = (await waitFor("the translated policy", () =>
-        milan.client.find(NetworkPolicies, "pods", "xlate"),
+      const copy = (await waitFor(
+        "the translated policy",
+        () => milan.client.find(NetworkPolicies, "pods", "xlate"),
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
       )) as any;
       expect(copy.spec.ingress[0].from[0].ipBlock.cidr).toBe(`${a}.${Number(b) + 1}.7.0/24`);
     } finally {

@@ -335,10 +335,12 @@ describe("a fixed base (the standalone liqo virtual-kubelet's --reflection-polic
       "the InvalidReflectionPolicy Event of liqo-virtual-kubelet on namespace pol-vk",
       async () =>
         (
-          await local.list<KubeObject & { reason?: string; type?: string; message?: string; source?: any }>(
-            Resources.events,
-            { namespace: "default", fieldSelector: "involvedObject.kind=Namespace,involvedObject.name=pol-vk" },
-          )
+          await local.list<
+            KubeObject & { reason?: string; type?: string; message?: string; source?: { component?: string } }
+          >(Resources.events, {
+            namespace: "default",
+            fieldSelector: "involvedObject.kind=Namespace,involvedObject.name=pol-vk",
+          })
         ).items.find(
           (e) =>
             e.reason === "InvalidReflectionPolicy" &&

@@ -15,6 +15,7 @@ import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { namespace } from "../support/namespace.ts";
+import type { Event } from "../../core/kube/types.ts";
 
 /** The value at an RFC 6901 pointer in obj, undefined when a step is missing. */
 function getPointer(obj: unknown, pointer: string): unknown {
@@ -57,6 +58,7 @@ async function startEngine(): Promise<ReflectionEngine> {
 }
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
+// biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the cluster, asserted on a few fields
 const remoteOf = (res: ResourceRef, name: string): Promise<any> => remote.find(res, name, RNS);
 
 interface Case {
@@ -399,7 +401,7 @@ describe("creating by apply", () => {
       await waitFor(
         "a ReflectionConflict Event for every name milan's client won",
         async () => {
-          const evs = await local.list<any>(Resources.events, { namespace: LNS });
+          const evs = await local.list<Event>(Resources.events, { namespace: LNS });
           return names.every((n) =>
             evs.items.some((e) => e.reason === "ReflectionConflict" && e.involvedObject.name === n),
           );

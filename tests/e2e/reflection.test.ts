@@ -14,6 +14,7 @@ import type { BuiltinName } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { namespace } from "../support/namespace.ts";
+import type { Event } from "../../core/kube/types.ts";
 
 let rig: TestRig;
 let local: KubeClient;
@@ -68,6 +69,7 @@ describe("built-in reflectors", () => {
       data: { color: "blue" },
     });
     const copy = await waitFor("the remote ConfigMap", () => remoteGet(Resources.configMaps, "shop-rome", "settings"));
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     expect((copy as any).data).toEqual({ color: "blue" });
     expect(copy.metadata.labels?.["liqo.io/managed-by"]).toBe("reflection");
     expect(copy.metadata.labels?.["liqo.io/origin-cluster-id"]).toBe(ids.localClusterId);
@@ -75,6 +77,7 @@ describe("built-in reflectors", () => {
     await local.mergePatch(Resources.configMaps, "settings", "shop", { data: { color: "red" } });
     await waitFor(
       "the update to reach the remote copy",
+      // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
       async () => ((await remoteGet(Resources.configMaps, "shop-rome", "settings")) as any)?.data?.color === "red",
     );
 
@@ -105,6 +108,7 @@ describe("built-in reflectors", () => {
       type: "kubernetes.io/basic-auth",
       stringData: { username: "u", password: "p" },
     });
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const copy = (await waitFor("the remote Secret", () => remoteGet(Resources.secrets, "shop-rome", "db"))) as any;
     expect(copy.type).toBe("kubernetes.io/basic-auth");
     expect(Buffer.from(copy.data.password, "base64").toString()).toBe("p");
@@ -115,7 +119,9 @@ describe("built-in reflectors", () => {
       metadata: { name: "web", namespace: "shop" },
       spec: { type: "NodePort", selector: { app: "web" }, ports: [{ port: 80, targetPort: 8080, nodePort: 31080 }] },
     });
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const localSvc = await local.get<any>(Resources.services, "web", "shop");
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     const copy = (await waitFor("the remote Service", () => remoteGet(Resources.services, "shop-rome", "web"))) as any;
     expect(copy.spec.type).toBe("NodePort");
     expect(copy.spec.ports[0].port).toBe(80);
@@ -128,8 +134,10 @@ describe("built-in reflectors", () => {
       metadata: { name: "fixed", namespace: "shop", annotations: { "liqo.io/force-remote-node-port": "true" } },
       spec: { type: "NodePort", selector: { app: "x" }, ports: [{ port: 81, nodePort: 31081 }] },
     });
-    const copy = (await waitFor("the remote Service", () =>
-      remoteGet(Resources.services, "shop-rome", "fixed"),
+    const copy = (await waitFor(
+      "the remote Service",
+      () => remoteGet(Resources.services, "shop-rome", "fixed"),
+      // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     )) as any;
     expect(copy.spec.ports[0].nodePort).toBe(31081);
   });
@@ -149,8 +157,10 @@ describe("built-in reflectors", () => {
         ],
       },
     });
-    const copy = (await waitFor("the remote Ingress", () =>
-      remoteGet(Resources.ingresses, "shop-rome", "front"),
+    const copy = (await waitFor(
+      "the remote Ingress",
+      () => remoteGet(Resources.ingresses, "shop-rome", "front"),
+      // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     )) as any;
     expect(copy.spec.ingressClassName).toBeUndefined();
     expect(copy.spec.rules[0].host).toBe("shop.example.com");
@@ -163,9 +173,12 @@ describe("built-in reflectors", () => {
       ports: [{ name: "http", port: 80, protocol: "TCP" }],
       endpoints: [{ addresses: ["10.100.0.7"], conditions: { ready: true } }],
     } as KubeObject);
-    const copy = (await waitFor("the remote EndpointSlice", () =>
-      remoteGet(Resources.endpointSlices, "shop-rome", "ext-1"),
+    const copy = (await waitFor(
+      "the remote EndpointSlice",
+      () => remoteGet(Resources.endpointSlices, "shop-rome", "ext-1"),
+      // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     )) as any;
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     expect(copy.endpoints.map((e: any) => e.addresses[0])).toEqual(["10.100.0.7"]);
   });
 
@@ -179,13 +192,14 @@ describe("built-in reflectors", () => {
       data: { owner: "rome" },
     });
     const event = await waitFor("a ReflectionConflict Event on the local ConfigMap", async () => {
-      const evs = await local.list<any>(Resources.events, {
+      const evs = await local.list<Event>(Resources.events, {
         namespace: "shop",
         fieldSelector: `involvedObject.uid=${mine.metadata.uid}`,
       });
       return evs.items.find((e) => e.reason === "ReflectionConflict");
     });
     expect(event.type).toBe("Warning");
+    // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
     expect(((await remoteGet(Resources.configMaps, "shop-rome", "taken")) as any).data).toEqual({ owner: "milan" });
     await local.delete(Resources.configMaps, "taken", "shop");
     // Deleting ours must not delete theirs.
@@ -213,13 +227,15 @@ describe("built-in reflectors", () => {
     const names = all.filter((_, i) => foreignWon[i]);
     expect(names.length).toBeGreaterThan(0);
     await waitFor("every racing object to be handled", async () => {
-      const evs = await local.list<any>(Resources.events, { namespace: "shop" });
+      const evs = await local.list<Event>(Resources.events, { namespace: "shop" });
       return names.every((n) =>
         evs.items.some((e) => e.reason === "ReflectionConflict" && e.involvedObject.name === n),
       );
     });
     for (const n of names)
-      expect(((await remoteGet(Resources.configMaps, "shop-rome", n)) as any).data).toEqual({ owner: "milan" });
+      expect(((await remoteGet(Resources.configMaps, "shop-rome", n)) as { data?: unknown }).data).toEqual({
+        owner: "milan",
+      });
   });
 
   test("removing the namespace pair stops reflection for it", async () => {
@@ -261,8 +277,10 @@ describe("drop-in plugins and isolation", () => {
         metadata: { name: "allow-db", namespace: "net" },
         spec: { podSelector: {}, ingress: [{ from: [{ ipBlock: { cidr: "10.100.3.0/24" } }] }] },
       } as KubeObject);
-      const copy = (await waitFor("the remote NetworkPolicy", () =>
-        remoteGet(Resources.networkPolicies, "net-rome", "allow-db"),
+      const copy = (await waitFor(
+        "the remote NetworkPolicy",
+        () => remoteGet(Resources.networkPolicies, "net-rome", "allow-db"),
+        // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
       )) as any;
       expect(copy.spec.ingress[0].from[0].ipBlock.cidr).toBe("10.199.3.0/24");
 
@@ -305,13 +323,13 @@ describe("drop-in plugins and isolation", () => {
     // The Event lands on whichever local ConfigMap was handled first (kube-root-ca.crt or ours);
     // every local object of a quarantined plugin gets one, even when the call that tripped had none.
     const event = await waitFor("a quarantine Event on a local ConfigMap", async () => {
-      const evs = await local.list<any>(Resources.events, { namespace: "faulty" });
+      const evs = await local.list<Event>(Resources.events, { namespace: "faulty" });
       return evs.items.find((e) => e.reason === "ReflectionPluginQuarantined" && e.involvedObject.kind === "ConfigMap");
     });
     expect(event.message).toContain("misbehave");
     // Ours in particular, although it may have been created after the quarantine.
     await waitFor("a quarantine Event on the ConfigMap the test created", async () => {
-      const evs = await local.list<any>(Resources.events, { namespace: "faulty" });
+      const evs = await local.list<Event>(Resources.events, { namespace: "faulty" });
       return evs.items.find((e) => e.reason === "ReflectionPluginQuarantined" && e.involvedObject.name === "boom");
     });
     const metrics = await engine.registry.expose();
@@ -374,9 +392,10 @@ test("an engine stopped mid-flight and restarted converges: nothing duplicated, 
   await waitFor(
     "the remote namespace to match the local one exactly",
     async () => {
-      const got = (
-        await remote.list<any>(Resources.configMaps, { namespace: "bulk-rome", labelSelector: "liqo.io/managed-by" })
-      ).items;
+      const got =
+        // biome-ignore lint/suspicious/noExplicitAny: reflected objects of every kind read back from the clusters, asserted on a few fields
+        (await remote.list<any>(Resources.configMaps, { namespace: "bulk-rome", labelSelector: "liqo.io/managed-by" }))
+          .items;
       return got.length === expected.size && got.every((cm) => expected.get(cm.metadata.name) === cm.data?.v);
     },
     { timeoutMs: 120_000 },

@@ -206,10 +206,12 @@ describe("a StatefulSet across the clusters", () => {
     const twin = await q.rome.get<Claim>(Resources.persistentVolumeClaims, localClaim.metadata.uid!, "liqo-storage");
     expect(twin.spec?.storageClassName).toBe("local-path");
     expect(twin.status?.phase).toBe("Bound");
+    // biome-ignore lint/suspicious/noExplicitAny: PersistentVolume specs read back from the cluster, asserted on a few fields
     const localPv = await q.rome.get<KubeObject & { spec: any }>(
       Resources.persistentVolumes,
       localClaim.spec!.volumeName!,
     );
+    // biome-ignore lint/suspicious/noExplicitAny: PersistentVolume specs read back from the cluster, asserted on a few fields
     const realPv = await q.rome.get<KubeObject & { spec: any }>(Resources.persistentVolumes, twin.spec!.volumeName!);
     expect(localPv.spec.storageClassName).toBe("liqo");
     expect(localPv.spec.hostPath.path).toBe(realPv.spec.hostPath.path);
@@ -217,6 +219,7 @@ describe("a StatefulSet across the clusters", () => {
 
     // Virtual node: the virtual PV is pinned to milan; milan's copy of the claim has milan's class and a volume there.
     const remoteClaim = await q.rome.get<Claim>(Resources.persistentVolumeClaims, `data-${remote}`, NS);
+    // biome-ignore lint/suspicious/noExplicitAny: PersistentVolume specs read back from the cluster, asserted on a few fields
     const remotePv = await q.rome.get<KubeObject & { spec: any }>(
       Resources.persistentVolumes,
       remoteClaim.spec!.volumeName!,

@@ -27,6 +27,7 @@ type Node = KubeObject & {
   spec?: { taints?: { key: string; value?: string; effect: string }[]; unschedulable?: boolean };
   status?: { capacity?: Record<string, string>; conditions?: { type: string; status: string }[] };
 };
+// biome-ignore lint/suspicious/noExplicitAny: pod specs read back from the clusters, asserted on a few fields
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 type Vn = VirtualNodeCr & KubeObject;
 
@@ -157,6 +158,7 @@ describe("VirtualNodes of one peering", () => {
       return p?.status?.phase === "Running" ? p : undefined;
     });
     expect(local.spec.nodeName).toBe("milan-blue");
+    // biome-ignore lint/suspicious/noExplicitAny: pod specs read back from the clusters, asserted on a few fields
     const shadow = (await milan.client.find<KubeObject & { spec: { pod: Record<string, any> } }>(
       ShadowPodResource,
       "on-blue",

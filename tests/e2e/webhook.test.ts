@@ -21,6 +21,7 @@ function openssl(...args: string[]) {
   if (r.exitCode !== 0) throw new Error(r.stderr.toString());
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: pod specs the webhook mutated, read back and asserted on a few fields
 type Pod = KubeObject & { spec: any };
 
 async function offloadedNamespace(name: string, strategy: string, clusterSelector?: unknown) {
@@ -153,6 +154,7 @@ describe("pod offloading strategies through the webhook", () => {
     expect(terms(p)).toEqual([
       { matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] },
     ]);
+    // biome-ignore lint/suspicious/noExplicitAny: pod specs the webhook mutated, read back and asserted on a few fields
     expect((p.spec.tolerations ?? []).some((t: any) => t.key === "virtual-node.liqo.io/not-allowed")).toBe(false);
   });
 
@@ -195,6 +197,7 @@ describe("pod offloading strategies through the webhook", () => {
     };
     const p = await client.create<Pod>(Resources.pods, owned);
     expect(p.spec.affinity).toBeUndefined();
+    // biome-ignore lint/suspicious/noExplicitAny: pod specs the webhook mutated, read back and asserted on a few fields
     expect((p.spec.tolerations ?? []).some((t: any) => t.key === "virtual-node.liqo.io/not-allowed")).toBe(false);
     // An owner that is not a controlling ShadowPod does not exempt a pod: it is mutated as any other.
     const other = await client.create<Pod>(Resources.pods, {
@@ -213,6 +216,7 @@ describe("pod offloading strategies through the webhook", () => {
   test("a namespace that is not offloaded is left alone", async () => {
     const p = await client.create<Pod>(Resources.pods, pod("d", "untouched"));
     expect(p.spec.affinity).toBeUndefined();
+    // biome-ignore lint/suspicious/noExplicitAny: pod specs the webhook mutated, read back and asserted on a few fields
     expect((p.spec.tolerations ?? []).some((t: any) => t.key === "virtual-node.liqo.io/not-allowed")).toBe(false);
   });
 });

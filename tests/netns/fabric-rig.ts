@@ -148,6 +148,7 @@ export async function startRole(args: string[]): Promise<RoleProcess> {
   };
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the fabric views' JSON, typed by each caller
 export async function view<T = any>(url: string, name: string): Promise<T> {
   return (await fetch(`${url}/views/${name}`)).json() as Promise<T>;
 }

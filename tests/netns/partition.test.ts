@@ -19,6 +19,7 @@ import { waitFor } from "../support/wait.ts";
 import { createLab, type Lab } from "./lab.ts";
 import { createPartitionPath, type PartitionPath } from "./partition-path.ts";
 
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
 type Pod = KubeObject & { spec: Record<string, any>; status?: Record<string, any> };
 const NamespaceOffloading = {
   group: "offloading.liqo.io",
@@ -129,6 +130,7 @@ test("a black-holed peer API server is detected, and everything resumes with not
   await waitFor(
     "the offloading Ready",
     async () =>
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters, asserted on a few fields
       (await rome.client.find<any>(NamespaceOffloading, "offloading", NS))?.status?.offloadingPhase === "Ready",
     { timeoutMs: 120_000 },
   );

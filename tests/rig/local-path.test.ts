@@ -73,6 +73,7 @@ describe("plannedResize", () => {
     ...claim(ours, { volumeName: pv.metadata.name, resources: { requests: { storage: request } } }),
     status: { phase: "Bound", capacity: { storage: capacity } },
   });
+  // biome-ignore lint/suspicious/noExplicitAny: a StorageClass manifest, asserted on one field
   test("the class allows expansion", () => expect((localPathClass() as any).allowVolumeExpansion).toBe(true));
   test("nothing asked: nothing", () => expect(plannedResize(bound("1Gi", "1Gi"), pv, 1n << 30n)).toBeUndefined());
   test("more asked, room for it: the PV grows first", () =>

@@ -98,6 +98,7 @@ export interface OciArchive {
   index: { manifests?: Descriptor[] };
   /** The blob as a lazily read slice of the archive; an error naming the archive if absent. */
   blob(d: Descriptor): Blob;
+  // biome-ignore lint/suspicious/noExplicitAny: OCI manifests and indexes, read as the registry returns them
   json(d: Descriptor): Promise<any>;
 }
 
