@@ -13,7 +13,7 @@ import {
   VIRTUAL_NODE_TYPE,
 } from "../core/apis/labels.ts";
 import type { KubeObject } from "../core/kube/resources.ts";
-import type { Pod } from "../core/kube/types.ts";
+import type { Node, Pod } from "../core/kube/types.ts";
 import { backingOf, type Claim, type Volume } from "../core/storage/forge.ts";
 
 /** Pods that still use the claim (anything not finished). */
@@ -39,17 +39,13 @@ export function volumeLocation(pv: Volume): { node?: string; clusterId?: string 
   return { node: host?.values?.[0] };
 }
 
-export interface NodeLike {
-  metadata: { name?: string; labels?: Record<string, string> };
-}
-
 /** Why the move cannot start, or undefined. */
 export function moveRefusal(o: {
   key: string;
   claim?: Claim;
   volume?: Volume;
   virtualClass: string;
-  target?: NodeLike;
+  target?: Node;
   targetName: string;
   users: string[];
 }): string | undefined {
@@ -76,7 +72,7 @@ export function moveRefusal(o: {
 }
 
 /** The peers (cluster IDs) whose network fabric the copy crosses: where the data is, and the target's. */
-export function peersCrossed(volume: Volume, target: NodeLike): string[] {
+export function peersCrossed(volume: Volume, target: Node): string[] {
   const labels = target.metadata.labels ?? {};
   const ids = [
     volumeLocation(volume)?.clusterId,

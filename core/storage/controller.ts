@@ -16,6 +16,7 @@ import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import { keyOf, objectKey, Resources, type KubeObject, type ResourceRef } from "../kube/resources.ts";
+import type { Node } from "../kube/types.ts";
 import { withoutManagedFields } from "../kube/slim.ts";
 import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
@@ -64,8 +65,6 @@ export interface StorageController {
   readonly synced: boolean;
 }
 
-type NodeObj = KubeObject;
-
 export function createStorageController(o: StorageOptions): StorageController {
   const { client } = o;
   const log = (o.logger ?? silentLogger).child({ controller: "storage" });
@@ -84,7 +83,7 @@ export function createStorageController(o: StorageOptions): StorageController {
     transform: withoutManagedFields,
     resyncMs: 30_000,
   });
-  const nodes: Informer<NodeObj> = createInformer({
+  const nodes: Informer<Node> = createInformer({
     client,
     resource: Resources.nodes,
     logger: log,
