@@ -211,8 +211,8 @@ export function remotePodSpec(local: Pod, reflected: PodSpec, address: ApiServer
   const spec: PodSpec = { ...reflected, automountServiceAccountToken: false };
   withProjectedTokens(spec, local);
   const idx = tokenVolumeIndex(local.spec);
-  if (idx < 0) return spec;
-  const tokenVolume = local.spec!.volumes![idx]!;
+  const tokenVolume = local.spec?.volumes?.[idx];
+  if (idx < 0 || !tokenVolume) return spec;
   const mapContainers = (f: (c: Container) => Container) => {
     if (spec.containers) spec.containers = spec.containers.map(f);
     if (spec.initContainers) spec.initContainers = spec.initContainers.map(f);

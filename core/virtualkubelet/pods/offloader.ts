@@ -53,8 +53,8 @@ export function pendingNeedsAttention(status: PodStatus): boolean {
   if (conditions.some((c) => c.status === "False" && c.reason && !ROUTINE_CONDITIONS.has(c.reason))) return true;
   const waiting = [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? [])]
     .map((c) => c.state?.waiting?.reason)
-    .filter(Boolean);
-  return waiting.some((r) => !ROUTINE_WAITING.has(r!));
+    .filter((r): r is string => Boolean(r));
+  return waiting.some((r) => !ROUTINE_WAITING.has(r));
 }
 
 export interface PodOffloaderOptions {
