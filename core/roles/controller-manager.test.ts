@@ -31,20 +31,24 @@ describe("liqo controller-manager --controllers", () => {
   });
 });
 
+/** `liqo controller-manager` started with one more flag, against a kubeconfig that does not exist. */
+const startWith = (flag: string) =>
+  Bun.spawnSync(
+    [
+      process.execPath,
+      join(import.meta.dir, "../../cli/liqo.ts"),
+      "controller-manager",
+      "--cluster-id=x",
+      "--cluster-name=x",
+      "--kubeconfig=/nonexistent",
+      flag,
+    ],
+    { stdout: "pipe", stderr: "pipe" },
+  );
+
 describe("liqo controller-manager --peer-pod-security", () => {
   test("a level that is not a Pod Security Standard fails at start, naming the choices", () => {
-    const run = Bun.spawnSync(
-      [
-        process.execPath,
-        join(import.meta.dir, "../../cli/liqo.ts"),
-        "controller-manager",
-        "--cluster-id=x",
-        "--cluster-name=x",
-        "--kubeconfig=/nonexistent",
-        "--peer-pod-security=root",
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    );
+    const run = startWith("--peer-pod-security=root");
     expect(run.exitCode).not.toBe(0);
     expect(run.stderr.toString()).toContain(
       '--peer-pod-security "root" is not a Pod Security Standard; choose from privileged, baseline, restricted',
@@ -67,18 +71,7 @@ describe("liqo controller-manager --cluster-labels (Liqo's flag)", () => {
   });
 
   test("a bad value fails at start, before any controller runs", () => {
-    const run = Bun.spawnSync(
-      [
-        process.execPath,
-        join(import.meta.dir, "../../cli/liqo.ts"),
-        "controller-manager",
-        "--cluster-id=x",
-        "--cluster-name=x",
-        "--kubeconfig=/nonexistent",
-        "--cluster-labels=region",
-      ],
-      { stdout: "pipe", stderr: "pipe" },
-    );
+    const run = startWith("--cluster-labels=region");
     expect(run.stderr.toString()).toContain("--cluster-labels: ");
     expect(run.exitCode).toBe(2);
   });

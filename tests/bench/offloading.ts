@@ -13,6 +13,7 @@ import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/re
 import { startOffloadingRig } from "../e2e/offloading-rig.ts";
 import { loadRig, rigProcesses } from "../rig/rig.ts";
 import { heading, row, summarize } from "./stats.ts";
+import { appDeployment } from "../support/deployment.ts";
 import { waitFor } from "../support/wait.ts";
 import type { Event } from "../../core/kube/types.ts";
 
@@ -161,19 +162,15 @@ function stageReport(prefix: string, started: number) {
 }
 
 async function deploy(namespace: string, name: string, replicas: number, nodeSelector?: Record<string, string>) {
-  await rome.create(Deployments, {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, namespace },
-    spec: {
+  await rome.create(
+    Deployments,
+    appDeployment({
+      name,
+      namespace,
       replicas,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { nodeSelector, containers: [{ name: "app", image: "nginx" }] },
-      },
-    },
-  });
+      podSpec: { nodeSelector, containers: [{ name: "app", image: "nginx" }] },
+    }),
+  );
 }
 
 /** Local pods Running, by namespace and app label: kept by the informers below, so the bench's own

@@ -28,6 +28,26 @@ const tmp = mkdtempSync(join(tmpdir(), "liqoctl-cli-test-"));
 const helm = findHelm();
 const chartSets = ["--set", "networking.podCIDR=10.244.0.0/16", "--set", "networking.serviceCIDR=10.96.0.0/12"];
 
+/** The chart rendered as `liqo` in namespace liqo with chartSets and `sets`: its Deployments and DaemonSets. */
+async function renderedWorkloads(...sets: string[]) {
+  const rendered = await run([
+    helm,
+    "template",
+    "liqo",
+    join(repoRoot, "chart"),
+    "--namespace",
+    "liqo",
+    ...chartSets,
+    ...sets,
+  ]);
+  const workloads = rendered.stdout
+    .split(/^---$/m)
+    // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents, walked by path
+    .map((d) => Bun.YAML.parse(d) as any)
+    .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
+  return { code: rendered.code, workloads };
+}
+
 beforeAll(async () => {
   tree = await commandTree(main);
 });
@@ -408,22 +428,7 @@ describe("chart", () => {
   });
 
   test("every container's arguments are flags its `liqo <role>` accepts, required ones included", async () => {
-    const rendered = await run([
-      helm,
-      "template",
-      "liqo",
-      join(repoRoot, "chart"),
-      "--namespace",
-      "liqo",
-      ...chartSets,
-      "--set",
-      "gateway.endpoint=203.0.113.7:30871",
-    ]);
-    const workloads = rendered.stdout
-      .split(/^---$/m)
-      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
-      .map((d) => Bun.YAML.parse(d) as any)
-      .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
+    const { workloads } = await renderedWorkloads("--set", "gateway.endpoint=203.0.113.7:30871");
     expect(workloads.map((w) => w.metadata.name).sort()).toEqual([
       "liqo-auth",
       "liqo-controller-manager",
@@ -449,23 +454,11 @@ describe("chart", () => {
   });
 
   test("workloads carry Liqo's labels where they do not clash, selectors unchanged; --cluster-labels as Liqo's", async () => {
-    const rendered = await run([
-      helm,
-      "template",
-      "liqo",
-      join(repoRoot, "chart"),
-      "--namespace",
-      "liqo",
-      ...chartSets,
+    const { code, workloads } = await renderedWorkloads(
       ...["--set", "clusterLabels.region=eu", "--set", "clusterLabels.provider=onprem"],
       ...["--set", "discovery.config.enableDiscovery=true", "--set", "proxy.enabled=true"],
-    ]);
-    expect(rendered.code).toBe(0);
-    const workloads = rendered.stdout
-      .split(/^---$/m)
-      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
-      .map((d) => Bun.YAML.parse(d) as any)
-      .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
+    );
+    expect(code).toBe(0);
     expect(workloads.length).toBeGreaterThanOrEqual(6);
     for (const w of workloads) {
       const role = (w.metadata.name as string).replace(/^liqo-/, "");

@@ -17,6 +17,7 @@ import { stopRealNodeNow } from "../rig/nodes.ts";
 import { rigDown, killRigNow } from "../rig/rig.ts";
 import { reapOrphanRigs } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
+import { appDeployment } from "../support/deployment.ts";
 import { waitFor } from "../support/wait.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { blackHole, killPod, parseStream, recoveredAt, summarize } from "../chaos/traffic.ts";
@@ -902,18 +903,13 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
 
     test("`image: nginx` (pull policy Always) from the rig's registry: a Deployment on a rome node and, offloaded, in milan; another in milan directly", async () => {
       const physical = q.rig.clusters[0]!.realNodeStates![0]!.name;
-      const labels = { app: "pulled-nginx" };
-      const deployment = (namespace: string, replicas: number, spec: Record<string, unknown>): KubeObject =>
-        ({
-          apiVersion: "apps/v1",
-          kind: "Deployment",
-          metadata: { name: "pulled-nginx", namespace },
-          spec: {
-            replicas,
-            selector: { matchLabels: labels },
-            template: { metadata: { labels }, spec: { ...spec, containers: [{ name: "nginx", image: "nginx" }] } },
-          },
-        }) as KubeObject;
+      const deployment = (namespace: string, replicas: number, spec: Record<string, unknown>) =>
+        appDeployment({
+          name: "pulled-nginx",
+          namespace,
+          replicas,
+          podSpec: { ...spec, containers: [{ name: "nginx", image: "nginx" }] },
+        });
       // One replica per node, on rome's first node and on the virtual node.
       await q.rome.create(
         Resources.deployments,
@@ -933,7 +929,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
             },
             podAntiAffinity: {
               requiredDuringSchedulingIgnoredDuringExecution: [
-                { labelSelector: { matchLabels: labels }, topologyKey: "kubernetes.io/hostname" },
+                { labelSelector: { matchLabels: { app: "pulled-nginx" } }, topologyKey: "kubernetes.io/hostname" },
               ],
             },
           },
