@@ -6,6 +6,7 @@
 //   nodes, never on its virtual nodes (30 pods each way between two clusters peered both ways;
 //   a pod tolerating the virtual-node taint itself; a peer writing a ShadowPod bound to a
 //   virtual node with its own identity);
+// - a registry that is down: the offloaded pod's pull error, naming the registry, on the local pod;
 // - traffic across every pair (pod → pod, pod → Service), a cluster selector choosing one of two
 //   providers, and `liqoctl test network` per pair.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -19,8 +20,9 @@ import { readClusterIdentity } from "../../core/peering/identity.ts";
 import { installInCluster } from "../quickstart/in-cluster.ts";
 import { liqoctl, peerOutOfBand, run } from "../quickstart/install.ts";
 import { rigImageRefs } from "../rig/images.ts";
-import { killRigNow, reapOrphanRigs, rigDown, rigUp, type Rig } from "../rig/rig.ts";
+import { killRigNow, reapOrphanRigs, rigDown, rigUp, startRigRegistry, stopRigRegistry, type Rig } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
+import { appDeployment } from "../support/deployment.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -114,18 +116,8 @@ const hello = {
   ports: [{ containerPort: 80 }],
 };
 
-function deployment(name: string, namespace: string, replicas: number): KubeObject {
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, namespace },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: name } },
-      template: { metadata: { labels: { app: name } }, spec: { containers: [hello] } },
-    },
-  } as KubeObject;
-}
+const deployment = (name: string, namespace: string, replicas: number) =>
+  appDeployment({ name, namespace, replicas, podSpec: { containers: [hello] } });
 
 /** Node names by kind in a cluster: its physical nodes and its virtual nodes. */
 async function nodeKinds(cluster: Name): Promise<{ physical: Set<string>; virtual: Set<string> }> {
@@ -281,19 +273,22 @@ describe("bidirectional peering: rome ↔ milan", () => {
     ).items[0]!.metadata.namespace!;
     const toTurin = `liqo-turin`;
     expect((await nodeKinds("milan")).virtual.has(toTurin)).toBe(true);
-    await asRome.create(ShadowPodResource, {
-      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
-      kind: "ShadowPod",
-      metadata: { name: "chained", namespace: twin, labels: { app: "chained" } },
-      spec: {
-        pod: {
-          containers: [hello],
-          nodeName: toTurin,
-          tolerations: [{ key: VIRTUAL_TAINT, operator: "Exists", effect: "NoExecute" }],
-          nodeSelector: { "liqo.io/type": "virtual-node" },
+    /** A ShadowPod bound to liqo-turin and tolerating virtual nodes, written as rome's identity may. */
+    const boundToTurin = (name: string, extra: Record<string, unknown> = {}) =>
+      asRome.create(ShadowPodResource, {
+        apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+        kind: "ShadowPod",
+        metadata: { name, namespace: twin, labels: { app: name } },
+        spec: {
+          pod: {
+            containers: [hello],
+            nodeName: toTurin,
+            tolerations: [{ key: VIRTUAL_TAINT, operator: "Exists", effect: "NoExecute" }],
+            ...extra,
+          },
         },
-      },
-    });
+      });
+    await boundToTurin("chained", { nodeSelector: { "liqo.io/type": "virtual-node" } });
     // The nodeSelector asks for a virtual node and the rule forbids them: the pod can run nowhere,
     // so it waits Pending, unscheduled; it never reaches turin.
     const pending = await waitFor(
@@ -313,18 +308,7 @@ describe("bidirectional peering: rome ↔ milan", () => {
     expect(pending.spec?.nodeName).toBeUndefined();
     expect(excludesVirtualNodes(pending)).toBe(true);
     // Without the virtual-node selector, the same hostile ShadowPod runs on milan's physical node.
-    await asRome.create(ShadowPodResource, {
-      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
-      kind: "ShadowPod",
-      metadata: { name: "bound", namespace: twin, labels: { app: "bound" } },
-      spec: {
-        pod: {
-          containers: [hello],
-          nodeName: toTurin,
-          tolerations: [{ key: VIRTUAL_TAINT, operator: "Exists", effect: "NoExecute" }],
-        },
-      },
-    });
+    await boundToTurin("bound");
     const bound = await waitFor(
       "milan's pod for the ShadowPod bound to liqo-turin, Running",
       async () => {
@@ -340,6 +324,39 @@ describe("bidirectional peering: rome ↔ milan", () => {
     expect(inTurin).not.toContain("bound");
     for (const name of ["chained", "bound"]) await asRome.delete(ShadowPodResource, name, twin);
   }, 300_000);
+
+  test("with the registry down, an offloaded pod's pull error names the registry on the local pod; back up, it runs", async () => {
+    const address = rig.registry!.address;
+    type Pulled = Pod & {
+      status?: { containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] };
+    };
+    const local = () => client.rome.find<Pulled>(Resources.pods, "pull-always", "bidir-rome");
+    await stopRigRegistry(rig);
+    try {
+      // image: nginx, no tag: pull policy Always, as most manifests in the wild.
+      await client.rome.create(Resources.pods, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "pull-always", namespace: "bidir-rome", labels: { app: "pull-always" } },
+        spec: { containers: [{ name: "web", image: "nginx" }] },
+      } as KubeObject);
+      const waiting = await waitFor(
+        "rome's pod showing milan's pull error, naming the registry",
+        async () => {
+          const w = (await local())?.status?.containerStatuses?.[0]?.state?.waiting;
+          return w && /ErrImagePull|ImagePullBackOff/.test(w.reason ?? "") && w.message?.includes(address)
+            ? w
+            : undefined;
+        },
+        { timeoutMs: 180_000, describe: async () => (await local())?.status },
+      );
+      console.log(`registry down: rome's pod shows ${waiting.reason}: ${waiting.message?.slice(0, 200)}`);
+    } finally {
+      await startRigRegistry(rig);
+    }
+    await offloadedAndRunning("rome", "milan", "bidir-rome", "pull-always", 1);
+    await client.rome.delete(Resources.pods, "pull-always", "bidir-rome");
+  }, 600_000);
 
   test("clean-up: the Deployments removed, every copy goes from the providers", async () => {
     await client.rome.delete(Resources.deployments, "from-rome", "bidir-rome");
