@@ -12,12 +12,10 @@ export interface SelectorTerm {
   matchFields?: Requirement[];
 }
 
-export interface NodeAffinitySpec {
-  affinity?: {
-    nodeAffinity?: {
-      requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: SelectorTerm[] };
-      [k: string]: unknown;
-    };
+/** A pod's affinity, with the required node terms named (the rest passes through). */
+export interface Affinity {
+  nodeAffinity?: {
+    requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: SelectorTerm[] };
     [k: string]: unknown;
   };
   [k: string]: unknown;
@@ -38,7 +36,7 @@ export function andTerms(a: SelectorTerm[], b: SelectorTerm[]): SelectorTerm[] {
 }
 
 /** Mutates `spec` (a copy the caller owns): its required node terms ANDed with `terms`. */
-export function requireNodeTerms(spec: NodeAffinitySpec, terms: SelectorTerm[]): void {
+export function requireNodeTerms(spec: { affinity?: Affinity }, terms: SelectorTerm[]): void {
   if (!terms.length) return;
   const affinity = (spec.affinity ??= {});
   const nodeAffinity = (affinity.nodeAffinity ??= {});

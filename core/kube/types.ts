@@ -1,6 +1,7 @@
 // The core kinds the code reads (Pod, Node, Service, Namespace), one type each, with the fields
 // some part of liqo reads or writes. Every object stays open ([k: string]: unknown, as KubeObject):
 // what a type does not name passes through untouched (reflection copies whole specs).
+import type { Affinity } from "./node-affinity.ts";
 import type { KubeObject } from "./resources.ts";
 
 type Open = { [k: string]: unknown };
@@ -57,6 +58,7 @@ export interface PodSpec extends Open {
   initContainers?: Container[];
   volumes?: Volume[];
   tolerations?: Toleration[];
+  affinity?: Affinity;
   overhead?: Quantities;
 }
 

@@ -5,14 +5,13 @@
 // liqo's toleration; this rule holds whatever the ShadowPod says, so neither a user's own
 // toleration nor a peer writing ShadowPods with its identity can chain a pod. Pure.
 import { TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../apis/labels.ts";
-import { requireNodeTerms, type NodeAffinitySpec, type SelectorTerm } from "../kube/node-affinity.ts";
+import { requireNodeTerms, type SelectorTerm } from "../kube/node-affinity.ts";
+import type { PodSpec } from "../kube/types.ts";
 
 /** The term every offloaded pod's required node affinity is ANDed with. */
 export const PHYSICAL_NODES_ONLY: SelectorTerm = {
   matchExpressions: [{ key: TYPE_LABEL, operator: "NotIn", values: [VIRTUAL_NODE_TYPE] }],
 };
-
-type Spec = NodeAffinitySpec & { nodeName?: unknown; tolerations?: { key?: string }[] };
 
 /**
  * The spec of the provider's pod for a ShadowPod's: no nodeName (a peer does not bind pods to this
@@ -21,7 +20,7 @@ type Spec = NodeAffinitySpec & { nodeName?: unknown; tolerations?: { key?: strin
  * pod's own terms. A copy: the input is left as it is.
  */
 export function providerPodSpec(spec: Record<string, unknown> | undefined): Record<string, unknown> {
-  const out: Spec = structuredClone(spec ?? {});
+  const out: PodSpec = structuredClone(spec ?? {});
   delete out.nodeName;
   if (Array.isArray(out.tolerations)) {
     const kept = out.tolerations.filter((t) => t?.key !== VIRTUAL_NODE_TAINT.key);

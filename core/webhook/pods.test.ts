@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { allowedTerms, andTerms, hostNamespacesProblem, mutatePodSpec, specPatch } from "./pods.ts";
+import { allowedTerms, hostNamespacesProblem, mutatePodSpec, specPatch } from "./pods.ts";
 
 const virtual = { key: "liqo.io/type", operator: "In", values: ["virtual-node"] };
 const notVirtual = { key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] };
@@ -25,31 +25,6 @@ describe("allowedTerms", () => {
       { matchExpressions: [...north.matchExpressions, virtual] },
     ]);
   });
-});
-
-describe("andTerms", () => {
-  test("every pair of ORed terms is merged", () => {
-    const a = [
-      { matchExpressions: [{ key: "a", operator: "Exists" }] },
-      { matchExpressions: [{ key: "b", operator: "Exists" }] },
-    ];
-    const b = [{ matchExpressions: [{ key: "c", operator: "Exists" }] }];
-    expect(andTerms(a, b)).toEqual([
-      {
-        matchExpressions: [
-          { key: "a", operator: "Exists" },
-          { key: "c", operator: "Exists" },
-        ],
-      },
-      {
-        matchExpressions: [
-          { key: "b", operator: "Exists" },
-          { key: "c", operator: "Exists" },
-        ],
-      },
-    ]);
-  });
-  test("an empty side leaves the other", () => expect(andTerms([], [north])).toEqual([north]));
 });
 
 describe("mutatePodSpec", () => {

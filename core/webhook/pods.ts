@@ -2,21 +2,11 @@
 // (LocalAndRemote, Local, Remote) and the cluster selector become a toleration for the virtual-node
 // taint and required node affinity. Pure: a mutated copy, never the input.
 import { TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../apis/labels.ts";
-import {
-  andTerms,
-  requireNodeTerms,
-  type NodeAffinitySpec,
-  type Requirement,
-  type SelectorTerm,
-} from "../kube/node-affinity.ts";
+import { requireNodeTerms, type Requirement, type SelectorTerm } from "../kube/node-affinity.ts";
+import type { PodSpec, Toleration } from "../kube/types.ts";
 import { hostNamespacesAsked } from "../kube/host-namespaces.ts";
 
-export { andTerms, type Requirement, type SelectorTerm };
-
 export type PodOffloadingStrategy = "LocalAndRemote" | "Local" | "Remote";
-
-type Toleration = { key?: string; operator?: string; value?: string; effect?: string };
-type PodSpec = NodeAffinitySpec & { tolerations?: Toleration[] };
 
 const notVirtual: Requirement = { key: TYPE_LABEL, operator: "NotIn", values: [VIRTUAL_NODE_TYPE] };
 const isVirtual: Requirement = { key: TYPE_LABEL, operator: "In", values: [VIRTUAL_NODE_TYPE] };

@@ -8,13 +8,8 @@ import type { KubeClient } from "../kube/client.ts";
 import { createInformer } from "../kube/informer.ts";
 import { keyOf, type KubeObject, type ResourceRef } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
-import {
-  hostNamespacesProblem,
-  mutatePodSpec,
-  specPatch,
-  type PodOffloadingStrategy,
-  type SelectorTerm,
-} from "./pods.ts";
+import type { SelectorTerm } from "../kube/node-affinity.ts";
+import { hostNamespacesProblem, mutatePodSpec, specPatch, type PodOffloadingStrategy } from "./pods.ts";
 
 export const MutatingWebhookConfigurations: ResourceRef = {
   group: "admissionregistration.k8s.io",
