@@ -28,8 +28,8 @@ const tmp = mkdtempSync(join(tmpdir(), "liqoctl-cli-test-"));
 const helm = findHelm();
 const chartSets = ["--set", "networking.podCIDR=10.244.0.0/16", "--set", "networking.serviceCIDR=10.96.0.0/12"];
 
-/** The chart rendered as `liqo` in namespace liqo with chartSets and `sets`: its Deployments and DaemonSets. */
-async function renderedWorkloads(...sets: string[]) {
+/** The chart rendered as `liqo` in namespace liqo with chartSets and `sets`: helm's output, its documents, and its Deployments and DaemonSets. */
+async function renderChart(...sets: string[]) {
   const rendered = await run([
     helm,
     "template",
@@ -40,12 +40,13 @@ async function renderedWorkloads(...sets: string[]) {
     ...chartSets,
     ...sets,
   ]);
-  const workloads = rendered.stdout
+  const docs = rendered.stdout
     .split(/^---$/m)
     // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents, walked by path
     .map((d) => Bun.YAML.parse(d) as any)
-    .filter((d) => ["Deployment", "DaemonSet"].includes(d?.kind));
-  return { code: rendered.code, workloads };
+    .filter(Boolean);
+  const workloads = docs.filter((d) => ["Deployment", "DaemonSet"].includes(d.kind));
+  return { ...rendered, docs, workloads };
 }
 
 beforeAll(async () => {
@@ -428,7 +429,7 @@ describe("chart", () => {
   });
 
   test("every container's arguments are flags its `liqo <role>` accepts, required ones included", async () => {
-    const { workloads } = await renderedWorkloads("--set", "gateway.endpoint=203.0.113.7:30871");
+    const { workloads } = await renderChart("--set", "gateway.endpoint=203.0.113.7:30871");
     expect(workloads.map((w) => w.metadata.name).sort()).toEqual([
       "liqo-auth",
       "liqo-controller-manager",
@@ -454,7 +455,7 @@ describe("chart", () => {
   });
 
   test("workloads carry Liqo's labels where they do not clash, selectors unchanged; --cluster-labels as Liqo's", async () => {
-    const { code, workloads } = await renderedWorkloads(
+    const { code, workloads } = await renderChart(
       ...["--set", "clusterLabels.region=eu", "--set", "clusterLabels.provider=onprem"],
       ...["--set", "discovery.config.enableDiscovery=true", "--set", "proxy.enabled=true"],
     );
@@ -498,21 +499,7 @@ describe("chart", () => {
       "discovery.config.ttl=30",
       "discovery.config.dnsServer=10.96.0.10:53",
     ].flatMap((x) => ["--set", x]);
-    const rendered = await run([
-      helm,
-      "template",
-      "liqo",
-      join(repoRoot, "chart"),
-      "--namespace",
-      "liqo",
-      ...chartSets,
-      ...sets,
-    ]);
-    const docs = rendered.stdout
-      .split(/^---$/m)
-      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
-      .map((d) => Bun.YAML.parse(d) as any)
-      .filter(Boolean);
+    const { docs } = await renderChart(...sets);
     const d = docs.find((x) => x.kind === "Deployment" && x.metadata.name === "liqo-discovery");
     expect(d.spec.template.spec.hostNetwork).toBe(true);
     expect(d.spec.template.spec.serviceAccountName).toBe("liqo-discovery");
@@ -527,32 +514,17 @@ describe("chart", () => {
     const roleDef = await (liqo.subCommands as Record<string, () => Promise<any>>)["controller-manager"]!();
     expect(await unknownFlags(roleDef, args.slice(1))).toEqual([]);
     expect(docs.some((x) => x.kind === "ClusterRole" && x.metadata.name === "liqo-discovery")).toBe(true);
-    const off = await run([helm, "template", "liqo", join(repoRoot, "chart"), "--namespace", "liqo", ...chartSets]);
+    const off = await renderChart();
     expect(off.stdout).not.toContain("liqo-discovery");
   });
 
   test("roles.runInCluster=false: Deployments at zero, no route DaemonSet, the webhook called at roles.external.webhookUrl with 127.0.0.1 in the certificates", async () => {
-    const rendered = await run([
-      helm,
-      "template",
-      "liqo",
-      join(repoRoot, "chart"),
-      "--namespace",
-      "liqo",
-      ...chartSets,
-      "--set",
-      "roles.runInCluster=false",
-      "--set",
-      "roles.external.webhookUrl=https://127.0.0.1:9443",
-      "--set",
-      "roles.external.ips={127.0.0.1}",
-    ]);
+    const rendered = await renderChart(
+      ...["--set", "roles.runInCluster=false", "--set", "roles.external.webhookUrl=https://127.0.0.1:9443"],
+      ...["--set", "roles.external.ips={127.0.0.1}"],
+    );
     expect(rendered.stderr).toBe("");
-    const docs = rendered.stdout
-      .split(/^---$/m)
-      // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents and lazily loaded commands, walked by path
-      .map((d) => Bun.YAML.parse(d) as any)
-      .filter(Boolean);
+    const { docs } = rendered;
     const replicas = docs.filter((d) => d.kind === "Deployment").map((d) => [d.metadata.name, d.spec.replicas]);
     expect(replicas.sort()).toEqual(
       ["liqo-auth", "liqo-controller-manager", "liqo-gateway", "liqo-network-manager", "liqo-webhook"].map((n) => [
@@ -714,19 +686,12 @@ describe("against a rig cluster", () => {
   });
 
   test("the rendered chart passes a server-side dry run once the CRDs are installed", async () => {
-    const rendered = await run([
-      helm,
-      "template",
-      "liqo",
-      join(repoRoot, "chart"),
-      "--namespace",
-      "liqo",
-      ...chartSets,
+    const rendered = await renderChart(
       "--set",
       "auth.ingress.enabled=true",
       "--set",
       "auth.ingress.host=auth.rome.example",
-    ]);
+    );
     expect(rendered.stderr).toBe("");
     // The chart makes the storage namespace (Helm creates Namespaces first); a dry run persists
     // nothing, so the objects inside it need it to exist already.

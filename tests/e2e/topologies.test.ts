@@ -12,9 +12,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
-import { ForeignClusterResource, ShadowPodResource } from "../../core/apis/index.ts";
+import { type ForeignCluster, ForeignClusterResource, ShadowPodResource } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import type { Node, Pod } from "../../core/kube/types.ts";
 import { readIdentity, peerClient } from "../../core/peering/foreigncluster/secrets.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
 import { installInCluster } from "../quickstart/in-cluster.ts";
@@ -23,19 +24,11 @@ import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, reapOrphanRigs, rigDown, rigUp, startRigRegistry, stopRigRegistry, type Rig } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { appDeployment } from "../support/deployment.ts";
+import { pullError } from "../support/pull-error.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { waitFor } from "../support/wait.ts";
 
 type RigCluster = Rig["clusters"][number];
-type Pod = KubeObject & {
-  spec?: {
-    nodeName?: string;
-    tolerations?: { key?: string; operator?: string }[];
-    affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms: unknown[] } } };
-  };
-  status?: { phase?: string; podIP?: string };
-};
-type Node = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
 
 const NAMES = ["rome", "milan", "turin"] as const;
 type Name = (typeof NAMES)[number];
@@ -173,8 +166,7 @@ async function offloadedAndRunning(consumer: Name, provider: Name, namespace: st
 
 /** True when a pod spec can never be placed on a virtual node: liqo.io/type NotIn [virtual-node] in every required term. */
 function excludesVirtualNodes(p: Pod): boolean {
-  const terms = (p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ??
-    []) as { matchExpressions?: { key: string; operator: string; values?: string[] }[] }[];
+  const terms = p.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   return (
     terms.length > 0 &&
     terms.every((t) =>
@@ -262,10 +254,7 @@ describe("bidirectional peering: rome ↔ milan", () => {
 
   test("a ShadowPod rome writes with its own identity, bound to milan's virtual node for turin, runs on milan's physical node", async () => {
     // The kubeconfig milan issued to rome, as rome keeps it (a hostile consumer has exactly this).
-    const fc = await client.rome.get<KubeObject & { status?: { tenantNamespace?: { local?: string } } }>(
-      ForeignClusterResource,
-      "milan",
-    );
+    const fc = await client.rome.get<ForeignCluster>(ForeignClusterResource, "milan");
     const identity = (await readIdentity(client.rome, fc.status!.tenantNamespace!.local!, clusterId.milan))!;
     const asRome = peerClient(identity.kubeconfig);
     const twin = (
@@ -294,11 +283,7 @@ describe("bidirectional peering: rome ↔ milan", () => {
     const pending = await waitFor(
       "milan's pod for the hostile ShadowPod, unschedulable",
       async () => {
-        const p = await client.milan.find<Pod & { status?: { conditions?: { type: string; reason?: string }[] } }>(
-          Resources.pods,
-          "chained",
-          twin,
-        );
+        const p = await client.milan.find<Pod>(Resources.pods, "chained", twin);
         return p?.status?.conditions?.some((k) => k.type === "PodScheduled" && k.reason === "Unschedulable")
           ? p
           : undefined;
@@ -327,10 +312,7 @@ describe("bidirectional peering: rome ↔ milan", () => {
 
   test("with the registry down, an offloaded pod's pull error names the registry on the local pod; back up, it runs", async () => {
     const address = rig.registry!.address;
-    type Pulled = Pod & {
-      status?: { containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] };
-    };
-    const local = () => client.rome.find<Pulled>(Resources.pods, "pull-always", "bidir-rome");
+    const local = () => client.rome.find<Pod>(Resources.pods, "pull-always", "bidir-rome");
     await stopRigRegistry(rig);
     try {
       // image: nginx, no tag: pull policy Always, as most manifests in the wild.
@@ -342,12 +324,7 @@ describe("bidirectional peering: rome ↔ milan", () => {
       } as KubeObject);
       const waiting = await waitFor(
         "rome's pod showing milan's pull error, naming the registry",
-        async () => {
-          const w = (await local())?.status?.containerStatuses?.[0]?.state?.waiting;
-          return w && /ErrImagePull|ImagePullBackOff/.test(w.reason ?? "") && w.message?.includes(address)
-            ? w
-            : undefined;
-        },
+        async () => pullError(await local(), address),
         { timeoutMs: 180_000, describe: async () => (await local())?.status },
       );
       console.log(`registry down: rome's pod shows ${waiting.reason}: ${waiting.message?.slice(0, 200)}`);

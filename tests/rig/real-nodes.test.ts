@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import type { Pod } from "../../core/kube/types.ts";
+import { appDeployment } from "../support/deployment.ts";
+import { pullError } from "../support/pull-error.ts";
 import { waitFor } from "../support/wait.ts";
 import { rigImageRefs } from "./images.ts";
 import { leftovers } from "./nodes.ts";
@@ -210,56 +213,37 @@ describe("a rig with real nodes", () => {
         containers: [{ name: "x", image: "example.invalid/nothing:1", imagePullPolicy: "IfNotPresent" }],
       },
     } as KubeObject);
-    type Waiting = KubeObject & {
-      status?: { containerStatuses?: { state?: { waiting?: { reason?: string; message?: string } } }[] };
-    };
     const waiting = await waitFor(
       "a pull error",
-      async () => {
-        const w = (await client.find<Waiting>(Resources.pods, "ghost", "default"))?.status?.containerStatuses?.[0]
-          ?.state?.waiting;
-        return w && /ErrImagePull|ImagePullBackOff/.test(w.reason ?? "") ? w : undefined;
-      },
+      async () => pullError(await client.find<Pod>(Resources.pods, "ghost", "default")),
       { timeoutMs: 120_000 },
     );
     expect(waiting.message).toContain("example.invalid/nothing:1");
   }, 180_000);
 
-  type Pulled = KubeObject & {
-    spec?: { nodeName?: string };
-    status?: {
-      phase?: string;
-      containerStatuses?: { imageID?: string; state?: { waiting?: { reason?: string; message?: string } } }[];
-    };
-  };
-
   test("`image: nginx` (no tag: pull policy Always) runs on real nodes, pulled from the rig's registry", async () => {
     const c = rig.clusters[1]!;
     const client = rig.client(c.name);
-    await client.create(Resources.deployments, {
-      apiVersion: "apps/v1",
-      kind: "Deployment",
-      metadata: { name: "nginx", namespace: "default" },
-      spec: {
+    await client.create(
+      Resources.deployments,
+      appDeployment({
+        name: "nginx",
+        namespace: "default",
         replicas: 2,
-        selector: { matchLabels: { app: "nginx" } },
-        template: {
-          metadata: { labels: { app: "nginx" } },
-          spec: { nodeSelector: { type: "real" }, containers: [{ name: "nginx", image: "nginx" }] },
-        },
-      },
-    } as KubeObject);
+        podSpec: { nodeSelector: { type: "real" }, containers: [{ name: "nginx", image: "nginx" }] },
+      }),
+    );
     const pods = await waitFor(
       "both nginx pods Running",
       async () => {
-        const list = (await client.list<Pulled>(Resources.pods, { namespace: "default", labelSelector: "app=nginx" }))
+        const list = (await client.list<Pod>(Resources.pods, { namespace: "default", labelSelector: "app=nginx" }))
           .items;
         return list.length === 2 && list.every((p) => p.status?.phase === "Running") ? list : undefined;
       },
       {
         timeoutMs: 180_000,
         describe: async () =>
-          (await client.list<Pulled>(Resources.pods, { namespace: "default", labelSelector: "app=nginx" })).items.map(
+          (await client.list<Pod>(Resources.pods, { namespace: "default", labelSelector: "app=nginx" })).items.map(
             (p) => p.status,
           ),
       },
@@ -292,17 +276,11 @@ describe("a rig with real nodes", () => {
           containers: [{ name: "web", image: rigImageRefs.hello, imagePullPolicy: "Always" }],
         },
       } as KubeObject);
-      const pod = () => client.find<Pulled>(Resources.pods, "pull-always", "default");
-      const waiting = await waitFor(
-        "a pull error naming the registry",
-        async () => {
-          const w = (await pod())?.status?.containerStatuses?.[0]?.state?.waiting;
-          return w && /ErrImagePull|ImagePullBackOff/.test(w.reason ?? "") && w.message?.includes(address)
-            ? w
-            : undefined;
-        },
-        { timeoutMs: 120_000, describe: async () => (await pod())?.status },
-      );
+      const pod = () => client.find<Pod>(Resources.pods, "pull-always", "default");
+      const waiting = await waitFor("a pull error naming the registry", async () => pullError(await pod(), address), {
+        timeoutMs: 120_000,
+        describe: async () => (await pod())?.status,
+      });
       expect(waiting.message).toContain(rigImageRefs.hello);
     } finally {
       await startRigRegistry(rig);
