@@ -127,7 +127,11 @@ describe("VirtualNodes of one peering", () => {
     const c = await condition("milan-blue", "NodeReady");
     expect(c.status).toBe("True");
     expect(c.message).toContain(`node milan-blue is Ready with cpu=${cpu},pods=10 of milan's offer`);
-    const n = (await node("milan-blue"))!;
+    // The node lifecycle controller lifts its not-ready taint a moment after the node turns Ready.
+    const n = await waitFor("milan-blue without the not-ready taint", async () => {
+      const got = await node("milan-blue");
+      return got && !got.spec?.taints?.some((t) => t.key === "node.kubernetes.io/not-ready") ? got : undefined;
+    });
     expect(n.metadata.labels).toMatchObject({
       pool: "blue",
       "liqo.io/type": "virtual-node",

@@ -100,10 +100,14 @@ describe("VTEP device detection in a network namespace", () => {
       "--admin-address",
       "127.0.0.1:0",
     ]);
-    const res = await fetch(`${role.url}/readyz`);
-    const body = (await res.json()) as { detail: string };
-    expect(res.status).toBe(503);
     const want = 'interface "eth0" (route.vtepDevice) does not exist on this node; interfaces: lo, p5, ens5, p6, ens6';
+    // The check runs once the admin API is up: wait for its verdict, not for the first answer.
+    const body = await waitFor("/readyz to name the missing interface", async () => {
+      const res = await fetch(`${role!.url}/readyz`);
+      expect(res.status).toBe(503);
+      const b = (await res.json()) as { detail: string };
+      return b.detail.includes("route.vtepDevice") ? b : undefined;
+    });
     expect(body.detail).toContain(want);
     expect(body.detail).toContain("set route.vtepDevice");
     // The log is JSON: its quotes are escaped.
