@@ -16,12 +16,12 @@ import { verbsFor } from "../auth/plugin-rbac.ts";
 import { RetryAfterError } from "../../kube/errors.ts";
 import { readAuthUrl } from "../auth-url.ts";
 import { objectKey, type KubeObject } from "../../kube/resources.ts";
-import { startVirtualKubelet } from "../../virtualkubelet/start.ts";
+import { startVirtualKubelet, type VirtualKubelet } from "../../virtualkubelet/start.ts";
 import type { IpTranslator } from "../../reflection/abi.ts";
 import { createTranslationWatcher } from "../../../netfabric/manager/translation-watch.ts";
 import type { Authenticated } from "./authenticate.ts";
 import { offeredResources } from "./conditions.ts";
-import type { ReconcileContext, StatusWriter } from "./context.ts";
+import type { KubeletServing, ReconcileContext, StatusWriter } from "./context.ts";
 import { bounded, stopRuntime, type PeerRuntime } from "./runtime.ts";
 import { peerClient } from "./secrets.ts";
 import { peerRegistry } from "./peer-registry.ts";
@@ -141,93 +141,106 @@ async function peerTranslator(
   return rt.translation.translateIp;
 }
 
-export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Authenticated): Promise<void> {
-  const { cfg, log } = ctx;
-  const remoteName = auth.remote.clusterName;
-  const rt = await peerRuntime(ctx, auth, st.fc.spec.foreignProxyUrl || undefined);
-  const pending = async (reason: string, message: string, retryMs: number) => {
-    st.set({ type: "OutgoingPeering", status: "Pending", reason, message });
-    await st.flush();
-    throw new RetryAfterError(retryMs, reason);
-  };
+/** What the steps of one outgoing reconcile share. */
+interface OutgoingPeering {
+  ctx: ReconcileContext;
+  st: StatusWriter;
+  auth: Authenticated;
+  /** The peer's runtime: the replicator and the virtual kubelet running for it. */
+  rt: PeerRuntime;
+}
 
+/**
+ * Brings the outgoing peering up, one step after the other: each step either ensures its part and
+ * goes on, or writes why the peering waits and throws RetryAfterError.
+ */
+export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Authenticated): Promise<void> {
+  const rt = await peerRuntime(ctx, auth, st.fc.spec.foreignProxyUrl || undefined);
+  const p: OutgoingPeering = { ctx, st, auth, rt };
+  await unloadRemovedPlugins(p);
+  const sent = await sendResourceRequest(p);
+  await ensureReplicator(p);
+  const offer = await acceptOffer(p, sent);
+  const resources = await offeredCapacity(p, offer);
+  const kubelet = await kubeletServing(p);
+  const vk = await ensureVirtualKubelet(p, kubelet, offer, resources);
+  await followStorageClass(vk, kubelet, offer);
+  await loadGrantedPlugins(p, vk);
+  await markOfferCreated(p, offer);
+  await waitForVirtualNode(p, vk);
+  await reportEstablished(p, vk, resources);
+}
+
+/** Writes that the peering waits (OutgoingPeering Pending) and re-queues after retryMs. */
+async function pending(p: OutgoingPeering, reason: string, message: string, retryMs: number): Promise<never> {
+  p.st.set({ type: "OutgoingPeering", status: "Pending", reason, message });
+  await p.st.flush();
+  throw new RetryAfterError(retryMs, reason);
+}
+
+/** Our ResourceRequest as namespace/name, for messages. */
+const requestKey = (p: OutgoingPeering) => `${p.auth.localNamespace}/${resourceRequestName(p.ctx.cfg.local.clusterId)}`;
+
+/** The capacity a virtual node was given, in the form PeerRuntime.resources keeps to spot a change. */
+const capacityKey = (resources: Record<string, string>) => JSON.stringify(Object.entries(resources).sort());
+
+/** Ensures a plugin removed from the store is unloaded before the request stops listing it. */
+async function unloadRemovedPlugins(p: OutgoingPeering): Promise<void> {
+  const { cfg, log } = p.ctx;
+  // The provider then revokes its rights and deletes its copies, with no reflector of ours left to
+  // write them back.
+  if (p.rt.vk && cfg.plugins)
+    await syncDropins(p.rt.vk.engine, cfg.plugins.ready(), cfg.liqoNamespace, log, "removals");
+}
+
+/** Ensures our ResourceRequest is applied in the local tenant namespace, and returns it as applied. */
+async function sendResourceRequest(p: OutgoingPeering): Promise<ResourceRequest & KubeObject> {
+  const { cfg } = p.ctx;
   // Without --auth-url (the chart on a cluster with neither load balancer nor auth.url), the
   // provider learns where our auth service is as liqoctl generate peer-command would print it.
-  // A plugin removed from the store stops before the request stops listing it: the provider then
-  // revokes its rights and deletes its copies, with no reflector of ours left to write them back.
-  if (rt.vk && cfg.plugins) await syncDropins(rt.vk.engine, cfg.plugins.ready(), cfg.liqoNamespace, log, "removals");
-  const rr = resourceRequest(ctx, auth, cfg.authUrl || (await readAuthUrl(cfg.client, cfg.liqoNamespace)) || "");
-  const sent = await cfg.client.apply<ResourceRequest & KubeObject>(ResourceRequestResource, rr, {
+  const rr = resourceRequest(p.ctx, p.auth, cfg.authUrl || (await readAuthUrl(cfg.client, cfg.liqoNamespace)) || "");
+  return cfg.client.apply<ResourceRequest & KubeObject>(ResourceRequestResource, rr, {
     fieldManager: FIELD_MANAGER,
     force: true,
   });
-  if (!rt.replicator) {
-    if (!cfg.replicator) {
-      await pending(
-        "NoReplicator",
-        `ResourceRequest ${auth.localNamespace}/${rr.metadata.name} is written but this controller-manager has no CRD replicator to send it to ${remoteName}`,
-        30_000,
-      );
-    }
-    const replicator = cfg.replicator!({
-      local: cfg.client,
-      remote: rt.remote,
-      localClusterId: cfg.local.clusterId,
-      remoteClusterId: auth.remote.clusterID,
-      localTenantNamespace: auth.localNamespace,
-      remoteTenantNamespace: auth.remoteNamespace,
-      logger: log,
-      registry: cfg.registry,
-    });
-    await replicator.start();
-    rt.replicator = replicator;
-  }
+}
 
+/** Ensures the CRD replicator runs: it sends our request to the provider and brings its offer back. */
+async function ensureReplicator(p: OutgoingPeering): Promise<void> {
+  const { cfg, log } = p.ctx;
+  const { auth, rt } = p;
+  if (rt.replicator) return;
+  const factory = cfg.replicator;
+  if (!factory)
+    return pending(
+      p,
+      "NoReplicator",
+      `ResourceRequest ${requestKey(p)} is written but this controller-manager has no CRD replicator to send it to ${auth.remote.clusterName}`,
+      30_000,
+    );
+  const replicator = factory({
+    local: cfg.client,
+    remote: rt.remote,
+    localClusterId: cfg.local.clusterId,
+    remoteClusterId: auth.remote.clusterID,
+    localTenantNamespace: auth.localNamespace,
+    remoteTenantNamespace: auth.remoteNamespace,
+    logger: log,
+    registry: cfg.registry,
+  });
+  await replicator.start();
+  rt.replicator = replicator;
+}
+
+/** Ensures the provider's current ResourceOffer is accepted, and returns it. */
+async function acceptOffer(p: OutgoingPeering, sent: ResourceRequest & KubeObject): Promise<Offer> {
+  const { cfg, log } = p.ctx;
+  const { auth } = p;
   const theirs = (await cfg.client.list<Offer>(ResourceOfferResource, { namespace: auth.localNamespace })).items.filter(
     (o) => o.spec.clusterId === auth.remote.clusterID && !o.metadata.deletionTimestamp,
   );
   const offer = theirs.find((o) => !o.spec.withdrawalTimestamp);
-  if (!offer) {
-    // The provider withdrew its offer, or refuses us, while we peer: the virtual node goes, and
-    // the offer is released so the provider need not wait for its timeout. An offer merely not
-    // seen yet (the replicator relisting) stops nothing.
-    const refusal = sent.status?.refusal;
-    if (rt.vk && (theirs.length > 0 || refusal)) {
-      const vk = rt.vk;
-      rt.vk = undefined;
-      rt.resources = undefined;
-      await bounded(vk.remove(), 15_000, "stopping the virtual kubelet", log);
-      rt.metrics?.close();
-      rt.metrics = undefined;
-      log.info("virtual kubelet stopped: the provider withdrew its offer", { remoteClusterId: auth.remote.clusterID });
-    }
-    for (const o of theirs) {
-      if ((o.status?.virtualKubeletStatus ?? "None") !== "None")
-        await cfg.client.mergePatch(
-          ResourceOfferResource,
-          o.metadata.name!,
-          o.metadata.namespace,
-          { status: { virtualKubeletStatus: "None" } },
-          "status",
-        );
-    }
-    if (refusal) {
-      st.set({
-        type: "OutgoingPeering",
-        status: "Denied",
-        reason: "IncomingPeeringDisabled",
-        message: `${remoteName} makes no ResourceOffer: ${refusal}`,
-      });
-      await st.flush();
-      throw new RetryAfterError(30_000, "refused by the provider");
-    }
-    await pending(
-      "WaitingForResourceOffer",
-      `ResourceRequest ${auth.localNamespace}/${rr.metadata.name} sent to ${remoteName}; waiting for its ResourceOffer (is the resourcerequest controller running in ${remoteName}'s liqo controller-manager?)`,
-      10_000,
-    );
-    return;
-  }
+  if (!offer) return withoutOffer(p, theirs, sent.status?.refusal);
   if (offer.status?.phase !== "Accepted") {
     await cfg.client.mergePatch(
       ResourceOfferResource,
@@ -241,119 +254,236 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
       offer: objectKey(offer),
     });
   }
+  return offer;
+}
+
+/** Ensures nothing stands for an offer that is gone, then waits for one or reports the provider's refusal. */
+async function withoutOffer(p: OutgoingPeering, theirs: Offer[], refusal: string | undefined): Promise<never> {
+  const { st, auth } = p;
+  const remoteName = auth.remote.clusterName;
+  // The provider withdrew its offer, or refuses us, while we peer: the virtual node goes, and
+  // the offer is released so the provider need not wait for its timeout. An offer merely not
+  // seen yet (the replicator relisting) stops nothing.
+  if (p.rt.vk && (theirs.length > 0 || refusal)) await stopVirtualKubelet(p, p.rt.vk);
+  await releaseOffers(p, theirs);
+  if (refusal) {
+    st.set({
+      type: "OutgoingPeering",
+      status: "Denied",
+      reason: "IncomingPeeringDisabled",
+      message: `${remoteName} makes no ResourceOffer: ${refusal}`,
+    });
+    await st.flush();
+    throw new RetryAfterError(30_000, "refused by the provider");
+  }
+  return pending(
+    p,
+    "WaitingForResourceOffer",
+    `ResourceRequest ${requestKey(p)} sent to ${remoteName}; waiting for its ResourceOffer (is the resourcerequest controller running in ${remoteName}'s liqo controller-manager?)`,
+    10_000,
+  );
+}
+
+/** Ensures the virtual kubelet of a withdrawn offer is stopped and its node deleted. */
+async function stopVirtualKubelet(p: OutgoingPeering, vk: VirtualKubelet): Promise<void> {
+  const { log } = p.ctx;
+  const { rt } = p;
+  rt.vk = undefined;
+  rt.resources = undefined;
+  await bounded(vk.remove(), 15_000, "stopping the virtual kubelet", log);
+  rt.metrics?.close();
+  rt.metrics = undefined;
+  log.info("virtual kubelet stopped: the provider withdrew its offer", { remoteClusterId: p.auth.remote.clusterID });
+}
+
+/** Ensures no offer of the provider says a virtual kubelet stands for it. */
+async function releaseOffers(p: OutgoingPeering, offers: Offer[]): Promise<void> {
+  for (const o of offers) {
+    if ((o.status?.virtualKubeletStatus ?? "None") !== "None")
+      await p.ctx.cfg.client.mergePatch(
+        ResourceOfferResource,
+        o.metadata.name!,
+        o.metadata.namespace,
+        { status: { virtualKubeletStatus: "None" } },
+        "status",
+      );
+  }
+}
+
+/** The resources the offer grants; while it grants none, waits for a new offer. */
+async function offeredCapacity(p: OutgoingPeering, offer: Offer): Promise<Record<string, string>> {
   const resources = offeredResources(offer.spec.resourceQuota?.hard);
-  if (Object.keys(resources).length === 0) {
-    await pending(
+  if (Object.keys(resources).length === 0)
+    return pending(
+      p,
       "EmptyResourceOffer",
-      `the ResourceOffer of ${remoteName} offers no resources (spec.resourceQuota.hard is empty); waiting for a new offer`,
+      `the ResourceOffer of ${p.auth.remote.clusterName} offers no resources (spec.resourceQuota.hard is empty); waiting for a new offer`,
       15_000,
     );
-  }
-  if (!cfg.kubelet) {
-    st.set({
-      type: "OutgoingPeering",
-      status: "Error",
-      reason: "NoKubeletServingCertificate",
-      message: `cannot start the virtual kubelet for ${remoteName}: start the controller-manager with --kubelet-cert-file, --kubelet-key-file and --kubelet-client-ca-file`,
-    });
-    await st.flush();
-    throw new RetryAfterError(60_000, "no kubelet serving certificate");
-  }
+  return resources;
+}
 
+/** The serving certificate an in-process virtual kubelet needs; without it the peering is in Error. */
+async function kubeletServing(p: OutgoingPeering): Promise<KubeletServing> {
+  const { kubelet } = p.ctx.cfg;
+  if (kubelet) return kubelet;
+  p.st.set({
+    type: "OutgoingPeering",
+    status: "Error",
+    reason: "NoKubeletServingCertificate",
+    message: `cannot start the virtual kubelet for ${p.auth.remote.clusterName}: start the controller-manager with --kubelet-cert-file, --kubelet-key-file and --kubelet-client-ca-file`,
+  });
+  await p.st.flush();
+  throw new RetryAfterError(60_000, "no kubelet serving certificate");
+}
+
+/** Ensures the virtual kubelet runs with the peering's share of the offer, and returns it. */
+async function ensureVirtualKubelet(
+  p: OutgoingPeering,
+  kubelet: KubeletServing,
+  offer: Offer,
+  resources: Record<string, string>,
+): Promise<VirtualKubelet> {
+  const { ctx, auth, rt } = p;
   rt.offer = resources;
-  rt.offerFrom = remoteName;
+  rt.offerFrom = auth.remote.clusterName;
   // The peering's own node keeps what its VirtualNodes leave of the offer.
   const own = ctx.virtualNodes?.share(auth.remote.clusterID, resources) ?? resources;
-  const wanted = JSON.stringify(Object.entries(own).sort());
-  if (!rt.vk) {
-    st.set({
-      type: "OutgoingPeering",
-      status: "Pending",
-      reason: "StartingVirtualKubelet",
-      message: `offer of ${remoteName} accepted; starting the virtual kubelet (node liqo-${remoteName})`,
-    });
-    await st.flush();
-    const ipTranslator = await peerTranslator(ctx, st, rt, auth.remote.clusterID);
-    // One registry serves every peering's virtual kubelet: each gets a view labelled with its peer.
-    rt.metrics ??= cfg.registry ? peerRegistry(cfg.registry, auth.remote.clusterID) : undefined;
-    rt.vk = await startVirtualKubelet({
-      local: cfg.client,
-      remote: rt.remote,
-      localClusterId: cfg.local.clusterId,
-      remoteClusterId: auth.remote.clusterID,
-      remoteClusterName: remoteName,
-      remoteClusterLabels: { ...(offer.spec.labels ?? {}) },
-      resources: own,
-      kubeletHost: cfg.kubelet.host,
-      kubeletPort: 0,
-      tls: cfg.kubelet.tls,
-      clientCA: cfg.kubelet.clientCA,
-      registry: rt.metrics,
-      logger: log,
-      ipTranslator,
-      apiServerUrl: cfg.kubelet.apiServerUrl,
-      storage: storageFor(cfg.kubelet.virtualStorageClass, offer.spec.storageClasses),
-      reflectionPolicy: cfg.reflectionPolicy,
-    });
-    rt.resources = wanted;
-    // An address the fabric could not translate yet (a third cluster's endpoint waiting for its
-    // external-CIDR address) was reflected as is; when the mappings change, reflect again.
-    // A burst of mapping changes (one per allocated address) re-queues everything once, not per change.
-    const vk = rt.vk;
-    let requeueSoon: ReturnType<typeof setTimeout> | undefined;
-    rt.translation?.onChange?.(() => {
-      requeueSoon ??= setTimeout(() => {
-        requeueSoon = undefined;
-        vk.engine.requeueAll();
-      }, 200);
-    });
-    log.info("virtual kubelet started", {
-      remoteClusterId: auth.remote.clusterID,
-      node: rt.vk.nodeName,
-      kubelet: rt.vk.api.url,
-    });
-    ctx.virtualNodes?.kick(auth.remote.clusterID);
-  } else if (rt.resources !== wanted) {
-    await rt.vk.updateResources(own);
-    rt.resources = wanted;
-    log.info("virtual node capacity updated from the offer", {
-      remoteClusterId: auth.remote.clusterID,
-      resources: own,
-    });
-    ctx.virtualNodes?.kick(auth.remote.clusterID);
-  }
+  if (!rt.vk) return startPeerKubelet(p, kubelet, offer, own);
+  if (rt.resources !== capacityKey(own)) await resizeVirtualNode(p, rt.vk, own);
+  return rt.vk;
+}
+
+/** Ensures a virtual kubelet (node liqo-<peer>) runs for the peer, started with the offer. */
+async function startPeerKubelet(
+  p: OutgoingPeering,
+  kubelet: KubeletServing,
+  offer: Offer,
+  own: Record<string, string>,
+): Promise<VirtualKubelet> {
+  const { ctx, st, auth, rt } = p;
+  const { cfg, log } = ctx;
+  const remoteName = auth.remote.clusterName;
+  st.set({
+    type: "OutgoingPeering",
+    status: "Pending",
+    reason: "StartingVirtualKubelet",
+    message: `offer of ${remoteName} accepted; starting the virtual kubelet (node liqo-${remoteName})`,
+  });
+  await st.flush();
+  const ipTranslator = await peerTranslator(ctx, st, rt, auth.remote.clusterID);
+  // One registry serves every peering's virtual kubelet: each gets a view labelled with its peer.
+  rt.metrics ??= cfg.registry ? peerRegistry(cfg.registry, auth.remote.clusterID) : undefined;
+  const vk = await startVirtualKubelet({
+    local: cfg.client,
+    remote: rt.remote,
+    localClusterId: cfg.local.clusterId,
+    remoteClusterId: auth.remote.clusterID,
+    remoteClusterName: remoteName,
+    remoteClusterLabels: { ...(offer.spec.labels ?? {}) },
+    resources: own,
+    kubeletHost: kubelet.host,
+    kubeletPort: 0,
+    tls: kubelet.tls,
+    clientCA: kubelet.clientCA,
+    registry: rt.metrics,
+    logger: log,
+    ipTranslator,
+    apiServerUrl: kubelet.apiServerUrl,
+    storage: storageFor(kubelet.virtualStorageClass, offer.spec.storageClasses),
+    reflectionPolicy: cfg.reflectionPolicy,
+  });
+  rt.vk = vk;
+  rt.resources = capacityKey(own);
+  reflectAgainOnNewMappings(rt, vk);
+  log.info("virtual kubelet started", {
+    remoteClusterId: auth.remote.clusterID,
+    node: vk.nodeName,
+    kubelet: vk.api.url,
+  });
+  ctx.virtualNodes?.kick(auth.remote.clusterID);
+  return vk;
+}
+
+/** Ensures what was reflected untranslated is reflected again once the fabric's mappings change. */
+function reflectAgainOnNewMappings(rt: PeerRuntime, vk: VirtualKubelet): void {
+  // An address the fabric could not translate yet (a third cluster's endpoint waiting for its
+  // external-CIDR address) was reflected as is; when the mappings change, reflect again.
+  // A burst of mapping changes (one per allocated address) re-queues everything once, not per change.
+  let requeueSoon: ReturnType<typeof setTimeout> | undefined;
+  rt.translation?.onChange?.(() => {
+    requeueSoon ??= setTimeout(() => {
+      requeueSoon = undefined;
+      vk.engine.requeueAll();
+    }, 200);
+  });
+}
+
+/** Ensures the virtual node's capacity follows a changed offer. */
+async function resizeVirtualNode(p: OutgoingPeering, vk: VirtualKubelet, own: Record<string, string>): Promise<void> {
+  const { ctx, auth } = p;
+  await vk.updateResources(own);
+  p.rt.resources = capacityKey(own);
+  ctx.log.info("virtual node capacity updated from the offer", {
+    remoteClusterId: auth.remote.clusterID,
+    resources: own,
+  });
+  ctx.virtualNodes?.kick(auth.remote.clusterID);
+}
+
+/** Ensures new claims get the storage class the provider offers now. */
+async function followStorageClass(vk: VirtualKubelet, kubelet: KubeletServing, offer: Offer): Promise<void> {
   // The provider's class changed (or it stopped or started offering one): new claims follow.
-  await rt.vk.updateStorage(storageFor(cfg.kubelet.virtualStorageClass, offer.spec.storageClasses));
-  if (cfg.plugins) {
-    const sync = await syncDropins(rt.vk.engine, await grantedPlugins(ctx, auth), cfg.liqoNamespace, log);
-    if (sync.failed.length)
-      log.warn("drop-in plugins not loaded", { remoteClusterId: auth.remote.clusterID, failed: sync.failed });
-  }
-  if (offer.status?.virtualKubeletStatus !== "Created") {
-    await cfg.client.mergePatch(
-      ResourceOfferResource,
-      offer.metadata.name!,
-      offer.metadata.namespace,
-      { status: { phase: "Accepted", virtualKubeletStatus: "Created" } },
-      "status",
-    );
-  }
-  const node = rt.vk.node.status();
-  if (!node.ready) {
+  await vk.updateStorage(storageFor(kubelet.virtualStorageClass, offer.spec.storageClasses));
+}
+
+/** Ensures the virtual kubelet runs the drop-in plugins the provider granted. */
+async function loadGrantedPlugins(p: OutgoingPeering, vk: VirtualKubelet): Promise<void> {
+  const { cfg, log } = p.ctx;
+  if (!cfg.plugins) return;
+  const sync = await syncDropins(vk.engine, await grantedPlugins(p.ctx, p.auth), cfg.liqoNamespace, log);
+  if (sync.failed.length)
+    log.warn("drop-in plugins not loaded", { remoteClusterId: p.auth.remote.clusterID, failed: sync.failed });
+}
+
+/** Ensures the offer says a virtual kubelet stands for it. */
+async function markOfferCreated(p: OutgoingPeering, offer: Offer): Promise<void> {
+  if (offer.status?.virtualKubeletStatus === "Created") return;
+  await p.ctx.cfg.client.mergePatch(
+    ResourceOfferResource,
+    offer.metadata.name!,
+    offer.metadata.namespace,
+    { status: { phase: "Accepted", virtualKubeletStatus: "Created" } },
+    "status",
+  );
+}
+
+/** Ensures the virtual node is Ready; waits for it otherwise. */
+async function waitForVirtualNode(p: OutgoingPeering, vk: VirtualKubelet): Promise<void> {
+  const node = vk.node.status();
+  if (!node.ready)
     await pending(
+      p,
       "WaitingForVirtualNode",
-      `virtual node ${rt.vk.nodeName} is not Ready yet: ${node.error ?? node.lastProbeError ?? "waiting for the first health probe of the remote API server"}`,
+      `virtual node ${vk.nodeName} is not Ready yet: ${node.error ?? node.lastProbeError ?? "waiting for the first health probe of the remote API server"}`,
       2000,
     );
-  }
+}
+
+/** Reports the outgoing peering Established, with the capacity the provider offers. */
+async function reportEstablished(
+  p: OutgoingPeering,
+  vk: VirtualKubelet,
+  resources: Record<string, string>,
+): Promise<void> {
   const capacity = Object.entries(resources)
     .map(([k, v]) => `${k}=${v}`)
     .join(",");
-  st.set({
+  p.st.set({
     type: "OutgoingPeering",
     status: "Established",
     reason: "VirtualNodeReady",
-    message: `virtual node ${rt.vk.nodeName} is Ready with ${capacity} offered by ${remoteName}`,
+    message: `virtual node ${vk.nodeName} is Ready with ${capacity} offered by ${p.auth.remote.clusterName}`,
   });
-  await st.flush();
+  await p.st.flush();
 }
