@@ -172,7 +172,7 @@ describe("the chart in-cluster on a real node", () => {
     });
     const ready = performance.now();
     console.log(
-      `install → all liqo pods Ready: ${((ready - started) / 1000).toFixed(1)} s (liqoctl install returned after ${((liqoctlDone - started) / 1000).toFixed(1)} s, including a 20 s load balancer probe)`,
+      `install → all liqo pods Ready: ${((ready - started) / 1000).toFixed(1)} s (liqoctl install returned after ${((liqoctlDone - started) / 1000).toFixed(1)} s, including the load balancer probe's 5 s quiet period)`,
     );
     console.log((await k("get", "pods", "-n", NS, "-o", "wide")).stdout);
 

@@ -10,6 +10,8 @@ import { sampleForeignCluster } from "../../core/apis/samples.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { findHelm, releaseStatus } from "../../cli/install/helm.ts";
+import { probeLoadBalancer } from "../../cli/install/load-balancer.ts";
+import type { Service } from "../../core/kube/types.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { liqoctl, run } from "./liqoctl-run.ts";
@@ -78,7 +80,7 @@ describe("liqoctl install", () => {
     expect(values.networking).toEqual({ podCIDR, serviceCIDR, reservedSubnets: ["192.168.0.0/16"] });
     expect(values.controllerManager).toEqual({ replicas: 2 });
     expect(values.gateway.replicas).toBe(2);
-    // No load balancer controller on the rig: the probe Service got no address within 20 s.
+    // No load balancer controller on the rig: nothing touched the probe Service within 5 s.
     expect(r.stderr).toContain("auth and gateway Services fall back to NodePort");
     expect(values.auth.service.type).toBe("NodePort");
     expect(values.gateway.service.type).toBe("NodePort");
@@ -187,6 +189,108 @@ describe("liqoctl install", () => {
     expect(r.stderr).toContain("liqo upgraded in namespace liqo");
     expect(r.code).toBe(0);
   }, 600_000);
+});
+
+/**
+ * Plays a load balancer controller on the probe Services, as the cloud providers' service
+ * controller does: a finalizer first, then (unless `address` is undefined) an address after
+ * `addressAfterMs`. Returns a function that stops it and removes its finalizers.
+ */
+function fakeLoadBalancerController(o: { address?: string; addressAfterMs: number; namespace: string }) {
+  const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
+  let stopped = false;
+  const seen = new Map<string, number>();
+  const loop = (async () => {
+    while (!stopped) {
+      const { items } = await client.list<Service>(Resources.services, { namespace: o.namespace });
+      for (const svc of items.filter((x) => x.spec?.type === "LoadBalancer")) {
+        const name = svc.metadata.name!;
+        if (!seen.has(name)) {
+          seen.set(name, Date.now());
+          await client.mergePatch(Resources.services, name, o.namespace, { metadata: { finalizers: [FINALIZER] } });
+        } else if (
+          o.address &&
+          Date.now() - seen.get(name)! >= o.addressAfterMs &&
+          !svc.status?.loadBalancer?.ingress
+        ) {
+          await client.mergePatch(
+            Resources.services,
+            name,
+            o.namespace,
+            { status: { loadBalancer: { ingress: [{ ip: o.address }] } } },
+            "status",
+          );
+        }
+        // Deleted by the probe: the controller's clean-up is done, its finalizer goes.
+        if (svc.metadata.deletionTimestamp)
+          await client.mergePatch(Resources.services, name, o.namespace, { metadata: { finalizers: null } });
+      }
+      await Bun.sleep(200);
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+  };
+}
+
+describe("the load balancer probe (liqoctl install's choice between LoadBalancer and NodePort)", () => {
+  const probesLeft = async (namespace: string) =>
+    (await client.list<Service>(Resources.services, { namespace })).items.filter((x) =>
+      x.metadata.name!.startsWith("liqoctl-lb-probe-"),
+    );
+
+  test("no controller touches the probe Service: NodePort after the quiet period, the probe deleted", async () => {
+    const got = await probeLoadBalancer(client, { quietMs: 2_000, timeoutMs: 600_000 });
+    expect(got.available).toBe(false);
+    expect(got.note).toBe(
+      "no load balancer controller touched a probe LoadBalancer Service within 2s: auth and gateway Services fall back to NodePort; force it with --set auth.service.type=LoadBalancer",
+    );
+    expect(await probesLeft("default")).toEqual([]);
+  }, 60_000);
+
+  test("a controller that adds its finalizer and gives an address only after the quiet period: LoadBalancer", async () => {
+    await client.create(Resources.namespaces, { metadata: { name: "lb-slow" } });
+    const stop = fakeLoadBalancerController({ namespace: "lb-slow", address: "192.0.2.10", addressAfterMs: 4_000 });
+    try {
+      const got = await probeLoadBalancer(client, { namespace: "lb-slow", quietMs: 1_000, timeoutMs: 60_000 });
+      expect(got).toEqual({
+        available: true,
+        note: "a load balancer is available (a probe Service got 192.0.2.10): auth and gateway Services are LoadBalancer",
+      });
+      await waitFor("the probe Service gone once its finalizer is removed", async () =>
+        (await probesLeft("lb-slow")).length === 0 ? true : undefined,
+      );
+    } finally {
+      await stop();
+    }
+  }, 120_000);
+
+  test("a controller that answers but never gives an address: NodePort after the timeout, naming what it saw", async () => {
+    await client.create(Resources.namespaces, { metadata: { name: "lb-stuck" } });
+    const stop = fakeLoadBalancerController({ namespace: "lb-stuck", addressAfterMs: 0 });
+    try {
+      const got = await probeLoadBalancer(client, { namespace: "lb-stuck", quietMs: 1_000, timeoutMs: 3_000 });
+      expect(got.available).toBe(false);
+      expect(got.note).toBe(
+        "a load balancer controller answered the probe Service (finalizer service.kubernetes.io/load-balancer-cleanup) but gave no address within 3s: auth and gateway Services fall back to NodePort; force it with --set auth.service.type=LoadBalancer",
+      );
+      await waitFor("the probe Service gone once its finalizer is removed", async () =>
+        (await probesLeft("lb-stuck")).length === 0 ? true : undefined,
+      );
+    } finally {
+      await stop();
+    }
+  }, 120_000);
+
+  test("the probe Service cannot be created (no such namespace): NodePort, and the refusal named", async () => {
+    const got = await probeLoadBalancer(client, { namespace: "no-such-namespace" });
+    expect(got.available).toBe(false);
+    expect(got.note).toContain(
+      "could not create a LoadBalancer Service in namespace no-such-namespace to check for a load balancer",
+    );
+    expect(got.note).toContain("using NodePort");
+  });
 });
 
 describe("liqoctl uninstall", () => {
