@@ -9,7 +9,14 @@ import { createClusterPki, kubeconfigYaml, type ClusterPki } from "./pki.ts";
 import { isAlive, killGroup, PhaseClock, spawnDetached, tailFile } from "./process.ts";
 import { clusterDnsAddress, deployClusterDns } from "./dns.ts";
 import { LOCAL_PATH_CLASS, localPathClass, storageClasses } from "./local-path.ts";
-import { finishClusterNodes, startRealNode, stopRealNode, type HostRouting, type RealNodeState } from "./nodes.ts";
+import {
+  finishClusterNodes,
+  startContainerRuntime,
+  startNodeAgents,
+  stopRealNode,
+  type HostRouting,
+  type RealNodeState,
+} from "./nodes.ts";
 
 export const components = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"] as const;
 export type Component = (typeof components)[number];
@@ -409,10 +416,18 @@ export async function startCluster(
   progress: Progress,
   images?: NodeImages,
 ): Promise<void> {
-  for (const component of components) {
+  // The real nodes' containerd and image import overlap the control plane's start (the import is
+  // the longest step); their kubelets wait for it below.
+  const runtimes = startContainerRuntimes(c, bin, progress, images);
+  runtimes?.catch(() => {}); // awaited below; a control plane that fails first must not leave it unhandled
+  const [etcd, apiserver, ...rest] = components;
+  for (const component of [etcd, apiserver]) {
     progress(`${c.name}: starting ${component}`);
     await startAndWait(c, component, bin);
   }
+  // The controller manager, scheduler and kwok need only the API server.
+  progress(`${c.name}: starting ${rest.join(", ")}`);
+  await Promise.all(rest.map((component) => startAndWait(c, component, bin)));
   const client = createKubeClient({ kubeconfig: c.kubeconfig });
   for (let i = 0; i < c.nodes; i++) {
     const node = fakeNode(c, i);
@@ -436,20 +451,30 @@ export async function startCluster(
       );
     await Bun.sleep(200);
   }
-  if (c.realNodeStates?.length) await startRealNodes(c, bin, client, progress, images);
+  if (runtimes) {
+    await runtimes;
+    await startRealNodes(c, bin, client, progress);
+  }
 }
 
-async function startRealNodes(
+/** Each real node's containerd with the rig's images imported, or undefined without real nodes. */
+function startContainerRuntimes(
   c: ClusterState,
   bin: string,
-  client: KubeClient,
   progress: Progress,
   images?: NodeImages,
-): Promise<void> {
-  const nodes = c.realNodeStates!;
+): Promise<unknown> | undefined {
+  const nodes = c.realNodeStates ?? [];
+  if (!nodes.length) return undefined;
   if (!images) throw new RigError(`cluster ${c.name}: real nodes need the rig's images`);
-  progress(`${c.name}: starting ${nodes.length} real node(s): containerd, image import, kubelet, kube-proxy`);
-  await Promise.all(nodes.map((n) => startRealNode(n, bin, (socket) => images.importInto(socket))));
+  progress(`${c.name}: starting ${nodes.length} real node(s): containerd and image import`);
+  return Promise.all(nodes.map((n) => startContainerRuntime(n, bin, (socket) => images.importInto(socket))));
+}
+
+async function startRealNodes(c: ClusterState, bin: string, client: KubeClient, progress: Progress): Promise<void> {
+  const nodes = c.realNodeStates!;
+  progress(`${c.name}: starting the real nodes' kubelet and kube-proxy`);
+  for (const n of nodes) startNodeAgents(n, bin);
   progress(`${c.name}: waiting for the real nodes to register, get pod CIDRs and turn Ready`);
   await finishClusterNodes(c, nodes, client, c.hostRouting!);
   progress(`${c.name}: starting the cluster DNS (CoreDNS at ${clusterDnsAddress(c.serviceCIDR)})`);

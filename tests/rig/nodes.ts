@@ -296,7 +296,8 @@ async function waitFor(
 }
 
 /** containerd, then the kubelet and kube-proxy; the node registers itself with the API server. */
-export async function startRealNode(
+/** containerd with the rig's images: needs no API server, so it runs while the control plane starts. */
+export async function startContainerRuntime(
   node: RealNodeState,
   bin: string,
   importImages: (socket: string) => Promise<void>,
@@ -304,6 +305,10 @@ export async function startRealNode(
   startNodeComponent(node, "containerd", bin);
   await waitFor(node, "containerd", "CRI socket", () => tryRun(["ctr", "--address", node.containerdSocket, "version"]));
   await importImages(node.containerdSocket);
+}
+
+/** The kubelet and kube-proxy, once the API server answers and containerd holds the images. */
+export function startNodeAgents(node: RealNodeState, bin: string): void {
   startNodeComponent(node, "kubelet", bin);
   startNodeComponent(node, "kube-proxy", bin);
 }
