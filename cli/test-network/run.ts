@@ -168,8 +168,35 @@ export async function createNamespace(client: KubeClient, ns: string, deadline: 
   } as KubeObject);
 }
 
+/** A probe pod: where it runs and the checks it reports on. */
+interface Probe {
+  name: string;
+  placement: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+  checks: Check[];
+}
+
+/** The server pods' addresses as each side's probes reach them. */
+interface Servers {
+  /** The remote server's address, as seen here. */
+  remoteIp: string;
+  /** The local server's address, as the peer sees it. */
+  localSeen: string;
+}
+
+/** Runs the checks in the namespace: offloads it, starts the servers, then the probes, and collects their reports. */
 export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> {
-  const { client, peer, image } = o;
+  await offloadNamespace(o, ns);
+  await startServers(o, ns);
+  const twin = await waitForTwinNamespace(o, ns);
+  const servers = await waitForServers(o, ns);
+  const probes = probesFor(o, ns, twin, servers);
+  await startProbes(o, ns, probes, servers);
+  return { namespace: ns, ...(await collectReports(o, ns, probes)) };
+}
+
+/** Offloads the namespace to the peer alone, its pods allowed on both sides. */
+async function offloadNamespace({ client, peer }: RunOptions, ns: string) {
   await client.create(NamespaceOffloadingResource, {
     apiVersion: "offloading.liqo.io/v1alpha1",
     kind: "NamespaceOffloading",
@@ -184,13 +211,22 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
       },
     },
   } as KubeObject);
+}
+
+/** Creates a server pod and its Service on each side. */
+async function startServers(o: RunOptions, ns: string) {
+  const { client, peer, image } = o;
   o.say(`namespace ${ns} offloaded to ${peer.name}; starting a server pod on each side`);
   await client.create(Resources.pods, server(ns, "server-local", image, onLocalNode));
   await client.create(Resources.pods, server(ns, "server-remote", image, onPeer(peer)));
   await client.create(Resources.services, service(ns, "server-local"));
   await client.create(Resources.services, service(ns, "server-remote"));
+}
 
-  const twin = await until(
+/** Waits for the offloading to be Ready; answers the name of the twin namespace in the peer. */
+function waitForTwinNamespace(o: RunOptions, ns: string): Promise<string> {
+  const { client } = o;
+  return until(
     `the offloading of ${ns}`,
     o,
     async () => {
@@ -202,7 +238,11 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
     async () =>
       `phase ${(await client.find<Offloading>(NamespaceOffloadingResource, "offloading", ns))?.status?.offloadingPhase ?? "none"}`,
   );
+}
 
+/** Waits for both server pods to be Ready; answers their addresses as the other side reaches them. */
+async function waitForServers(o: RunOptions, ns: string): Promise<Servers> {
+  const { client } = o;
   const ready = (p?: Pod) =>
     p?.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? p : undefined;
   const [local, remote] = await Promise.all(
@@ -221,13 +261,12 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
     o.peer.tunnel.spec.localPodCIDR,
     o.peer.tunnel.spec.localNATPodCIDR,
   );
+  return { remoteIp, localSeen };
+}
 
-  const probes: {
-    name: string;
-    placement: Record<string, unknown>;
-    extra?: Record<string, unknown>;
-    checks: Check[];
-  }[] = [
+/** The probe pods to run: a local pod, a remote pod and (unless basic) a local node's network, with their checks. */
+function probesFor(o: RunOptions, ns: string, twin: string, { remoteIp, localSeen }: Servers): Probe[] {
+  return [
     {
       name: "probe-local",
       placement: onLocalNode,
@@ -249,7 +288,7 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
     },
     {
       name: "probe-remote",
-      placement: onPeer(peer),
+      placement: onPeer(o.peer),
       checks: [
         { id: "remote-pod-to-pod", kind: "http", target: localSeen, server: "server-local" },
         ...(o.basic
@@ -277,16 +316,23 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
           },
         ]),
   ];
+}
+
+/** Creates the probe pods, each running its checks. */
+async function startProbes(o: RunOptions, ns: string, probes: Probe[], { remoteIp, localSeen }: Servers) {
   o.say(
-    `servers Ready (remote at ${remoteIp} as seen here, local at ${localSeen} as ${peer.name} sees it); running the probes`,
+    `servers Ready (remote at ${remoteIp} as seen here, local at ${localSeen} as ${o.peer.name} sees it); running the probes`,
   );
   for (const p of probes) {
-    await client.create(
+    await o.client.create(
       Resources.pods,
-      pod(ns, p.name, image, p.placement, { command: ["sh", "-c", probeScript(p.checks, o.probeBudget)] }, p.extra),
+      pod(ns, p.name, o.image, p.placement, { command: ["sh", "-c", probeScript(p.checks, o.probeBudget)] }, p.extra),
     );
   }
+}
 
+/** Waits for each probe to finish and reads its report; the checks it did not report are missing, with why. */
+async function collectReports(o: RunOptions, ns: string, probes: Probe[]): Promise<Omit<RunOutcome, "namespace">> {
   const results: CheckResult[] = [];
   const missing: RunOutcome["missing"] = [];
   const done = (p?: Pod) =>
@@ -300,7 +346,7 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
         `${p.name} to finish`,
         o,
         async () => {
-          last = await client.find<Pod>(Resources.pods, p.name, ns);
+          last = await o.client.find<Pod>(Resources.pods, p.name, ns);
           return done(last) ? last : undefined;
         },
         async () => podState(last),
@@ -317,7 +363,7 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
       if (!got.some((r) => r.id === c.id))
         missing.push({ id: c.id, why: `${p.name} reported nothing for it: ${podState(last)}` });
   }
-  return { namespace: ns, results, missing };
+  return { results, missing };
 }
 
 /** Deletes the test namespace and waits (until `deadline`) for it to be gone; the offloading goes with it. */

@@ -117,6 +117,35 @@ function metadataAndStatus<T extends Pod>(obj: T): T {
   return { ...metadataOnly(obj), status: obj.status } as T;
 }
 
+/** A pod's key as the caches show it: the local pod and, in its twin namespace, its ShadowPod and remote pod. */
+interface Observed {
+  key: string;
+  ns: string;
+  name: string;
+  local: Pod | undefined;
+  /** Undefined while the pod's namespace is not offloaded to this cluster. */
+  remoteNs: string | undefined;
+  shadow: KubeObject | undefined;
+  remote: Pod | undefined;
+  /** The ShadowPod was created by this cluster. */
+  ours: boolean;
+}
+
+/** A pod to offload or keep offloaded: bound to one of our nodes, not being deleted, its namespace offloaded. */
+interface Offloadable extends Observed {
+  local: Pod;
+  remoteNs: string;
+  /** The virtual node the pod is bound to. */
+  nodeName: string;
+  /** What the pods reflector is told about the pod's namespaces and node. */
+  ctx: ReflectionContext;
+}
+
+/** The sooner of two times, either of which may be missing. */
+function sooner(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
+}
+
 export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOffloader> {
   const log = (o.logger ?? silentLogger).child({ component: "pod-offloader", node: o.nodeName });
   const events = createEventRecorder(o.local, "liqo-virtual-kubelet", log);
@@ -235,7 +264,26 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   const wasOffloaded = (pod: Pod) =>
     pod.status?.hostIP === o.virtualKubeletIp || (pod.status?.phase !== undefined && pod.status.phase !== "Pending");
 
+  /**
+   * Brings one pod's remote side in line with its local one, in the steps below; a step that has
+   * to look at the pod again later says when, and requeueAt asks the work queue for the key then.
+   */
   async function handle(key: string) {
+    const pod = readCaches(key);
+    const { local, remoteNs, shadow } = pod;
+    if (!local && !nodeFollowedOrReleased(shadow)) return;
+    if (!local || local.metadata.deletionTimestamp) return finishDeletion(pod);
+    if (!remoteNs && offloadedNamespaces.has(pod.ns) && wasOffloaded(local)) return rescheduleLocally(pod, local);
+    if (!remoteNs) return backOffUnoffloadedNamespace(pod, local);
+    offloadedNamespaces.add(pod.ns);
+    if (shadow && !pod.ours) return backOffForeignShadowPod(pod, local, remoteNs);
+    const nodeName = local.spec?.nodeName ?? o.nodeName;
+    const offloadable: Offloadable = { ...pod, local, remoteNs, nodeName, ctx: ctxFor(pod.ns, remoteNs, nodeName) };
+    requeueAt(key, shadow ? await keepInSync(offloadable, shadow) : await createShadowPod(offloadable));
+  }
+
+  /** Reads a pod's key from the caches; a RetryAfterError while its twin namespace's informers are still listing. */
+  function readCaches(key: string): Observed {
     const { namespace: ns = "", name } = splitKey(key);
     const local = localPods.get(key);
     const remoteNs = o.remoteNamespaceOf(ns);
@@ -248,136 +296,168 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     }
     const shadow = remoteNs ? shadows.get(keyOf(remoteNs, name)) : undefined;
     const remote = remoteNs ? remotePods.get(keyOf(remoteNs, name)) : undefined;
-    const ours = shadow && isOwnedBy(shadow, o.localClusterId);
+    return {
+      key,
+      ns,
+      name,
+      local,
+      remoteNs,
+      shadow,
+      remote,
+      ours: Boolean(shadow && isOwnedBy(shadow, o.localClusterId)),
+    };
+  }
 
+  /** Whether the node of a ShadowPod's pod is followed or released here, so that a missing pod means a deleted one. */
+  function nodeFollowedOrReleased(shadow: KubeObject | undefined): boolean {
     // A pod of a node this offloader does not follow yet (a VirtualNode not started again after a
     // restart) is not missing: its ShadowPod is left alone until the node is followed or released.
     const shadowNode = shadow?.metadata.annotations?.[VIRTUAL_NODE_ANNOTATION] ?? o.nodeName;
-    if (!local && !nodes.has(shadowNode) && !released.has(shadowNode)) return;
-    if (!local || local.metadata.deletionTimestamp) {
-      pendingSince.delete(key);
-      tokenRefresh.delete(key);
-      if (shadow && ours && !shadow.metadata.deletionTimestamp) {
-        const grace = local?.metadata.deletionGracePeriodSeconds as number | undefined;
-        // The remote pod first, with the user's grace period; then the ShadowPod, so it is not re-created.
-        if (remote)
-          await o.remote.delete(Resources.pods, name, remoteNs, {
-            uid: remote.metadata.uid,
-            gracePeriodSeconds: grace,
-          });
-        await o.remote.delete(ShadowPodResource, name, remoteNs, { uid: shadow.metadata.uid });
-        return;
-      }
-      // Once nothing runs remotely, finish the local deletion as a kubelet does.
-      if (local && !remote && (!shadow || !ours))
-        await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 });
-      return;
-    }
-    if (remoteNs) offloadedNamespaces.add(ns);
-    if (!remoteNs && offloadedNamespaces.has(ns) && wasOffloaded(local)) {
-      // Its namespace stopped being offloaded here (unoffload, or this cluster deselected): the
-      // twin namespace and the remote pod go with it, so the pod is deleted and its controller
-      // reschedules it locally, as Liqo documents for `liqoctl unoffload namespace`.
-      events.normal(
-        local,
-        UNOFFLOADED,
-        `namespace ${ns} is no longer offloaded to cluster ${o.remoteClusterId}: pod deleted so that it is rescheduled`,
-      );
-      await o.local
-        .delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 })
-        .catch((err) => {
-          if (!(err instanceof KubeApiError && (err.notFound || err.status === 409))) throw err;
+    return nodes.has(shadowNode) || released.has(shadowNode);
+  }
+
+  /** Deletes what runs remotely for a deleted (or gone) pod or, once nothing does, finishes the local deletion. */
+  async function finishDeletion({ key, ns, name, local, remoteNs, shadow, remote, ours }: Observed) {
+    pendingSince.delete(key);
+    tokenRefresh.delete(key);
+    if (shadow && ours && !shadow.metadata.deletionTimestamp) {
+      const grace = local?.metadata.deletionGracePeriodSeconds as number | undefined;
+      // The remote pod first, with the user's grace period; then the ShadowPod, so it is not re-created.
+      if (remote)
+        await o.remote.delete(Resources.pods, name, remoteNs, {
+          uid: remote.metadata.uid,
+          gracePeriodSeconds: grace,
         });
+      await o.remote.delete(ShadowPodResource, name, remoteNs, { uid: shadow.metadata.uid });
       return;
     }
-    if (!remoteNs) {
-      return backOff(
-        local,
-        `namespace ${ns} is not offloaded to cluster ${o.remoteClusterId}: create a NamespaceOffloading in ${ns} (liqoctl offload namespace ${ns}) or schedule the pod elsewhere`,
-      );
+    // Once nothing runs remotely, finish the local deletion as a kubelet does.
+    if (local && !remote && (!shadow || !ours))
+      await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 });
+  }
+
+  /** Deletes an offloaded pod whose namespace is no longer offloaded here, so that it is rescheduled locally. */
+  async function rescheduleLocally({ ns, name }: Observed, local: Pod) {
+    // Its namespace stopped being offloaded here (unoffload, or this cluster deselected): the
+    // twin namespace and the remote pod go with it, so the pod is deleted and its controller
+    // reschedules it locally, as Liqo documents for `liqoctl unoffload namespace`.
+    events.normal(
+      local,
+      UNOFFLOADED,
+      `namespace ${ns} is no longer offloaded to cluster ${o.remoteClusterId}: pod deleted so that it is rescheduled`,
+    );
+    await o.local.delete(Resources.pods, name, ns, { uid: local.metadata.uid, gracePeriodSeconds: 0 }).catch((err) => {
+      if (!(err instanceof KubeApiError && (err.notFound || err.status === 409))) throw err;
+    });
+  }
+
+  /** Holds a pod Pending (OffloadingBackOff) because its namespace is not offloaded to this cluster. */
+  function backOffUnoffloadedNamespace({ ns }: Observed, local: Pod) {
+    return backOff(
+      local,
+      `namespace ${ns} is not offloaded to cluster ${o.remoteClusterId}: create a NamespaceOffloading in ${ns} (liqoctl offload namespace ${ns}) or schedule the pod elsewhere`,
+    );
+  }
+
+  /** Holds a pod Pending (OffloadingBackOff) because another cluster's ShadowPod has its name. */
+  function backOffForeignShadowPod({ name }: Observed, local: Pod, remoteNs: string) {
+    return backOff(
+      local,
+      `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`,
+    );
+  }
+
+  /** Creates the pod's ShadowPod, then its token Secret; answers when the token is due again. */
+  async function createShadowPod(pod: Offloadable): Promise<number | undefined> {
+    const { key, local, ctx } = pod;
+    const decision = await plugin.forward(withoutTokenVolume(local), null, ctx);
+    if (decision.decision !== "apply") {
+      log.info("pod not offloaded", { key, reason: decision.reason });
+      return undefined;
     }
-    if (shadow && !ours) {
-      return backOff(
-        local,
-        `a ShadowPod ${remoteNs}/${name} not created by this cluster already exists in cluster ${o.remoteClusterId}; rename the pod or remove that ShadowPod`,
-      );
-    }
-    const nodeName: string = local.spec?.nodeName ?? o.nodeName;
-    const ctx = ctxFor(ns, remoteNs, nodeName);
+    const out = decision.object as Pod;
+    warnHostNamespacesDropped(pod);
+    const created = await writeShadowPod(pod, out);
+    // After the ShadowPod, whose UID owns the Secret: the provider's kubelet waits for a missing
+    // Secret volume, and it usually exists before the pod is even scheduled.
     const tokens = tokenRequests(local, address);
-    if (!shadow) {
-      const decision = await plugin.forward(withoutTokenVolume(local), null, ctx);
-      if (decision.decision !== "apply") {
-        log.info("pod not offloaded", { key, reason: decision.reason });
-        return;
-      }
-      const out = decision.object as Pod;
-      // The pods reflector forces host namespaces off remotely (the provider's node is not ours to
-      // share); a user who asked for them must hear about it rather than find out at run time.
-      const dropped = hostNamespacesAsked(local.spec ?? {});
-      if (dropped.length > 0) {
-        events.warning(
-          local,
-          HOST_NAMESPACES_DROPPED,
-          `pod ${key} asked for ${dropped.join(", ")}, which offloaded pods cannot have: ` +
-            `it runs in cluster ${o.remoteClusterId} without them; keep it on a physical node (node affinity) if it needs them`,
-        );
-      }
-      // A plain create, not a server-side apply: the ShadowPod is only written when missing, and
-      // an apply of this large CRD costs the provider's API server noticeably more (bench).
-      const created = await o.remote
-        .create(
-          ShadowPodResource,
-          {
-            apiVersion: "virtualkubelet.liqo.io/v1alpha1",
-            kind: "ShadowPod",
-            metadata: {
-              name,
-              namespace: remoteNs,
-              labels: out.metadata.labels,
-              // The count starts at 0 here, so the provider writes the ShadowPod only on re-creations.
-              annotations: {
-                ...out.metadata.annotations,
-                [LOCAL_NAMESPACE_ANNOTATION]: ns,
-                ...(nodeName !== o.nodeName && { [VIRTUAL_NODE_ANNOTATION]: nodeName }),
-                [RECREATIONS_ANNOTATION]: "0",
-              },
+    return created && tokens ? renewToken(pod, tokens, created.metadata.uid!) : undefined;
+  }
+
+  /** Warns (an Event on the pod) that the host namespaces it asked for are not offloaded with it. */
+  function warnHostNamespacesDropped({ key, local }: Offloadable) {
+    // The pods reflector forces host namespaces off remotely (the provider's node is not ours to
+    // share); a user who asked for them must hear about it rather than find out at run time.
+    const dropped = hostNamespacesAsked(local.spec ?? {});
+    if (dropped.length > 0) {
+      events.warning(
+        local,
+        HOST_NAMESPACES_DROPPED,
+        `pod ${key} asked for ${dropped.join(", ")}, which offloaded pods cannot have: ` +
+          `it runs in cluster ${o.remoteClusterId} without them; keep it on a physical node (node affinity) if it needs them`,
+      );
+    }
+  }
+
+  /** Creates the ShadowPod of the pods reflector's remote pod; undefined when one was created meanwhile. */
+  async function writeShadowPod({ ns, name, local, remoteNs, nodeName }: Offloadable, out: Pod) {
+    // A plain create, not a server-side apply: the ShadowPod is only written when missing, and
+    // an apply of this large CRD costs the provider's API server noticeably more (bench).
+    return o.remote
+      .create(
+        ShadowPodResource,
+        {
+          apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+          kind: "ShadowPod",
+          metadata: {
+            name,
+            namespace: remoteNs,
+            labels: out.metadata.labels,
+            // The count starts at 0 here, so the provider writes the ShadowPod only on re-creations.
+            annotations: {
+              ...out.metadata.annotations,
+              [LOCAL_NAMESPACE_ANNOTATION]: ns,
+              ...(nodeName !== o.nodeName && { [VIRTUAL_NODE_ANNOTATION]: nodeName }),
+              [RECREATIONS_ANNOTATION]: "0",
             },
-            spec: { pod: patched(remotePodSpec(local, out.spec ?? {}, address), nodes.get(nodeName)?.patch) },
           },
-          remoteNs,
-          { fieldManager: FIELD_MANAGER },
-        )
-        .catch((err) => {
-          // Created meanwhile (our informer lags): its add event brings the key back.
-          if (!(err instanceof KubeApiError && err.status === 409)) throw err;
-          return undefined;
-        });
-      // After the ShadowPod, whose UID owns the Secret: the provider's kubelet waits for a missing
-      // Secret volume, and it usually exists before the pod is even scheduled.
-      if (created && tokens) await renewToken(key, local, tokens, remoteNs, { name, uid: created.metadata.uid! });
-      return;
-    }
-    if (tokens && ours && (tokenRefresh.get(key) ?? 0) <= Date.now()) {
-      await renewToken(key, local, tokens, remoteNs, { name, uid: shadow.metadata.uid! });
-    }
-    if (!remote) return; // the provider is (re)creating it
+          spec: { pod: patched(remotePodSpec(local, out.spec ?? {}, address), nodes.get(nodeName)?.patch) },
+        },
+        remoteNs,
+        { fieldManager: FIELD_MANAGER },
+      )
+      .catch((err) => {
+        // Created meanwhile (our informer lags): its add event brings the key back.
+        if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+        return undefined;
+      });
+  }
+
+  /** Renews an offloaded pod's token when due, then reflects its status; answers when to look at it again. */
+  async function keepInSync(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
+    const tokenDue = await renewTokenIfDue(pod, shadow);
+    const statusDue = await reflectStatus(pod, shadow);
+    return sooner(tokenDue, statusDue);
+  }
+
+  /** Renews the pod's token once it is due; answers when it is due again, if it was renewed. */
+  async function renewTokenIfDue(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
+    const tokens = tokenRequests(pod.local, address);
+    if (!tokens || (tokenRefresh.get(pod.key) ?? 0) > Date.now()) return undefined;
+    return renewToken(pod, tokens, shadow.metadata.uid!);
+  }
+
+  /** Writes the remote pod's status on the local pod; answers when a held-back Pending status is due. */
+  async function reflectStatus(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
+    const { key, ns, name, local, remote, ctx } = pod;
+    if (!remote) return undefined; // the provider is (re)creating it
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
     const back = await plugin.backward(remote, local, withRestarts);
-    if (back.decision !== "apply") return;
+    if (back.decision !== "apply") return undefined;
     const status = (back.object as Pod).status ?? {};
     if (Bun.deepEquals(status, local.status)) return void pendingSince.delete(key);
-    if (
-      status.phase === "Pending" &&
-      (local.status?.phase ?? "Pending") === "Pending" &&
-      !pendingNeedsAttention(status)
-    ) {
-      const now = Date.now();
-      const since = pendingSince.get(key) ?? now;
-      pendingSince.set(key, since);
-      // Not yet: most pods are Running before this, and that write then carries everything.
-      if (now - since < pendingDelay) return void queue?.addAfter(key, pendingDelay - (now - since));
-    }
+    const heldUntil = pendingHeldUntil(key, status, local);
+    if (heldUntil !== undefined) return heldUntil;
     pendingSince.delete(key);
     await o.local
       .apply(
@@ -391,28 +471,40 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       });
   }
 
+  /** Until when a routine Pending status is held back (PENDING_STATUS_DELAY_MS); undefined: write it now. */
+  function pendingHeldUntil(key: string, status: PodStatus, local: Pod): number | undefined {
+    const routine =
+      status.phase === "Pending" && (local.status?.phase ?? "Pending") === "Pending" && !pendingNeedsAttention(status);
+    if (!routine) return undefined;
+    const now = Date.now();
+    const since = pendingSince.get(key) ?? now;
+    pendingSince.set(key, since);
+    // Not yet: most pods are Running before this, and that write then carries everything.
+    return now - since < pendingDelay ? since + pendingDelay : undefined;
+  }
+
   /**
-   * A fresh origin token in the pod's Secret; the key comes back when it is due again. A failure
-   * is the pod's Event and a retry of its own, so that it never holds the pod's status back.
+   * A fresh origin token in the pod's Secret; answers when it is due again (undefined: the pod went
+   * meanwhile). A failure is the pod's Event and a retry of its own, so that it never holds the
+   * pod's status back.
    */
   async function renewToken(
-    key: string,
-    local: Pod,
+    { key, name, local, remoteNs }: Offloadable,
     wanted: { serviceAccount: string; tokens: TokenWanted[] },
-    remoteNs: string,
-    shadowPod: { name: string; uid: string },
-  ) {
+    shadowUid: string,
+  ): Promise<number | undefined> {
     const { serviceAccount } = wanted;
     let due: number;
     try {
       const t = await issueTokens(o.local, local, serviceAccount, wanted.tokens);
-      await o.remote.apply(Resources.secrets, remoteTokenSecret(local, remoteNs, o.localClusterId, shadowPod, t), {
-        fieldManager: FIELD_MANAGER,
-        force: true,
-      });
+      await o.remote.apply(
+        Resources.secrets,
+        remoteTokenSecret(local, remoteNs, o.localClusterId, { name, uid: shadowUid }, t),
+        { fieldManager: FIELD_MANAGER, force: true },
+      );
       due = t.refreshAt;
     } catch (err) {
-      if (err instanceof KubeApiError && err.notFound && !localPods.get(key)) return; // the pod went meanwhile
+      if (err instanceof KubeApiError && err.notFound && !localPods.get(key)) return undefined; // the pod went meanwhile
       log.warn("issuing the origin API server token failed", { key, err });
       events.warning(
         local,
@@ -422,7 +514,15 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       due = Date.now() + TOKEN_RETRY_MS;
     }
     tokenRefresh.set(key, due);
-    queue?.addAfter(key, Math.max(0, due - Date.now()));
+    return due;
+  }
+
+  /** Asks the work queue for the key again at `at` (ms since the epoch), if given, with a RetryAfterError. */
+  function requeueAt(key: string, at: number | undefined) {
+    if (at === undefined) return;
+    // This handling went well: the key's failure count starts over, as when a handling returns.
+    queue?.forget(key);
+    throw new RetryAfterError(Math.max(0, at - Date.now()));
   }
 
   const remoteKey = (obj: KubeObject) => {
