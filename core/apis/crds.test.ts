@@ -65,7 +65,14 @@ const liqo: Record<string, Facts> = {
     status: true,
     columns: [local, age],
   },
-  "shadowpods.virtualkubelet.liqo.io": { scope: "Namespaced", liqoCategory: false, status: false, columns: [] },
+  // Liqo v0.5.4's has no status; ours carries the provider's quota decision, as Liqo 1.x's status does
+  // (a subresource, so the consumer's identity cannot write it: docs/tenancy.md).
+  "shadowpods.virtualkubelet.liqo.io": {
+    scope: "Namespaced",
+    liqoCategory: false,
+    status: true,
+    columns: ["Quota@.status.quota.phase", age],
+  },
   // Liqo 1.x's (several virtual nodes per peering).
   "virtualnodes.virtualkubelet.liqo.io": {
     scope: "Namespaced",

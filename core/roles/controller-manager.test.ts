@@ -2,7 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CliError } from "../cli-errors.ts";
-import controllerManager, { CONTROLLERS, clusterLabelsFlag, parseControllers } from "./controller-manager.ts";
+import controllerManager, {
+  CONTROLLERS,
+  clusterLabelsFlag,
+  parseControllers,
+  peerQuotaFlags,
+} from "./controller-manager.ts";
 
 describe("liqo controller-manager --controllers", () => {
   test("defaults to every controller, as Liqo's controller manager runs them all", async () => {
@@ -52,6 +57,30 @@ describe("liqo controller-manager --peer-pod-security", () => {
     expect(run.exitCode).not.toBe(0);
     expect(run.stderr.toString()).toContain(
       '--peer-pod-security "root" is not a Pod Security Standard; choose from privileged, baseline, restricted',
+    );
+  });
+});
+
+describe("liqo controller-manager --peer-quota and --peer-default-requests", () => {
+  test("a mode that is not hard, soft or none fails at start, naming the choices", () => {
+    const run = startWith("--peer-quota=strict");
+    expect(run.exitCode).not.toBe(0);
+    expect(run.stderr.toString()).toContain('--peer-quota "strict" is not a quota mode; choose from hard, soft, none');
+  });
+
+  test("hard by default, no default requests; both read when given", () => {
+    expect(peerQuotaFlags({ "peer-quota": "hard", "peer-default-requests": "" })).toEqual({ mode: "hard" });
+    expect(peerQuotaFlags({ "peer-quota": "soft", "peer-default-requests": "cpu=50m,memory=64Mi" })).toEqual({
+      mode: "soft",
+      defaultRequests: { cpu: "50m", memory: "64Mi" },
+    });
+  });
+
+  test("malformed default requests fail at start, naming the flag and an example", () => {
+    const run = startWith("--peer-default-requests=cpu=100m");
+    expect(run.exitCode).not.toBe(0);
+    expect(run.stderr.toString()).toContain(
+      '--peer-default-requests "cpu=100m": give both, e.g. cpu=100m,memory=128Mi',
     );
   });
 });

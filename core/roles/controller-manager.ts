@@ -9,6 +9,7 @@ import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { createNamespaceOffloadingController } from "../offloading/index.ts";
 import { parseClusterLabels } from "../peering/identity.ts";
 import { createShadowPodController, POD_SECURITY_LEVELS, type PodSecurityLevel } from "../shadowpod/controller.ts";
+import { parseDefaultRequests, QUOTA_MODES, type QuotaMode } from "../shadowpod/quota.ts";
 import { foreignClusterArgs, foreignClusterController } from "./foreigncluster-flags.ts";
 import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag } from "./resourcerequest-flags.ts";
 import { discoveryArgs, discoveryController, discoveryTtl, searchDomainController } from "./discovery-flags.ts";
@@ -74,6 +75,18 @@ export default defineCommand({
       description:
         "Pod Security Standard the pods peers offload here must meet: baseline (no privileged containers, host namespaces, hostPath or host ports), restricted, or privileged (shadowpod)",
     },
+    "peer-quota": {
+      type: "string",
+      default: "hard",
+      description:
+        "What a peer's pods may take here: hard (its ShadowPods past its offer get no pod until there is room), soft (they run, flagged with an Event), none (shadowpod)",
+    },
+    "peer-default-requests": {
+      type: "string",
+      default: "",
+      description:
+        "Requests written into a peer's containers that state none, so they count against its offer, e.g. cpu=100m,memory=128Mi (default: none; such pods count as the scheduler counts them) (shadowpod)",
+    },
     ...storageArgs,
     ...discoveryArgs,
     ...leaderElectionArgs,
@@ -87,6 +100,7 @@ export default defineCommand({
       throw new CliError(
         `--peer-pod-security "${args["peer-pod-security"]}" is not a Pod Security Standard; choose from ${POD_SECURITY_LEVELS.join(", ")}`,
       );
+    const quota = peerQuotaFlags(args);
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
     const clusterLabels = clusterLabelsFlag(args["cluster-labels"]);
     if (wanted.includes("discovery")) discoveryTtl(args["discovery-ttl"]);
@@ -108,7 +122,7 @@ export default defineCommand({
       });
     }
     if (wanted.includes("shadowpod"))
-      running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log, podSecurity }) });
+      running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log, podSecurity, quota }) });
     if (wanted.includes("resourcerequest"))
       running.push({
         name: "resourcerequest",
@@ -188,3 +202,22 @@ export default defineCommand({
     }
   },
 });
+
+/** --peer-quota and --peer-default-requests, checked before anything starts. */
+export function peerQuotaFlags(args: Record<string, unknown>): {
+  mode: QuotaMode;
+  defaultRequests?: ReturnType<typeof parseDefaultRequests>;
+} {
+  const mode = args["peer-quota"] as QuotaMode;
+  if (!QUOTA_MODES.includes(mode))
+    throw new CliError(
+      `--peer-quota "${args["peer-quota"]}" is not a quota mode; choose from ${QUOTA_MODES.join(", ")}`,
+    );
+  const text = String(args["peer-default-requests"] ?? "").trim();
+  if (!text) return { mode };
+  try {
+    return { mode, defaultRequests: parseDefaultRequests(text) };
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}

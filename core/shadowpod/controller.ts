@@ -2,12 +2,15 @@
 // name, owned by it (so deleting the ShadowPod deletes the pod), and re-created whenever it
 // disappears — also while the consumer cannot be reached, which is the point of ShadowPods.
 // Each re-creation is counted on the ShadowPod, so the consumer can add it to restart counts.
-import { ShadowPodResource } from "../apis/index.ts";
+import { ResourceOfferResource, ShadowPodQuotaPhase, ShadowPodResource, type ResourceOffer } from "../apis/index.ts";
 import {
   LOCAL_POD_LABEL,
   MANAGED_BY_LABEL,
   MANAGED_BY_SHADOWPOD,
   RECREATIONS_ANNOTATION,
+  REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_DESTINATION_LABEL,
+  REPLICATION_ORIGIN_LABEL,
   SHADOWPOD_EVENT_COMPONENT,
 } from "../apis/labels.ts";
 import type { KubeClient } from "../kube/client.ts";
@@ -20,18 +23,33 @@ import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import { metadataOnly, withoutManagedFields } from "../kube/slim.ts";
 import { providerPodSpec } from "./placement.ts";
+import { podRequests } from "../peering/sharing/offer.ts";
+import {
+  exceeded,
+  formatAmounts,
+  QuotaLedger,
+  withDefaultRequests,
+  type DefaultRequests,
+  type QuotaMode,
+} from "./quota.ts";
 
 const CREATED_ANNOTATION = "liqo.io/shadowpod-created";
 /** The UID of the pod last created for the ShadowPod: which incarnation the count refers to. */
 export const POD_UID_ANNOTATION = "liqo.io/shadowpod-pod-uid";
 
-type ShadowPod = KubeObject & { spec?: { pod?: Record<string, unknown> } };
+type QuotaStatus = {
+  phase: ShadowPodQuotaPhase;
+  counted?: Record<string, string>;
+  overQuota?: boolean;
+  message?: string;
+};
+type ShadowPod = KubeObject & { spec?: { pod?: Record<string, unknown> }; status?: { quota?: QuotaStatus } };
 
 /**
  * The Pod a ShadowPod asks for: its spec (kept off this cluster's virtual nodes: placement.ts),
  * its labels and annotations, owned by the ShadowPod.
  */
-export function podFor(shadow: ShadowPod): Pod {
+export function podFor(shadow: ShadowPod, defaults?: DefaultRequests): Pod {
   const m = shadow.metadata;
   const annotations = { ...m.annotations };
   delete annotations[RECREATIONS_ANNOTATION];
@@ -55,7 +73,9 @@ export function podFor(shadow: ShadowPod): Pod {
         },
       ],
     },
-    spec: providerPodSpec(shadow.spec?.pod),
+    spec: defaults
+      ? withDefaultRequests(providerPodSpec(shadow.spec?.pod), defaults)
+      : providerPodSpec(shadow.spec?.pod),
   };
 }
 
@@ -94,6 +114,11 @@ export function createShadowPodController(options: {
    * is created (a stricter label already there is kept). "privileged" leaves namespaces alone.
    */
   podSecurity?: PodSecurityLevel;
+  /**
+   * Quota enforcement (quota.ts): each ShadowPod of a peer's twin namespace is admitted against
+   * that peer's ResourceOffer before its pod is created. Default hard.
+   */
+  quota?: { mode: QuotaMode; defaultRequests?: DefaultRequests };
 }): ShadowPodController {
   const podSecurity = options.podSecurity ?? "baseline";
   const { client } = options;
@@ -117,6 +142,27 @@ export function createShadowPodController(options: {
     logger: log,
     transform: metadataOnly,
   });
+  const quotaMode = options.quota?.mode ?? "hard";
+  const defaultRequests = options.quota?.defaultRequests;
+  // Whose twin namespace a ShadowPod is in (the label only that peer's namespaces carry: the
+  // admission policy of core/peering/auth/rbac.ts), and what that peer was offered.
+  const namespaces: Informer<KubeObject> | undefined =
+    quotaMode === "none"
+      ? undefined
+      : createInformer({ client, resource: Resources.namespaces, logger: log, transform: metadataOnly });
+  const offers: Informer<ResourceOffer> | undefined =
+    quotaMode === "none"
+      ? undefined
+      : createInformer({
+          client,
+          resource: ResourceOfferResource,
+          labelSelector: REPLICATION_DESTINATION_LABEL,
+          logger: log,
+          transform: withoutManagedFields,
+        });
+  const ledger = new QuotaLedger();
+  /** ShadowPods refused for room, by consumer: handled again when the consumer's usage or offer changes. */
+  const waiting = new Map<string, Set<string>>();
   let queue: WorkQueue | undefined;
   /**
    * ShadowPods (by UID) whose pod exists or existed: created by this process or seen by its pod
@@ -189,6 +235,98 @@ export function createShadowPodController(options: {
     secured.set(namespace, Date.now());
   }
 
+  /** The peer whose twin namespace holds the ShadowPod; undefined outside peers' namespaces (not counted). */
+  function consumerOf(shadow: ShadowPod): string | undefined {
+    if (!namespaces) return undefined;
+    return namespaces.get(shadow.metadata.namespace!)?.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL];
+  }
+
+  /** This cluster's own offer to the consumer (never one replicated here from the peer). */
+  function offeredTo(consumer: string): Record<string, string | number> | undefined {
+    const own = offers
+      ?.list()
+      .find(
+        (o) =>
+          o.metadata.labels?.[REPLICATION_DESTINATION_LABEL] === consumer &&
+          !o.metadata.labels?.[REPLICATION_ORIGIN_LABEL],
+      );
+    return own && !own.spec.withdrawalTimestamp ? (own.spec.resourceQuota?.hard ?? {}) : undefined;
+  }
+
+  /** The pod to create, with default requests when they are configured and the pod is a peer's. */
+  const podOf = (shadow: ShadowPod, consumer: string | undefined) =>
+    podFor(shadow, consumer ? defaultRequests : undefined);
+
+  async function writeQuotaStatus(shadow: ShadowPod, quota: QuotaStatus) {
+    await client.mergePatch(
+      ShadowPodResource,
+      shadow.metadata.name!,
+      shadow.metadata.namespace,
+      { status: { quota: { counted: null, overQuota: null, message: null, ...quota } } },
+      "status",
+    );
+  }
+
+  /**
+   * Counts the ShadowPod against its consumer's offer before its pod is created: true to create it.
+   * The check and the reservation in the ledger are one synchronous step, so ShadowPods handled
+   * side by side never take more than the offer together. An admission writes nothing (a ShadowPod
+   * counts from its pod, which a restart sees: recount); a refusal, a soft flag, and the admission
+   * that ends a refusal are written to the ShadowPod's status, with an Event.
+   */
+  async function admit(key: string, shadow: ShadowPod, consumer: string, pod: Pod): Promise<boolean> {
+    const uid = shadow.metadata.uid!;
+    const asked = podRequests(pod);
+    const recorded = shadow.status?.quota;
+    const hard = offeredTo(consumer);
+    const over = hard ? exceeded(ledger.used(consumer, uid), asked, hard) : [`no offer to cluster ${consumer} here`];
+    if (over.length && quotaMode === "hard") {
+      ledger.delete(uid);
+      let w = waiting.get(consumer);
+      if (!w) waiting.set(consumer, (w = new Set()));
+      w.add(key);
+      const message = `the offer to cluster ${consumer} is used up (hard quota): ${over.join("; ")}; the pod waits until enough is released`;
+      if (recorded?.phase !== ShadowPodQuotaPhase.Refused || recorded.message !== message) {
+        await writeQuotaStatus(shadow, { phase: ShadowPodQuotaPhase.Refused, message });
+        events.warning(shadow, "QuotaExceeded", message);
+        log.info("ShadowPod refused: over its consumer's offer", { key, consumer, over });
+      }
+      return false;
+    }
+    ledger.set(consumer, uid, asked);
+    waiting.get(consumer)?.delete(key);
+    const message = over.length
+      ? `admitted past the offer to cluster ${consumer} (soft quota): ${over.join("; ")}`
+      : undefined;
+    if (message || recorded) {
+      const status: QuotaStatus = { phase: ShadowPodQuotaPhase.Admitted, counted: formatAmounts(asked) };
+      if (message) Object.assign(status, { overQuota: true, message });
+      try {
+        if (!Bun.deepEquals(recorded, status)) await writeQuotaStatus(shadow, status);
+      } catch (err) {
+        ledger.delete(uid);
+        throw err;
+      }
+      if (message && recorded?.message !== message) events.warning(shadow, "QuotaExceeded", message);
+    }
+    return true;
+  }
+
+  /** A consumer's usage or offer changed: its waiting ShadowPods are looked at again. */
+  function recheck(consumer: string | undefined) {
+    if (!consumer) return;
+    for (const key of waiting.get(consumer) ?? []) queue?.add(key);
+  }
+
+  /** What the ShadowPods whose pods exist (or are being re-created) take: counted before any handling. */
+  function recount() {
+    for (const shadow of shadows.list()) {
+      if (shadow.metadata.deletionTimestamp || !hadPod.has(shadow.metadata.uid!)) continue;
+      const consumer = consumerOf(shadow);
+      if (consumer) ledger.set(consumer, shadow.metadata.uid!, podRequests(podOf(shadow, consumer)));
+    }
+  }
+
   async function handle(key: string) {
     const shadow = shadows.get(key);
     let pod = pods.get(key);
@@ -207,12 +345,16 @@ export function createShadowPodController(options: {
       }
       return; // present, or going away: its delete event brings the key back
     }
+    const consumer = quotaMode === "none" ? undefined : consumerOf(shadow);
+    const wanted = podOf(shadow, consumer);
+    if (consumer && !(await admit(key, shadow, consumer, wanted))) return;
     let created: Pod;
     try {
       await securePodsOf(shadow.metadata.namespace!);
-      created = await client.create<Pod>(Resources.pods, podFor(shadow));
+      created = await client.create<Pod>(Resources.pods, wanted);
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) return; // created meanwhile; the informer catches up
+      if (!(err instanceof KubeApiError && err.status === 409)) ledger.delete(shadow.metadata.uid!); // no pod: it takes nothing
       if (err instanceof KubeApiError && (err.status === 422 || err.status === 400 || err.status === 403)) {
         // The pod itself is invalid or forbidden here: retrying will not help until the ShadowPod changes.
         events.warning(shadow, "PodCreationFailed", `cannot create pod ${key}: ${err.message}`);
@@ -244,7 +386,7 @@ export function createShadowPodController(options: {
   return {
     handle,
     get synced() {
-      return shadows.synced && pods.synced;
+      return shadows.synced && pods.synced && (namespaces?.synced ?? true) && (offers?.synced ?? true);
     },
     async start() {
       // I/O-bound (create, patch): many workers keep a burst of ShadowPods from queueing (bench).
@@ -255,23 +397,42 @@ export function createShadowPodController(options: {
         if (owner) hadPod.add(owner);
         enqueue(p);
       };
-      pods.on({ add: sawPod, update: (_o, n) => sawPod(n), delete: enqueue });
+      // A deleted ShadowPod's pod runs until the garbage collector (and its grace period) ends it:
+      // its share is released when both are gone.
+      const release = (uid: string) => recheck(ledger.delete(uid));
+      pods.on({
+        add: sawPod,
+        update: (_o, n) => sawPod(n),
+        delete: (p) => {
+          const owner = ownerOf(p);
+          if (owner && shadows.get(objectKey(p))?.metadata.uid !== owner) release(owner);
+          enqueue(p);
+        },
+      });
       shadows.on({
         add: enqueue,
         update: (_o, n) => enqueue(n),
         delete: (s) => {
           hadPod.delete(s.metadata.uid!);
+          const pod = pods.get(objectKey(s));
+          if (!pod || ownerOf(pod) !== s.metadata.uid) release(s.metadata.uid!);
+          for (const w of waiting.values()) w.delete(objectKey(s));
           enqueue(s);
         },
       });
+      const offerChanged = (o: ResourceOffer) => recheck(o.metadata.labels?.[REPLICATION_DESTINATION_LABEL]);
+      offers?.on({ add: offerChanged, update: (_o, n) => offerChanged(n), delete: offerChanged });
       shadows.start();
       pods.start();
-      await Promise.all([shadows.waitForSync(), pods.waitForSync()]);
+      namespaces?.start();
+      offers?.start();
+      await Promise.all([shadows.waitForSync(), pods.waitForSync(), namespaces?.waitForSync(), offers?.waitForSync()]);
+      if (quotaMode !== "none") recount();
       queue.start();
     },
     async stop() {
       await queue?.shutdown();
-      await Promise.all([shadows.stop(), pods.stop()]);
+      await Promise.all([shadows.stop(), pods.stop(), namespaces?.stop(), offers?.stop()]);
     },
   };
 }

@@ -4,7 +4,8 @@
 // the ShadowPod controller. Shared by the tests/e2e/offloading-*.test.ts files.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { ForeignClusterResource, installCrds } from "../../core/apis/index.ts";
+import { ForeignClusterResource, installCrds, ResourceOfferResource } from "../../core/apis/index.ts";
+import { REPLICATION_DESTINATION_LABEL } from "../../core/apis/labels.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { tenantNamespaceName, uniqueName } from "../../core/offloading/index.ts";
@@ -45,7 +46,31 @@ async function run(cmd: string[]) {
   return { code: await proc.exited, out, err };
 }
 
+/** What the provider offers in a static peering: the virtual node's resources, and its ShadowPods' quota. */
+const STATIC_OFFER = { cpu: "64", memory: "256Gi", pods: "20000" };
+
+/**
+ * The provider's half of a static peering: its offer to the consumer in the consumer's tenant
+ * namespace, as the ResourceRequest controller would keep it (the ShadowPod controller admits
+ * the consumer's ShadowPods against it).
+ */
+async function staticOffer(consumer: ClusterInfo, provider: ClusterInfo) {
+  const tenant = tenantNamespaceName({ clusterID: consumer.clusterID, clusterName: consumer.name });
+  await provider.client.create(Resources.namespaces, { metadata: { name: tenant } });
+  await provider.client.create(ResourceOfferResource, {
+    apiVersion: "sharing.liqo.io/v1alpha1",
+    kind: "ResourceOffer",
+    metadata: {
+      name: `resourceoffer-${provider.clusterID}`,
+      namespace: tenant,
+      labels: { [REPLICATION_DESTINATION_LABEL]: consumer.clusterID },
+    },
+    spec: { clusterId: provider.clusterID, resourceQuota: { hard: STATIC_OFFER } },
+  } as KubeObject);
+}
+
 async function staticPeering(consumer: ClusterInfo, provider: ClusterInfo, server: string) {
+  await staticOffer(consumer, provider);
   const remote = { clusterID: provider.clusterID, clusterName: provider.name };
   const tenant = tenantNamespaceName(remote);
   await consumer.client.create(Resources.namespaces, {
@@ -165,7 +190,9 @@ export function virtualKubeletArgs(
     `--remote-cluster-id=${p.clusterID}`,
     `--remote-cluster-name=${p.name}`,
     `--remote-cluster-labels=topology.liqo.io/region=${p.region}`,
-    "--resources=cpu=64,memory=256Gi,pods=20000",
+    `--resources=${Object.entries(STATIC_OFFER)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(",")}`,
     `--kubelet-address=${host}:${kubeletPort}`,
     `--kubelet-cert=${kubeletCert.cert}`,
     `--kubelet-key=${kubeletCert.key}`,

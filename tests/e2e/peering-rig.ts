@@ -47,6 +47,8 @@ export interface LiqoSide {
    * controller manager's pod dies) and starts a fresh one, which adopts them.
    */
   restartConsumer(meanwhile?: () => Promise<void>): Promise<void>;
+  /** Stops the ShadowPod controller and starts a fresh one (its quota ledger recounted from the cluster). */
+  restartShadowPods(meanwhile?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -131,7 +133,8 @@ export async function startLiqoSide(
         logger,
       })
     : undefined;
-  const shadowPods = provider ? createShadowPodController({ client, logger }) : undefined;
+  const newShadowPods = () => createShadowPodController({ client, logger });
+  let shadowPods = provider ? newShadowPods() : undefined;
   if (consumer) await fc.start();
   await rr?.start();
   await offloading?.start();
@@ -165,6 +168,12 @@ export async function startLiqoSide(
       await meanwhile?.();
       fc = newFc();
       await fc.start();
+    },
+    async restartShadowPods(meanwhile) {
+      await shadowPods?.stop();
+      await meanwhile?.();
+      shadowPods = newShadowPods();
+      await shadowPods.start();
     },
     async stop() {
       if (consumer) await fc.stop();

@@ -20,6 +20,10 @@ import { sampleNetworkConfig, sampleResourceRequest, sampleShadowPod } from "../
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
+import type { Pod } from "../../core/kube/types.ts";
+import { parseQuantity } from "../../core/kube/quantity.ts";
+import { podRequests } from "../../core/peering/sharing/offer.ts";
+import { REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL } from "../../core/apis/labels.ts";
 import { findTenantNamespace, issueIdentity } from "../../core/peering/auth/index.ts";
 import { AUTH_TOKEN_SECRET, generateAuthToken } from "../../core/peering/auth/token.ts";
 import {
@@ -28,6 +32,7 @@ import {
   remoteIdentitySecretName,
   type ForeignClusterObject,
 } from "../../core/peering/foreigncluster/index.ts";
+import { createShadowPodController } from "../../core/shadowpod/controller.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { mutate } from "../chaos/fuzz.ts";
@@ -100,6 +105,8 @@ const RESOURCES: Res[] = [
   { resource: "resourceoffers", group: "sharing.liqo.io" },
   { resource: "networkconfigs", group: "net.liqo.io" },
   { resource: "shadowpods", group: "virtualkubelet.liqo.io" },
+  // The provider's quota decision lives here: the peer may not write it.
+  { resource: "shadowpods/status", group: "virtualkubelet.liqo.io" },
   { resource: "pods", group: "" },
   { resource: "pods/exec", group: "" },
   { resource: "pods/log", group: "" },
@@ -190,10 +197,10 @@ describe("the identity a provider issues", () => {
           cases.push({ scope, r, verb, want: (EXPECTED[scope][r.resource] ?? []).includes(verb) });
       }
     }
-    // 10 namespaced resources × 5 namespaces + 4 cluster-scoped, × 7 verbs; and namespaced resources cluster-wide.
+    // 11 namespaced resources × 5 namespaces + 4 cluster-scoped, × 7 verbs; and namespaced resources cluster-wide.
     for (const r of RESOURCES.filter((x) => !x.cluster))
       for (const verb of VERBS) cases.push({ scope: "cluster", r: { ...r, cluster: true }, verb, want: false });
-    expect(cases.length).toBe((10 * 5 + 4 + 10) * 7);
+    expect(cases.length).toBe((11 * 5 + 4 + 11) * 7);
     const wrong: string[] = [];
     for (let i = 0; i < cases.length; i += 16) {
       await Promise.all(
@@ -391,6 +398,302 @@ describe("the identity a provider issues", () => {
         await milan.client.delete(res, o.metadata.name!, namespace);
     await milan.client.delete(ShadowPodResource, "after-fuzz", TWIN);
   }, 300_000);
+});
+
+describe("milan's quota on rome's ShadowPods (hard, the default)", () => {
+  type Shadow = KubeObject & {
+    status?: { quota?: { phase?: string; message?: string; counted?: Record<string, string> } };
+  };
+  const HOSTILE = 100;
+  let each = 0n; // milli-CPU each hostile ShadowPod asks: room for exactly 10
+  const hostile = (i: number) => `hostile-${i}`;
+
+  /** milan's offer to rome, as its ResourceRequest controller keeps it. */
+  async function offerCpu(): Promise<bigint> {
+    const offers = await milan.client.list<
+      KubeObject & { spec: { resourceQuota?: { hard?: Record<string, string> } } }
+    >(ResourceOfferResource, {
+      namespace: tenant,
+      labelSelector: `${REPLICATION_DESTINATION_LABEL}=${rome.identity.clusterId}`,
+    });
+    return parseQuantity(offers.items[0]!.spec.resourceQuota!.hard!.cpu!);
+  }
+
+  /**
+   * What rome's pods in milan ask for (every twin namespace of rome's), once each of them belongs
+   * to a ShadowPod that is there: a deleted ShadowPod's pod counts until it is gone.
+   */
+  async function romeCpuInMilan(): Promise<bigint> {
+    return waitFor("rome's pods in milan to be its ShadowPods' only", async () => {
+      const shadows = new Set((await milan.client.list(ShadowPodResource)).items.map((x) => x.metadata.uid));
+      const pods = (await milan.client.list<Pod>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" }))
+        .items;
+      if (pods.some((p) => !p.metadata.ownerReferences?.some((o) => shadows.has(o.uid)))) return undefined;
+      return { cpu: await romeCpu(pods) }; // an object: 0n would read as "not yet"
+    }).then((x) => x.cpu);
+  }
+
+  async function romeCpu(pods: Pod[]): Promise<bigint> {
+    const twins = new Set(
+      (
+        await milan.client.list(Resources.namespaces, {
+          labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${rome.identity.clusterId}`,
+        })
+      ).items.map((n) => n.metadata.name),
+    );
+    return pods.filter((p) => twins.has(p.metadata.namespace)).reduce((n, p) => n + podRequests(p).cpu, 0n);
+  }
+
+  const shadowPod = (name: string, cpu: bigint): KubeObject => ({
+    apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+    kind: "ShadowPod",
+    metadata: { name, namespace: TWIN },
+    spec: { pod: { containers: [{ name: "app", image: "nginx", resources: { requests: { cpu: `${cpu}m` } } }] } },
+  });
+
+  /** The hostile ShadowPods by phase, and how many have a pod in milan; once every one has a decision. */
+  async function decided() {
+    return waitFor(
+      "a quota decision for every hostile ShadowPod",
+      async () => {
+        const shadows = (await milan.client.list<Shadow>(ShadowPodResource, { namespace: TWIN })).items.filter((x) =>
+          x.metadata.name!.startsWith("hostile-"),
+        );
+        const pods = new Set(
+          (await milan.client.list<Pod>(Resources.pods, { namespace: TWIN })).items
+            .filter((p) => !p.metadata.deletionTimestamp)
+            .map((p) => p.metadata.name),
+        );
+        const admitted = shadows.filter((x) => pods.has(x.metadata.name)).map((x) => x.metadata.name!);
+        const refused = shadows.filter((x) => x.status?.quota?.phase === "Refused" && !pods.has(x.metadata.name));
+        return admitted.length + refused.length === shadows.length ? { shadows, admitted, refused } : undefined;
+      },
+      { timeoutMs: 120_000 },
+    );
+  }
+
+  test("100 ShadowPods written at once with rome's identity, room for 10: exactly 10 get pods, 90 wait refused, naming the offer", async () => {
+    const free = (await offerCpu()) - (await romeCpuInMilan());
+    each = free / 10n;
+    expect(each).toBeGreaterThan(0n);
+    await Promise.all(
+      Array.from({ length: HOSTILE }, (_, i) => peer.create(ShadowPodResource, shadowPod(hostile(i), each))),
+    );
+    const got = await decided();
+    expect(got.shadows.length).toBe(HOSTILE);
+    expect(got.admitted.length).toBe(10);
+    expect(got.refused.length).toBe(90);
+    expect(got.refused[0]!.status!.quota!.message).toContain(
+      `the offer to cluster ${rome.identity.clusterId} is used up (hard quota): cpu: asks ${each}m with`,
+    );
+    // The refusal is an Event on the ShadowPod, which the peer may read.
+    const events = await peer.list<KubeObject & { reason?: string; involvedObject?: { name?: string } }>(
+      Resources.events,
+      {
+        namespace: TWIN,
+      },
+    );
+    expect(
+      events.items.some((e) => e.reason === "QuotaExceeded" && e.involvedObject?.name?.startsWith("hostile-")),
+    ).toBe(true);
+  }, 300_000);
+
+  test("the peer cannot write the decision: a status patch is forbidden, a status on create is dropped", async () => {
+    const patch = await peer
+      .mergePatch(ShadowPodResource, hostile(99), TWIN, { status: { quota: { phase: "Admitted" } } }, "status")
+      .then(
+        () => 200,
+        (err) => (err as KubeApiError).status,
+      );
+    expect(patch).toBe(403);
+    await peer.create(ShadowPodResource, {
+      ...shadowPod("hostile-self-admitted", each),
+      status: { quota: { phase: "Admitted", counted: { cpu: "0" } } },
+    } as KubeObject);
+    const got = await waitFor("the self-admitted ShadowPod refused", async () => {
+      const x = await milan.client.find<Shadow>(ShadowPodResource, "hostile-self-admitted", TWIN);
+      return x?.status?.quota?.phase === "Refused" ? x : undefined;
+    });
+    expect(got.status!.quota!.message).toContain("used up (hard quota)");
+    expect(await milan.client.find(Resources.pods, "hostile-self-admitted", TWIN)).toBeUndefined();
+    await peer.delete(ShadowPodResource, "hostile-self-admitted", TWIN);
+  }, 120_000);
+
+  test("milan's ShadowPod controller restarted: the 10 counted again, none more admitted; 3 deleted, 3 waiting admitted", async () => {
+    await milan.restartShadowPods();
+    // Every ShadowPod is handled again after the restart: the waiting stay waiting.
+    const after = await decided();
+    expect(after.admitted.length).toBe(10);
+    const gone = after.admitted.slice(0, 3);
+    for (const name of gone) await peer.delete(ShadowPodResource, name, TWIN);
+    const then = await waitFor("3 of the waiting admitted in their place", async () => {
+      const d = await decided();
+      return d.shadows.length === HOSTILE - 3 && d.admitted.length === 10 ? d : undefined;
+    });
+    expect(then.refused.length).toBe(87);
+  }, 300_000);
+
+  test("the offer shrinks below what runs (milan's node cordoned): nothing evicted, nothing admitted when one goes; uncordoned, the waiting fill it again", async () => {
+    const node = (await milan.client.list(Resources.nodes)).items.find((n) => !n.metadata.labels?.["liqo.io/type"])!;
+    const cordon = (unschedulable: boolean) =>
+      milan.client.mergePatch(Resources.nodes, node.metadata.name!, undefined, { spec: { unschedulable } });
+    await cordon(true);
+    try {
+      await waitFor("milan's offer to rome down to nothing", async () =>
+        (await offerCpu()) === 0n ? true : undefined,
+      );
+      const running = await decided();
+      expect(running.admitted.length).toBe(10);
+      await peer.delete(ShadowPodResource, running.admitted[0]!, TWIN);
+      const less = await waitFor("one fewer, none admitted in its place", async () => {
+        const d = await decided();
+        return d.shadows.length === HOSTILE - 4 ? d : undefined;
+      });
+      expect(less.admitted.length).toBe(9);
+      expect(less.refused[0]!.status!.quota!.message).toContain("of 0 in use");
+    } finally {
+      await cordon(false);
+    }
+    const back = await waitFor("the waiting admitted up to the offer again", async () => {
+      const d = await decided();
+      return d.admitted.length === 10 ? d : undefined;
+    });
+    expect(back.refused.length).toBe(HOSTILE - 4 - 10);
+  }, 300_000);
+
+  test("a pod rome's scheduler puts on the virtual node past milan's quota: Pending, OffloadingBackOff naming the quota, in an Event too", async () => {
+    await rome.client.create(Resources.pods, {
+      metadata: { name: "over-quota", namespace: TWIN },
+      spec: {
+        nodeName: "liqo-milan",
+        tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }],
+        containers: [{ name: "app", image: "nginx", resources: { requests: { cpu: `${each}m` } } }],
+      },
+    });
+    const local = await waitFor("the local pod held back with the provider's reason", async () => {
+      const p = await rome.client.find<Pod & { status?: { reason?: string; message?: string } }>(
+        Resources.pods,
+        "over-quota",
+        TWIN,
+      );
+      return p?.status?.reason === "OffloadingBackOff" && p.status.message?.includes("hard quota") ? p : undefined;
+    });
+    expect(local.status!.phase).toBe("Pending");
+    expect(local.status!.message).toContain(
+      `cluster ${milan.identity.clusterId}: the offer to cluster ${rome.identity.clusterId} is used up`,
+    );
+    const events = await rome.client.list<KubeObject & { reason?: string; message?: string }>(Resources.events, {
+      namespace: TWIN,
+      fieldSelector: "involvedObject.name=over-quota",
+    });
+    expect(events.items.some((e) => e.reason === "OffloadingBackOff" && e.message?.includes("hard quota"))).toBe(true);
+    // Room again: the pod runs.
+    await Promise.all(
+      Array.from({ length: HOSTILE }, (_, i) => peer.delete(ShadowPodResource, hostile(i), TWIN).catch(() => false)),
+    );
+    await waitFor("the held-back pod running in milan once there is room", () =>
+      milan.client.find(Resources.pods, "over-quota", TWIN),
+    );
+    await rome.client.delete(Resources.pods, "over-quota", TWIN, { gracePeriodSeconds: 0 });
+  }, 300_000);
+});
+
+describe("soft and none quota modes, and default requests (a ShadowPod controller of rome's, for a made-up peer)", () => {
+  type Shadow = KubeObject & { status?: { quota?: { phase?: string; overQuota?: boolean; message?: string } } };
+  const PEER = "0c1d2e3f-4a5b-4c6d-8e7f-901234567890";
+  const shadowPod = (ns: string, name: string, cpu?: string): KubeObject => ({
+    apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+    kind: "ShadowPod",
+    metadata: { name, namespace: ns },
+    spec: {
+      pod: { containers: [{ name: "app", image: "nginx", ...(cpu ? { resources: { requests: { cpu } } } : {}) }] },
+    },
+  });
+
+  /** A twin namespace of the made-up peer in rome, with rome's offer to it (cpu 1, 10 pods). */
+  async function tenantOf(ns: string) {
+    await rome.client.create(Resources.namespaces, {
+      metadata: { name: ns, labels: { [REMOTE_CLUSTER_ID_LABEL]: PEER } },
+    });
+    await rome.client.create(Resources.namespaces, { metadata: { name: `${ns}-tenant` } });
+    await rome.client.create(ResourceOfferResource, {
+      apiVersion: "sharing.liqo.io/v1alpha1",
+      kind: "ResourceOffer",
+      metadata: { name: "offer", namespace: `${ns}-tenant`, labels: { [REPLICATION_DESTINATION_LABEL]: PEER } },
+      spec: { clusterId: rome.identity.clusterId, resourceQuota: { hard: { cpu: "1", pods: "10" } } },
+    } as KubeObject);
+  }
+
+  async function withController<T>(
+    quota: Parameters<typeof createShadowPodController>[0]["quota"],
+    ns: string,
+    work: () => Promise<T>,
+  ) {
+    const c = createShadowPodController({ client: rome.client, namespace: ns, quota });
+    await c.start();
+    try {
+      return await work();
+    } finally {
+      await c.stop();
+      await rome.client.delete(Resources.namespaces, ns);
+      await rome.client.delete(Resources.namespaces, `${ns}-tenant`);
+    }
+  }
+
+  const podIn = (ns: string, name: string) =>
+    waitFor(`pod ${ns}/${name}`, () => rome.client.find<Pod>(Resources.pods, name, ns));
+
+  test("soft: every ShadowPod gets its pod; the one past the offer is flagged in its status and an Event", async () => {
+    const ns = "soft-twin";
+    await tenantOf(ns);
+    await withController({ mode: "soft" }, ns, async () => {
+      for (const name of ["a", "b", "c"]) await rome.client.create(ShadowPodResource, shadowPod(ns, name, "400m"));
+      for (const name of ["a", "b", "c"]) await podIn(ns, name);
+      const flagged = (await rome.client.list<Shadow>(ShadowPodResource, { namespace: ns })).items.filter(
+        (x) => x.status?.quota?.overQuota,
+      );
+      expect(flagged.map((x) => x.metadata.name)).toEqual(["c"]);
+      expect(flagged[0]!.status!.quota!.message).toBe(
+        `admitted past the offer to cluster ${PEER} (soft quota): cpu: asks 400m with 800m of 1 in use`,
+      );
+      const events = await rome.client.list<KubeObject & { reason?: string }>(Resources.events, {
+        namespace: ns,
+        fieldSelector: "involvedObject.name=c",
+      });
+      expect(events.items.map((e) => e.reason)).toContain("QuotaExceeded");
+    });
+  }, 120_000);
+
+  test("none: nothing counted, nothing written", async () => {
+    const ns = "none-twin";
+    await tenantOf(ns);
+    await withController({ mode: "none" }, ns, async () => {
+      for (const name of ["a", "b", "c"]) await rome.client.create(ShadowPodResource, shadowPod(ns, name, "600m"));
+      for (const name of ["a", "b", "c"]) await podIn(ns, name);
+      const statuses = (await rome.client.list<Shadow>(ShadowPodResource, { namespace: ns })).items.map(
+        (x) => x.status?.quota,
+      );
+      expect(statuses).toEqual([undefined, undefined, undefined]);
+    });
+  }, 120_000);
+
+  test("hard with default requests: containers without requests get them in the pod and count; with none set they count only as a pod", async () => {
+    const ns = "defaults-twin";
+    await tenantOf(ns);
+    await withController({ mode: "hard", defaultRequests: { cpu: "300m", memory: "64Mi" } }, ns, async () => {
+      for (const name of ["a", "b", "c", "d"]) await rome.client.create(ShadowPodResource, shadowPod(ns, name));
+      for (const name of ["a", "b", "c"]) {
+        const p = await podIn(ns, name);
+        expect(p.spec!.containers![0]!.resources).toEqual({ requests: { cpu: "300m", memory: "64Mi" } });
+      }
+      const d = await waitFor("the fourth refused", async () => {
+        const x = await rome.client.find<Shadow>(ShadowPodResource, "d", ns);
+        return x?.status?.quota?.phase === "Refused" ? x : undefined;
+      });
+      expect(d.status!.quota!.message).toContain("cpu: asks 300m with 900m of 1 in use");
+      expect(await rome.client.find(Resources.pods, "d", ns)).toBeUndefined();
+    });
+  }, 120_000);
 });
 
 describe("a token reused after revocation", () => {

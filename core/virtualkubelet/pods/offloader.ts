@@ -3,7 +3,7 @@
 // comes back (IPs translated, restarts counted); deleting the local pod deletes the remote one,
 // honouring its grace period. A pod whose namespace is not offloaded stays Pending with reason
 // OffloadingBackOff. Transforms are the pods WASM reflector's; this file only does the I/O.
-import { ShadowPodResource } from "../../apis/index.ts";
+import { ShadowPodQuotaPhase, ShadowPodResource } from "../../apis/index.ts";
 import { RECREATIONS_ANNOTATION } from "../../apis/labels.ts";
 import { hostNamespacesAsked } from "../../kube/host-namespaces.ts";
 import type { KubeClient } from "../../kube/client.ts";
@@ -113,6 +113,8 @@ export function patched(spec: PodSpec, patch: PodPatch | undefined): PodSpec {
   return { ...spec, nodeSelector: { ...spec.nodeSelector, ...patch.nodeSelector } };
 }
 
+type ShadowPodWithQuota = KubeObject & { status?: { quota?: { phase?: string; message?: string } } };
+
 function metadataAndStatus<T extends Pod>(obj: T): T {
   return { ...metadataOnly(obj), status: obj.status } as T;
 }
@@ -190,7 +192,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     resource: ShadowPodResource,
     labelSelector: origin,
     logger: log,
-    transform: metadataOnly,
+    // The status is the provider's quota decision (a few fields), shown on a pod it holds back.
+    transform: (s) => ({ ...metadataOnly(s), status: (s as ShadowPodWithQuota).status }) as KubeObject,
   });
   const remotePods: NamespacedInformers<Pod> = createNamespacedInformers({
     client: o.remote,
@@ -450,7 +453,13 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   /** Writes the remote pod's status on the local pod; answers when a held-back Pending status is due. */
   async function reflectStatus(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
     const { key, ns, name, local, remote, ctx } = pod;
-    if (!remote) return undefined; // the provider is (re)creating it
+    if (!remote) {
+      // The provider is (re)creating it, or its quota holds it back: then the user sees why.
+      const quota = (shadow as ShadowPodWithQuota).status?.quota;
+      if (quota?.phase === ShadowPodQuotaPhase.Refused && quota.message)
+        await backOff(local, `cluster ${o.remoteClusterId}: ${quota.message}`);
+      return undefined;
+    }
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
     const back = await plugin.backward(remote, local, withRestarts);
     if (back.decision !== "apply") return undefined;
