@@ -23,7 +23,7 @@ import { validatePlugin } from "../../core/reflection/validate.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
 import { warn } from "../ui.ts";
-import { table } from "./status.ts";
+import { table } from "../table.ts";
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const client = (args: { kubeconfig?: string; context?: string }) =>

@@ -1,7 +1,7 @@
 // liqoctl status: this cluster's liqo identity (name, ID, labels, auth URL) and its peerings,
 // each with the phase of every condition and, for any that is not settled, why; and what each
 // peering's provider granted or refused for the drop-in reflector plugins; the reflection policy;
-// the VirtualNodes of each peering (liqoctl create virtualnode).
+// the VirtualNodes of each peering (liqoctl create virtualnode); per peering, what is used of each offer (quotas).
 import { defineCommand } from "citty";
 import {
   DISCOVERY_TYPE_LABEL,
@@ -14,10 +14,12 @@ import {
   ResourceRequestResource,
   type ResourceRequest,
   VirtualNodeResource,
+  ResourceOfferResource,
+  ShadowPodResource,
 } from "../../core/apis/index.ts";
-import { createKubeClient } from "../../core/kube/client.ts";
-import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import type { Node } from "../../core/kube/types.ts";
+import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
+import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
+import type { Node, Pod } from "../../core/kube/types.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
 import { peeringSummary, type ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
@@ -32,18 +34,8 @@ import { overrideOfNamespace, POLICY_CONFIGMAP, policyFromConfigMap } from "../.
 import { CliError, ExitCode } from "../errors.ts";
 import { liqoKubeFlags } from "../peering.ts";
 import { formatResources, readyCondition, type VirtualNodeObject } from "../virtualnode.ts";
-
-export function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows
-    .map((r) =>
-      r
-        .map((c, i) => c.padEnd(widths[i]! + 3))
-        .join("")
-        .trimEnd(),
-    )
-    .join("\n");
-}
+import { table } from "../table.ts";
+import { quotaReport, type Offer, type QuotaShadow } from "../quota-report.ts";
 
 export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, boolean>): string {
   if (!fcs.length)
@@ -200,6 +192,34 @@ export function namespacePolicyReport(namespaces: KubeObject[]): string {
   return `Namespace overrides (annotation ${NAMESPACE_POLICY_ANNOTATION}, over the policy above for the kinds named):\n${rows.join("\n")}`;
 }
 
+/** The quota section: reads offers, pods, namespaces, virtual nodes, ShadowPods and the controller manager's --peer-quota. */
+async function quotaSection(client: KubeClient, ns: string, fcs: ForeignClusterObject[]): Promise<string> {
+  const all = <T extends KubeObject>(res: ResourceRef, labelSelector?: string) =>
+    client.list<T>(res, { labelSelector }).then(
+      (l) => l.items,
+      () => [] as T[],
+    );
+  const manager = await client
+    .find<KubeObject & { spec?: { template?: { spec?: { containers?: { args?: string[] }[] } } } }>(
+      { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
+      "liqo-controller-manager",
+      ns,
+    )
+    .catch(() => undefined);
+  const args = manager?.spec?.template?.spec?.containers?.[0]?.args ?? [];
+  const at = args.indexOf("--peer-quota");
+  const flag = args.find((a) => a.startsWith("--peer-quota="));
+  return quotaReport({
+    fcs,
+    offers: await all<Offer>(ResourceOfferResource),
+    pods: await all<Pod>(Resources.pods),
+    namespaces: await all(Resources.namespaces, REMOTE_CLUSTER_ID_LABEL),
+    nodes: await all(Resources.nodes, "liqo.io/type=virtual-node"),
+    shadowPods: await all<QuotaShadow>(ShadowPodResource),
+    mode: at >= 0 ? args[at + 1] : flag?.slice("--peer-quota=".length),
+  });
+}
+
 export default defineCommand({
   meta: { name: "status", description: "Show this cluster's liqo identity and its peerings" },
   args: { ...liqoKubeFlags },
@@ -256,6 +276,8 @@ export default defineCommand({
             () => [],
           ),
         ),
+        "",
+        await quotaSection(client, ns, fcs),
         "",
         pluginsReport(
           await client.list<ResourceRequest & KubeObject>(ResourceRequestResource).then(

@@ -21,7 +21,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import type { Pod } from "../../core/kube/types.ts";
-import { parseQuantity } from "../../core/kube/quantity.ts";
+import { formatQuantity, parseQuantity } from "../../core/kube/quantity.ts";
 import { podRequests } from "../../core/peering/sharing/offer.ts";
 import { REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL } from "../../core/apis/labels.ts";
 import { findTenantNamespace, issueIdentity } from "../../core/peering/auth/index.ts";
@@ -496,6 +496,21 @@ describe("milan's quota on rome's ShadowPods (hard, the default)", () => {
     expect(
       events.items.some((e) => e.reason === "QuotaExceeded" && e.involvedObject?.name?.startsWith("hostile-")),
     ).toBe(true);
+    // liqoctl status on milan: rome's use of the offer, enforced hard, and the 90 waiting.
+    const status = await liqoctl(milan, "status");
+    expect(status.code).toBe(0);
+    const row = status.out.split("\n").find((l) => /^\S+\s+incoming\s+hard\s/.test(l));
+    expect(row?.split(/\s+/).slice(1)).toEqual([
+      "incoming",
+      "hard",
+      `${formatQuantity((await offerCpu()) - free + 10n * each, "cpu")}/${formatQuantity(await offerCpu(), "cpu")}`,
+      expect.any(String),
+      expect.stringMatching(/^\d+\/\d+$/),
+      "90",
+    ]);
+    // And on rome: its use of milan's offer (its own pods on the virtual node: none yet).
+    const romeStatus = await liqoctl(rome, "status");
+    expect(romeStatus.out).toMatch(/^milan\s+outgoing\s+-\s+0\/\S+/m);
   }, 300_000);
 
   test("the peer cannot write the decision: a status patch is forbidden, a status on create is dropped", async () => {
