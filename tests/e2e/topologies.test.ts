@@ -12,7 +12,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
-import { type ForeignCluster, ForeignClusterResource, ShadowPodResource } from "../../core/apis/index.ts";
+import {
+  type ForeignCluster,
+  ForeignClusterResource,
+  ResourceOfferResource,
+  ShadowPodResource,
+} from "../../core/apis/index.ts";
+import { REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL } from "../../core/apis/labels.ts";
+import { formatQuantity, parseQuantity } from "../../core/kube/quantity.ts";
+import { podRequests } from "../../core/peering/sharing/offer.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import type { Node, Pod } from "../../core/kube/types.ts";
@@ -348,6 +356,86 @@ describe("bidirectional peering: rome ↔ milan", () => {
         { timeoutMs: 300_000, intervalMs: 2000 },
       );
     }
+  }, 600_000);
+});
+
+describe("a provider bounds its consumer (the chart's default: hard quota)", () => {
+  test("rome's identity writes ShadowPods past rome's offer at milan: the ones past it get no pod and wait; liqoctl status on milan counts them; one deleted, one admitted", async () => {
+    const fc = await client.rome.get<ForeignCluster>(ForeignClusterResource, "milan");
+    const identity = (await readIdentity(client.rome, fc.status!.tenantNamespace!.local!, clusterId.milan))!;
+    const asRome = peerClient(identity.kubeconfig);
+    // A namespace of rome's offloaded to milan only: its twin there is where rome's identity writes.
+    await offload("rome", "bounded", `--selector=topology.liqo.io/region=${REGION.milan}`);
+    const twins = (
+      await client.milan.list(Resources.namespaces, { labelSelector: `${REMOTE_CLUSTER_ID_LABEL}=${clusterId.rome}` })
+    ).items.map((n) => n.metadata.name!);
+    const twin = twins.find((n) => n.startsWith("bounded"))!;
+    expect(twin).toBeDefined();
+    const offers = await client.milan.list<
+      KubeObject & { spec: { resourceQuota?: { hard?: Record<string, string> } } }
+    >(ResourceOfferResource, { labelSelector: `${REPLICATION_DESTINATION_LABEL}=${clusterId.rome},!liqo.io/originID` });
+    const offered = parseQuantity(offers.items[0]!.spec.resourceQuota!.hard!.cpu!);
+    const used = (await client.milan.list<Pod>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })).items
+      .filter((p) => twins.includes(p.metadata.namespace!))
+      .reduce((n, p) => n + podRequests(p).cpu, 0n);
+    // Room for exactly 3; 6 written at once.
+    const each = (offered - used) / 3n;
+    expect(each).toBeGreaterThan(0n);
+    const names = Array.from({ length: 6 }, (_, i) => `over-${i}`);
+    await Promise.all(
+      names.map((name) =>
+        asRome.create(ShadowPodResource, {
+          apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+          kind: "ShadowPod",
+          metadata: { name, namespace: twin },
+          spec: { pod: { containers: [{ ...hello, resources: { requests: { cpu: `${each}m` } } }] } },
+        }),
+      ),
+    );
+    type Shadow = KubeObject & { status?: { quota?: { phase?: string; message?: string } } };
+    const decided = () =>
+      waitFor(
+        "a pod Running or a refusal for each of rome's ShadowPods",
+        async () => {
+          const running: string[] = [];
+          const refused: Shadow[] = [];
+          for (const name of names) {
+            const shadow = await client.milan.find<Shadow>(ShadowPodResource, name, twin);
+            if (!shadow) continue;
+            const pod = await client.milan.find<Pod>(Resources.pods, name, twin);
+            if (pod?.status?.phase === "Running") running.push(name);
+            else if (!pod && shadow.status?.quota?.phase === "Refused") refused.push(shadow);
+            else return undefined;
+          }
+          return { running, refused };
+        },
+        { timeoutMs: 180_000, intervalMs: 1000 },
+      );
+    const first = await decided();
+    expect(first.running.length).toBe(3);
+    expect(first.refused.length).toBe(3);
+    expect(first.refused[0]!.status!.quota!.message).toContain(
+      `the offer to cluster ${clusterId.rome} is used up (hard quota): cpu: asks ${formatQuantity(each, "cpu")} with`,
+    );
+    // The chart's controller manager says what it enforces, and liqoctl status counts the waiting.
+    const status = await run([...liqoctl, "status", `--kubeconfig=${c.milan.kubeconfig}`], "liqoctl status (milan)");
+    expect(status).toMatch(/^rome\s+incoming\s+hard\s+\S+\s+\S+\s+\S+\s+3$/m);
+    // One running deleted: one waiting takes its place, no more.
+    await asRome.delete(ShadowPodResource, first.running[0]!, twin);
+    const then = await waitFor(
+      "one waiting admitted in its place",
+      async () => {
+        const d = await decided();
+        return d.running.length === 3 && d.refused.length === 2 ? d : undefined;
+      },
+      { timeoutMs: 180_000 },
+    );
+    expect(then.running).not.toContain(first.running[0]);
+    for (const name of names) await asRome.delete(ShadowPodResource, name, twin).catch(() => false);
+    await run(
+      [...liqoctl, "unoffload", "namespace", "bounded", "--yes", `--kubeconfig=${c.rome.kubeconfig}`],
+      "liqoctl unoffload namespace bounded",
+    );
   }, 600_000);
 });
 
