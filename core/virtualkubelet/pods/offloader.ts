@@ -443,10 +443,16 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     return sooner(tokenDue, statusDue);
   }
 
-  /** Renews the pod's token once it is due; answers when it is due again, if it was renewed. */
+  /**
+   * Renews the pod's token once it is due; answers when it is due (again). Every handling answers
+   * it, not only the one that renewed: the work queue keeps one timer per key, the earliest, so a
+   * sooner requeue (a held-back status) would otherwise drop the renewal's.
+   */
   async function renewTokenIfDue(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
     const tokens = tokenRequests(pod.local, address);
-    if (!tokens || (tokenRefresh.get(pod.key) ?? 0) > Date.now()) return undefined;
+    if (!tokens) return undefined;
+    const due = tokenRefresh.get(pod.key);
+    if (due !== undefined && due > Date.now()) return due;
     return renewToken(pod, tokens, shadow.metadata.uid!);
   }
 
