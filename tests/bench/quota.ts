@@ -4,7 +4,7 @@
 // pod exists, and each ShadowPod's admission latency (created → its pod seen) as p50/p99. The
 // offer is large enough that nothing is refused: what is measured is the counting.
 import { REMOTE_CLUSTER_ID_LABEL, REPLICATION_DESTINATION_LABEL } from "../../core/apis/labels.ts";
-import { ResourceOfferResource, ShadowPodResource } from "../../core/apis/index.ts";
+import { installCrds, ResourceOfferResource, ShadowPodResource } from "../../core/apis/index.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createShadowPodController } from "../../core/shadowpod/controller.ts";
@@ -17,8 +17,9 @@ const N = Math.round(1000 * Number(process.env.BENCH_SCALE ?? 1));
 const ROUNDS = ["none", "hard", "none", "hard"] as const;
 const PEER = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
 
-const rig = await startTestRig({ clusters: 1, names: ["milan"], nodes: 0 });
+const rig = await startTestRig({ clusters: 1, names: ["milan"], nodes: 1 });
 const client = rig.client("milan");
+await installCrds(client);
 // One kwok node that takes every pod, so scheduling never decides the timings.
 await client.create(Resources.nodes, {
   apiVersion: "v1",
