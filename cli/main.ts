@@ -38,6 +38,9 @@ export const main: AnyCommand = {
     uninstall: lazy(() => import("./commands/uninstall.ts")),
     completion: lazy(() => import("./commands/completion.ts")),
     docs: lazy(() => import("./commands/docs.ts")),
+    cordon: lazy(() => import("./commands/tenant.ts").then((m) => ({ default: m.cordon }))),
+    uncordon: lazy(() => import("./commands/tenant.ts").then((m) => ({ default: m.uncordon }))),
+    drain: lazy(() => import("./commands/tenant.ts").then((m) => ({ default: m.drain }))),
   },
 };
 

@@ -48,12 +48,13 @@ describe("liqoctl status: quotas", () => {
         { metadata: { name: "a", namespace: "app-rome" }, status: { quota: { phase: "Admitted" } } },
       ],
       mode: "soft",
+      cordoned: new Set([ROME]),
     });
     expect(out.split("\n")).toEqual([
       "Quotas (used/offered; incoming: what each consumer's pods take here, enforced soft; outgoing: what ours take at each provider):",
-      "PEERING   DIRECTION   MODE   CPU       MEMORY   PODS   WAITING (REFUSED)",
-      "rome      incoming    soft   1500m/2   0/4Gi    2/10   1",
-      "turin     outgoing    -      500m/1    0        2/5    1",
+      "PEERING   DIRECTION   MODE             CPU       MEMORY   PODS   WAITING (REFUSED)",
+      "rome      incoming    soft, cordoned   1500m/2   0/4Gi    2/10   1",
+      "turin     outgoing    -                500m/1    0        2/5    1",
     ]);
   });
 

@@ -32,6 +32,8 @@ export interface QuotaInput {
   shadowPods: QuotaShadow[];
   /** The controller manager's --peer-quota (undefined: hard, its default). */
   mode?: string;
+  /** Consumers cordoned here (liqoctl cordon tenant). */
+  cordoned?: Set<string>;
 }
 
 const zero = (): Amounts => ({ cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n });
@@ -81,7 +83,7 @@ export function quotaReport(i: QuotaInput): string {
     rows.push([
       nameOf(consumer),
       "incoming",
-      mode,
+      i.cordoned?.has(consumer) ? `${mode}, cordoned` : mode,
       cell(used, hard, "cpu"),
       cell(used, hard, "memory"),
       cell(used, hard, "pods"),

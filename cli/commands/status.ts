@@ -4,6 +4,11 @@
 // the VirtualNodes of each peering (liqoctl create virtualnode); per peering, what is used of each offer (quotas).
 import { defineCommand } from "citty";
 import {
+  DISCOVERY_CLUSTER_ID_LABEL,
+  TENANT_CORDONED_ANNOTATION,
+  TENANT_NAMESPACE_LABEL,
+} from "../../core/apis/labels.ts";
+import {
   DISCOVERY_TYPE_LABEL,
   ForeignClusterResource,
   REMOTE_CLUSTER_ID_LABEL,
@@ -216,6 +221,11 @@ async function quotaSection(client: KubeClient, ns: string, fcs: ForeignClusterO
     namespaces: await all(Resources.namespaces, REMOTE_CLUSTER_ID_LABEL),
     nodes: await all(Resources.nodes, "liqo.io/type=virtual-node"),
     shadowPods: await all<QuotaShadow>(ShadowPodResource),
+    cordoned: new Set(
+      (await all(Resources.namespaces, `${TENANT_NAMESPACE_LABEL}=true`))
+        .filter((n) => n.metadata.annotations?.[TENANT_CORDONED_ANNOTATION] === "true")
+        .map((n) => n.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL] ?? ""),
+    ),
     mode: at >= 0 ? args[at + 1] : flag?.slice("--peer-quota=".length),
   });
 }

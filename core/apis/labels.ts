@@ -66,6 +66,8 @@ export const REMOTE_NAMESPACE_ORIGINAL_NAME_ANNOTATION = "liqo.io/original-name"
 // Discovery and tenant namespaces (pkg/discovery/const.go).
 export const TENANT_NAMESPACE_LABEL = "discovery.liqo.io/tenant-namespace";
 export const DISCOVERY_CLUSTER_ID_LABEL = "discovery.liqo.io/cluster-id";
+/** On a consumer's tenant namespace at the provider ("true"): its ShadowPods get no new pods (liqoctl cordon tenant). */
+export const TENANT_CORDONED_ANNOTATION = "liqo.io/tenant-cordoned";
 export const AUTH_TOKEN_LABEL = "discovery.liqo.io/auth-token";
 export const DISCOVERY_TYPE_LABEL = "discovery.liqo.io/discovery-type";
 export const DiscoveryType = { LAN: "LAN", WAN: "WAN", Manual: "Manual", IncomingPeering: "IncomingPeering" } as const;

@@ -12,6 +12,9 @@ import {
   REPLICATION_DESTINATION_LABEL,
   REPLICATION_ORIGIN_LABEL,
   SHADOWPOD_EVENT_COMPONENT,
+  DISCOVERY_CLUSTER_ID_LABEL,
+  TENANT_CORDONED_ANNOTATION,
+  TENANT_NAMESPACE_LABEL,
 } from "../apis/labels.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../kube/errors.ts";
@@ -145,11 +148,16 @@ export function createShadowPodController(options: {
   const quotaMode = options.quota?.mode ?? "hard";
   const defaultRequests = options.quota?.defaultRequests;
   // Whose twin namespace a ShadowPod is in (the label only that peer's namespaces carry: the
-  // admission policy of core/peering/auth/rbac.ts), and what that peer was offered.
-  const namespaces: Informer<KubeObject> | undefined =
-    quotaMode === "none"
-      ? undefined
-      : createInformer({ client, resource: Resources.namespaces, logger: log, transform: metadataOnly });
+  // admission policy of core/peering/auth/rbac.ts), whether that peer is cordoned (its tenant
+  // namespace's annotation, which the peer cannot write), and what it was offered.
+  const namespaces: Informer<KubeObject> = createInformer({
+    client,
+    resource: Resources.namespaces,
+    logger: log,
+    transform: metadataOnly,
+  });
+  /** Consumers cordoned here (liqoctl cordon tenant): their ShadowPods without a pod wait. */
+  const cordoned = new Set<string>();
   const offers: Informer<ResourceOffer> | undefined =
     quotaMode === "none"
       ? undefined
@@ -237,8 +245,19 @@ export function createShadowPodController(options: {
 
   /** The peer whose twin namespace holds the ShadowPod; undefined outside peers' namespaces (not counted). */
   function consumerOf(shadow: ShadowPod): string | undefined {
-    if (!namespaces) return undefined;
     return namespaces.get(shadow.metadata.namespace!)?.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL];
+  }
+
+  /** Follows a tenant namespace's cordon annotation; a consumer uncordoned gets its waiting ShadowPods looked at again. */
+  function sawNamespace(ns: KubeObject, gone = false) {
+    const consumer = ns.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL];
+    if (!consumer || ns.metadata.labels?.[TENANT_NAMESPACE_LABEL] !== "true") return;
+    const now = !gone && ns.metadata.annotations?.[TENANT_CORDONED_ANNOTATION] === "true";
+    if (now === cordoned.has(consumer)) return;
+    if (now) cordoned.add(consumer);
+    else cordoned.delete(consumer);
+    log.info(now ? "tenant cordoned: its ShadowPods get no new pods" : "tenant uncordoned", { consumer });
+    recheck(consumer);
   }
 
   /** This cluster's own offer to the consumer (never one replicated here from the peer). */
@@ -253,9 +272,24 @@ export function createShadowPodController(options: {
     return own && !own.spec.withdrawalTimestamp ? (own.spec.resourceQuota?.hard ?? {}) : undefined;
   }
 
-  /** The pod to create, with default requests when they are configured and the pod is a peer's. */
+  /** The pod to create, with default requests when they are configured, counted, and the pod is a peer's. */
   const podOf = (shadow: ShadowPod, consumer: string | undefined) =>
-    podFor(shadow, consumer ? defaultRequests : undefined);
+    podFor(shadow, consumer && quotaMode !== "none" ? defaultRequests : undefined);
+
+  /** Marks the ShadowPod waiting (Refused, with an Event), once per message; it is looked at again when its consumer changes. */
+  async function refuse(key: string, shadow: ShadowPod, consumer: string, message: string) {
+    ledger.delete(shadow.metadata.uid!);
+    let w = waiting.get(consumer);
+    if (!w) waiting.set(consumer, (w = new Set()));
+    w.add(key);
+    const recorded = shadow.status?.quota;
+    if (recorded?.phase !== ShadowPodQuotaPhase.Refused || recorded.message !== message) {
+      await writeQuotaStatus(shadow, { phase: ShadowPodQuotaPhase.Refused, message });
+      events.warning(shadow, "QuotaExceeded", message);
+      log.info("ShadowPod waits", { key, consumer, message });
+    }
+    return false;
+  }
 
   async function writeQuotaStatus(shadow: ShadowPod, quota: QuotaStatus) {
     await client.mergePatch(
@@ -276,23 +310,28 @@ export function createShadowPodController(options: {
    */
   async function admit(key: string, shadow: ShadowPod, consumer: string, pod: Pod): Promise<boolean> {
     const uid = shadow.metadata.uid!;
-    const asked = podRequests(pod);
     const recorded = shadow.status?.quota;
+    if (cordoned.has(consumer))
+      return refuse(
+        key,
+        shadow,
+        consumer,
+        `cluster ${consumer} is cordoned here (liqoctl cordon tenant): its pods get no new pods until liqoctl uncordon tenant`,
+      );
+    if (quotaMode === "none") {
+      if (recorded) await writeQuotaStatus(shadow, { phase: ShadowPodQuotaPhase.Admitted });
+      return true;
+    }
+    const asked = podRequests(pod);
     const hard = offeredTo(consumer);
     const over = hard ? exceeded(ledger.used(consumer, uid), asked, hard) : [`no offer to cluster ${consumer} here`];
-    if (over.length && quotaMode === "hard") {
-      ledger.delete(uid);
-      let w = waiting.get(consumer);
-      if (!w) waiting.set(consumer, (w = new Set()));
-      w.add(key);
-      const message = `the offer to cluster ${consumer} is used up (hard quota): ${over.join("; ")}; the pod waits until enough is released`;
-      if (recorded?.phase !== ShadowPodQuotaPhase.Refused || recorded.message !== message) {
-        await writeQuotaStatus(shadow, { phase: ShadowPodQuotaPhase.Refused, message });
-        events.warning(shadow, "QuotaExceeded", message);
-        log.info("ShadowPod refused: over its consumer's offer", { key, consumer, over });
-      }
-      return false;
-    }
+    if (over.length && quotaMode === "hard")
+      return refuse(
+        key,
+        shadow,
+        consumer,
+        `the offer to cluster ${consumer} is used up (hard quota): ${over.join("; ")}; the pod waits until enough is released`,
+      );
     ledger.set(consumer, uid, asked);
     waiting.get(consumer)?.delete(key);
     const message = over.length
@@ -345,7 +384,7 @@ export function createShadowPodController(options: {
       }
       return; // present, or going away: its delete event brings the key back
     }
-    const consumer = quotaMode === "none" ? undefined : consumerOf(shadow);
+    const consumer = consumerOf(shadow);
     const wanted = podOf(shadow, consumer);
     if (consumer && !(await admit(key, shadow, consumer, wanted))) return;
     let created: Pod;
@@ -386,7 +425,7 @@ export function createShadowPodController(options: {
   return {
     handle,
     get synced() {
-      return shadows.synced && pods.synced && (namespaces?.synced ?? true) && (offers?.synced ?? true);
+      return shadows.synced && pods.synced && namespaces.synced && (offers?.synced ?? true);
     },
     async start() {
       // I/O-bound (create, patch): many workers keep a burst of ShadowPods from queueing (bench).
@@ -422,9 +461,14 @@ export function createShadowPodController(options: {
       });
       const offerChanged = (o: ResourceOffer) => recheck(o.metadata.labels?.[REPLICATION_DESTINATION_LABEL]);
       offers?.on({ add: offerChanged, update: (_o, n) => offerChanged(n), delete: offerChanged });
+      namespaces.on({
+        add: (n) => sawNamespace(n),
+        update: (_o, n) => sawNamespace(n),
+        delete: (n) => sawNamespace(n, true),
+      });
       shadows.start();
       pods.start();
-      namespaces?.start();
+      namespaces.start();
       offers?.start();
       await Promise.all([shadows.waitForSync(), pods.waitForSync(), namespaces?.waitForSync(), offers?.waitForSync()]);
       if (quotaMode !== "none") recount();
@@ -432,7 +476,7 @@ export function createShadowPodController(options: {
     },
     async stop() {
       await queue?.shutdown();
-      await Promise.all([shadows.stop(), pods.stop(), namespaces?.stop(), offers?.stop()]);
+      await Promise.all([shadows.stop(), pods.stop(), namespaces.stop(), offers?.stop()]);
     },
   };
 }

@@ -613,6 +613,99 @@ describe("milan's quota on rome's ShadowPods (hard, the default)", () => {
   }, 300_000);
 });
 
+describe("a tenant cordoned and drained at milan (liqoctl cordon / drain / uncordon tenant)", () => {
+  type Shadow = KubeObject & { status?: { quota?: { phase?: string; message?: string } } };
+  const pdbs = {
+    group: "policy",
+    version: "v1",
+    kind: "PodDisruptionBudget",
+    plural: "poddisruptionbudgets",
+    namespaced: true,
+  };
+  const NAMES = ["drain-0", "drain-1", "drain-2"];
+  const write = (name: string) =>
+    peer.create(ShadowPodResource, {
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+      kind: "ShadowPod",
+      // The pod gets the ShadowPod's labels: a PodDisruptionBudget selects them.
+      metadata: { name, namespace: TWIN, labels: { app: "drain" } },
+      spec: { pod: { containers: [{ name: "app", image: "nginx", resources: { requests: { cpu: "10m" } } }] } },
+    } as KubeObject);
+  const running = async () =>
+    (await milan.client.list<Pod>(Resources.pods, { namespace: TWIN })).items.filter(
+      (p) => p.metadata.name!.startsWith("drain-") && !p.metadata.deletionTimestamp && p.status?.phase === "Running",
+    );
+
+  test("cordoned: new ShadowPods wait, named; running pods stay; status says so; an unknown tenant is refused naming the tenants", async () => {
+    for (const name of NAMES) await write(name);
+    await waitFor("3 pods running for rome in milan", async () => ((await running()).length === 3 ? true : undefined));
+    const unknown = await liqoctl(milan, "cordon", "tenant", "nobody");
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.err).toContain(
+      "no tenant nobody here: give the cluster ID or ForeignCluster name of a cluster peered with this one (tenants:",
+    );
+    const r = await liqoctl(milan, "cordon", "tenant", rome.identity.clusterId);
+    expect(r.code).toBe(0);
+    await write("drain-new");
+    const waiting = await waitFor("the new ShadowPod waiting, cordoned", async () => {
+      const x = await milan.client.find<Shadow>(ShadowPodResource, "drain-new", TWIN);
+      return x?.status?.quota?.phase === "Refused" ? x : undefined;
+    });
+    expect(waiting.status!.quota!.message).toBe(
+      `cluster ${rome.identity.clusterId} is cordoned here (liqoctl cordon tenant): its pods get no new pods until liqoctl uncordon tenant`,
+    );
+    expect(await milan.client.find(Resources.pods, "drain-new", TWIN)).toBeUndefined();
+    expect((await running()).length).toBe(3);
+    const status = await liqoctl(milan, "status");
+    expect(status.out).toMatch(/incoming\s+hard, cordoned\s/);
+  }, 180_000);
+
+  test("drain: evictions a PodDisruptionBudget refuses are retried until --timeout and named; without it every pod goes and none comes back; uncordon brings them all back", async () => {
+    await milan.client.create(pdbs, {
+      apiVersion: "policy/v1",
+      kind: "PodDisruptionBudget",
+      metadata: { name: "keep-two", namespace: TWIN },
+      spec: { minAvailable: 2, selector: { matchLabels: { app: "drain" } } },
+    } as KubeObject);
+    await waitFor("the budget allowing one disruption", async () => {
+      const b = await milan.client.find<
+        KubeObject & { status?: { disruptionsAllowed?: number; expectedPods?: number } }
+      >(pdbs, "keep-two", TWIN);
+      return b?.status?.expectedPods === 3 && b.status.disruptionsAllowed === 1 ? true : undefined;
+    });
+    const held = await liqoctl(milan, "drain", "tenant", rome.identity.clusterId, "--timeout=6s");
+    expect(held.code).not.toBe(0);
+    expect(held.err).toContain("the evictions of these pods were refused by a PodDisruptionBudget:");
+    expect(held.err).toContain(`${TWIN}/drain-`);
+    expect(held.err).toContain("the tenant stays cordoned");
+    await waitFor("one pod evicted, two kept by the budget", async () =>
+      (await running()).length === 2 ? true : undefined,
+    );
+    await milan.client.delete(pdbs, "keep-two", TWIN);
+    const drained = await liqoctl(milan, "drain", "tenant", rome.identity.clusterId, "--timeout=30s");
+    expect(drained.code).toBe(0);
+    await waitFor("every pod of rome gone from milan", async () => ((await running()).length === 0 ? true : undefined));
+    // Cordoned: their ShadowPods wait instead of getting new pods.
+    await waitFor("the drained ShadowPods waiting, cordoned", async () => {
+      const shadows = await Promise.all(NAMES.map((n) => milan.client.find<Shadow>(ShadowPodResource, n, TWIN)));
+      return shadows.every((x) => x?.status?.quota?.message?.includes("is cordoned here")) ? true : undefined;
+    });
+    expect(await running()).toEqual([]);
+    const back = await liqoctl(milan, "uncordon", "tenant", rome.identity.clusterId);
+    expect(back.code).toBe(0);
+    await waitFor("all four pods of rome running again", async () => {
+      const names = (await milan.client.list<Pod>(Resources.pods, { namespace: TWIN })).items
+        .filter(
+          (p) =>
+            p.metadata.name!.startsWith("drain-") && p.status?.phase === "Running" && !p.metadata.deletionTimestamp,
+        )
+        .map((p) => p.metadata.name);
+      return names.length === 4 ? true : undefined;
+    });
+    for (const name of [...NAMES, "drain-new"]) await peer.delete(ShadowPodResource, name, TWIN);
+  }, 240_000);
+});
+
 describe("soft and none quota modes, and default requests (a ShadowPod controller of rome's, for a made-up peer)", () => {
   type Shadow = KubeObject & { status?: { quota?: { phase?: string; overQuota?: boolean; message?: string } } };
   const PEER = "0c1d2e3f-4a5b-4c6d-8e7f-901234567890";
