@@ -360,7 +360,7 @@ describe("bidirectional peering: rome ↔ milan", () => {
 });
 
 describe("a provider bounds its consumer (the chart's default: hard quota)", () => {
-  test("rome's identity writes ShadowPods past rome's offer at milan: the ones past it get no pod and wait; liqoctl status on milan counts them; one deleted, one admitted", async () => {
+  test("rome's identity writes ShadowPods past rome's offer at milan: the ones past it get no pod and wait; liqoctl status on milan counts them; one deleted, one admitted; cordoned, drained, uncordoned", async () => {
     const fc = await client.rome.get<ForeignCluster>(ForeignClusterResource, "milan");
     const identity = (await readIdentity(client.rome, fc.status!.tenantNamespace!.local!, clusterId.milan))!;
     const asRome = peerClient(identity.kubeconfig);
@@ -403,6 +403,7 @@ describe("a provider bounds its consumer (the chart's default: hard quota)", () 
             const shadow = await client.milan.find<Shadow>(ShadowPodResource, name, twin);
             if (!shadow) continue;
             const pod = await client.milan.find<Pod>(Resources.pods, name, twin);
+            if (pod?.metadata.deletionTimestamp) return undefined; // going: decided once it is gone
             if (pod?.status?.phase === "Running") running.push(name);
             else if (!pod && shadow.status?.quota?.phase === "Refused") refused.push(shadow);
             else return undefined;
@@ -431,6 +432,36 @@ describe("a provider bounds its consumer (the chart's default: hard quota)", () 
       { timeoutMs: 180_000 },
     );
     expect(then.running).not.toContain(first.running[0]);
+    // Cordoned (by the ForeignCluster's name): one running deleted, no waiting one takes its place.
+    const tenant = (verb: string, ...flags: string[]) =>
+      run(
+        [...liqoctl, verb, "tenant", "rome", `--kubeconfig=${c.milan.kubeconfig}`, ...flags],
+        `liqoctl ${verb} tenant rome`,
+      );
+    await tenant("cordon");
+    await asRome.delete(ShadowPodResource, then.running[0]!, twin);
+    const cordoned = await waitFor("two running, the waiting ones now waiting for the cordon", async () => {
+      const d = await decided();
+      return d.running.length === 2 && d.refused.every((x) => x.status?.quota?.message?.includes("is cordoned here"))
+        ? d
+        : undefined;
+    });
+    expect(cordoned.refused.length).toBe(2);
+    // Drained: the two running pods evicted, not re-created.
+    expect(await tenant("drain", "--timeout=60s")).toContain("drained: 2 pod(s) evicted");
+    const drained = await decided();
+    expect(drained.running).toEqual([]);
+    // Uncordoned: back within the offer (3 fit of the 4 there are).
+    await tenant("uncordon");
+    const back = await waitFor(
+      "three running again, one waiting for room",
+      async () => {
+        const d = await decided();
+        return d.running.length === 3 && d.refused.length === 1 ? d : undefined;
+      },
+      { timeoutMs: 180_000 },
+    );
+    expect(back.refused[0]!.status!.quota!.message).toContain("used up (hard quota)");
     for (const name of names) await asRome.delete(ShadowPodResource, name, twin).catch(() => false);
     await run(
       [...liqoctl, "unoffload", "namespace", "bounded", "--yes", `--kubeconfig=${c.rome.kubeconfig}`],
