@@ -38,9 +38,10 @@ import { testRigRoot } from "../rig/testing.ts";
 import { liqoctl } from "../quickstart/install.ts";
 import { pluginCli, scaffoldPluginProject } from "../support/plugin-project.ts";
 import { waitFor } from "../support/wait.ts";
+import { pdb, PDBS } from "../support/pdb.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 
-// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
 type Pod = KubeObject & { spec?: Record<string, any>; status?: { phase?: string } };
 
 const NS = "liqo-demo";
@@ -72,7 +73,7 @@ while true; do
 done`;
 
 /** The last complete round of CLIENT_SCRIPT's output: the address and the two answers, parsed. */
-// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+// biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
 function lastRound(log: string): { address: string; configMap: any; whoami: any } | undefined {
   const rounds = log
     .split("=== address ")
@@ -101,13 +102,6 @@ const PDB_RULES = ["apiGroups={policy}", "resources={poddisruptionbudgets}", "ve
   (r) => `--set=reflection.pluginRules[0].${r}`,
 );
 await ensureBuilt(["networkpolicy"]);
-const PDBs: ResourceRef = {
-  group: "policy",
-  version: "v1",
-  kind: "PodDisruptionBudget",
-  plural: "poddisruptionbudgets",
-  namespaced: true,
-};
 
 /** The PodDisruptionBudget plugin as an author makes it, outside the repository: its .wasm and the folder to remove. */
 async function buildPdbPlugin(): Promise<{ parent: string; wasm: string; built: string }> {
@@ -230,14 +224,14 @@ describe("an offloaded pod calls its origin cluster's API server with its Servic
   test("the provider's token is not mounted; the origin one is, from a Secret owned by the ShadowPod", async () => {
     const remote = await remotePod("api-client");
     expect(remote.spec!.automountServiceAccountToken).toBe(false);
-    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
     const tokenVolumes = remote.spec!.volumes.filter((v: any) =>
-      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
       v.projected?.sources?.some((s: any) => s.serviceAccountToken),
     );
     expect(tokenVolumes).toEqual([]);
     const secretName = remoteTokenSecretName("api-client");
-    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
     expect(remote.spec!.volumes.filter((v: any) => v.secret?.secretName === secretName).length).toBe(1);
     const secret = await q.milan.get<KubeObject & { data: Record<string, string> }>(
       Resources.secrets,
@@ -735,23 +729,18 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     const { wasm, built } = await pdbPlugin;
     expect(built).toContain("built build/pdbs.wasm");
     const twin = (await remoteCopy("nginx-remote")).metadata.namespace!;
-    await q.rome.create(PDBs, {
-      apiVersion: "policy/v1",
-      kind: "PodDisruptionBudget",
-      metadata: { name: "web", namespace: NS },
-      spec: { minAvailable: 1, selector: { matchLabels: { app: "web" } }, unhealthyPodEvictionPolicy: "AlwaysAllow" },
-    } as KubeObject);
+    await q.rome.create(PDBS, pdb("web", NS, 1, { app: "web" }, { unhealthyPodEvictionPolicy: "AlwaysAllow" }));
     const installed = await cli("rome", "plugin", "install", wasm);
     expect(installed.out + installed.err).toContain(
       "plugin pdbs installed: pdbs 0.1.0, reflects PodDisruptionBudget.policy/v1 (forward)",
     );
     expect(installed.code).toBe(0);
-    expect(installed.err).not.toContain("WARN"); // rome's controller manager may read PDBs (reflection.pluginRules)
+    expect(installed.err).not.toContain("WARN"); // rome's controller manager may read PDBS (reflection.pluginRules)
 
     // Hot-loaded by the controller manager's virtual kubelet in rome once milan's controller manager granted it.
-    const copy = (await waitFor("the PodDisruptionBudget reflected into milan", () => q.milan.find(PDBs, "web", twin), {
+    const copy = (await waitFor("the PodDisruptionBudget reflected into milan", () => q.milan.find(PDBS, "web", twin), {
       timeoutMs: 120_000,
-      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+      // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
     })) as any;
     const romeId = copy.metadata.labels["liqo.io/origin-cluster-id"];
     expect(copy.metadata.labels).toEqual({
@@ -765,22 +754,22 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       unhealthyPodEvictionPolicy: "AlwaysAllow",
     });
     // A field removed in rome is removed in milan.
-    await q.rome.mergePatch(PDBs, "web", NS, { spec: { minAvailable: 2, unhealthyPodEvictionPolicy: null } });
+    await q.rome.mergePatch(PDBS, "web", NS, { spec: { minAvailable: 2, unhealthyPodEvictionPolicy: null } });
     await waitFor(
       "the update reflected (minAvailable 2, no unhealthyPodEvictionPolicy)",
       async () => {
-        // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
-        const spec = ((await q.milan.find(PDBs, "web", twin)) as any)?.spec;
+        // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
+        const spec = ((await q.milan.find(PDBS, "web", twin)) as any)?.spec;
         return spec?.minAvailable === 2 && !("unhealthyPodEvictionPolicy" in spec);
       },
       { timeoutMs: 60_000 },
     );
 
     // The grant, exactly: milan's ClusterRole for rome, bound in the twin namespace only; shown on both sides.
-    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
     const role = (await milan(ClusterRoles, pluginClusterRoleName(romeId))) as any;
     expect(role.rules).toEqual([{ apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: FORWARD_VERBS }]);
-    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
     expect(((await milan(RoleBindings, PLUGIN_BINDING, twin)) as any).roleRef.name).toBe(pluginClusterRoleName(romeId));
     const tenant = (await findTenantNamespace(q.milan, romeId))!.metadata.name!;
     expect(await peerMay(romeId, tenant, "create", twin)).toBe(true);
@@ -793,7 +782,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       "rome (incoming): pdbs Granted: granted get,list,watch,create,patch,delete on poddisruptionbudgets.policy in the peer's twin namespaces",
     );
     expect((await cli("rome", "status")).out).toMatch(/milan \(outgoing\): pdbs Granted/);
-    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
     const rows = (await clusterViews(q.milan).views!["reflector-plugins"]!({ query: {} } as never)) as any[];
     expect(rows.map((r) => [r.side, r.clusterId, r.plugin, r.state])).toEqual([
       ["incoming", romeId, "pdbs", "Granted"],
@@ -802,7 +791,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     const removed = await cli("rome", "plugin", "remove", "pdbs");
     expect(removed.out).toContain("plugin pdbs removed");
     expect(removed.code).toBe(0);
-    await waitFor("the copy gone from milan", async () => !(await q.milan.find(PDBs, "web", twin)), {
+    await waitFor("the copy gone from milan", async () => !(await q.milan.find(PDBS, "web", twin)), {
       timeoutMs: 60_000,
     });
     await waitFor(
@@ -814,7 +803,7 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       timeoutMs: 60_000,
     });
     expect(await peerMay(romeId, tenant, "create", twin)).toBe(false);
-    expect((await q.milan.list(PDBs, { namespace: twin })).items).toEqual([]);
+    expect((await q.milan.list(PDBS, { namespace: twin })).items).toEqual([]);
     expect(
       (await q.rome.list(Resources.configMaps, { namespace: "liqo", labelSelector: `${PLUGIN_LABEL}=true` })).items,
     ).toEqual([]);
@@ -824,8 +813,8 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       { timeoutMs: 60_000 },
     );
     // rome's own object stays.
-    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBs, views), asserted on a few fields
-    expect(((await q.rome.get(PDBs, "web", NS)) as any).spec.minAvailable).toBe(2);
+    // biome-ignore lint/suspicious/noExplicitAny: objects read back from the clusters (pods, RBAC, PDBS, views), asserted on a few fields
+    expect(((await q.rome.get(PDBS, "web", NS)) as any).spec.minAvailable).toBe(2);
 
     // A user's mistake in-cluster: a plugin of a kind liqo's controller manager may not read (no
     // reflection.pluginRules for NetworkPolicies). Stored, with the fix on stderr.

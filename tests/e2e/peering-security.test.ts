@@ -35,6 +35,7 @@ import {
 import { createShadowPodController } from "../../core/shadowpod/controller.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { pdb, PDBS } from "../support/pdb.ts";
 import { mutate } from "../chaos/fuzz.ts";
 import { seeded } from "../chaos/random.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
@@ -615,13 +616,6 @@ describe("milan's quota on rome's ShadowPods (hard, the default)", () => {
 
 describe("a tenant cordoned and drained at milan (liqoctl cordon / drain / uncordon tenant)", () => {
   type Shadow = KubeObject & { status?: { quota?: { phase?: string; message?: string } } };
-  const pdbs = {
-    group: "policy",
-    version: "v1",
-    kind: "PodDisruptionBudget",
-    plural: "poddisruptionbudgets",
-    namespaced: true,
-  };
   const NAMES = ["drain-0", "drain-1", "drain-2"];
   const write = (name: string) =>
     peer.create(ShadowPodResource, {
@@ -661,16 +655,11 @@ describe("a tenant cordoned and drained at milan (liqoctl cordon / drain / uncor
   }, 180_000);
 
   test("drain: evictions a PodDisruptionBudget refuses are retried until --timeout and named; without it every pod goes and none comes back; uncordon brings them all back", async () => {
-    await milan.client.create(pdbs, {
-      apiVersion: "policy/v1",
-      kind: "PodDisruptionBudget",
-      metadata: { name: "keep-two", namespace: TWIN },
-      spec: { minAvailable: 2, selector: { matchLabels: { app: "drain" } } },
-    } as KubeObject);
+    await milan.client.create(PDBS, pdb("keep-two", TWIN, 2, { app: "drain" }));
     await waitFor("the budget allowing one disruption", async () => {
       const b = await milan.client.find<
         KubeObject & { status?: { disruptionsAllowed?: number; expectedPods?: number } }
-      >(pdbs, "keep-two", TWIN);
+      >(PDBS, "keep-two", TWIN);
       return b?.status?.expectedPods === 3 && b.status.disruptionsAllowed === 1 ? true : undefined;
     });
     const held = await liqoctl(milan, "drain", "tenant", rome.identity.clusterId, "--timeout=6s");
@@ -681,7 +670,7 @@ describe("a tenant cordoned and drained at milan (liqoctl cordon / drain / uncor
     await waitFor("one pod evicted, two kept by the budget", async () =>
       (await running()).length === 2 ? true : undefined,
     );
-    await milan.client.delete(pdbs, "keep-two", TWIN);
+    await milan.client.delete(PDBS, "keep-two", TWIN);
     const drained = await liqoctl(milan, "drain", "tenant", rome.identity.clusterId, "--timeout=30s");
     expect(drained.code).toBe(0);
     await waitFor("every pod of rome gone from milan", async () => ((await running()).length === 0 ? true : undefined));

@@ -24,6 +24,7 @@ import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { pluginCli, scaffoldPluginProject } from "../support/plugin-project.ts";
 import { waitFor } from "../support/wait.ts";
+import { pdb, PDBS } from "../support/pdb.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
 
 await ensureBuilt(["networkpolicy", "fixture-forbidden"]);
@@ -157,14 +158,14 @@ describe("the NetworkPolicy plugin in a real peering", () => {
       () => milan.client.find(ClusterRoles, pluginClusterRoleName(rome.identity.clusterId)),
       { timeoutMs: 60_000 },
     );
-    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
     expect((role as any).rules).toEqual([
       { apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: FORWARD_VERBS },
     ]);
     const binding = await waitFor("its RoleBinding in the twin namespace", () =>
       milan.client.find(RoleBindings, PLUGIN_BINDING, NS),
     );
-    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
     expect((binding as any).roleRef.name).toBe(pluginClusterRoleName(rome.identity.clusterId));
     // Exactly there: the twin namespace, the declared kind, the needed verbs; nothing else.
     expect(await peerMay("create", "networkpolicies", NS, "networking.k8s.io")).toBe(true);
@@ -179,7 +180,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
       "the NetworkPolicy reflected into milan",
       () => milan.client.find(NetworkPolicies, "db-from-web", NS),
       { timeoutMs: 60_000 },
-      // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+      // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
     )) as any;
     expect(copy.metadata.labels["liqo.io/managed-by"]).toBe("reflection");
     expect(copy.metadata.labels["liqo.io/origin-cluster-id"]).toBe(rome.identity.clusterId);
@@ -195,7 +196,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     await waitFor(
       "the update reflected",
       async () =>
-        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
         ((await milan.client.find(NetworkPolicies, "db-from-web", NS)) as any)?.spec?.ingress?.[0]?.from?.[0]?.ipBlock
           ?.cidr === "203.0.113.0/24",
     );
@@ -224,7 +225,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     const mine = await liqoctl(rome, "status");
     expect(mine.out).toMatch(/milan \(outgoing\): networkpolicies Granted/);
     // The admin API's cluster view (every role with a client serves it; the status page shows it).
-    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+    // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
     const rows = (await clusterViews(milan.client).views!["reflector-plugins"]!({ query: {} } as never)) as any[];
     expect(rows.map((r) => [r.side, r.clusterId, r.plugin, r.state])).toEqual([
       ["incoming", rome.identity.clusterId, "networkpolicies", "Granted"],
@@ -256,7 +257,7 @@ describe("the NetworkPolicy plugin in a real peering", () => {
     expect(list.out).toMatch(/by-hand: \S+: Refused \(plugin forbidden refused: ServiceAccount/);
     // Nothing more granted, nothing loaded for it.
     expect(
-      // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+      // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
       ((await milan.client.find(ClusterRoles, pluginClusterRoleName(rome.identity.clusterId))) as any).rules,
     ).toHaveLength(1);
     expect(await peerMay("create", "serviceaccounts", NS)).toBe(false);
@@ -300,13 +301,6 @@ describe("the NetworkPolicy plugin in a real peering", () => {
 });
 
 describe("a plugin written outside the repository (liqoctl plugin init), in the same peering", () => {
-  const PDBs: ResourceRef = {
-    group: "policy",
-    version: "v1",
-    kind: "PodDisruptionBudget",
-    plural: "poddisruptionbudgets",
-    namespaced: true,
-  };
   test("scaffolded, built and installed on rome: milan gets the PodDisruptionBudgets, and loses them when it is removed", async () => {
     const parent = mkdtempSync(join(tmpdir(), "liqo-pdb-plugin-"));
     try {
@@ -314,21 +308,16 @@ describe("a plugin written outside the repository (liqoctl plugin init), in the 
       const built = await pluginCli(dir, "build");
       expect(built.out).toContain("built build/pdbs.wasm");
       expect(built.code).toBe(0);
-      await rome.client.create(PDBs, {
-        apiVersion: "policy/v1",
-        kind: "PodDisruptionBudget",
-        metadata: { name: "web", namespace: NS },
-        spec: { minAvailable: 1, selector: { matchLabels: { app: "web" } } },
-      } as KubeObject);
+      await rome.client.create(PDBS, pdb("web", NS, 1, { app: "web" }));
       const r = await liqoctl(rome, "plugin", "install", join(dir, "build/pdbs.wasm"));
       expect(r.out).toContain("plugin pdbs installed: pdbs 0.1.0, reflects PodDisruptionBudget.policy/v1 (forward)");
       expect(r.code).toBe(0);
 
       const copy = (await waitFor(
         "the PodDisruptionBudget reflected into milan",
-        () => milan.client.find(PDBs, "web", NS),
+        () => milan.client.find(PDBS, "web", NS),
         { timeoutMs: 90_000 },
-        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
       )) as any;
       expect(copy.metadata.labels).toEqual({
         "liqo.io/managed-by": "reflection",
@@ -337,18 +326,18 @@ describe("a plugin written outside the repository (liqoctl plugin init), in the 
       });
       expect(copy.spec.minAvailable).toBe(1);
       expect(copy.spec.selector).toEqual({ matchLabels: { app: "web" } });
-      await rome.client.mergePatch(PDBs, "web", NS, { spec: { minAvailable: 2 } });
+      await rome.client.mergePatch(PDBS, "web", NS, { spec: { minAvailable: 2 } });
       await waitFor(
         "the update reflected",
-        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
-        async () => ((await milan.client.find(PDBs, "web", NS)) as any)?.spec?.minAvailable === 2,
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
+        async () => ((await milan.client.find(PDBS, "web", NS)) as any)?.spec?.minAvailable === 2,
       );
 
       expect((await liqoctl(rome, "plugin", "remove", "pdbs")).code).toBe(0);
-      await waitFor("the copy gone from milan", async () => !(await milan.client.find(PDBs, "web", NS)), {
+      await waitFor("the copy gone from milan", async () => !(await milan.client.find(PDBS, "web", NS)), {
         timeoutMs: 60_000,
       });
-      expect(await rome.client.find(PDBs, "web", NS)).toBeTruthy();
+      expect(await rome.client.find(PDBS, "web", NS)).toBeTruthy();
     } finally {
       rmSync(parent, { recursive: true, force: true });
     }
@@ -394,7 +383,7 @@ describe("CIDR translation on overlapping pod CIDRs", () => {
       const copy = (await waitFor(
         "the translated policy",
         () => milan.client.find(NetworkPolicies, "pods", "xlate"),
-        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBs, views), read back and asserted on a few fields
+        // biome-ignore lint/suspicious/noExplicitAny: objects a plugin wrote (RBAC, NetworkPolicies, PDBS, views), read back and asserted on a few fields
       )) as any;
       expect(copy.spec.ingress[0].from[0].ipBlock.cidr).toBe(`${a}.${Number(b) + 1}.7.0/24`);
     } finally {

@@ -56,6 +56,14 @@ export function withCondition(
   return list;
 }
 
+/** What a ForeignCluster says of the other direction before the remote cluster peers with this one. */
+export const NO_INCOMING_PEERING = {
+  type: "IncomingPeering",
+  status: "None",
+  reason: "NoIncomingPeering",
+  message: "the remote cluster does not use this one's resources",
+} as const;
+
 export function conditionOf(fc: ForeignClusterObject, type: PeeringConditionType): PeeringCondition | undefined {
   return fc.status?.peeringConditions?.find((c) => c.type === type);
 }

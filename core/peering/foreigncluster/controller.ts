@@ -25,7 +25,13 @@ import { silentLogger, type Logger } from "../../log.ts";
 import type { Registry } from "../../metrics/index.ts";
 import { createEventRecorder } from "../../kube/events.ts";
 import { authenticate } from "./authenticate.ts";
-import { conditionOf, FOREIGN_CLUSTER_FINALIZER, outgoingWanted, type ForeignClusterObject } from "./conditions.ts";
+import {
+  conditionOf,
+  FOREIGN_CLUSTER_FINALIZER,
+  NO_INCOMING_PEERING,
+  outgoingWanted,
+  type ForeignClusterObject,
+} from "./conditions.ts";
 import { statusWriter, type ControllerConfig, type KubeletServing, type ReconcileContext } from "./context.ts";
 import { networkStatus } from "./network.ts";
 import { outgoing } from "./outgoing.ts";
@@ -240,13 +246,7 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     }
     fc = await setFinalizer(fc, true);
     const st = statusWriter(cfg, fc);
-    if (!conditionOf(fc, "IncomingPeering"))
-      st.set({
-        type: "IncomingPeering",
-        status: "None",
-        reason: "NoIncomingPeering",
-        message: "the remote cluster does not use this one's resources",
-      });
+    if (!conditionOf(fc, "IncomingPeering")) st.set(NO_INCOMING_PEERING);
     const before = conditionOf(fc, "AuthenticationStatus")?.status;
     let auth;
     try {

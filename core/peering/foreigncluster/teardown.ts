@@ -18,7 +18,7 @@ import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
 import { Resources, type KubeObject } from "../../kube/resources.ts";
 import { tenantNamespaceName } from "../../offloading/names.ts";
-import { conditionOf, forced, statusOf, type ForeignClusterObject } from "./conditions.ts";
+import { conditionOf, forced, NO_INCOMING_PEERING, statusOf, type ForeignClusterObject } from "./conditions.ts";
 import type { ReconcileContext, StatusWriter } from "./context.ts";
 import { resourceRequestName } from "./outgoing.ts";
 import { bounded, stopRuntime, type PeerRuntime } from "./runtime.ts";
@@ -109,13 +109,7 @@ function setNoneLeft(st: StatusWriter, fc: ForeignClusterObject): void {
   }
   if (!conditionOf(fc, "NetworkStatus"))
     st.set({ type: "NetworkStatus", status: "None", reason: "NotPeered", message: "no network interconnection" });
-  if (!conditionOf(fc, "IncomingPeering"))
-    st.set({
-      type: "IncomingPeering",
-      status: "None",
-      reason: "NoIncomingPeering",
-      message: "the remote cluster does not use this one's resources",
-    });
+  if (!conditionOf(fc, "IncomingPeering")) st.set(NO_INCOMING_PEERING);
 }
 
 /** Reports the outgoing peering gone, with no remote tenant namespace any more. */
