@@ -291,7 +291,7 @@ zpty -d z
       "liqoctl nosuch",
     ]);
     expect(got).toEqual([
-      ["uninstall", "unoffload", "unpeer"],
+      ["uncordon", "uninstall", "unoffload", "unpeer"],
       ["--help", "aks", "eks", "generic", "gke", "k3s", "kind", "kubeadm", "openshift"],
       ["--pod-offloading-strategy"],
       ["--purge"],
