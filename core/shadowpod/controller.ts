@@ -319,7 +319,9 @@ export function createShadowPodController(options: {
         `cluster ${consumer} is cordoned here (liqoctl cordon tenant): its pods get no new pods until liqoctl uncordon tenant`,
       );
     if (quotaMode === "none") {
-      if (recorded) await writeQuotaStatus(shadow, { phase: ShadowPodQuotaPhase.Admitted });
+      // A refusal of a cordon lifted: the status says so no more.
+      if (recorded && recorded.phase !== ShadowPodQuotaPhase.Admitted)
+        await writeQuotaStatus(shadow, { phase: ShadowPodQuotaPhase.Admitted });
       return true;
     }
     const asked = podRequests(pod);
@@ -393,7 +395,7 @@ export function createShadowPodController(options: {
       created = await client.create<Pod>(Resources.pods, wanted);
     } catch (err) {
       if (err instanceof KubeApiError && err.status === 409) return; // created meanwhile; the informer catches up
-      if (!(err instanceof KubeApiError && err.status === 409)) ledger.delete(shadow.metadata.uid!); // no pod: it takes nothing
+      ledger.delete(shadow.metadata.uid!); // no pod: it takes nothing
       if (err instanceof KubeApiError && (err.status === 422 || err.status === 400 || err.status === 403)) {
         // The pod itself is invalid or forbidden here: retrying will not help until the ShadowPod changes.
         events.warning(shadow, "PodCreationFailed", `cannot create pod ${key}: ${err.message}`);
@@ -470,7 +472,7 @@ export function createShadowPodController(options: {
       pods.start();
       namespaces.start();
       offers?.start();
-      await Promise.all([shadows.waitForSync(), pods.waitForSync(), namespaces?.waitForSync(), offers?.waitForSync()]);
+      await Promise.all([shadows.waitForSync(), pods.waitForSync(), namespaces.waitForSync(), offers?.waitForSync()]);
       if (quotaMode !== "none") recount();
       queue.start();
     },

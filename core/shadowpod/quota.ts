@@ -84,10 +84,6 @@ export class QuotaLedger {
     return consumer;
   }
 
-  has(uid: string): boolean {
-    return this.consumerOf.has(uid);
-  }
-
   /** What the consumer's admitted ShadowPods take, `except` one of them. */
   used(consumer: string, except?: string): Amounts {
     const out: Amounts = { cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n };

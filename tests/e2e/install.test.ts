@@ -11,6 +11,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { findHelm, releaseStatus } from "../../cli/install/helm.ts";
 import { probeLoadBalancer } from "../../cli/install/load-balancer.ts";
+import { createInformer } from "../../core/kube/informer.ts";
 import type { Service } from "../../core/kube/types.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
@@ -196,41 +197,37 @@ describe("liqoctl install", () => {
  * controller does: a finalizer first, then (unless `address` is undefined) an address after
  * `addressAfterMs`. Returns a function that stops it and removes its finalizers.
  */
-function fakeLoadBalancerController(o: { address?: string; addressAfterMs: number; namespace: string }) {
+async function fakeLoadBalancerController(o: { address?: string; addressAfterMs: number; namespace: string }) {
   const FINALIZER = "service.kubernetes.io/load-balancer-cleanup";
-  let stopped = false;
-  const seen = new Map<string, number>();
-  const loop = (async () => {
-    while (!stopped) {
-      const { items } = await client.list<Service>(Resources.services, { namespace: o.namespace });
-      for (const svc of items.filter((x) => x.spec?.type === "LoadBalancer")) {
-        const name = svc.metadata.name!;
-        if (!seen.has(name)) {
-          seen.set(name, Date.now());
-          await client.mergePatch(Resources.services, name, o.namespace, { metadata: { finalizers: [FINALIZER] } });
-        } else if (
-          o.address &&
-          Date.now() - seen.get(name)! >= o.addressAfterMs &&
-          !svc.status?.loadBalancer?.ingress
-        ) {
-          await client.mergePatch(
-            Resources.services,
-            name,
-            o.namespace,
-            { status: { loadBalancer: { ingress: [{ ip: o.address }] } } },
-            "status",
-          );
-        }
-        // Deleted by the probe: the controller's clean-up is done, its finalizer goes.
-        if (svc.metadata.deletionTimestamp)
-          await client.mergePatch(Resources.services, name, o.namespace, { metadata: { finalizers: null } });
+  const timers: Timer[] = [];
+  const work: Promise<unknown>[] = [];
+  const services = createInformer<Service>({ client, resource: Resources.services, namespace: o.namespace });
+  const patch = (name: string, body: unknown, subresource?: string) =>
+    work.push(client.mergePatch(Resources.services, name, o.namespace, body, subresource).catch(() => undefined));
+  services.on({
+    add: (svc) => {
+      if (svc.spec?.type !== "LoadBalancer") return;
+      const name = svc.metadata.name!;
+      patch(name, { metadata: { finalizers: [FINALIZER] } });
+      if (o.address) {
+        const ingress = [{ ip: o.address }];
+        timers.push(
+          setTimeout(() => patch(name, { status: { loadBalancer: { ingress } } }, "status"), o.addressAfterMs),
+        );
       }
-      await Bun.sleep(200);
-    }
-  })();
+    },
+    // Deleted by the probe: the controller's clean-up is done, its finalizer goes.
+    update: (_old, svc) => {
+      if (svc.metadata.deletionTimestamp && svc.metadata.finalizers?.includes(FINALIZER))
+        patch(svc.metadata.name!, { metadata: { finalizers: null } });
+    },
+  });
+  services.start();
+  await services.waitForSync();
   return async () => {
-    stopped = true;
-    await loop;
+    for (const t of timers) clearTimeout(t);
+    await Promise.all(work);
+    await services.stop();
   };
 }
 
@@ -251,7 +248,11 @@ describe("the load balancer probe (liqoctl install's choice between LoadBalancer
 
   test("a controller that adds its finalizer and gives an address only after the quiet period: LoadBalancer", async () => {
     await client.create(Resources.namespaces, { metadata: { name: "lb-slow" } });
-    const stop = fakeLoadBalancerController({ namespace: "lb-slow", address: "192.0.2.10", addressAfterMs: 4_000 });
+    const stop = await fakeLoadBalancerController({
+      namespace: "lb-slow",
+      address: "192.0.2.10",
+      addressAfterMs: 4_000,
+    });
     try {
       const got = await probeLoadBalancer(client, { namespace: "lb-slow", quietMs: 1_000, timeoutMs: 60_000 });
       expect(got).toEqual({
@@ -268,7 +269,7 @@ describe("the load balancer probe (liqoctl install's choice between LoadBalancer
 
   test("a controller that answers but never gives an address: NodePort after the timeout, naming what it saw", async () => {
     await client.create(Resources.namespaces, { metadata: { name: "lb-stuck" } });
-    const stop = fakeLoadBalancerController({ namespace: "lb-stuck", addressAfterMs: 0 });
+    const stop = await fakeLoadBalancerController({ namespace: "lb-stuck", addressAfterMs: 0 });
     try {
       const got = await probeLoadBalancer(client, { namespace: "lb-stuck", quietMs: 1_000, timeoutMs: 3_000 });
       expect(got.available).toBe(false);

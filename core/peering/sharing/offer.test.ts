@@ -190,6 +190,20 @@ describe("free resources and the offer", () => {
       offeredQuota(freeResources({ nodes, pods: [p], consumerClusterId: "rome-id", namespaceLabels: labels }), 100).cpu,
     ).toBe("15600m");
   });
+  test("a pod in rome's twin namespace that claims turin's origin is still rome's: the namespace decides", () => {
+    const p = pod(
+      "forged",
+      "n1",
+      { cpu: "2" },
+      { namespace: "twin", labels: { "liqo.io/managed-by": "shadowpod", "liqo.io/origin-cluster-id": "turin-id" } },
+    );
+    const labels = (ns: string) => (ns === "twin" ? { "liqo.io/remote-cluster-id": "rome-id" } : undefined);
+    const offer = (consumer: string) =>
+      offeredQuota(freeResources({ nodes, pods: [p], consumerClusterId: consumer, namespaceLabels: labels }), 100).cpu;
+    // rome's own pod is added back for rome; for turin it is another's, and takes from its offer.
+    expect(offer("rome-id")).toBe("15600m");
+    expect(offer("turin-id")).toBe("13600m");
+  });
   test("over-committed nodes offer zero, never a negative quantity", () => {
     const q = offeredQuota(
       freeResources({ nodes: [node("n1")], pods: [pod("big", "n1", { cpu: "9" })], consumerClusterId: "x" }),

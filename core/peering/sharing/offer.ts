@@ -84,8 +84,10 @@ export function isActivePod(pod: Pod): boolean {
 
 /**
  * The consumer a pod runs for, when it is the provider half of an offloaded pod (made by the
- * ShadowPod controller): the origin label the consumer's reflection puts on it, else the
- * remote-cluster-id label of its (twin) namespace.
+ * ShadowPod controller): the remote-cluster-id label of its twin namespace, which only that
+ * consumer's namespaces carry (an admission policy), else the origin label on the pod. The pod's
+ * labels are the consumer's to write, so they never move its pods to another consumer's account;
+ * the ShadowPod controller's quota counts by the namespace too.
  */
 export function offloadedFor(
   pod: Pod,
@@ -93,7 +95,7 @@ export function offloadedFor(
 ): string | undefined {
   if (pod.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_SHADOWPOD) return undefined;
   return (
-    pod.metadata.labels?.[LABEL_ORIGIN] ?? namespaceLabels(pod.metadata.namespace ?? "")?.[REMOTE_CLUSTER_ID_LABEL]
+    namespaceLabels(pod.metadata.namespace ?? "")?.[REMOTE_CLUSTER_ID_LABEL] ?? pod.metadata.labels?.[LABEL_ORIGIN]
   );
 }
 
