@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { KubeObject } from "../../core/kube/resources.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import type { VirtualNodeObject } from "../virtualnode.ts";
-import { discoveryReport, namespacePolicyReport, policyReport, virtualNodesReport } from "./status.ts";
+import { discoveryReport, namespacePolicyReport, networkReport, policyReport, virtualNodesReport } from "./status.ts";
 
 describe("liqoctl status: the reflection policy", () => {
   test("the ConfigMap's policy, every kind on its own line", () => {
@@ -143,5 +143,37 @@ describe("liqoctl status: virtual nodes", () => {
   test("none: how to add one", () =>
     expect(virtualNodesReport([], fcs)).toBe(
       "Virtual nodes: each peering's own only (liqoctl create virtualnode adds more to an outgoing peering)",
+    ));
+});
+
+describe("liqoctl status: the network security mode", () => {
+  const gateway = (args: string[], extra: { generation?: number; observed?: number; updated?: number } = {}) => ({
+    metadata: { name: "liqo-gateway", generation: extra.generation ?? 1 },
+    spec: { replicas: 1, template: { spec: { containers: [{ args: ["gateway", ...args] }] } } },
+    status: { observedGeneration: extra.observed ?? 1, updatedReplicas: extra.updated ?? 1 },
+  });
+  test("segregation, as the gateway's flag says, in both spellings", () => {
+    for (const args of [
+      ["--security-mode", "IntraClusterTrafficSegregation"],
+      ["--security-mode=IntraClusterTrafficSegregation"],
+    ])
+      expect(networkReport(gateway(args))).toStartWith(
+        "Network security mode: IntraClusterTrafficSegregation (peers reach only the pods offloaded to them",
+      );
+  });
+  test("no flag: the default, full pod-to-pod", () =>
+    expect(networkReport(gateway([]))).toStartWith(
+      "Network security mode: FullPodToPod (every pod reaches every pod across peerings;",
+    ));
+  test("a changed mode the pods have not rolled to yet is said", () => {
+    expect(networkReport(gateway(["--security-mode", "FullPodToPod"], { generation: 2, observed: 1 }))).toEndWith(
+      "\n  the gateway pods are rolling to it",
+    );
+    expect(networkReport(gateway(["--security-mode", "FullPodToPod"], { updated: 0 }))).toContain("rolling");
+    expect(networkReport(gateway(["--security-mode", "FullPodToPod"]))).not.toContain("rolling");
+  });
+  test("no gateway: unknown, and why", () =>
+    expect(networkReport(undefined)).toBe(
+      "Network security mode: unknown (no liqo-gateway Deployment: liqo installed without networking)",
     ));
 });

@@ -1,7 +1,8 @@
 // liqoctl status: this cluster's liqo identity (name, ID, labels, auth URL) and its peerings,
 // each with the phase of every condition and, for any that is not settled, why; and what each
 // peering's provider granted or refused for the drop-in reflector plugins; the reflection policy;
-// the VirtualNodes of each peering (liqoctl create virtualnode); per peering, what is used of each offer (quotas).
+// the VirtualNodes of each peering (liqoctl create virtualnode); the network security mode; per
+// peering, what is used of each offer (quotas).
 import { defineCommand } from "citty";
 import {
   DISCOVERY_CLUSTER_ID_LABEL,
@@ -123,8 +124,33 @@ export function pluginsReport(rrs: (ResourceRequest & KubeObject)[], fcs: Foreig
 
 type Deployment = KubeObject & {
   spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
-  status?: { readyReplicas?: number };
+  status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
 };
+
+/** The value of `--name value` or `--name=value` in a container's args. */
+function argValue(args: string[], name: string): string | undefined {
+  const at = args.indexOf(`--${name}`);
+  if (at >= 0) return args[at + 1];
+  return args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
+/**
+ * The network security mode the liqo-gateway Deployment runs with (its --security-mode flag, from
+ * the chart's networking.securityMode), and whether its pods are still rolling to it.
+ */
+export function networkReport(gateway: Deployment | undefined): string {
+  if (!gateway) return "Network security mode: unknown (no liqo-gateway Deployment: liqo installed without networking)";
+  const mode = argValue(gateway.spec?.template?.spec?.containers?.[0]?.args ?? [], "security-mode") ?? "FullPodToPod";
+  const what =
+    mode === "IntraClusterTrafficSegregation"
+      ? "peers reach only the pods offloaded to them, their own pods here and the endpoints of Services reflected to them"
+      : "every pod reaches every pod across peerings";
+  const replicas = gateway.spec?.replicas ?? 1;
+  const rolling =
+    (gateway.status?.observedGeneration ?? 0) < (gateway.metadata.generation ?? 0) ||
+    (gateway.status?.updatedReplicas ?? replicas) < replicas;
+  return `Network security mode: ${mode} (${what}; helm upgrade --set networking.securityMode=... changes it)${rolling ? "\n  the gateway pods are rolling to it" : ""}`;
+}
 
 /**
  * How this cluster finds others: LAN discovery as the liqo-discovery Deployment runs it (its
@@ -133,9 +159,8 @@ type Deployment = KubeObject & {
 export function discoveryReport(deployment: Deployment | undefined, domains: (SearchDomain & KubeObject)[]): string {
   const lines: string[] = [];
   const args = deployment?.spec?.template?.spec?.containers?.[0]?.args ?? [];
-  const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
-  const after = (name: string) => args[args.indexOf(`--${name}`) + 1];
-  const controllers = (after("controllers") ?? "").split(",");
+  const flag = (name: string) => argValue(args, name);
+  const controllers = (flag("controllers") ?? "").split(",");
   if (!deployment || !controllers.includes("discovery")) {
     lines.push(
       "  LAN (mDNS): off (liqoctl install --set discovery.config.enableDiscovery=true,discovery.config.enableAdvertisement=true)",
@@ -147,7 +172,7 @@ export function discoveryReport(deployment: Deployment | undefined, domains: (Se
         ? "scaled to 0"
         : `${deployment.status?.readyReplicas ?? 0}/${deployment.spec?.replicas ?? 1} ready`;
     lines.push(
-      `  LAN (mDNS): advertisement ${on(flag("discovery-advertise"))}, discovery ${on(flag("discovery-discover"))}, autojoin ${flag("discovery-autojoin") === "true" ? "on" : "off"}, ttl ${after("discovery-ttl") ?? "90"}s (deployment liqo-discovery: ${running})`,
+      `  LAN (mDNS): advertisement ${on(flag("discovery-advertise"))}, discovery ${on(flag("discovery-discover"))}, autojoin ${flag("discovery-autojoin") === "true" ? "on" : "off"}, ttl ${flag("discovery-ttl") ?? "90"}s (deployment liqo-discovery: ${running})`,
     );
   }
   if (!domains.length)
@@ -212,8 +237,6 @@ async function quotaSection(client: KubeClient, ns: string, fcs: ForeignClusterO
     )
     .catch(() => undefined);
   const args = manager?.spec?.template?.spec?.containers?.[0]?.args ?? [];
-  const at = args.indexOf("--peer-quota");
-  const flag = args.find((a) => a.startsWith("--peer-quota="));
   return quotaReport({
     fcs,
     offers: await all<Offer>(ResourceOfferResource),
@@ -226,7 +249,7 @@ async function quotaSection(client: KubeClient, ns: string, fcs: ForeignClusterO
         .filter((n) => n.metadata.annotations?.[TENANT_CORDONED_ANNOTATION] === "true")
         .map((n) => n.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL] ?? ""),
     ),
-    mode: at >= 0 ? args[at + 1] : flag?.slice("--peer-quota=".length),
+    mode: argValue(args, "peer-quota"),
   });
 }
 
@@ -285,6 +308,16 @@ export default defineCommand({
             (l) => l.items,
             () => [],
           ),
+        ),
+        "",
+        networkReport(
+          await client
+            .find<Deployment>(
+              { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
+              "liqo-gateway",
+              ns,
+            )
+            .catch(() => undefined),
         ),
         "",
         await quotaSection(client, ns, fcs),
