@@ -41,6 +41,7 @@ import { CliError, ExitCode } from "../errors.ts";
 import { liqoKubeFlags } from "../peering.ts";
 import { formatResources, readyCondition, type VirtualNodeObject } from "../virtualnode.ts";
 import { table } from "../table.ts";
+import { deploymentArg, findDeployment, securityModeOf, type Deployment } from "../deployment-args.ts";
 import { quotaReport, type Offer, type QuotaShadow } from "../quota-report.ts";
 
 export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, boolean>): string {
@@ -122,25 +123,13 @@ export function pluginsReport(rrs: (ResourceRequest & KubeObject)[], fcs: Foreig
     : "Reflector plugins: none requested or granted (liqoctl plugin install <file.wasm>)";
 }
 
-type Deployment = KubeObject & {
-  spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
-  status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
-};
-
-/** The value of `--name value` or `--name=value` in a container's args. */
-function argValue(args: string[], name: string): string | undefined {
-  const at = args.indexOf(`--${name}`);
-  if (at >= 0) return args[at + 1];
-  return args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-}
-
 /**
  * The network security mode the liqo-gateway Deployment runs with (its --security-mode flag, from
  * the chart's networking.securityMode), and whether its pods are still rolling to it.
  */
 export function networkReport(gateway: Deployment | undefined): string {
   if (!gateway) return "Network security mode: unknown (no liqo-gateway Deployment: liqo installed without networking)";
-  const mode = argValue(gateway.spec?.template?.spec?.containers?.[0]?.args ?? [], "security-mode") ?? "FullPodToPod";
+  const mode = securityModeOf(gateway);
   const what =
     mode === "IntraClusterTrafficSegregation"
       ? "peers reach only the pods offloaded to them, their own pods here and the endpoints of Services reflected to them"
@@ -158,8 +147,7 @@ export function networkReport(gateway: Deployment | undefined): string {
  */
 export function discoveryReport(deployment: Deployment | undefined, domains: (SearchDomain & KubeObject)[]): string {
   const lines: string[] = [];
-  const args = deployment?.spec?.template?.spec?.containers?.[0]?.args ?? [];
-  const flag = (name: string) => argValue(args, name);
+  const flag = (name: string) => deploymentArg(deployment, name);
   const controllers = (flag("controllers") ?? "").split(",");
   if (!deployment || !controllers.includes("discovery")) {
     lines.push(
@@ -229,14 +217,7 @@ async function quotaSection(client: KubeClient, ns: string, fcs: ForeignClusterO
       (l) => l.items,
       () => [] as T[],
     );
-  const manager = await client
-    .find<KubeObject & { spec?: { template?: { spec?: { containers?: { args?: string[] }[] } } } }>(
-      { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
-      "liqo-controller-manager",
-      ns,
-    )
-    .catch(() => undefined);
-  const args = manager?.spec?.template?.spec?.containers?.[0]?.args ?? [];
+  const manager = await findDeployment(client, "liqo-controller-manager", ns);
   return quotaReport({
     fcs,
     offers: await all<Offer>(ResourceOfferResource),
@@ -249,7 +230,7 @@ async function quotaSection(client: KubeClient, ns: string, fcs: ForeignClusterO
         .filter((n) => n.metadata.annotations?.[TENANT_CORDONED_ANNOTATION] === "true")
         .map((n) => n.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL] ?? ""),
     ),
-    mode: argValue(args, "peer-quota"),
+    mode: deploymentArg(manager, "peer-quota"),
   });
 }
 
@@ -297,28 +278,14 @@ export default defineCommand({
         ),
         "",
         discoveryReport(
-          await client
-            .find<Deployment>(
-              { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
-              "liqo-discovery",
-              ns,
-            )
-            .catch(() => undefined),
+          await findDeployment(client, "liqo-discovery", ns),
           await client.list<SearchDomain & KubeObject>(SearchDomainResource).then(
             (l) => l.items,
             () => [],
           ),
         ),
         "",
-        networkReport(
-          await client
-            .find<Deployment>(
-              { group: "apps", version: "v1", kind: "Deployment", plural: "deployments", namespaced: true },
-              "liqo-gateway",
-              ns,
-            )
-            .catch(() => undefined),
-        ),
+        networkReport(await findDeployment(client, "liqo-gateway", ns)),
         "",
         await quotaSection(client, ns, fcs),
         "",

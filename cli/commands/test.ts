@@ -3,13 +3,14 @@
 // when one failed. Nothing stays behind: the test's namespace is removed at the end, on a failure
 // and on Ctrl-C (a run killed outright leaves it until a later run finds it expired).
 import { defineCommand } from "citty";
-import { createKubeClient } from "../../core/kube/client.ts";
+import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { CHECK_TITLES, type CheckId, likelyCause, renderTable, type Row } from "../../netfabric/selftest/probes.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
 import { choosePeers, preflight } from "../test-network/preflight.ts";
 import { cleanup, createNamespace, Interrupted, namespaceFor, runChecks, sweepExpired } from "../test-network/run.ts";
 import { info, parseDuration, warn } from "../ui.ts";
+import { findDeployment, securityModeOf, type SecurityMode } from "../deployment-args.ts";
 
 const ALL: CheckId[] = [
   "pod-to-remote-pod",
@@ -23,6 +24,14 @@ const ALL: CheckId[] = [
   "remote-tcp-bulk",
 ];
 const BASIC: CheckId[] = ["pod-to-remote-pod", "remote-pod-to-pod"];
+/** With --remote-kubeconfig: the checks of the security modes. */
+const PEER: CheckId[] = ["pod-to-peer-pod", "peer-pod-to-pod", "peer-pod-to-reflected-service"];
+
+/** A row's title: what the check tries and, for a path a security mode must refuse, that it must. */
+function title(id: CheckId, modes?: { localMode: SecurityMode; peerMode: SecurityMode }): string {
+  const mode = id === "pod-to-peer-pod" ? modes?.peerMode : id === "peer-pod-to-pod" ? modes?.localMode : undefined;
+  return mode === "IntraClusterTrafficSegregation" ? `${CHECK_TITLES[id]} (must be refused)` : CHECK_TITLES[id];
+}
 /** Exit code after Ctrl-C, as shells report a SIGINT death. */
 const INTERRUPTED = 130;
 
@@ -56,6 +65,13 @@ const network = defineCommand({
       default: "45s",
       description: "how long each check retries before it counts as failed",
     },
+    "remote-kubeconfig": {
+      type: "string",
+      description:
+        "kubeconfig of the peer: adds a pod of the peer's own, to check what the security modes (networking.securityMode) let through and refuse",
+    },
+    "remote-context": { type: "string", description: "context of --remote-kubeconfig to use" },
+    "remote-liqo-namespace": { type: "string", default: "liqo", description: "namespace where liqo runs in the peer" },
     keep: {
       type: "boolean",
       default: false,
@@ -79,6 +95,25 @@ const network = defineCommand({
       );
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const peers = await choosePeers(client, args.cluster);
+    let remote: { client: KubeClient; localMode: SecurityMode; peerMode: SecurityMode } | undefined;
+    if (args["remote-kubeconfig"]) {
+      if (peers.length !== 1)
+        throw new CliError(
+          `--remote-kubeconfig is one peer's: name the peering it belongs to (liqoctl test network <cluster> --remote-kubeconfig ...)`,
+        );
+      const remoteClient = createKubeClient({ kubeconfig: args["remote-kubeconfig"], context: args["remote-context"] });
+      const peerGateway = await findDeployment(remoteClient, "liqo-gateway", args["remote-liqo-namespace"]);
+      if (!peerGateway)
+        throw new CliError(
+          `--remote-kubeconfig ${args["remote-kubeconfig"]}: no Deployment ${args["remote-liqo-namespace"]}/liqo-gateway there (is it ${peers[0]!.metadata.name}'s kubeconfig, with liqo installed? --remote-liqo-namespace names its namespace)`,
+        );
+      remote = {
+        client: remoteClient,
+        peerMode: securityModeOf(peerGateway),
+        localMode: securityModeOf(await findDeployment(client, "liqo-gateway", args["liqo-namespace"])),
+      };
+      info(`security modes: ${remote.localMode} here, ${remote.peerMode} in ${peers[0]!.metadata.name}`);
+    }
     const swept = await sweepExpired(client);
     if (swept.length) info(`removed ${swept.length} expired namespace(s) of earlier killed runs: ${swept.join(", ")}`);
 
@@ -101,12 +136,12 @@ const network = defineCommand({
           return;
         }
         const rows: Row[] = pre.map((r) => ({ check: r.check, result: r.ok ? "passed" : "FAILED", detail: r.detail }));
-        const wanted = args.basic ? BASIC : ALL;
+        const wanted = args.basic ? BASIC : remote ? [...ALL, ...PEER] : ALL;
         if (!peer) {
           failed = true;
           rows.push(
             ...wanted.map((id) => ({
-              check: CHECK_TITLES[id],
+              check: title(id, remote),
               result: "skipped" as const,
               detail: "the fabric is down (see above)",
             })),
@@ -117,6 +152,9 @@ const network = defineCommand({
         const deadline = Date.now() + timeoutMs;
         const ns = namespaceFor();
         await createNamespace(client, ns, deadline);
+        // The peer's own namespace: liqo does not manage it, so its pods are the peer's, not ours.
+        const own = `${ns}-own`;
+        if (remote) await createNamespace(remote.client, own, deadline);
         let outcome: Awaited<ReturnType<typeof runChecks>> | undefined;
         let error: Error | undefined;
         try {
@@ -130,6 +168,7 @@ const network = defineCommand({
               probeBudget: Math.ceil(checkMs / 1000),
               signal: abort.signal,
               say: info,
+              remote: remote && { ...remote, namespace: own },
             },
             ns,
           );
@@ -139,10 +178,20 @@ const network = defineCommand({
         } finally {
           if (!args.keep || abort.signal.aborted) {
             info(`removing namespace ${ns} (and its copy in ${name})`);
-            if (!(await cleanup(client, ns, Date.now() + 120_000)))
-              warn(`namespace ${ns} is still terminating after 120s: kubectl get namespace ${ns}`);
+            const gone = Date.now() + 120_000;
+            const [here, there] = await Promise.all([
+              cleanup(client, ns, gone),
+              remote ? cleanup(remote.client, own, gone) : true,
+            ]);
+            if (!here) warn(`namespace ${ns} is still terminating after 120s: kubectl get namespace ${ns}`);
+            if (!there)
+              warn(
+                `namespace ${own} in ${name} is still terminating after 120s: kubectl --kubeconfig <peer> get namespace ${own}`,
+              );
           } else {
-            info(`--keep: namespace ${ns} stays; remove it with kubectl delete namespace ${ns}`);
+            info(
+              `--keep: namespace ${ns}${remote ? ` (and ${own} in ${name})` : ""} stays; remove it with kubectl delete namespace ${ns}`,
+            );
           }
         }
         if (abort.signal.aborted) {
@@ -157,15 +206,15 @@ const network = defineCommand({
         for (const id of wanted) {
           const r = results.find((x) => x.id === id);
           const miss = outcome?.missing.find((m) => m.id === id);
-          if (r?.ok) rows.push({ check: CHECK_TITLES[id], result: "passed", detail: r.detail });
+          if (r?.ok) rows.push({ check: title(id, remote), result: "passed", detail: r.detail });
           else if (r)
             rows.push({
-              check: CHECK_TITLES[id],
+              check: title(id, remote),
               result: "FAILED",
               detail: `${r.detail} — likely cause: ${likelyCause(r, results, facts)}`,
             });
           else
-            rows.push({ check: CHECK_TITLES[id], result: "FAILED", detail: miss?.why ?? error?.message ?? "not run" });
+            rows.push({ check: title(id, remote), result: "FAILED", detail: miss?.why ?? error?.message ?? "not run" });
         }
         const bad = rows.filter((r) => r.result !== "passed").length;
         if (bad) failed = true;

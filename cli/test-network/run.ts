@@ -23,6 +23,7 @@ import {
   probeScript,
 } from "../../netfabric/selftest/probes.ts";
 import type { Peer } from "./preflight.ts";
+import type { SecurityMode } from "../deployment-args.ts";
 
 export const TEST_LABEL = "liqo.io/network-test";
 /** When a leftover namespace (a run killed with SIGKILL) may be removed by a later run. */
@@ -45,6 +46,11 @@ export interface RunOptions {
   probeBudget: number;
   signal: AbortSignal;
   say: (message: string) => void;
+  /**
+   * With the peer's kubeconfig (--remote-kubeconfig): a namespace of its own there, not offloaded,
+   * whose pods check what each side's security mode lets through and what it must refuse.
+   */
+  remote?: { client: KubeClient; namespace: string; localMode: SecurityMode; peerMode: SecurityMode };
 }
 
 export interface RunOutcome {
@@ -174,6 +180,8 @@ interface Probe {
   placement: Record<string, unknown>;
   extra?: Record<string, unknown>;
   checks: Check[];
+  /** Runs in the peer's own namespace (with --remote-kubeconfig). */
+  remote?: boolean;
 }
 
 /** The server pods' addresses as each side's probes reach them. */
@@ -182,6 +190,9 @@ interface Servers {
   remoteIp: string;
   /** The local server's address, as the peer sees it. */
   localSeen: string;
+  /** With the peer's kubeconfig: its own server's address as seen here, and our server behind no Service as the peer sees it. */
+  peerSeen?: string;
+  privateSeen?: string;
 }
 
 /** Runs the checks in the namespace: offloads it, starts the servers, then the probes, and collects their reports. */
@@ -190,7 +201,7 @@ export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> 
   await startServers(o, ns);
   const twin = await waitForTwinNamespace(o, ns);
   const servers = await waitForServers(o, ns);
-  const probes = probesFor(o, ns, twin, servers);
+  const probes = [...probesFor(o, ns, twin, servers), ...peerProbes(o, twin, servers)];
   await startProbes(o, ns, probes, servers);
   return { namespace: ns, ...(await collectReports(o, ns, probes)) };
 }
@@ -221,6 +232,10 @@ async function startServers(o: RunOptions, ns: string) {
   await client.create(Resources.pods, server(ns, "server-remote", image, onPeer(peer)));
   await client.create(Resources.services, service(ns, "server-local"));
   await client.create(Resources.services, service(ns, "server-remote"));
+  if (!o.remote) return;
+  // A local server no Service selects, and a server of the peer's own in a namespace liqo does not manage.
+  await client.create(Resources.pods, server(ns, "server-private", image, onLocalNode));
+  await o.remote.client.create(Resources.pods, server(o.remote.namespace, "server-peer", image, {}));
 }
 
 /** Waits for the offloading to be Ready; answers the name of the twin namespace in the peer. */
@@ -240,11 +255,12 @@ function waitForTwinNamespace(o: RunOptions, ns: string): Promise<string> {
   );
 }
 
+const ready = (p?: Pod) =>
+  p?.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? p : undefined;
+
 /** Waits for both server pods to be Ready; answers their addresses as the other side reaches them. */
 async function waitForServers(o: RunOptions, ns: string): Promise<Servers> {
   const { client } = o;
-  const ready = (p?: Pod) =>
-    p?.status?.podIP && p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ? p : undefined;
   const [local, remote] = await Promise.all(
     ["server-local", "server-remote"].map((name) =>
       until(
@@ -256,12 +272,62 @@ async function waitForServers(o: RunOptions, ns: string): Promise<Servers> {
     ),
   );
   const remoteIp = remote!.status!.podIP!;
-  const localSeen = addressSeenByPeer(
-    local!.status!.podIP!,
-    o.peer.tunnel.spec.localPodCIDR,
-    o.peer.tunnel.spec.localNATPodCIDR,
-  );
-  return { remoteIp, localSeen };
+  const spec = o.peer.tunnel.spec;
+  const localSeen = addressSeenByPeer(local!.status!.podIP!, spec.localPodCIDR, spec.localNATPodCIDR);
+  if (!o.remote) return { remoteIp, localSeen };
+  const r = o.remote;
+  const [priv, own] = await Promise.all([
+    until(
+      "server-private Ready",
+      o,
+      async () => ready(await client.find<Pod>(Resources.pods, "server-private", ns)),
+      async () => podState(await client.find<Pod>(Resources.pods, "server-private", ns)),
+    ),
+    until(
+      `server-peer Ready in ${o.peer.name}`,
+      o,
+      async () => ready(await r.client.find<Pod>(Resources.pods, "server-peer", r.namespace)),
+      async () => podState(await r.client.find<Pod>(Resources.pods, "server-peer", r.namespace)),
+    ),
+  ]);
+  return {
+    remoteIp,
+    localSeen,
+    privateSeen: addressSeenByPeer(priv.status!.podIP!, spec.localPodCIDR, spec.localNATPodCIDR),
+    // The peer's pod CIDR as it is remapped here, if it is.
+    peerSeen: addressSeenByPeer(own.status!.podIP!, spec.remotePodCIDR, spec.remoteNATPodCIDR),
+  };
+}
+
+/**
+ * With the peer's kubeconfig: what the security modes allow and refuse. Our pod → the peer's own
+ * pod depends on the peer's mode; the peer's own pod → our pod behind no Service on ours; the
+ * peer's own pod → a Service we reflect is allowed by both modes.
+ */
+export function peerProbes(o: Pick<RunOptions, "remote" | "basic">, twin: string, s: Servers): Probe[] {
+  if (!o.remote || o.basic || !s.peerSeen || !s.privateSeen) return [];
+  const expect = (mode: SecurityMode) => (mode === "IntraClusterTrafficSegregation" ? "refused" : "http");
+  return [
+    {
+      name: "probe-peer",
+      placement: {},
+      remote: true,
+      checks: [
+        { id: "peer-pod-to-pod", kind: expect(o.remote.localMode), target: s.privateSeen, server: "server-private" },
+        {
+          id: "peer-pod-to-reflected-service",
+          kind: "http",
+          target: `server-local.${twin}.svc.cluster.local`,
+          server: "server-local",
+        },
+      ],
+    },
+    {
+      name: "probe-local-to-peer",
+      placement: onLocalNode,
+      checks: [{ id: "pod-to-peer-pod", kind: expect(o.remote.peerMode), target: s.peerSeen, server: "server-peer" }],
+    },
+  ];
 }
 
 /** The probe pods to run: a local pod, a remote pod and (unless basic) a local node's network, with their checks. */
@@ -324,9 +390,17 @@ async function startProbes(o: RunOptions, ns: string, probes: Probe[], { remoteI
     `servers Ready (remote at ${remoteIp} as seen here, local at ${localSeen} as ${o.peer.name} sees it); running the probes`,
   );
   for (const p of probes) {
-    await o.client.create(
+    const [client, where] = p.remote && o.remote ? [o.remote.client, o.remote.namespace] : [o.client, ns];
+    await client.create(
       Resources.pods,
-      pod(ns, p.name, o.image, p.placement, { command: ["sh", "-c", probeScript(p.checks, o.probeBudget)] }, p.extra),
+      pod(
+        where,
+        p.name,
+        o.image,
+        p.placement,
+        { command: ["sh", "-c", probeScript(p.checks, o.probeBudget)] },
+        p.extra,
+      ),
     );
   }
 }
@@ -341,12 +415,13 @@ async function collectReports(o: RunOptions, ns: string, probes: Probe[]): Promi
     p?.status?.phase === "Failed";
   for (const p of probes) {
     let last: Pod | undefined;
+    const [client, where] = p.remote && o.remote ? [o.remote.client, o.remote.namespace] : [o.client, ns];
     try {
       last = await until(
         `${p.name} to finish`,
         o,
         async () => {
-          last = await o.client.find<Pod>(Resources.pods, p.name, ns);
+          last = await client.find<Pod>(Resources.pods, p.name, where);
           return done(last) ? last : undefined;
         },
         async () => podState(last),

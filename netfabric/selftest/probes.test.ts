@@ -79,6 +79,31 @@ describe("the probe script against real servers", () => {
     expect(refused.detail).toMatch(/Failed to connect|Connection refused|Couldn't connect/);
   });
 
+  test("refused: a closed port passes after three failed tries; a server that answers fails, naming it", async () => {
+    const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const closedPort = closed.port;
+    closed.stop(true);
+    const results = await run(
+      probeScript(
+        [
+          { id: "peer-pod-to-pod", kind: "refused", target: `127.0.0.1:${closedPort}`, server: "server-private" },
+          { id: "pod-to-peer-pod", kind: "refused", target: `127.0.0.1:${web.port}`, server: "server-peer" },
+        ],
+        1,
+      ),
+    );
+    const blocked = results.find((x) => x.id === "peer-pod-to-pod")!;
+    expect(blocked.ok).toBe(true);
+    expect(blocked.detail).toMatch(
+      /^not answered in 3 tries, as the security mode requires: .*(Failed to connect|Couldn't connect)/,
+    );
+    expect(results.find((x) => x.id === "pod-to-peer-pod")).toEqual({
+      id: "pod-to-peer-pod",
+      ok: false,
+      detail: "server-peer answered: the security mode lets it through",
+    });
+  });
+
   test("bulk: every byte counts; fewer than announced fails", async () => {
     const results = await run(
       probeScript(

@@ -16,11 +16,17 @@ export type CheckId =
   | "path-mtu"
   | "remote-path-mtu"
   | "tcp-bulk"
-  | "remote-tcp-bulk";
+  | "remote-tcp-bulk"
+  // With the peer's kubeconfig: a pod of the peer's own (not offloaded) and a local pod behind no Service.
+  | "pod-to-peer-pod"
+  | "peer-pod-to-pod"
+  | "peer-pod-to-reflected-service";
 
 export type Check =
   /** HTTP GET http://<target>/; passes when the page names `server` (the hello image's "Server name: …"). */
   | { id: CheckId; kind: "http"; target: string; server: string }
+  /** HTTP GET http://<target>/ that must NOT be answered (a security mode refuses it); passes after 3 failed tries in a row. */
+  | { id: CheckId; kind: "refused"; target: string; server: string }
   /** Largest DF ping that passes, between 1280 bytes and the pod's own MTU, and what happens just beyond it. */
   | { id: CheckId; kind: "mtu"; target: string }
   /** Reads `bytes` from <target>:<port> over TCP (the server pods send that many, then close). */
@@ -48,6 +54,7 @@ function checkLine(c: Check): string {
   if (!ADDRESS.test(c.target))
     throw new Error(`check ${c.id}: target ${JSON.stringify(c.target)} is not an address or a DNS name`);
   if (c.kind === "http") return `run ${c.id} http ${q(c.target)} ${q(c.server)}`;
+  if (c.kind === "refused") return `run ${c.id} refused ${q(c.target)} ${q(c.server)}`;
   if (c.kind === "mtu") return `run ${c.id} mtu ${q(c.target)} "$podmtu"`;
   return `run ${c.id} bulk ${q(c.target)} ${c.port} ${c.bytes}`;
 }
@@ -70,6 +77,9 @@ export function probeScript(checks: Check[], budgetSeconds: number): string {
     `http() { body=$(curl -sS --max-time 4 "http://$1/" 2>&1) || { printf '%s' "$body" | tail -n 1; return 1; }`,
     `  printf '%s' "$body" | grep -q "Server name: $2" || { printf 'answered, but not by %s: %s' "$2" "$(printf '%s' "$body" | head -c 120)"; return 1; }`,
     `  printf 'answered by %s' "$2"; }`,
+    // Three tries in a row, none answered: refused (the gateway's reject is immediate; a timeout counts too).
+    `refused() { for try in 1 2 3; do if curl -sS --max-time 3 -o /dev/null "http://$1/" 2>/dev/null; then printf '%s answered: the security mode lets it through' "$2"; return 1; fi; sleep 1; done`,
+    `  printf 'not answered in 3 tries, as the security mode requires: %s' "$(curl -sS --max-time 3 -o /dev/null "http://$1/" 2>&1 | tail -n 1)"; }`,
     `bulk() { got=$(timeout 15 nc -d -w 10 "$1" "$2" | wc -c)`,
     `  [ "$got" -eq "$3" ] || { printf 'received %s of %s bytes' "$got" "$3"; return 1; }`,
     `  printf '%s bytes received' "$3"; }`,
@@ -106,6 +116,9 @@ const IDS = new Set<string>([
   "remote-path-mtu",
   "tcp-bulk",
   "remote-tcp-bulk",
+  "pod-to-peer-pod",
+  "peer-pod-to-pod",
+  "peer-pod-to-reflected-service",
 ]);
 
 /** Reads a probe's report; lines that are not results (a shell's complaint) are ignored. */
@@ -130,6 +143,9 @@ export const CHECK_TITLES: Record<CheckId, string> = {
   "remote-path-mtu": "large packets remote → local (DF)",
   "tcp-bulk": "TCP 1 MiB remote → local pod",
   "remote-tcp-bulk": "TCP 1 MiB local → remote pod",
+  "pod-to-peer-pod": "local pod → a pod of the peer's own",
+  "peer-pod-to-pod": "a pod of the peer's own → local pod behind no Service",
+  "peer-pod-to-reflected-service": "a pod of the peer's own → reflected Service (local endpoint)",
 };
 
 /** What the test knows beyond the probes, to name a likely cause. */
@@ -180,6 +196,17 @@ export function likelyCause(failed: CheckResult, all: CheckResult[], facts: Fabr
       if (ok(failed.id === "tcp-bulk" ? "pod-to-remote-pod" : "remote-pod-to-pod"))
         return "small requests pass but a full-sized transfer does not: packets near the MTU are lost (see the large packets rows; MTU or PMTUD)";
       return "the pod is unreachable (see the pod rows above)";
+    case "pod-to-peer-pod":
+    case "peer-pod-to-pod":
+      if (/lets it through/.test(failed.detail))
+        return `the gateway ${failed.id === "pod-to-peer-pod" ? "of the peer" : "here"} does not enforce IntraClusterTrafficSegregation: its pods' --security-mode (kubectl -n liqo get deploy liqo-gateway -o yaml) and its nft table liqo-filter`;
+      return failed.id === "pod-to-peer-pod"
+        ? "the peer's pod is unreachable though its security mode allows it (see local pod → remote pod)"
+        : "our pod is unreachable though our security mode allows it (see remote pod → local pod)";
+    case "peer-pod-to-reflected-service":
+      if (ok("remote-pod-to-reflected-service"))
+        return "our offloaded pod reaches the Service but the peer's own pods do not: under IntraClusterTrafficSegregation the gateway here must let the peer reach the Service's endpoints (kubectl -n liqo logs deploy/liqo-gateway)";
+      return "the reflected Service does not work at all (see remote pod → reflected Service)";
   }
 }
 

@@ -1,0 +1,42 @@
+// What a liqo Deployment runs with, read from its first container's flags (liqoctl status and
+// liqoctl test network both ask: the network security mode, the quota mode, discovery's switches).
+import type { KubeClient } from "../core/kube/client.ts";
+import type { KubeObject, ResourceRef } from "../core/kube/resources.ts";
+
+export type Deployment = KubeObject & {
+  spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
+  status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
+};
+
+export const DEPLOYMENTS: ResourceRef = {
+  group: "apps",
+  version: "v1",
+  kind: "Deployment",
+  plural: "deployments",
+  namespaced: true,
+};
+
+/** The value of `--name value` or `--name=value` in a container's args. */
+export function argValue(args: string[], name: string): string | undefined {
+  const at = args.indexOf(`--${name}`);
+  if (at >= 0) return args[at + 1];
+  return args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
+/** The first container's flag of a Deployment (undefined: not set, or no such Deployment). */
+export function deploymentArg(deployment: Deployment | undefined, name: string): string | undefined {
+  return argValue(deployment?.spec?.template?.spec?.containers?.[0]?.args ?? [], name);
+}
+
+export function findDeployment(client: KubeClient, name: string, ns: string): Promise<Deployment | undefined> {
+  return client.find<Deployment>(DEPLOYMENTS, name, ns).catch(() => undefined);
+}
+
+export type SecurityMode = "FullPodToPod" | "IntraClusterTrafficSegregation";
+
+/** The security mode a liqo-gateway Deployment enforces (FullPodToPod when the flag is absent). */
+export function securityModeOf(gateway: Deployment | undefined): SecurityMode {
+  return deploymentArg(gateway, "security-mode") === "IntraClusterTrafficSegregation"
+    ? "IntraClusterTrafficSegregation"
+    : "FullPodToPod";
+}
