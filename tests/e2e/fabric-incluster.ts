@@ -13,6 +13,9 @@ import {
   type InClusterQuickstart,
 } from "../quickstart/in-cluster.ts";
 import { liqoctl } from "../quickstart/install.ts";
+import { findHelm } from "../../cli/install/helm.ts";
+import { addressSeenByPeer } from "../../cli/test-network/run.ts";
+import { rigImageRefs } from "../rig/images.ts";
 import { stopRealNodeNow } from "../rig/nodes.ts";
 import { rigDown, killRigNow } from "../rig/rig.ts";
 import { reapOrphanRigs } from "../rig/rig.ts";
@@ -750,6 +753,237 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     }, 400_000);
   }
 
+  /**
+   * networking.securityMode, switched with helm upgrade on both clusters: the paths each mode lets
+   * through and refuses, traffic by real pods through both gateways (issue 28, part 2).
+   */
+  function securityModes() {
+    const chart = join(import.meta.dir, "../../chart");
+    const helmUpgrade = async (cluster: string, ...sets: string[]): Promise<Exec> => {
+      const proc = Bun.spawn(
+        [
+          findHelm(),
+          "upgrade",
+          "liqo",
+          chart,
+          "--namespace",
+          "liqo",
+          `--kubeconfig=${q.kubeconfig(cluster)}`,
+          "--reuse-values",
+          ...sets.flatMap((v) => ["--set", v]),
+          "--wait",
+          "--timeout",
+          "5m",
+        ],
+        { stdout: "pipe", stderr: "pipe" },
+      );
+      const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      return { out, err, code: await proc.exited };
+    };
+    const curlIn = (cluster: string, ns: string, pod: string, url: string) =>
+      kubectl(cluster, "exec", "-n", ns, pod, "--", "curl", "-sS", "--max-time", "3", url);
+    /** A path that must answer: retried until its server names itself (the gateways may be rolling). */
+    const answers = (what: string, cluster: string, ns: string, pod: string, url: string, server: string) =>
+      until(what, () => curlIn(cluster, ns, pod, url), new RegExp(`Server name: ${server}`), 180_000);
+    /** A path that must be refused: waited for (the mode takes effect as the gateways roll), then refused three times more. */
+    async function refused(what: string, cluster: string, ns: string, pod: string, url: string): Promise<string> {
+      let last: Exec | undefined;
+      await waitFor(
+        `${what} refused`,
+        async () => ((last = await curlIn(cluster, ns, pod, url)).code !== 0 ? last : undefined),
+        { timeoutMs: 180_000, intervalMs: 1000, describe: () => last },
+      );
+      const tries: Exec[] = [];
+      for (let i = 0; i < 3; i++) tries.push(await curlIn(cluster, ns, pod, url));
+      expect({ what, answered: tries.filter((t) => t.code === 0).map((t) => t.out.slice(0, 80)) }).toEqual({
+        what,
+        answered: [],
+      });
+      return tries.map((t) => t.err.trim()).join("\n");
+    }
+
+    let paths: {
+      /** rome's client pod (in liqo-demo, behind no Service) as milan reaches it. */
+      romePrivate: string;
+      /** nginx-local (an endpoint of the reflected Service) as milan reaches it. */
+      romeEndpoint: string;
+      /** milan's own pod (default namespace, nothing to do with liqo) as rome reaches it. */
+      milanOwn: string;
+      remotePod: string;
+      twin: string;
+    };
+
+    test("security modes: FullPodToPod (the default): every pod reaches every pod, a pod of milan's own included", async () => {
+      await q.milan.apply(
+        Resources.pods,
+        {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "outsider", namespace: "default" },
+          spec: {
+            terminationGracePeriodSeconds: 0,
+            containers: [{ name: "web", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent" }],
+          },
+        } as KubeObject,
+        { fieldManager: "test" },
+      );
+      const running = (p?: PodObject) => (p?.status?.phase === "Running" && p.status.podIP ? p : undefined);
+      const outsider = await waitFor(
+        "milan's outsider pod Running",
+        async () => running(await q.milan.find<PodObject>(Resources.pods, "outsider", "default")),
+        { timeoutMs: 120_000 },
+      );
+      const tep = (await q.rome.list<TunnelEndpoint & KubeObject>(TunnelEndpointResource)).items[0]!.spec;
+      const client = await q.rome.get<PodObject>(Resources.pods, "curl", "liqo-demo");
+      const local = await q.rome.get<PodObject>(Resources.pods, "nginx-local", "liqo-demo");
+      paths = {
+        romePrivate: addressSeenByPeer(client.status!.podIP!, tep.localPodCIDR, tep.localNATPodCIDR),
+        romeEndpoint: addressSeenByPeer(local.status!.podIP!, tep.localPodCIDR, tep.localNATPodCIDR),
+        milanOwn: addressSeenByPeer(outsider.status!.podIP!, tep.remotePodCIDR, tep.remoteNATPodCIDR),
+        remotePod: (await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo")).status!.podIP!,
+        twin: await twinNamespace(),
+      };
+      const status = await Bun.$`${liqoctl} status --kubeconfig=${q.kubeconfig("rome")}`.quiet().nothrow();
+      expect(status.stdout.toString()).toContain("Network security mode: FullPodToPod (every pod reaches every pod");
+      await answers(
+        "milan's own pod → rome's client pod",
+        "milan",
+        "default",
+        "outsider",
+        `http://${paths.romePrivate}/`,
+        "curl",
+      );
+      await answers(
+        "rome's client pod → milan's own pod",
+        "rome",
+        "liqo-demo",
+        "curl",
+        `http://${paths.milanOwn}/`,
+        "outsider",
+      );
+    }, 300_000);
+
+    test("security modes: a typo in networking.securityMode fails helm upgrade naming the field; the release keeps its mode", async () => {
+      const r = await helmUpgrade("rome", "networking.securityMode=Segregated");
+      expect(r.code).not.toBe(0);
+      expect(r.err).toContain("networking.securityMode");
+      expect(r.err).toMatch(/FullPodToPod|IntraClusterTrafficSegregation|must be one of/);
+      const args = (
+        await kubectl(
+          "rome",
+          "-n",
+          "liqo",
+          "get",
+          "deploy",
+          "liqo-gateway",
+          "-o",
+          "jsonpath={.spec.template.spec.containers[0].args}",
+        )
+      ).out;
+      expect(args).not.toContain("Segregated");
+    }, 120_000);
+
+    test("security modes: IntraClusterTrafficSegregation on both (helm upgrade): offloaded pods and reflected Services work; pods of each cluster's own are refused both ways; liqoctl status and test network say so", async () => {
+      const [r, m] = await Promise.all([
+        helmUpgrade("rome", "networking.securityMode=IntraClusterTrafficSegregation"),
+        helmUpgrade("milan", "networking.securityMode=IntraClusterTrafficSegregation"),
+      ]);
+      expect({ rome: r.code, milan: m.code, err: r.err + m.err }).toMatchObject({ rome: 0, milan: 0 });
+      // Refused: a pod of milan's own → rome's pod behind no Service (rome's gateway), and rome's pod → milan's own pod (milan's).
+      const why = await refused(
+        "milan's own pod → rome's client pod",
+        "milan",
+        "default",
+        "outsider",
+        `http://${paths.romePrivate}/`,
+      );
+      expect(why).toMatch(/No route to host|Failed to connect|timed out/);
+      await refused("rome's client pod → milan's own pod", "rome", "liqo-demo", "curl", `http://${paths.milanOwn}/`);
+      // Allowed: rome → its offloaded pod; the offloaded pod → any rome pod; milan's own pod → the
+      // reflected Service and its endpoint in rome.
+      await answers(
+        "rome's client → nginx-remote",
+        "rome",
+        "liqo-demo",
+        "curl",
+        `http://${paths.remotePod}/`,
+        "nginx-remote",
+      );
+      await answers(
+        "nginx-remote → rome's client pod",
+        "rome",
+        "liqo-demo",
+        "nginx-remote",
+        `http://${paths.romePrivate}/`,
+        "curl",
+      );
+      await answers(
+        "milan's own pod → the reflected Service, answered by nginx-local in rome",
+        "milan",
+        "default",
+        "outsider",
+        `http://liqo-demo.${paths.twin}.svc.cluster.local/`,
+        "nginx-local",
+      );
+      await answers(
+        "milan's own pod → nginx-local (a reflected Service's endpoint)",
+        "milan",
+        "default",
+        "outsider",
+        `http://${paths.romeEndpoint}/`,
+        "nginx-local",
+      );
+      const status = await Bun.$`${liqoctl} status --kubeconfig=${q.kubeconfig("rome")}`.quiet().nothrow();
+      expect(status.stdout.toString()).toContain(
+        "Network security mode: IntraClusterTrafficSegregation (peers reach only",
+      );
+      const t = await testNetwork("milan", `--remote-kubeconfig=${q.kubeconfig("milan")}`);
+      expect(t.err).toContain(
+        "security modes: IntraClusterTrafficSegregation here, IntraClusterTrafficSegregation in milan",
+      );
+      expect(t.out).toMatch(
+        /^local pod → a pod of the peer's own \(must be refused\)\s+passed\s+not answered in 3 tries/m,
+      );
+      expect(t.out).toMatch(
+        /^a pod of the peer's own → local pod behind no Service \(must be refused\)\s+passed\s+not answered/m,
+      );
+      expect(t.out).toMatch(
+        /^a pod of the peer's own → reflected Service \(local endpoint\)\s+passed\s+answered by server-local/m,
+      );
+      expect(t.out).toContain("Network test of milan: all 17 checks passed");
+      expect(t.code).toBe(0);
+      await noTestNamespaces();
+      expect((await q.milan.list(Resources.namespaces)).items.filter((n) => n.metadata.name!.endsWith("-own"))).toEqual(
+        [],
+      );
+    }, 900_000);
+
+    test("security modes: back to FullPodToPod with helm upgrade: milan's own pod reaches rome's client pod again", async () => {
+      const [r, m] = await Promise.all([
+        helmUpgrade("rome", "networking.securityMode=FullPodToPod"),
+        helmUpgrade("milan", "networking.securityMode=FullPodToPod"),
+      ]);
+      expect({ rome: r.code, milan: m.code, err: r.err + m.err }).toMatchObject({ rome: 0, milan: 0 });
+      await answers(
+        "milan's own pod → rome's client pod",
+        "milan",
+        "default",
+        "outsider",
+        `http://${paths.romePrivate}/`,
+        "curl",
+      );
+      await answers(
+        "rome's client pod → milan's own pod",
+        "rome",
+        "liqo-demo",
+        "curl",
+        `http://${paths.milanOwn}/`,
+        "outsider",
+      );
+      await q.milan.delete(Resources.pods, "outsider", "default");
+    }, 600_000);
+  }
+
   describe(`the fabric in-cluster, ${label}`, () => {
     test("NETWORKING Established and a Connected WireGuard tunnel on both sides", async () => {
       const fcs = await kubectl("rome", "get", "foreignclusters", "--no-headers");
@@ -1081,6 +1315,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       ).toContain("URI: /after-route-restart");
     }, 400_000);
 
+    securityModes();
     if (!overlapping) virtualNodeOnRealNodes();
     if (!overlapping) nodeDeath();
   });
