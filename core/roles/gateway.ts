@@ -1,6 +1,7 @@
 // `liqo gateway`: the WireGuard gateway of this cluster, active/standby through a Lease. Every
 // replica runs this; only the Lease holder configures the device (in the network namespace given
-// by --netns), the NAT table and the policy routing, from the cluster's TunnelEndpoints.
+// by --netns), the NAT table and the policy routing, from the cluster's TunnelEndpoints, and in
+// the IntraClusterTrafficSegregation security mode (--security-mode) the filter table.
 // Admin views: tunnels (per TunnelEndpoint: status, handshake, bytes) and leader.
 import { defineCommand } from "citty";
 import { hostname } from "node:os";
@@ -10,6 +11,7 @@ import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { createGatewayController } from "../../netfabric/gateway/controller.ts";
 import type { WireguardMode } from "../../netfabric/gateway/device.ts";
+import { DEFAULT_SECURITY_MODE, isSecurityMode, SECURITY_MODES } from "../../netfabric/gateway/filter-table.ts";
 import { parseIpv4 } from "../../netfabric/ipam/index.ts";
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
@@ -96,6 +98,12 @@ export default defineCommand({
       default: "60",
       description: "seconds without a WireGuard handshake before a tunnel is reported as Error",
     },
+    "security-mode": {
+      type: "string",
+      default: DEFAULT_SECURITY_MODE,
+      description:
+        "FullPodToPod (peers' pods reach every pod here) or IntraClusterTrafficSegregation (a peer's new connections reach only its own pods running here and the endpoints of Services reflected to it; from our pods offloaded there, anything); Liqo's networking.securityMode",
+    },
     ...adminArgs("127.0.0.1:8093"),
   },
   async run({ args }) {
@@ -103,6 +111,9 @@ export default defineCommand({
     const wireguard = args.wireguard as WireguardMode;
     if (!["auto", "kernel", "userspace"].includes(wireguard))
       throw new CliError(`--wireguard must be auto, kernel or userspace, got ${JSON.stringify(args.wireguard)}`);
+    const securityMode = args["security-mode"];
+    if (!isSecurityMode(securityMode))
+      throw new CliError(`--security-mode must be ${SECURITY_MODES.join(" or ")}, got ${JSON.stringify(securityMode)}`);
     if (args.device.length > 15 || !/^[a-zA-Z0-9._-]+$/.test(args.device))
       throw new CliError(
         `--device ${JSON.stringify(args.device)} is not an interface name (letters, digits, ._-, at most 15)`,
@@ -156,6 +167,7 @@ export default defineCommand({
       intervalMs: seconds("resync-period"),
       handshakeTimeoutMs: seconds("handshake-timeout"),
       persistentKeepalive,
+      securityMode,
       // In a pod (the chart sets POD_NAME), the leader labels itself so the Service selects it.
       podName: process.env.POD_NAME || undefined,
     });

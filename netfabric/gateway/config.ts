@@ -44,12 +44,15 @@ export interface GatewayOptions {
   rulePriority: number;
   /** nftables table (family ip) owned by the gateway. */
   natTable: string;
+  /** nftables table (family ip) of the IntraClusterTrafficSegregation security mode; absent in FullPodToPod. */
+  filterTable: string;
 }
 
 export const defaultGatewayOptions: GatewayOptions = {
   routingTable: 18952,
   rulePriority: 1800,
   natTable: "liqo_gateway",
+  filterTable: "liqo_filter",
 };
 
 /** WireGuard's per-packet cost: outer IP header (20 or 40) + UDP 8 + WireGuard 32. */

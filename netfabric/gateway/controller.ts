@@ -3,8 +3,11 @@
 // it with the NAT table and the policy routing (netfabric/gateway/reconcile.ts, on events and on a
 // timer, so hand-deleted rules come back), keeps the gateway's end of the overlay, publishes its
 // endpoint and reports each tunnel on its TunnelEndpoint. A replica that loses the Lease tears
-// its configuration down.
+// its configuration down. In the IntraClusterTrafficSegregation security mode it also watches the
+// pods, namespaces, NamespaceMaps and EndpointSlices the filter's sets come from (filter-table.ts).
 import { NatMappingResource, NAT_MAPPING_LABEL, type NatMapping } from "../../core/apis/net/natmapping.ts";
+import { REMOTE_CLUSTER_ID_LABEL, REPLICATION_STATUS_LABEL } from "../../core/apis/labels.ts";
+import { NamespaceMapResource } from "../../core/apis/virtualkubelet/namespacemap.ts";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { createInformer } from "../../core/kube/informer.ts";
@@ -32,7 +35,19 @@ import { exposeGateway, GATEWAY_ROLE_LABEL, type Exposure } from "./exposure.ts"
 import { ensureKeys, writeEndpoint } from "./keys.ts";
 import { createLeaderElector, holderPodDead, podOfIdentity } from "./leader.ts";
 import { createLoop } from "../shared/loop.ts";
-import { createGatewayReconciler } from "./reconcile.ts";
+import {
+  DEFAULT_SECURITY_MODE,
+  deleteFilterTableScript,
+  peerFilterSets,
+  slimEndpointSlice,
+  slimPod,
+  type FilterEndpointSlice,
+  type FilterNamespaceMap,
+  type FilterPod,
+  type RejectCount,
+  type SecurityMode,
+} from "./filter-table.ts";
+import { createGatewayReconciler, type SecuritySpec } from "./reconcile.ts";
 import { ensureDeviceAddress, firstHost, probeLatency } from "./probe.ts";
 import { connectionOf, sameConnection } from "./status.ts";
 import { planTunnels, type TunnelPlan } from "./tunnel-config.ts";
@@ -62,6 +77,8 @@ export interface GatewayControllerOptions {
   lease?: { name?: string; durationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
   intervalMs?: number;
   handshakeTimeoutMs?: number;
+  /** Liqo's networking.securityMode; FullPodToPod (the default) watches nothing more and has no filter table. */
+  securityMode?: SecurityMode;
   runner?: CommandRunner;
   logger?: Logger;
   registry?: Registry;
@@ -101,6 +118,44 @@ export function createGatewayController(o: GatewayControllerOptions) {
     logger: log,
   });
   const nodes = createInformer({ client, resource: Resources.nodes, logger: log });
+  const securityMode = o.securityMode ?? DEFAULT_SECURITY_MODE;
+  // What the filter's sets come from, watched only in the segregation mode (FullPodToPod pays
+  // nothing). The namespace mapping is read from our NamespaceMaps rather than the
+  // NamespaceOffloadings: one small object per peer, labelled with its cluster ID, listing exactly
+  // the local namespaces offloaded there, where a NamespaceOffloading is one per namespace whose
+  // per-cluster status would have to be joined with the virtual nodes. Pods and EndpointSlices
+  // are cut down to the fields the sets read.
+  const segregation =
+    securityMode === "IntraClusterTrafficSegregation"
+      ? {
+          pods: createInformer<KubeObject & FilterPod>({
+            client,
+            resource: Resources.pods,
+            logger: log,
+            transform: slimPod,
+          }),
+          namespaces: createInformer({
+            client,
+            resource: Resources.namespaces,
+            labelSelector: REMOTE_CLUSTER_ID_LABEL,
+            logger: log,
+          }),
+          namespaceMaps: createInformer<KubeObject & FilterNamespaceMap>({
+            client,
+            resource: NamespaceMapResource,
+            labelSelector: `${REMOTE_CLUSTER_ID_LABEL},${REPLICATION_STATUS_LABEL}!=true`,
+            logger: log,
+          }),
+          endpointSlices: createInformer<KubeObject & FilterEndpointSlice>({
+            client,
+            resource: Resources.endpointSlices,
+            logger: log,
+            transform: slimEndpointSlice,
+          }),
+        }
+      : undefined;
+  const informers = [teps, natMappings, nodes, ...Object.values(segregation ?? {})];
+  let rejected = new Map<string, RejectCount>();
   let keys: { privateKey: string; publicKey: string } | undefined;
   let device: ActiveDevice | undefined;
   let active = false;
@@ -116,6 +171,12 @@ export function createGatewayController(o: GatewayControllerOptions) {
     name: "liqo_gateway_reconciles_total",
     help: "Gateway reconcile passes by outcome.",
     labelNames: ["outcome"] as const,
+  });
+  o.registry?.callbackCounter({
+    name: "liqo_gateway_rejected_packets_total",
+    help: "Packets from a peer's tunnel the IntraClusterTrafficSegregation filter rejected (nft counter), by peer; unknown: no peer's source.",
+    labelNames: ["remote_cluster_id"] as const,
+    collect: () => [...rejected].map(([id, c]) => ({ labels: { remote_cluster_id: id }, value: c.packets })),
   });
   const repairs = o.registry?.counter({
     name: "liqo_gateway_changes_total",
@@ -213,7 +274,21 @@ export function createGatewayController(o: GatewayControllerOptions) {
       });
       plan = current;
       const reconciler = createGatewayReconciler({ ip, nft, wireguard: device.client, runner }, options);
-      const report = await reconciler.reconcile(current.config);
+      let security: SecuritySpec = { mode: securityMode };
+      if (segregation)
+        security = {
+          mode: securityMode,
+          sets: peerFilterSets({
+            peers: current.config.peers.map((p) => p.clusterId),
+            nodes: nodes.list(),
+            pods: segregation.pods.list(),
+            namespaces: segregation.namespaces.list(),
+            namespaceMaps: segregation.namespaceMaps.list(),
+            endpointSlices: segregation.endpointSlices.list(),
+          }),
+        };
+      const report = await reconciler.reconcile(current.config, security);
+      rejected = report.rejected;
       const changes = [...report.changes];
       if (o.overlay) {
         const vteps = nodes.list().flatMap((n: KubeObject & { spec?: { podCIDR?: string } }) => {
@@ -294,8 +369,16 @@ export function createGatewayController(o: GatewayControllerOptions) {
       const done = await teardown({ ip, nft, device, vxlan: o.overlay ? VXLAN_NAME : undefined }, options).catch(
         (err) => [`teardown failed: ${(err as Error).message}`],
       );
+      // The filter goes too: a standby forwards nothing, and the next holder applies its own mode.
+      if (await nft.listTable("ip", options.filterTable).catch(() => undefined)) {
+        await nft
+          .apply(deleteFilterTableScript(options.filterTable))
+          .then(() => done.push(`nft table ${options.filterTable} deleted`))
+          .catch((err) => done.push(`deleting nft table ${options.filterTable} failed: ${(err as Error).message}`));
+      }
       device = undefined;
       live = undefined;
+      rejected = new Map();
       labelPod("standby");
       log.warn("standby: configuration torn down", { done });
     },
@@ -305,7 +388,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
     help: "1 when this replica is the active gateway.",
     collect: () => (active ? 1 : 0),
   });
-  for (const i of [teps, natMappings, nodes]) i.on({ add: loop.kick, update: loop.kick, delete: loop.kick });
+  for (const i of informers) i.on({ add: loop.kick, update: loop.kick, delete: loop.kick });
 
   function tunnels(): TunnelView[] {
     return teps.list().map((tep) => {
@@ -341,8 +424,8 @@ export function createGatewayController(o: GatewayControllerOptions) {
           await Bun.sleep(delay);
         }
       }
-      for (const i of [teps, natMappings, nodes]) i.start();
-      await Promise.all([teps, natMappings, nodes].map((i) => i.waitForSync(120_000)));
+      for (const i of informers) i.start();
+      await Promise.all(informers.map((i) => i.waitForSync(120_000)));
       loop.start();
       // A container restarted in a pod its previous process labelled active (killed before it could
       // step down) is a standby until it leads again: otherwise, once a standby has taken the Lease
@@ -355,9 +438,9 @@ export function createGatewayController(o: GatewayControllerOptions) {
     async stop() {
       await elector.stop();
       await loop.stop();
-      await Promise.all([teps, natMappings, nodes].map((i) => i.stop()));
+      await Promise.all(informers.map((i) => i.stop()));
     },
-    synced: () => teps.synced && natMappings.synced && nodes.synced,
+    synced: () => informers.every((i) => i.synced),
     isActive: () => active,
     tunnels,
     leader: () => ({
@@ -372,6 +455,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
       mtu: plan ? tunnelMtu(plan.config) : undefined,
       lastChanges,
       lastError,
+      securityMode,
     }),
     reconcileNow: () => loop.runNow(),
   };

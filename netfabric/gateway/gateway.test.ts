@@ -27,7 +27,7 @@ const config: GatewayConfig = {
   peers: [peerB],
 };
 
-const options = { routingTable: 18952, rulePriority: 1800, natTable: "liqo_gateway" };
+const options = { routingTable: 18952, rulePriority: 1800, natTable: "liqo_gateway", filterTable: "liqo_filter" };
 
 describe("tunnelMtu", () => {
   test.each([

@@ -14,8 +14,9 @@ function fakeWorld() {
     rules: [] as { priority: number; dst?: string; dstlen?: number; table: string }[],
     routes: [] as { dst: string; dev: string }[],
     link: { mtu: 1420, flags: ["NOARP"] },
-    table: undefined as NftTable | undefined,
+    tables: new Map<string, NftTable>(),
     wg: { peers: [] } as WireguardStatus,
+    applied: [] as string[],
   };
   const ip: IpAdapter = {
     async json(args: readonly string[]) {
@@ -45,16 +46,31 @@ function fakeWorld() {
   };
   const nft: NftAdapter = {
     async apply(script) {
-      const comments = [...script.matchAll(/comment "([^"]+)"/g)].map((m) => m[1]!);
-      world.table = {
-        family: "ip",
-        name: "liqo_gateway",
-        chains: ["prerouting", "postrouting"],
-        rules: comments.map((comment, handle) => ({ chain: "x", handle, comment, expr: [] })),
-      };
+      world.applied.push(script);
+      const name = /^table ip (\S+) \{\}$/m.exec(script)![1]!;
+      world.tables.delete(name);
+      if (!script.includes(`table ip ${name} {\n`)) return; // only deleted
+      const rules = [...script.matchAll(/^ {4}(.*) comment "([^"]+)"$/gm)].map(([, body, comment], handle) => {
+        const counter = /counter packets (\d+) bytes (\d+)/.exec(body!);
+        return {
+          chain: "x",
+          handle,
+          comment: comment!,
+          expr: body!.includes("counter")
+            ? [{ counter: { packets: Number(counter?.[1] ?? 0), bytes: Number(counter?.[2] ?? 0) } }]
+            : [],
+        };
+      });
+      const sets = Object.fromEntries(
+        [...script.matchAll(/^ {2}set (\S+) \{ type ipv4_addr;(?: elements = \{ ([^}]*) \};)? \}$/gm)].map(
+          ([, n, e]) => [n!, e ? e.split(", ") : []],
+        ),
+      );
+      const chains = [...script.matchAll(/^ {2}chain (\S+) \{$/gm)].map((m) => m[1]!);
+      world.tables.set(name, { family: "ip", name, chains, rules, sets });
     },
-    async listTable() {
-      return structuredClone(world.table);
+    async listTable(_family, name) {
+      return structuredClone(world.tables.get(name));
     },
     async deleteRule() {},
   };
@@ -109,14 +125,18 @@ describe("gateway reconciler (in memory)", () => {
     expect(first.changes).toContain("link liqo.wg mtu 1420 up");
     expect(world.rules.map((r) => `${r.dst}/${r.dstlen}`)).toEqual(["10.0.0.0/16", "10.1.0.0/16"]);
     expect(world.wg.peers[0]!.allowedIps).toEqual(["10.0.0.0/16", "10.1.0.0/16"]);
-    expect(world.table!.rules.map((r) => r.comment!.split("/")[1])).toEqual(["pod-dnat", "pod-snat", "masquerade"]);
+    expect(world.tables.get("liqo_gateway")!.rules.map((r) => r.comment!.split("/")[1])).toEqual([
+      "pod-dnat",
+      "pod-snat",
+      "masquerade",
+    ]);
     expect((await reconciler.reconcile(config)).changes).toEqual([]);
   });
 
   test("repairs each kind of drift and reports it", async () => {
     const { world, reconciler } = fakeWorld();
     await reconciler.reconcile(config);
-    const lost = world.table!.rules.splice(1, 1)[0]!.comment!;
+    const lost = world.tables.get("liqo_gateway")!.rules.splice(1, 1)[0]!.comment!;
     world.rules.pop();
     world.wg.listenPort = 1;
     const report = await reconciler.reconcile(config);
@@ -135,5 +155,73 @@ describe("gateway reconciler (in memory)", () => {
     const changes = (await reconciler.reconcile(withMapping)).changes;
     expect(changes).toHaveLength(1);
     expect(changes[0]).toStartWith("nft table liqo_gateway replaced (missing: B/natmapping/");
+  });
+});
+
+describe("security modes (in memory)", () => {
+  const segregation = (sets: [string, { sources: string[]; destinations: string[] }][] = []) => ({
+    mode: "IntraClusterTrafficSegregation" as const,
+    sets: new Map(sets),
+  });
+
+  test("FullPodToPod has no filter table and deletes one a previous mode left", async () => {
+    const { world, reconciler } = fakeWorld();
+    await reconciler.reconcile(config);
+    expect(world.tables.has("liqo_filter")).toBe(false);
+    await reconciler.reconcile(config, segregation());
+    expect(world.tables.has("liqo_filter")).toBe(true);
+    const back = await reconciler.reconcile(config, { mode: "FullPodToPod" });
+    expect(back.changes).toEqual(["nft table liqo_filter deleted (FullPodToPod)"]);
+    expect(world.tables.has("liqo_filter")).toBe(false);
+    expect(world.tables.has("liqo_gateway")).toBe(true);
+    expect((await reconciler.reconcile(config, { mode: "FullPodToPod" })).changes).toEqual([]);
+  });
+
+  test("segregation: the peer's tunnel is filtered with its sets (empty when it has none), then nothing to do", async () => {
+    const { world, reconciler } = fakeWorld();
+    await reconciler.reconcile(config);
+    const first = await reconciler.reconcile(config, segregation());
+    expect(first.changes).toHaveLength(1);
+    expect(first.changes[0]).toStartWith("nft table liqo_filter replaced (digest ");
+    const table = world.tables.get("liqo_filter")!;
+    expect(table.chains).toEqual(["forward"]);
+    expect(table.sets).toEqual({ src_B: [], dst_B: [] });
+    expect(table.rules.map((r) => r.comment!.replace(/\/[0-9a-f]{10}$/, ""))).toEqual([
+      "established",
+      "B/own-pods",
+      "B/exposed",
+      "B/reject",
+      "unknown",
+    ]);
+    expect(world.applied.at(-1)).toContain('iifname "liqo.wg" ip saddr { 10.0.0.0/16, 10.1.0.0/16 }');
+    expect((await reconciler.reconcile(config, segregation())).changes).toEqual([]);
+  });
+
+  test("a set element added, or one deleted by hand, replaces the table; its counters carry over", async () => {
+    const { world, reconciler } = fakeWorld();
+    await reconciler.reconcile(config, segregation([["B", { sources: ["10.0.0.5"], destinations: [] }]]));
+    const reject = world.tables.get("liqo_filter")!.rules.find((r) => r.comment!.startsWith("B/reject/"))!;
+    reject.expr = [{ counter: { packets: 4, bytes: 240 } }];
+    const grown = segregation([["B", { sources: ["10.0.0.5"], destinations: ["10.200.0.9"] }]]);
+    const report = await reconciler.reconcile(config, grown);
+    expect(report.changes[0]).toContain("sets changed: dst_B=1");
+    expect(report.rejected.get("B")).toEqual({ packets: 4, bytes: 240 });
+    expect(world.applied.at(-1)).toContain("counter packets 4 bytes 240 reject");
+    expect(world.tables.get("liqo_filter")!.sets.dst_B).toEqual(["10.200.0.9"]);
+    world.tables.get("liqo_filter")!.sets.src_B = [];
+    const repaired = await reconciler.reconcile(config, grown);
+    expect(repaired.changes[0]).toContain("sets changed: src_B=1");
+    expect(world.tables.get("liqo_filter")!.sets.src_B).toEqual(["10.0.0.5"]);
+    expect((await reconciler.reconcile(config, grown)).changes).toEqual([]);
+  });
+
+  test("a rule deleted by hand is put back", async () => {
+    const { world, reconciler } = fakeWorld();
+    await reconciler.reconcile(config, segregation());
+    const rules = world.tables.get("liqo_filter")!.rules;
+    const lost = rules.splice(0, 1)[0]!.comment!;
+    const report = await reconciler.reconcile(config, segregation());
+    expect(report.changes[0]).toContain(`missing: ${lost};`);
+    expect(world.tables.get("liqo_filter")!.rules).toHaveLength(5);
   });
 });

@@ -47,12 +47,23 @@ describe("nft adapter", () => {
     expect(calls).toEqual([{ argv: ["nft", "-f", "-"], options: { stdin: "table ip t {}\n", netns: "ns2" } }]);
   });
 
-  test("parses chains and rules with their comments", () => {
+  test("parses chains, sets with their elements and rules with their comments", () => {
     const text = JSON.stringify({
       nftables: [
         { metainfo: { version: "1.0.6" } },
         { table: { family: "ip", name: "t", handle: 1 } },
         { chain: { family: "ip", table: "t", name: "prerouting", handle: 1 } },
+        {
+          set: {
+            family: "ip",
+            name: "src_a",
+            table: "t",
+            type: "ipv4_addr",
+            handle: 2,
+            elem: ["10.0.0.1", "10.0.0.2"],
+          },
+        },
+        { set: { family: "ip", name: "src_b", table: "t", type: "ipv4_addr", handle: 3 } },
         { rule: { family: "ip", table: "t", chain: "prerouting", handle: 4, comment: "B/pod-dnat/abc", expr: [] } },
         { rule: { family: "ip", table: "t", chain: "prerouting", handle: 5, expr: [{ accept: null }] } },
       ],
@@ -61,6 +72,7 @@ describe("nft adapter", () => {
       family: "ip",
       name: "t",
       chains: ["prerouting"],
+      sets: { src_a: ["10.0.0.1", "10.0.0.2"], src_b: [] },
       rules: [
         { chain: "prerouting", handle: 4, comment: "B/pod-dnat/abc", expr: [] },
         { chain: "prerouting", handle: 5, comment: undefined, expr: [{ accept: null }] },

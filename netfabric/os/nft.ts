@@ -15,6 +15,8 @@ export interface NftTable {
   name: string;
   chains: string[];
   rules: NftRule[];
+  /** Named sets and their elements as nft prints them (plain addresses as strings). */
+  sets: Record<string, unknown[]>;
 }
 
 export interface NftAdapter {
@@ -47,11 +49,13 @@ export function createNft(runner: CommandRunner, netns?: string): NftAdapter {
 }
 
 export function parseTable(family: string, name: string, text: string): NftTable {
-  // biome-ignore lint/suspicious/noExplicitAny: nft --json output, whose items hold one of many object kinds; only chain and rule are read, each field as found
+  // biome-ignore lint/suspicious/noExplicitAny: nft --json output, whose items hold one of many object kinds; only chain, set and rule are read, each field as found
   const items = (JSON.parse(text) as { nftables: Record<string, any>[] }).nftables;
-  const table: NftTable = { family, name, chains: [], rules: [] };
+  const table: NftTable = { family, name, chains: [], rules: [], sets: {} };
   for (const item of items) {
     if (item.chain) table.chains.push(item.chain.name);
+    // An empty set has no elem; one with elements lists them (an array, also for one element).
+    if (item.set) table.sets[item.set.name] = item.set.elem === undefined ? [] : [item.set.elem].flat();
     if (item.rule)
       table.rules.push({
         chain: item.rule.chain,

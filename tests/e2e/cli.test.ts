@@ -419,6 +419,8 @@ describe("chart", () => {
       ["auth.service.type=Ingress", "/auth/service/type"],
       ["gatewy.replicas=2", "gatewy"],
       ["networking.podCIDR=10.0.0.0", "/networking/podCIDR"],
+      // A security mode typo (Liqo's names only).
+      ["networking.securityMode=FullPod", "/networking/securityMode"],
       // A reflection policy for a kind that has none, or a mode that does not exist.
       ["reflection.policy.pods=none", "/reflection/policy"],
       ["reflection.policy.secrets=some", "/reflection/policy/secrets"],
