@@ -36,7 +36,7 @@ const LEADING_VALUE_FLAGS = new Set([
 ]);
 
 /** Flags that may be repeated, each value kept (ui.ts repeatedFlag): two spellings add up, never conflict. */
-const REPEATABLE = new Set(["selector", "set"]);
+const REPEATABLE = new Set(["selector", "set", "resource"]);
 
 async function subCommandNamed(cmd: AnyCommand, word: string): Promise<{ name: string; sub: AnyCommand } | undefined> {
   const subs = (await resolve(cmd.subCommands)) as Record<string, unknown> | undefined;

@@ -76,4 +76,37 @@ describe("liqoctl status: quotas", () => {
     expect(out).toContain("enforced hard");
     expect(out).toContain("rome-id   incoming    hard   0/lots");
   });
+
+  test("asked amounts: what we asked each provider for and what our consumers asked us for, asked → granted, capped where cut", () => {
+    const out = quotaReport({
+      fcs: [fc("rome", ROME), fc("turin", TURIN)],
+      offers: [offer({ "liqo.io/originID": TURIN, "liqo.io/remoteID": "me" }, { cpu: "1", pods: "5" })],
+      pods: [],
+      namespaces: [],
+      nodes: [],
+      shadowPods: [],
+      requests: [
+        {
+          metadata: { name: "me", labels: { "liqo.io/remoteID": TURIN } },
+          status: {
+            resourceGrants: [
+              { name: "cpu", asked: "4", granted: "1", capped: true },
+              { name: "pods", asked: "5", granted: "5", capped: false },
+            ],
+          },
+        },
+        {
+          metadata: { name: ROME, labels: { "liqo.io/originID": ROME } },
+          status: { resourceRefusal: 'spec.requestedResources: unknown resource "cpus": did you mean "cpu"?' },
+        },
+        { metadata: { name: "asked-nothing", labels: { "liqo.io/originID": TURIN } }, status: {} },
+      ],
+    });
+    expect(out).toContain(
+      "Asked amounts (asked → granted):\n  asked of turin: cpu 4 → 1 (capped), pods 5 → 5\n" +
+        '  rome asked here: -; refused: spec.requestedResources: unknown resource "cpus": did you mean "cpu"?',
+    );
+    expect(out).not.toContain("asked-nothing");
+    expect(out.trimEnd().split("\n").length).toBe(6);
+  });
 });

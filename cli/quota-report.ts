@@ -10,7 +10,7 @@ import {
 import { formatQuantity, parseQuantity, unitOf } from "../core/kube/quantity.ts";
 import type { KubeObject } from "../core/kube/resources.ts";
 import type { Pod } from "../core/kube/types.ts";
-import { isActivePod, OFFERED_RESOURCES, podRequests, type Amounts } from "../core/peering/sharing/offer.ts";
+import { addAmounts, isActivePod, podRequests, zeroAmounts, type Amounts } from "../core/peering/sharing/offer.ts";
 import type { ForeignClusterObject } from "../core/peering/foreigncluster/index.ts";
 import { table } from "./table.ts";
 
@@ -18,6 +18,13 @@ export type Offer = KubeObject & {
   spec: { clusterId?: string; resourceQuota?: { hard?: Record<string, string | number> } };
 };
 export type QuotaShadow = KubeObject & { status?: { quota?: { phase?: string } } };
+/** A ResourceRequest, for the provider's answer to asked amounts (status.resourceGrants, replicated back). */
+export type QuotaRequest = KubeObject & {
+  status?: {
+    resourceGrants?: { name: string; asked: string; granted: string; capped: boolean }[];
+    resourceRefusal?: string;
+  };
+};
 
 export interface QuotaInput {
   fcs: ForeignClusterObject[];
@@ -34,25 +41,42 @@ export interface QuotaInput {
   mode?: string;
   /** Consumers cordoned here (liqoctl cordon tenant). */
   cordoned?: Set<string>;
+  /** ResourceRequests: ours (what we asked each provider for) and our consumers' (what they asked us for). */
+  requests?: QuotaRequest[];
 }
 
-const zero = (): Amounts => ({ cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n });
+/** One line per request with asked amounts: each resource asked → granted, "capped" where the provider gave less. */
+function grantLines(i: QuotaInput, nameOf: (id: string | undefined) => string): string[] {
+  const out: string[] = [];
+  for (const rr of i.requests ?? []) {
+    const grants = rr.status?.resourceGrants ?? [];
+    const refusal = rr.status?.resourceRefusal;
+    if (!grants.length && !refusal) continue;
+    const origin = rr.metadata.labels?.[REPLICATION_ORIGIN_LABEL];
+    const who = origin
+      ? `${nameOf(origin)} asked here`
+      : `asked of ${nameOf(rr.metadata.labels?.[REPLICATION_DESTINATION_LABEL])}`;
+    const each = grants.map((g) => `${g.name} ${g.asked} → ${g.granted}${g.capped ? " (capped)" : ""}`).join(", ");
+    out.push(`  ${who}: ${each || "-"}${refusal ? `; refused: ${refusal}` : ""}`);
+  }
+  return out;
+}
 
 function sum(pods: Pod[]): Amounts {
-  const out = zero();
-  for (const p of pods) for (const r of OFFERED_RESOURCES) out[r] += podRequests(p)[r];
+  const out = zeroAmounts();
+  for (const p of pods) addAmounts(out, podRequests(p));
   return out;
 }
 
 /** "used/offered" for one resource, or "used" when the offer does not state it. */
-function cell(used: Amounts, hard: Record<string, string | number> | undefined, r: (typeof OFFERED_RESOURCES)[number]) {
+function cell(used: Amounts, hard: Record<string, string | number> | undefined, r: string) {
   const f = (n: bigint) => formatQuantity(n, unitOf(r));
   const limit = hard?.[r];
-  if (limit === undefined) return f(used[r]);
+  if (limit === undefined) return f(used[r] ?? 0n);
   try {
-    return `${f(used[r])}/${f(parseQuantity(limit))}`;
+    return `${f(used[r] ?? 0n)}/${f(parseQuantity(limit))}`;
   } catch {
-    return `${f(used[r])}/${limit}`;
+    return `${f(used[r] ?? 0n)}/${limit}`;
   }
 }
 
@@ -114,5 +138,6 @@ export function quotaReport(i: QuotaInput): string {
     ]);
   }
   if (rows.length === 1) return "Quotas: no offer made or received";
-  return `Quotas (used/offered; incoming: what each consumer's pods take here, enforced ${mode}; outgoing: what ours take at each provider):\n${table(rows)}`;
+  const grants = grantLines(i, nameOf);
+  return `Quotas (used/offered; incoming: what each consumer's pods take here, enforced ${mode}; outgoing: what ours take at each provider):\n${table(rows)}${grants.length ? `\nAsked amounts (asked → granted):\n${grants.join("\n")}` : ""}`;
 }

@@ -34,6 +34,7 @@ import {
   FAILED_STATUSES,
 } from "../peering.ts";
 import { info } from "../ui.ts";
+import { askedResources, askFlags } from "../peer-resources.ts";
 
 /** A failed AuthenticationStatus left from an earlier attempt must not fail this one before the controller retries. */
 async function resetFailedAuthentication(client: KubeClient, fc: ForeignClusterObject): Promise<void> {
@@ -76,13 +77,15 @@ const outOfBand = defineCommand({
       description:
         "let liqo interconnect the networks (liqo network-manager and gateways on both sides, as the chart runs them); --no-networking when the clusters' pods already reach each other",
     },
+    ...askFlags,
     ...timeoutFlag,
     ...liqoKubeFlags,
   },
-  async run({ args }) {
+  async run({ args, rawArgs }) {
     checkClusterName(args.name, "the cluster name");
     checkAuthUrl(args["auth-url"]);
     checkClusterId(args["cluster-id"]);
+    const asked = askedResources(args, rawArgs);
     const token = args["auth-token"].trim();
     if (!token || /\s/.test(token))
       throw new CliError("--auth-token must be the token liqoctl generate peer-command prints (no spaces)");
@@ -120,6 +123,8 @@ const outOfBand = defineCommand({
       outgoingPeeringEnabled: "Yes",
       networkingEnabled: args.networking ? "Yes" : "No",
       insecureSkipTLSVerify: args["insecure-skip-tls-verify"],
+      // Asked amounts replace earlier ones; none given keeps what the ForeignCluster says.
+      ...(asked ? { requestedResources: asked } : {}),
     };
     const existing = sameId ?? sameName;
     if (existing) {
@@ -132,6 +137,15 @@ const outOfBand = defineCommand({
         metadata: { annotations: { [FORCE_UNPEER_ANNOTATION]: null } },
         spec: {
           ...spec,
+          // A merge patch keeps keys it does not name: amounts asked before and not now are removed.
+          ...(asked
+            ? {
+                requestedResources: {
+                  ...Object.fromEntries(Object.keys(existing.spec.requestedResources ?? {}).map((k) => [k, null])),
+                  ...asked,
+                },
+              }
+            : {}),
           clusterIdentity: {
             clusterID: args["cluster-id"],
             clusterName: existing.spec.clusterIdentity?.clusterName ?? args.name,

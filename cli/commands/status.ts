@@ -42,7 +42,7 @@ import { liqoKubeFlags } from "../peering.ts";
 import { formatResources, readyCondition, type VirtualNodeObject } from "../virtualnode.ts";
 import { table } from "../table.ts";
 import { deploymentArg, findDeployment, securityModeOf, type Deployment } from "../deployment-args.ts";
-import { quotaReport, type Offer, type QuotaShadow } from "../quota-report.ts";
+import { quotaReport, type Offer, type QuotaRequest, type QuotaShadow } from "../quota-report.ts";
 
 export function peeringsReport(fcs: ForeignClusterObject[], nodes: Map<string, boolean>): string {
   if (!fcs.length)
@@ -231,6 +231,7 @@ async function quotaSection(client: KubeClient, ns: string, fcs: ForeignClusterO
         .map((n) => n.metadata.labels?.[DISCOVERY_CLUSTER_ID_LABEL] ?? ""),
     ),
     mode: deploymentArg(manager, "peer-quota"),
+    requests: await all<QuotaRequest>(ResourceRequestResource),
   });
 }
 

@@ -179,6 +179,14 @@ describe("enums, defaults and required fields as Liqo declares them", () => {
     expect(at(fc, "spec")!.required).toEqual(["foreignAuthUrl"]);
     expect(at(fc, "spec.clusterIdentity")!.required).toEqual(["clusterID", "clusterName"]);
     expect(at(fc, "spec.foreignAuthUrl")!.pattern).toStartWith("https:\\/\\/");
+    // Not in Liqo v0.5: named amounts, 0 or more (a minus sign or "2x" is refused by the API server).
+    for (const f of ["offeredResources", "requestedResources"]) {
+      const amount = at(fc, `spec.${f}`)!.additionalProperties!;
+      expect(amount).toMatchObject({ "x-kubernetes-int-or-string": true, minimum: 0 });
+      const pattern = new RegExp(amount.pattern!);
+      expect(["2", "500m", "4Gi", "1e3", "+1"].every((x) => pattern.test(x))).toBe(true);
+      expect(["-1", "2x", "-500m", ""].some((x) => pattern.test(x))).toBe(false);
+    }
   });
 
   test("ForeignCluster peering conditions", () => {
@@ -227,6 +235,8 @@ describe("enums, defaults and required fields as Liqo declares them", () => {
     const rr = schemaOf("resourcerequests.discovery.liqo.io");
     expect(at(rr, "spec")!.required).toEqual(["authUrl", "clusterIdentity"]);
     expect(at(rr, "status.offerState")).toMatchObject({ enum: ["None", "Created"], default: "None" });
+    expect(at(rr, "spec.requestedResources")!.additionalProperties!.minimum).toBe(0);
+    expect(at(rr, "status.resourceGrants.[]")!.required).toEqual(["asked", "capped", "granted", "name"]);
   });
 
   test("net.liqo.io kinds keep Liqo's field names, backend_config included", () => {

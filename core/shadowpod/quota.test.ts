@@ -53,12 +53,34 @@ describe("exceeded", () => {
   test("what a pod does not ask for never exceeds, even past the offer", () => {
     expect(exceeded(a(2000n, 0n, 0n), a(0n, 0n, 1000n), { cpu: "1", pods: "10" })).toEqual([]);
   });
+  test("an extended resource is bounded by the offer, and not offered at all when the offer does not state it", () => {
+    const gpu = (n: bigint) => ({ ...a(0n, 0n, 0n), "nvidia.com/gpu": n * 1000n });
+    const offer = { pods: "10", "nvidia.com/gpu": "2" };
+    expect(exceeded(gpu(1n), gpu(1n), offer)).toEqual([]);
+    expect(exceeded(gpu(2n), gpu(1n), offer)).toEqual(["nvidia.com/gpu: asks 1 with 2 of 2 in use"]);
+    expect(exceeded(a(0n, 0n, 0n), { ...a(0n, 0n, 0n), "example.com/dongle": 1000n }, offer)).toEqual([
+      "example.com/dongle: asks 1 with 0 of 0 in use",
+    ]);
+  });
+  test("the ledger sums extended resources with the rest", () => {
+    const l = new QuotaLedger();
+    l.set("rome", "u1", { ...a(100n), "nvidia.com/gpu": 1000n });
+    l.set("rome", "u2", { ...a(100n), "nvidia.com/gpu": 2000n });
+    expect(l.used("rome")).toEqual({ ...a(200n, 0n, 2000n), "nvidia.com/gpu": 3000n });
+  });
 });
 
 describe("recorded amounts", () => {
   test("in canonical quantities", () => {
     const x = { cpu: 1500n, memory: 128n * 1024n * 1024n * 1000n, pods: 1000n, "ephemeral-storage": 0n };
     expect(formatAmounts(x)).toEqual({ cpu: "1500m", memory: "128Mi", pods: "1", "ephemeral-storage": "0" });
+    expect(formatAmounts({ ...x, "nvidia.com/gpu": 2000n, "example.com/dongle": 0n })).toEqual({
+      cpu: "1500m",
+      memory: "128Mi",
+      pods: "1",
+      "ephemeral-storage": "0",
+      "nvidia.com/gpu": "2",
+    });
   });
 });
 

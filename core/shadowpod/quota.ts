@@ -9,7 +9,7 @@
 // - none: nothing is counted.
 import { formatQuantity, parseQuantity, unitOf } from "../kube/quantity.ts";
 import type { Container, PodSpec } from "../kube/types.ts";
-import { OFFERED_RESOURCES, type Amounts } from "../peering/sharing/offer.ts";
+import { addAmounts, OFFERED_RESOURCES, zeroAmounts, type Amounts } from "../peering/sharing/offer.ts";
 
 export const QUOTA_MODES = ["hard", "soft", "none"] as const;
 export type QuotaMode = (typeof QUOTA_MODES)[number];
@@ -86,10 +86,9 @@ export class QuotaLedger {
 
   /** What the consumer's admitted ShadowPods take, `except` one of them. */
   used(consumer: string, except?: string): Amounts {
-    const out: Amounts = { cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n };
+    const out = zeroAmounts();
     for (const [uid, a] of this.byConsumer.get(consumer) ?? []) {
-      if (uid === except) continue;
-      for (const r of OFFERED_RESOURCES) out[r] += a[r];
+      if (uid !== except) addAmounts(out, a);
     }
     return out;
   }
@@ -97,28 +96,35 @@ export class QuotaLedger {
 
 /**
  * What `asked` on top of `used` would take past `hard`, one line per resource (empty: it fits).
- * Only the resources the offer states are bounded. A malformed quantity in the offer bounds that
- * resource to nothing rather than to everything.
+ * Of cpu, memory, pods and ephemeral-storage, only those the offer states are bounded; a named
+ * resource (`nvidia.com/gpu`, `hugepages-2Mi`) the offer does not state is not offered: bounded
+ * to nothing. A malformed quantity in the offer bounds that resource to nothing rather than to everything.
  */
 export function exceeded(used: Amounts, asked: Amounts, hard: Record<string, string | number>): string[] {
   const out: string[] = [];
-  for (const r of OFFERED_RESOURCES) {
-    if (hard[r] === undefined || asked[r] === 0n) continue;
+  for (const [r, wants] of Object.entries(asked)) {
+    const base = (OFFERED_RESOURCES as readonly string[]).includes(r);
+    if (wants === 0n || (base && hard[r] === undefined)) continue;
     let limit: bigint;
     try {
-      limit = parseQuantity(hard[r], `offer ${r}`);
+      limit = hard[r] === undefined ? 0n : parseQuantity(hard[r], `offer ${r}`);
     } catch {
       limit = 0n;
     }
-    if (used[r] + asked[r] > limit) {
+    const inUse = used[r] ?? 0n;
+    if (inUse + wants > limit) {
       const f = (n: bigint) => formatQuantity(n, unitOf(r));
-      out.push(`${r}: asks ${f(asked[r])} with ${f(used[r])} of ${f(limit)} in use`);
+      out.push(`${r}: asks ${f(wants)} with ${f(inUse)} of ${f(limit)} in use`);
     }
   }
   return out;
 }
 
-/** Amounts as the status records them (canonical quantities). */
+/** Amounts as the status records them (canonical quantities): the four always, named resources when asked for. */
 export function formatAmounts(a: Amounts): Record<string, string> {
-  return Object.fromEntries(OFFERED_RESOURCES.map((r) => [r, formatQuantity(a[r], unitOf(r))]));
+  return Object.fromEntries(
+    Object.entries(a)
+      .filter(([r, v]) => v !== 0n || (OFFERED_RESOURCES as readonly string[]).includes(r))
+      .map(([r, v]) => [r, formatQuantity(v, unitOf(r))]),
+  );
 }

@@ -39,6 +39,42 @@ export type PeeringConditionStatus = (typeof PeeringConditionStatus)[keyof typeo
 
 const peeringEnabledValues = ["Auto", "No", "Yes"] as const;
 
+// A quantity of 0 or more ("2", "500m", "4Gi", 3): Kubernetes' quantity without a minus sign.
+const NON_NEGATIVE_QUANTITY =
+  /^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
+const AMOUNT_MESSAGE = "must be a quantity of 0 or more, such as 2, 500m or 4Gi";
+
+/**
+ * Named amounts people write (not in Liqo v0.5): resource name → a quantity of 0 or more. The API
+ * server refuses a negative or malformed quantity naming the field; the names (cpu, memory, pods,
+ * ephemeral-storage, hugepages-<size>, or an extended resource with a domain such as
+ * nvidia.com/gpu) are checked by the controller that reads them, which keeps its last answer.
+ */
+export const resourceAmounts = (description: string) =>
+  v.pipe(
+    v.record(
+      v.string(),
+      v.pipe(
+        v.union(
+          [
+            v.pipe(v.string(), v.regex(NON_NEGATIVE_QUANTITY, AMOUNT_MESSAGE)),
+            v.pipe(v.number(), v.minValue(0, AMOUNT_MESSAGE)),
+          ],
+          AMOUNT_MESSAGE,
+        ),
+        v.metadata({
+          openapi: {
+            anyOf: [{ type: "integer" }, { type: "string" }],
+            minimum: 0,
+            pattern: NON_NEGATIVE_QUANTITY.source,
+            "x-kubernetes-int-or-string": true,
+          },
+        }),
+      ),
+    ),
+    v.description(description),
+  );
+
 // Liqo's own pattern for the authentication service URL (an https URL with a dotted host or IP).
 const AUTH_URL = /https:\/\/(www\.)?[-a-zA-Z0-9@:%._\+~#=]{1,256}\.[a-zA-Z0-9()]{1,6}\b([-a-zA-Z0-9()@:%_\+.~#?&//=]*)/;
 
@@ -71,6 +107,19 @@ export const ForeignClusterSpecSchema = v.object({
   insecureSkipTLSVerify: v.optional(
     v.pipe(v.boolean(), v.description("Whether to skip TLS verification of the remote authentication service.")),
     true,
+  ),
+  offeredResources: v.optional(
+    resourceAmounts(
+      "Provider side: fixed amounts offered to this cluster instead of --sharing-percentage of the free resources, " +
+        "by resource name (cpu, memory, pods, ephemeral-storage, hugepages-<size>, or an extended resource such as nvidia.com/gpu); " +
+        "resources not named here keep the percentage. Changes reach the live ResourceOffer.",
+    ),
+  ),
+  requestedResources: v.optional(
+    resourceAmounts(
+      "Consumer side: the amounts to ask this provider for (liqoctl peer --cpu, --memory, --pods, --resource), by resource name; " +
+        "sent in the ResourceRequest. The provider grants at most what its own rule gives, and says so in the request's status.",
+    ),
   ),
   ttl: v.optional(
     v.pipe(

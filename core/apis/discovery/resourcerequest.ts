@@ -6,6 +6,7 @@ import { ageColumn, localColumn } from "../columns.ts";
 import { defineKind } from "../define.ts";
 import { oneOfWithDefault, text, timestamp } from "../fields.ts";
 import { ClusterIdentitySchema, DISCOVERY_GROUP } from "./identity.ts";
+import { resourceAmounts } from "./foreigncluster.ts";
 
 /** Whether the provider has answered with a ResourceOffer. */
 export const OfferState = { None: "None", Created: "Created" } as const;
@@ -67,6 +68,19 @@ export const ResourceRequestSpecSchema = v.object({
       v.description("Drop-in reflector plugins the consumer runs, and what they reflect."),
     ),
   ),
+  // Not in Liqo v0.5: from the consumer's ForeignCluster spec.requestedResources.
+  requestedResources: v.optional(
+    resourceAmounts(
+      "The amounts the consumer asks for, by resource name; resources not named get what the provider's rule gives.",
+    ),
+  ),
+});
+
+const ResourceGrantSchema = v.object({
+  name: text("The resource."),
+  asked: text("What the consumer asked for."),
+  granted: text("What the offer gives."),
+  capped: v.pipe(v.boolean(), v.description("True when the provider gave less than asked.")),
 });
 
 export const ResourceRequestStatusSchema = v.object({
@@ -82,6 +96,16 @@ export const ResourceRequestStatusSchema = v.object({
       v.array(ReflectorPluginGrantSchema),
       v.description("The provider's answer for each plugin of spec.reflectorPlugins."),
     ),
+  ),
+  // Not in Liqo v0.5: replicated back, so the consumer sees what it got of what it asked for.
+  resourceGrants: v.optional(
+    v.pipe(
+      v.array(ResourceGrantSchema),
+      v.description("The provider's answer to spec.requestedResources, per resource: asked, granted, capped."),
+    ),
+  ),
+  resourceRefusal: v.optional(
+    text("Why asked amounts were not read (a malformed or unknown resource), and the fix; the last offer stands."),
   ),
   // Not in Liqo v0.5: the consumer shows it in its OutgoingPeering condition.
   refusal: v.optional(

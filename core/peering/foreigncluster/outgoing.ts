@@ -33,7 +33,12 @@ type Offer = ResourceOffer & KubeObject;
 /** Liqo names the ResourceRequest after the requesting (local) cluster's ID. */
 export const resourceRequestName = (localClusterId: string) => localClusterId;
 
-export function resourceRequest(ctx: ReconcileContext, auth: Authenticated, authUrl = ctx.cfg.authUrl): KubeObject {
+export function resourceRequest(
+  ctx: ReconcileContext,
+  auth: Authenticated,
+  authUrl = ctx.cfg.authUrl,
+  asked?: Record<string, string | number>,
+): KubeObject {
   const { cfg } = ctx;
   const plugins = cfg.plugins?.requests() ?? [];
   return {
@@ -53,6 +58,8 @@ export function resourceRequest(ctx: ReconcileContext, auth: Authenticated, auth
       authUrl,
       // Omitted when empty: the apply then drops what an earlier one listed (the provider revokes it).
       ...(plugins.length ? { reflectorPlugins: plugins } : {}),
+      // The amounts liqoctl peer --cpu/--memory/--pods/--resource asked for (none: the provider's rule).
+      ...(asked && Object.keys(asked).length ? { requestedResources: { ...asked } } : {}),
     },
   };
 }
@@ -198,7 +205,12 @@ async function sendResourceRequest(p: OutgoingPeering): Promise<ResourceRequest 
   const { cfg } = p.ctx;
   // Without --auth-url (the chart on a cluster with neither load balancer nor auth.url), the
   // provider learns where our auth service is as liqoctl generate peer-command would print it.
-  const rr = resourceRequest(p.ctx, p.auth, cfg.authUrl || (await readAuthUrl(cfg.client, cfg.liqoNamespace)) || "");
+  const rr = resourceRequest(
+    p.ctx,
+    p.auth,
+    cfg.authUrl || (await readAuthUrl(cfg.client, cfg.liqoNamespace)) || "",
+    p.st.fc.spec.requestedResources as Record<string, string | number> | undefined,
+  );
   return cfg.client.apply<ResourceRequest & KubeObject>(ResourceRequestResource, rr, {
     fieldManager: FIELD_MANAGER,
     force: true,

@@ -41,9 +41,9 @@ import {
   setIncomingPeering,
   type IncomingStatus,
 } from "./foreigncluster.ts";
+import { decideOffer, parseResourceAmounts, type ResourceGrant } from "./resources.ts";
 import {
   freeFor,
-  offeredQuota,
   parseSharingPercentage,
   sameQuota,
   summarizeUsage,
@@ -189,7 +189,14 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     return deleted;
   }
 
-  function desiredOffer(rr: ResourceRequest, consumerId: string, withdrawal?: string): ResourceOffer {
+  /**
+   * The offer's amounts: the fixed ones the provider set on the consumer's ForeignCluster
+   * (spec.offeredResources), else the percentage; of those, min(asked, rule) for what the consumer
+   * asked (spec.requestedResources). An unreadable fixed or asked amount keeps the current offer's
+   * amounts (none yet: the percentage alone) and is reported: on the ForeignCluster (an Event) for
+   * the provider's field, in the request's status for the consumer's.
+   */
+  function decide(rr: ResourceRequest, consumerId: string, current: ResourceOffer | undefined) {
     // One pass over nodes and pods per change, shared by every consumer's offer.
     usage ??= summarizeUsage({
       nodes: nodes.list(),
@@ -197,6 +204,43 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       namespaceLabels: (ns) => twins.get(ns)?.metadata.labels,
     });
     const free = freeFor(usage, consumerId);
+    const fc = foreignClusterOf(consumerId);
+    const fixed = parseResourceAmounts(
+      fc?.spec.offeredResources as Record<string, string | number> | undefined,
+      `ForeignCluster ${fc?.metadata.name} spec.offeredResources`,
+    );
+    const asked = parseResourceAmounts(
+      rr.spec.requestedResources as Record<string, string | number> | undefined,
+      `ResourceRequest ${rr.metadata.namespace}/${rr.metadata.name} spec.requestedResources`,
+    );
+    if (fixed.errors.length && fc)
+      events.warning(
+        fc,
+        "InvalidOfferedResources",
+        `${fixed.errors.join("; ")}; the offer to ${rr.spec.clusterIdentity.clusterName} keeps its last amounts until this is fixed`,
+      );
+    const problems = [...fixed.errors, ...asked.errors];
+    const decision = decideOffer(free, percentage, fixed.errors.length ? undefined : fixed.amounts, asked.amounts);
+    const kept = current?.spec.resourceQuota?.hard;
+    if (problems.length && kept)
+      return {
+        hard: kept as Record<string, string>,
+        grants: rr.status?.resourceGrants ?? null,
+        refusal: asked.errors.length ? `${asked.errors.join("; ")}; the last offer stands` : null,
+      };
+    return {
+      hard: decision.hard,
+      grants: decision.grants.length ? decision.grants : null,
+      refusal: asked.errors.length ? `${asked.errors.join("; ")}; the last offer stands` : null,
+    } as { hard: Record<string, string>; grants: ResourceGrant[] | null; refusal: string | null };
+  }
+
+  function desiredOffer(
+    rr: ResourceRequest,
+    consumerId: string,
+    withdrawal?: string,
+    hard = decide(rr, consumerId, offers.get(keyOf(rr.metadata.namespace!, offerName()))).hard,
+  ): ResourceOffer {
     const storageClasses = o.storageClasses?.() ?? [];
     return {
       apiVersion: "sharing.liqo.io/v1alpha1",
@@ -217,7 +261,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
       },
       spec: {
         clusterId: me.clusterId,
-        resourceQuota: { hard: offeredQuota(free, percentage) },
+        resourceQuota: { hard },
         labels: { ...clusterLabels },
         ...(storageClasses.length ? { storageClasses } : {}),
         ...(withdrawal ? { withdrawalTimestamp: withdrawal } : {}),
@@ -317,13 +361,16 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
         incomingDisabledMessage(fc!.metadata.name!, rr.spec.clusterIdentity.clusterName, me.clusterName),
       );
 
-    await applyOffer(offer, desiredOffer(rr, consumerId));
+    const decision = decide(rr, consumerId, offer);
+    await applyOffer(offer, desiredOffer(rr, consumerId, undefined, decision.hard));
     const plugins = await pluginGrants(rr, consumerId);
     await patchRequestStatus(rr, {
       offerState: "Created",
       offerWithdrawalTimestamp: null,
       reflectorPlugins: plugins,
       refusal: null,
+      resourceGrants: decision.grants,
+      resourceRefusal: decision.refusal,
     });
     const accepted = offer?.status?.phase === OfferPhase.Accepted;
     await incoming(
@@ -566,7 +613,12 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
         add: enqueueAll,
         delete: enqueueAll,
         update: (a, b) => {
-          if (a.spec?.incomingPeeringEnabled !== b.spec?.incomingPeeringEnabled) enqueueAll();
+          // incomingPeeringEnabled or the fixed amounts (spec.offeredResources) changed.
+          if (
+            a.spec?.incomingPeeringEnabled !== b.spec?.incomingPeeringEnabled ||
+            !sameJson(a.spec?.offeredResources ?? {}, b.spec?.offeredResources ?? {})
+          )
+            enqueueAll();
         },
       });
       for (const inf of [nodes, pods, twins] as Informer<KubeObject>[])

@@ -14,7 +14,29 @@ import { formatQuantity, parseQuantity, percentOf, unitOf } from "../../kube/qua
 /** The resources every offer states, as Liqo's (cpu, memory, pods, ephemeral-storage). */
 export const OFFERED_RESOURCES = ["cpu", "memory", "pods", "ephemeral-storage"] as const;
 export type OfferedResource = (typeof OFFERED_RESOURCES)[number];
-export type Amounts = Record<OfferedResource, bigint>;
+/**
+ * Milli-units by resource name: always the four of every offer, and any named resource (an
+ * extended resource such as `nvidia.com/gpu`, or `hugepages-2Mi`) that a node or a pod states.
+ */
+export type Amounts = Record<OfferedResource, bigint> & { [name: string]: bigint };
+
+/**
+ * Named resources offered besides the four: extended resources (a name with a domain, e.g.
+ * `example.com/dongle`, `nvidia.com/gpu`; the `kubernetes.io` domains are Kubernetes' own, never
+ * extended) and huge pages (`hugepages-<page size>`), which a pod can only get where a node has them.
+ */
+export function isNamedResource(name: string): boolean {
+  if (name.startsWith("hugepages-")) return true;
+  const slash = name.indexOf("/");
+  if (slash <= 0) return false;
+  const domain = name.slice(0, slash);
+  return domain !== "kubernetes.io" && !domain.endsWith(".kubernetes.io") && domain !== "requests";
+}
+
+const isBase = (name: string): name is OfferedResource => (OFFERED_RESOURCES as readonly string[]).includes(name);
+
+/** A resource the offers count: one of the four, or a named resource. */
+export const isOfferedResource = (name: string) => isBase(name) || isNamedResource(name);
 
 export const DEFAULT_SHARING_PERCENTAGE = 50;
 
@@ -36,7 +58,14 @@ export function parseSharingPercentage(value: unknown): number {
 
 export type { Node, Pod };
 
-const zero = (): Amounts => ({ cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n });
+export const zeroAmounts = (): Amounts => ({ cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n });
+const zero = zeroAmounts;
+
+/** `into` += `add`, resource by resource (named resources `add` has and `into` lacks are added). */
+export function addAmounts(into: Amounts, add: Amounts): Amounts {
+  for (const [r, v] of Object.entries(add)) into[r] = (into[r] ?? 0n) + v;
+  return into;
+}
 
 /** Nodes that can take the consumer's pods: real (not a virtual node), schedulable and Ready. */
 export function isOfferingNode(node: Node): boolean {
@@ -66,7 +95,13 @@ export function podRequests(pod: Pod): Amounts {
 function computeRequests(pod: Pod): Amounts {
   const out = zero();
   const key = `pod ${pod.metadata.namespace}/${pod.metadata.name}`;
-  for (const r of ["cpu", "memory", "ephemeral-storage"] as const) {
+  const all = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
+  // The named resources any container states (extended resources are often given as limits only).
+  const named = new Set<string>();
+  for (const c of all)
+    for (const list of [c.resources?.requests, c.resources?.limits])
+      for (const r of Object.keys(list ?? {})) if (isNamedResource(r)) named.add(r);
+  for (const r of ["cpu", "memory", "ephemeral-storage", ...named]) {
     // A container with only a limit has that limit as its request (Kubernetes defaulting).
     const req = (c: Container) => read(c.resources?.requests ?? {}, r, key) || read(c.resources?.limits, r, key);
     const sum = (pod.spec?.containers ?? []).reduce((acc, c) => acc + req(c), 0n);
@@ -122,18 +157,23 @@ export function summarizeUsage(i: Omit<FreeInput, "consumerClusterId">): Usage {
   for (const n of i.nodes) {
     if (!isOfferingNode(n)) continue;
     offering.add(n.metadata.name!);
-    for (const r of OFFERED_RESOURCES) left[r] += read(n.status?.allocatable, r, `node ${n.metadata.name} allocatable`);
+    const allocatable = n.status?.allocatable ?? {};
+    for (const r of [...OFFERED_RESOURCES, ...Object.keys(allocatable).filter(isNamedResource)])
+      left[r] = (left[r] ?? 0n) + read(allocatable, r, `node ${n.metadata.name} allocatable`);
   }
+  // A named resource no node has (nodes state hugepages-2Mi: 0 even without huge pages) is not offered.
+  for (const r of Object.keys(left)) if (!isBase(r) && left[r]! <= 0n) delete left[r];
   const labels = i.namespaceLabels ?? (() => undefined);
   for (const p of i.pods) {
     if (!isActivePod(p) || !offering.has(p.spec!.nodeName!)) continue;
     const used = podRequests(p);
-    for (const r of OFFERED_RESOURCES) left[r] -= used[r];
+    // Only what some node offers: a pod's other named resources come from nowhere the offer counts.
+    for (const [r, v] of Object.entries(used)) if (left[r] !== undefined) left[r] -= v;
     const consumer = offloadedFor(p, labels);
     if (consumer === undefined) continue;
     let own = byConsumer.get(consumer);
     if (!own) byConsumer.set(consumer, (own = zero()));
-    for (const r of OFFERED_RESOURCES) own[r] += used[r];
+    addAmounts(own, used);
   }
   return { left, byConsumer };
 }
@@ -142,8 +182,8 @@ export function summarizeUsage(i: Omit<FreeInput, "consumerClusterId">): Usage {
 export function freeFor(usage: Usage, consumerClusterId: string): Amounts {
   const own = usage.byConsumer.get(consumerClusterId);
   const free = zero();
-  for (const r of OFFERED_RESOURCES) {
-    const v = usage.left[r] + (own?.[r] ?? 0n);
+  for (const r of Object.keys(usage.left)) {
+    const v = usage.left[r]! + (own?.[r] ?? 0n);
     free[r] = v < 0n ? 0n : v;
   }
   return free;
@@ -154,16 +194,41 @@ export function freeResources(i: FreeInput): Amounts {
   return freeFor(summarizeUsage(i), i.consumerClusterId);
 }
 
-/** The offer's resourceQuota.hard: `percentage` % of the free resources, in canonical quantities. */
-export function offeredQuota(free: Amounts, percentage: number): Record<OfferedResource, string> {
-  const out = {} as Record<OfferedResource, string>;
-  for (const r of OFFERED_RESOURCES) {
-    let share = percentOf(free[r], percentage);
-    // Whole pods, whole bytes: an offer of 55.5 pods means 55.
-    if (unitOf(r) !== "cpu") share -= share % 1000n;
-    out[r] = formatQuantity(share, unitOf(r));
+/**
+ * The smallest amount of a resource an offer hands out, in milli-units: a milli-cpu; one byte, one
+ * pod, one device; one page of huge pages (`hugepages-2Mi`: 2Mi).
+ */
+export function grainOf(resource: string): bigint {
+  if (unitOf(resource) === "cpu") return 1n;
+  if (resource.startsWith("hugepages-")) {
+    try {
+      const page = parseQuantity(resource.slice("hugepages-".length));
+      if (page > 0n) return page;
+    } catch {
+      // A page size that is not a quantity: whole bytes.
+    }
   }
+  return 1000n;
+}
+
+/** `milli` rounded down to whole units of the resource (see grainOf). */
+export const wholeUnits = (resource: string, milli: bigint) => (milli <= 0n ? 0n : milli - (milli % grainOf(resource)));
+
+/** `percentage` % of every free resource, rounded down to whole units: 55.5 pods means 55, 1.5 GPUs 1. */
+export function percentShare(free: Amounts, percentage: number): Amounts {
+  const out = zero();
+  for (const [r, v] of Object.entries(free)) out[r] = wholeUnits(r, percentOf(v, percentage));
   return out;
+}
+
+/** Amounts in canonical quantities (cores for cpu, binary suffixes for bytes, counts for the rest). */
+export function formatResourceList(a: Amounts): Record<string, string> {
+  return Object.fromEntries(Object.entries(a).map(([r, v]) => [r, formatQuantity(v, unitOf(r))]));
+}
+
+/** The offer's resourceQuota.hard: `percentage` % of the free resources, in canonical quantities. */
+export function offeredQuota(free: Amounts, percentage: number): Record<string, string> {
+  return formatResourceList(percentShare(free, percentage));
 }
 
 /** Two quota maps are the same offer when every stated resource parses to the same amount. */
