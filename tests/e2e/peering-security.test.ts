@@ -793,6 +793,133 @@ describe("soft and none quota modes, and default requests (a ShadowPod controlle
   }, 120_000);
 });
 
+describe("named resources, fixed-size offers and asked amounts (milan's offer to rome)", () => {
+  type Offer = KubeObject & { spec: { resourceQuota?: { hard?: Record<string, string> } } };
+  type Grants = { name: string; asked: string; granted: string; capped: boolean }[];
+  type Request = KubeObject & {
+    spec: { requestedResources?: Record<string, string> };
+    status?: { resourceGrants?: Grants };
+  };
+  let fcAtMilan: string;
+
+  /** milan's offer to rome, once it satisfies `ok`. */
+  const offerWhen = (what: string, ok: (hard: Record<string, string>) => boolean) =>
+    waitFor(what, async () => {
+      const offers = await milan.client.list<Offer>(ResourceOfferResource, {
+        namespace: tenant,
+        labelSelector: `${REPLICATION_DESTINATION_LABEL}=${rome.identity.clusterId}`,
+      });
+      const hard = offers.items[0]?.spec.resourceQuota?.hard;
+      return hard && ok(hard) ? hard : undefined;
+    });
+  const fixed = (offeredResources: Record<string, string | null> | null) =>
+    milan.client.mergePatch(ForeignClusterResource, fcAtMilan, undefined, { spec: { offeredResources } });
+  const sameAmount = (a: string | undefined, b: string) => a !== undefined && parseQuantity(a) === parseQuantity(b);
+
+  test("a fixed offer on milan's ForeignCluster for rome replaces the percentage for what it names, live; rome's virtual node advertises the extended resource", async () => {
+    const fcs = await milan.client.list<ForeignClusterObject>(ForeignClusterResource);
+    fcAtMilan = fcs.items.find((f) => f.spec.clusterIdentity?.clusterID === rome.identity.clusterId)!.metadata.name!;
+    const before = await offerWhen("milan's offer to rome", () => true);
+    await fixed({ cpu: "1500m", "example.com/dongle": "2" });
+    const hard = await offerWhen(
+      "the fixed amounts in the offer",
+      (h) => sameAmount(h.cpu, "1500m") && h["example.com/dongle"] === "2",
+    );
+    expect(hard.memory).toBe(before.memory!); // not named: still the percentage
+    await waitFor("rome's virtual node advertising 2 dongles and 1500m cpu", async () => {
+      const n = await rome.client.find<KubeObject & { status?: { allocatable?: Record<string, string> } }>(
+        Resources.nodes,
+        "liqo-milan",
+      );
+      const a = n?.status?.allocatable;
+      return a?.["example.com/dongle"] === "2" && sameAmount(a.cpu, "1500m") ? true : undefined;
+    });
+    await fixed({ cpu: "700m", "example.com/dongle": null });
+    const changed = await offerWhen("the edited amounts in the live offer", (h) => sameAmount(h.cpu, "700m"));
+    expect(changed["example.com/dongle"]).toBeUndefined(); // no node of milan's has any
+  }, 180_000);
+
+  test("bad fixed amounts: negative or malformed refused by the API server naming the field; an unknown name reported on the ForeignCluster with the fix; the offer kept", async () => {
+    for (const bad of ["-1", "2x"]) {
+      const err = await fixed({ cpu: bad }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(KubeApiError);
+      expect((err as KubeApiError).status).toBe(422);
+      expect((err as KubeApiError).message).toContain("spec.offeredResources.cpu");
+    }
+    await fixed({ cpus: "3" });
+    const event = await waitFor("an InvalidOfferedResources Event on milan's ForeignCluster", async () => {
+      const events = await milan.client.list<KubeObject & { reason?: string; message?: string }>(Resources.events, {
+        namespace: "default",
+        fieldSelector: `involvedObject.name=${fcAtMilan}`,
+      });
+      return events.items.find((e) => e.reason === "InvalidOfferedResources");
+    });
+    expect(event.message).toContain(`spec.offeredResources: unknown resource "cpus": did you mean "cpu"?`);
+    expect(event.message).toContain("keeps its last amounts");
+    // The controller has handled the edit (the Event), and the offer is still the last good one.
+    expect((await offerWhen("the offer", () => true)).cpu).toBe("700m");
+    await fixed({ cpus: null });
+  }, 120_000);
+
+  test("rome asks with liqoctl peer --cpu/--memory/--resource: granted min(asked, milan's rule), capped where cut, reported back to rome and in liqoctl status; a bad flag changes nothing", async () => {
+    await fixed({ cpu: null, "example.com/dongle": "2" }); // cpu back to the percentage; 2 dongles fixed
+    const rule = await offerWhen(
+      "the offer with 2 dongles, cpu by the percentage",
+      (h) => h["example.com/dongle"] === "2" && h.cpu !== "700m",
+    );
+    const bad = await liqoctl(rome, ...oldCommand, "--resource", "cpus=2", "--timeout=60s");
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toContain('--resource: unknown resource "cpus": did you mean "cpu"?');
+    expect((await fcOf("milan"))!.spec.requestedResources).toBeUndefined();
+
+    const ok = await liqoctl(
+      rome,
+      ...oldCommand,
+      "--cpu=100m",
+      "--memory=100Ti",
+      "--resource",
+      "example.com/dongle=1",
+      "--resource=nvidia.com/gpu=1",
+      "--timeout=120s",
+    );
+    expect(ok.code).toBe(0);
+    expect((await fcOf("milan"))!.spec.requestedResources).toEqual({
+      cpu: "100m",
+      memory: "100Ti",
+      "example.com/dongle": "1",
+      "nvidia.com/gpu": "1",
+    });
+    const hard = await offerWhen("the asked amounts in the offer", (h) => h.cpu === "100m");
+    expect(hard).toMatchObject({ memory: rule.memory!, "example.com/dongle": "1", "nvidia.com/gpu": "0" });
+    const rr = await waitFor("milan's answer replicated back to rome's ResourceRequest", async () => {
+      const local = (await fcOf("milan"))!.status!.tenantNamespace!.local!;
+      const r = await rome.client.find<Request>(ResourceRequestResource, rome.identity.clusterId, local);
+      return r?.status?.resourceGrants?.length === 4 ? r : undefined;
+    });
+    expect(rr.spec.requestedResources).toEqual({ ...(await fcOf("milan"))!.spec.requestedResources } as Record<
+      string,
+      string
+    >);
+    expect(rr.status!.resourceGrants).toEqual([
+      { name: "cpu", asked: "100m", granted: "100m", capped: false },
+      { name: "example.com/dongle", asked: "1", granted: "1", capped: false },
+      { name: "memory", asked: "100Ti", granted: rule.memory!, capped: true },
+      { name: "nvidia.com/gpu", asked: "1", granted: "0", capped: true },
+    ]);
+    const status = await liqoctl(rome, "status");
+    expect(status.out).toContain(
+      `asked of milan: cpu 100m → 100m, example.com/dongle 1 → 1, memory 100Ti → ${rule.memory} (capped), nvidia.com/gpu 1 → 0 (capped)`,
+    );
+    // Asking again without amounts keeps them; the ask removed by hand: the rule again.
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, { spec: { requestedResources: null } });
+    await offerWhen("the offer by milan's rule again", (h) => h.cpu === rule.cpu && h["example.com/dongle"] === "2");
+    await fixed(null);
+  }, 300_000);
+});
+
 describe("a token reused after revocation", () => {
   test("after unpeer and a rotation of milan's token, the old command is Denied with a clear message and creates nothing", async () => {
     const off = await liqoctl(rome, "unpeer", "out-of-band", "milan", "--timeout=240s");
