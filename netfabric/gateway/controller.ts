@@ -388,7 +388,14 @@ export function createGatewayController(o: GatewayControllerOptions) {
     help: "1 when this replica is the active gateway.",
     collect: () => (active ? 1 : 0),
   });
-  for (const i of informers) i.on({ add: loop.kick, update: loop.kick, delete: loop.kick });
+  for (const i of [teps, natMappings, nodes]) i.on({ add: loop.kick, update: loop.kick, delete: loop.kick });
+  // Pods change status often: only a change the sets read (address, phase, node, label) is worth a
+  // pass; the slimmed objects differ in nothing else but their resourceVersion.
+  const relevant = (a: KubeObject, b: KubeObject) =>
+    JSON.stringify({ ...a, metadata: { ...a.metadata, resourceVersion: undefined } }) !==
+    JSON.stringify({ ...b, metadata: { ...b.metadata, resourceVersion: undefined } });
+  for (const i of Object.values(segregation ?? {}))
+    i.on({ add: loop.kick, update: (a, b) => relevant(a, b) && loop.kick(), delete: loop.kick });
 
   function tunnels(): TunnelView[] {
     return teps.list().map((tep) => {

@@ -13,10 +13,15 @@ import {
   type TunnelEndpoint,
   NetworkConfigResource,
   type NetworkConfig,
+  NamespaceMapResource,
 } from "../../core/apis/index.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createLogger } from "../../core/log.ts";
-import { createGatewayController, type GatewayController } from "../../netfabric/gateway/controller.ts";
+import {
+  createGatewayController,
+  type GatewayController,
+  type GatewayControllerOptions,
+} from "../../netfabric/gateway/controller.ts";
 import { exposeGateway } from "../../netfabric/gateway/exposure.ts";
 import { contains, parseCidr, parseIpv4 } from "../../netfabric/ipam/index.ts";
 import {
@@ -27,6 +32,10 @@ import {
 } from "../../netfabric/manager/index.ts";
 import { createIp } from "../../netfabric/os/ip.ts";
 import { createNft } from "../../netfabric/os/nft.ts";
+import { renderFilterTable, type SecurityMode } from "../../netfabric/gateway/filter-table.ts";
+import { rejectCounts } from "../../netfabric/gateway/reconcile.ts";
+import { createRegistry, type Registry } from "../../core/metrics/index.ts";
+import { addPodNamespace, offloadedPod, probe, scheduledPod } from "./isolation.ts";
 import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
 import { createRouteAgent, type RouteAgent } from "../../netfabric/overlay/agent.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
@@ -109,6 +118,33 @@ const gatewayArgs = (s: FabricSide, identity: string) => [
   "--admin-address",
   "127.0.0.1:0",
 ];
+
+/** Milan's gateway, in-process; the security mode tests restart it in another mode, as a helm upgrade rolls the pod. */
+async function startMilanGateway(
+  identity: string,
+  more: Pick<GatewayControllerOptions, "securityMode" | "registry"> = {},
+): Promise<GatewayController> {
+  const g = createGatewayController({
+    client: milan.client,
+    liqoNamespace: "liqo",
+    identity,
+    netns: milan.gw,
+    device: milan.device,
+    listenPort: PORT,
+    underlayDevice: "inet",
+    wireguard: "userspace",
+    endpoint: `${milan.publicIp}:${PORT}`,
+    nodeName: milan.nodeName,
+    overlay: { vtepIp: milan.gwVtep, dev: "uplink" },
+    lease: { durationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 1_000 },
+    intervalMs: 2_000,
+    handshakeTimeoutMs: 15_000,
+    logger: log("milan"),
+    ...more,
+  });
+  await g.start();
+  return g;
+}
 
 /** Rome's view of milan's pod, and milan's view of rome's pod, from the translation watcher and the managers. */
 const romeSeesMilan = () => romeManager.translator(ID.milan)(milan.podIp, "backward");
@@ -234,24 +270,7 @@ beforeAll(async () => {
   }
   [romeManager, milanManager] = managers as [NetworkManager, NetworkManager];
   romeGateways = [await startRole(gatewayArgs(rome, "rome-gw-0")), await startRole(gatewayArgs(rome, "rome-gw-1"))];
-  milanGateway = createGatewayController({
-    client: milan.client,
-    liqoNamespace: "liqo",
-    identity: "milan-gw-0",
-    netns: milan.gw,
-    device: milan.device,
-    listenPort: PORT,
-    underlayDevice: "inet",
-    wireguard: "userspace",
-    endpoint: `${milan.publicIp}:${PORT}`,
-    nodeName: milan.nodeName,
-    overlay: { vtepIp: milan.gwVtep, dev: "uplink" },
-    lease: { durationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 1_000 },
-    intervalMs: 2_000,
-    handshakeTimeoutMs: 15_000,
-    logger: log("milan"),
-  });
-  await milanGateway.start();
+  milanGateway = await startMilanGateway("milan-gw-0");
   watcher = createTranslationWatcher({ client: rome.client, remoteClusterId: ID.milan });
   await watcher.start();
 }, 600_000);
@@ -616,6 +635,7 @@ describe("bad peers are reported, and do not disturb the good tunnel", () => {
     for (const [flag, value, message, role = ["gateway"]] of [
       ["--endpoint", "gateway:51820", /--endpoint must be ipv4:port/],
       ["--wireguard", "maybe", /--wireguard must be auto, kernel or userspace/],
+      ["--security-mode", "FullPod", /--security-mode must be FullPodToPod or IntraClusterTrafficSegregation/],
       ["--lease-duration", "2", /--retry-period < --renew-deadline < --lease-duration/],
       ["--device", "a-very-long-device-name", /is not an interface name/],
       ["--vtep-address", "10.0.0.1", /--vtep-address and --vtep-device go together/],
@@ -638,4 +658,246 @@ describe("bad peers are reported, and do not disturb the good tunnel", () => {
       expect(err).toMatch(message);
     }
   }, 60_000);
+});
+
+describe("security modes: milan protects itself from rome (overlapping pod CIDRs)", () => {
+  const FILTER = "liqo_filter";
+  /** A path of the matrix: from a "pod" namespace to an address as its cluster sees it. */
+  interface Path {
+    name: string;
+    from: string;
+    to: string;
+    /** Allowed in IntraClusterTrafficSegregation (every path is allowed in FullPodToPod). */
+    segregated: boolean;
+    /** The source address the server must see. */
+    seen: string;
+  }
+  let paths: Path[] = [];
+  let twinPod: { name: string; namespace: string };
+  let registry: Registry;
+  const nft = () => createNft(runner, milan.gw);
+  const romeSees = (ip: string) => romeManager.translator(ID.milan)(ip, "backward");
+  const milanSees = (ip: string) => milanManager.translator(ID.rome)(ip, "backward");
+  const rejectedFromRome = async () => rejectCounts(await nft().listTable("ip", FILTER)).get(ID.rome)?.packets ?? 0;
+
+  /** Every path once; in segregation a blocked one must be refused at once (not time out) and counted. */
+  async function matrix(mode: SecurityMode) {
+    const results: { path: string; outcome: string; seen?: string; counted?: boolean }[] = [];
+    const want: typeof results = [];
+    for (const p of paths) {
+      const allowed = mode === "FullPodToPod" || p.segregated;
+      const before = allowed ? 0 : await rejectedFromRome();
+      const r = await probe(lab, p.from, p.to);
+      const counted = allowed ? undefined : (await rejectedFromRome()) > before;
+      results.push({ path: p.name, outcome: r.outcome, seen: r.seen, counted });
+      want.push(
+        allowed
+          ? { path: p.name, outcome: "answered", seen: p.seen, counted: undefined }
+          : { path: p.name, outcome: "refused", seen: undefined, counted: true },
+      );
+    }
+    expect(results).toEqual(want);
+  }
+
+  /** Waits until the tunnel carries a path the mode allows (a restarted gateway reopens its device). */
+  const tunnelUp = (p: Path) =>
+    waitFor(
+      `${p.name} to answer`,
+      async () => {
+        await replicate([rome, milan]);
+        return (await probe(lab, p.from, p.to, 7000, 1500)).outcome === "answered" || undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
+
+  test("FullPodToPod: every path of the matrix answers, and milan's gateway has no filter table", async () => {
+    // The peering's NetworkConfigs exchanged (also when this block runs alone): the translators know the NAT.
+    await waitFor(
+      "rome's pod to reach milan's pod at its remapped address",
+      async () => {
+        await replicate([rome, milan]);
+        const target = romeSeesMilan();
+        return (
+          (target !== milan.podIp && (await probe(lab, rome.pod, target, 7000, 1500)).outcome === "answered") ||
+          undefined
+        );
+      },
+      { timeoutMs: 120_000 },
+    );
+    // Rome: a pod of its own, and the remote twin of a milan pod offloaded to rome.
+    const offloadedIp = await scheduledPod(rome.client, "iso-offloaded", "default");
+    const romeOffloaded = await addPodNamespace(lab, rome, "o", offloadedIp);
+    await offloadedPod(milan.client, ID.rome, "iso-offloaded", milanSees(offloadedIp));
+    // Milan: rome's pod running here (a ShadowPod's pod in rome's twin namespace), venice's, and
+    // the endpoint of a Service milan reflects to rome (in a namespace milan offloads there).
+    for (const [name, id] of [
+      ["iso-twin-rome", ID.rome],
+      ["iso-twin-venice", ID.venice],
+    ] as const)
+      await milan.client.create(Resources.namespaces, {
+        metadata: { name, labels: { "liqo.io/remote-cluster-id": id } },
+      });
+    await ensureNamespace(milan.client, "iso-shop");
+    twinPod = { name: "iso-twin", namespace: "iso-twin-rome" };
+    const shadow = { "liqo.io/managed-by": "shadowpod" };
+    const twinIp = await scheduledPod(milan.client, twinPod.name, twinPod.namespace, shadow);
+    const veniceIp = await scheduledPod(milan.client, "iso-venice", "iso-twin-venice", shadow);
+    const webIp = await scheduledPod(milan.client, "iso-web", "iso-shop");
+    await milan.client.create(NamespaceMapResource, {
+      apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+      kind: "NamespaceMap",
+      metadata: { name: "iso-rome", namespace: milan.tenant, labels: { "liqo.io/remote-cluster-id": ID.rome } },
+      spec: { desiredMapping: { "iso-shop": "iso-shop-milan" } },
+    });
+    await milan.client.create(Resources.endpointSlices, {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: "iso-web",
+        namespace: "iso-shop",
+        labels: { "kubernetes.io/service-name": "iso-web", "endpointslice.kubernetes.io/managed-by": "liqo-test" },
+      },
+      addressType: "IPv4",
+      endpoints: [{ addresses: [webIp] }],
+      ports: [{ port: 7000, protocol: "TCP" }],
+    });
+    const served: [string, string][] = [];
+    for (const [tag, ip] of [
+      ["t", twinIp],
+      ["v", veniceIp],
+      ["s", webIp],
+    ] as const) {
+      const ns = await addPodNamespace(lab, milan, tag, ip);
+      await lab.serve(ns, echoScript, ["7000"]);
+      served.push([tag, ns]);
+    }
+    paths = [
+      {
+        name: "rome pod → a milan pod",
+        from: rome.pod,
+        to: romeSees(milan.podIp),
+        segregated: false,
+        seen: milanSeesRome(),
+      },
+      {
+        name: "milan's pod offloaded to rome → a milan pod",
+        from: romeOffloaded,
+        to: romeSees(milan.podIp),
+        segregated: true,
+        seen: milanSees(offloadedIp),
+      },
+      {
+        name: "rome pod → rome's pod running in milan",
+        from: rome.pod,
+        to: romeSees(twinIp),
+        segregated: true,
+        seen: milanSeesRome(),
+      },
+      {
+        name: "rome pod → endpoint of a Service milan reflects to rome",
+        from: rome.pod,
+        to: romeSees(webIp),
+        segregated: true,
+        seen: milanSeesRome(),
+      },
+      {
+        name: "rome pod → venice's pod running in milan",
+        from: rome.pod,
+        to: romeSees(veniceIp),
+        segregated: false,
+        seen: milanSeesRome(),
+      },
+      {
+        name: "milan pod → rome pod (the answer comes back through milan's filter)",
+        from: milan.pod,
+        to: milanSeesRome(),
+        segregated: true,
+        seen: romeSeesMilan(),
+      },
+    ];
+    // Overlapping pod CIDRs: both sides give pods 10.200.x.y, so every address crosses a NAT.
+    expect(romeSees(twinIp)).not.toBe(twinIp);
+    await tunnelUp(paths[0]!);
+    await matrix("FullPodToPod");
+    expect(await nft().listTable("ip", FILTER)).toBeUndefined();
+  }, 300_000);
+
+  test("IntraClusterTrafficSegregation (the gateway rolled with the new mode): allowed paths answer, blocked ones are refused at once and counted", async () => {
+    await milanGateway.stop();
+    registry = createRegistry();
+    milanGateway = await startMilanGateway("milan-gw-seg", {
+      securityMode: "IntraClusterTrafficSegregation",
+      registry,
+    });
+    await tunnelUp(paths[2]!);
+    const table = await waitFor(
+      "milan's filter table with rome's sets",
+      async () => {
+        const t = await nft().listTable("ip", FILTER);
+        return t && (t.sets[`dst_${ID.rome}`]?.length ?? 0) >= 2 && (t.sets[`src_${ID.rome}`]?.length ?? 0) >= 1
+          ? t
+          : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(table.chains).toEqual(["forward"]);
+    expect(table.rules[0]!.comment).toStartWith("established/");
+    expect(table.sets[`src_${ID.rome}`]).toEqual([paths[1]!.seen]);
+    await matrix("IntraClusterTrafficSegregation");
+    // The counter reaches the metrics at the next pass.
+    const counted = await waitFor(
+      "rejected packets in liqo_gateway_rejected_packets_total",
+      async () => {
+        const m = new RegExp(`liqo_gateway_rejected_packets_total\\{remote_cluster_id="${ID.rome}"\\} (\\d+)`).exec(
+          await registry.expose(),
+        );
+        return m && Number(m[1]) >= 2 ? Number(m[1]) : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    expect(counted).toBeLessThanOrEqual(await rejectedFromRome());
+    expect(milanGateway.leader().securityMode).toBe("IntraClusterTrafficSegregation");
+  }, 180_000);
+
+  test("the sets follow the objects: rome's twin pod without its ShadowPod label is refused, then answers again", async () => {
+    const path = paths[2]!;
+    const label = (value: string | null) =>
+      milan.client.mergePatch(Resources.pods, twinPod.name, twinPod.namespace, {
+        metadata: { labels: { "liqo.io/managed-by": value } },
+      });
+    await label(null);
+    await waitFor(
+      "the twin pod refused",
+      async () => (await probe(lab, path.from, path.to)).outcome === "refused" || undefined,
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    await label("shadowpod");
+    await waitFor(
+      "the twin pod answering",
+      async () => (await probe(lab, path.from, path.to)).outcome === "answered" || undefined,
+      {
+        timeoutMs: 30_000,
+      },
+    );
+  }, 90_000);
+
+  test("back to FullPodToPod: the filter table a crashed holder left is deleted, and every path answers", async () => {
+    await milanGateway.stop();
+    // A clean stop takes the filter with the device.
+    expect(await nft().listTable("ip", FILTER)).toBeUndefined();
+    // As if the segregation holder had been killed: its table stays behind, refusing everything new.
+    await nft().apply(renderFilterTable({ device: milan.device, table: FILTER, peers: [] }).script);
+    milanGateway = await startMilanGateway("milan-gw-1");
+    await waitFor(
+      "the left-over filter table deleted",
+      async () => !(await nft().listTable("ip", FILTER)) || undefined,
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    await tunnelUp(paths[0]!);
+    await matrix("FullPodToPod");
+  }, 180_000);
 });
