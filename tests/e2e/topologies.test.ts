@@ -468,6 +468,87 @@ describe("a provider bounds its consumer (the chart's default: hard quota)", () 
       "liqoctl unoffload namespace bounded",
     );
   }, 600_000);
+
+  test("an extended resource end to end: milan's real node given 2 example.com/dongle, rome's virtual node advertises milan's share, a pod asking for one lands on it and runs on that node in milan; one asking for more than the share waits in rome's scheduler", async () => {
+    const DONGLE = "example.com/dongle";
+    const [real] = [...(await nodeKinds("milan")).physical];
+    const patch = (op: "add" | "remove") =>
+      kubectl(
+        "milan",
+        "patch",
+        "node",
+        real!,
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        JSON.stringify([{ op, path: "/status/capacity/example.com~1dongle", ...(op === "add" ? { value: "2" } : {}) }]),
+      );
+    expect((await patch("add")).code).toBe(0);
+    try {
+      // The kubelet copies it into allocatable; milan offers 50% of it to each consumer: 1.
+      const advertised = await waitFor(
+        "rome's virtual node for milan advertising a dongle",
+        async () => {
+          const n = await client.rome.find<Node>(Resources.nodes, "liqo-milan");
+          const a = n?.status?.allocatable?.[DONGLE];
+          return a !== undefined && parseQuantity(a) > 0n ? a : undefined;
+        },
+        { timeoutMs: 180_000 },
+      );
+      expect(advertised).toBe("1");
+      await offload(
+        "rome",
+        "dongles",
+        "--pod-offloading-strategy=Remote",
+        `--selector=topology.liqo.io/region=${REGION.milan}`,
+      );
+      const withDongles = (name: string, n: number) => ({
+        metadata: { name, namespace: "dongles" },
+        spec: { containers: [{ ...hello, resources: { limits: { [DONGLE]: String(n) } } }] },
+      });
+      await client.rome.create(Resources.pods, withDongles("one-dongle", 1));
+      await client.rome.create(Resources.pods, withDongles("two-dongles", 2));
+      const local = await waitFor(
+        "the pod asking for a dongle Running on rome's virtual node for milan",
+        async () => {
+          const p = await client.rome.find<Pod>(Resources.pods, "one-dongle", "dongles");
+          return p?.status?.phase === "Running" ? p : undefined;
+        },
+        { timeoutMs: 300_000, intervalMs: 2000 },
+      );
+      expect(local.spec!.nodeName).toBe("liqo-milan");
+      const copy = await waitFor(
+        "its copy Running in milan",
+        async () => {
+          const pods = (
+            await client.milan.list<Pod>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
+          ).items.filter((p) => p.metadata.name === "one-dongle");
+          return pods[0]?.status?.phase === "Running" ? pods[0] : undefined;
+        },
+        { timeoutMs: 180_000 },
+      );
+      expect(copy.spec!.nodeName).toBe(real!);
+      expect(podRequests(copy)[DONGLE]).toBe(1000n);
+      // Two is more than milan's share to rome: rome's scheduler says so, and nothing reaches milan.
+      const refusal = await waitFor("rome's scheduler refusing the pod asking for two", async () => {
+        const events = await client.rome.list<KubeObject & { reason?: string; message?: string }>(Resources.events, {
+          namespace: "dongles",
+          fieldSelector: "involvedObject.name=two-dongles",
+        });
+        return events.items.find(
+          (e) => e.reason === "FailedScheduling" && e.message?.includes(`Insufficient ${DONGLE}`),
+        );
+      });
+      expect(refusal.message).toContain(`Insufficient ${DONGLE}`);
+      expect((await client.rome.find<Pod>(Resources.pods, "two-dongles", "dongles"))!.spec?.nodeName).toBeUndefined();
+      await run(
+        [...liqoctl, "unoffload", "namespace", "dongles", "--yes", `--kubeconfig=${c.rome.kubeconfig}`],
+        "liqoctl unoffload namespace dongles",
+      );
+    } finally {
+      await patch("remove");
+    }
+  }, 600_000);
 });
 
 describe("full mesh of three clusters", () => {
