@@ -834,6 +834,27 @@ describe("named resources, fixed-size offers and asked amounts (milan's offer to
       const a = n?.status?.allocatable;
       return a?.["example.com/dongle"] === "2" && sameAmount(a.cpu, "1500m") ? true : undefined;
     });
+    // The quota counts the extended resource: of three ShadowPods asking for a dongle each, written
+    // with rome's identity, two get pods and the third waits, naming it.
+    type Shadow = KubeObject & { status?: { quota?: { phase?: string; message?: string } } };
+    const names = ["dongle-0", "dongle-1", "dongle-2"];
+    for (const name of names)
+      await peer.create(ShadowPodResource, {
+        apiVersion: "virtualkubelet.liqo.io/v1alpha1",
+        kind: "ShadowPod",
+        metadata: { name, namespace: TWIN },
+        spec: {
+          pod: { containers: [{ name: "app", image: "nginx", resources: { limits: { "example.com/dongle": "1" } } }] },
+        },
+      });
+    const refused = await waitFor("two dongle pods created, the other ShadowPod refused", async () => {
+      const pods = await Promise.all(names.map((n) => milan.client.find<Pod>(Resources.pods, n, TWIN)));
+      const shadows = await Promise.all(names.map((n) => milan.client.find<Shadow>(ShadowPodResource, n, TWIN)));
+      const waiting = shadows.filter((x, i) => !pods[i] && x?.status?.quota?.phase === "Refused");
+      return pods.filter(Boolean).length === 2 && waiting.length === 1 ? waiting[0]! : undefined;
+    });
+    expect(refused.status!.quota!.message).toContain("example.com/dongle: asks 1 with 2 of 2 in use");
+    for (const name of names) await peer.delete(ShadowPodResource, name, TWIN);
     await fixed({ cpu: "700m", "example.com/dongle": null });
     const changed = await offerWhen("the edited amounts in the live offer", (h) => sameAmount(h.cpu, "700m"));
     expect(changed["example.com/dongle"]).toBeUndefined(); // no node of milan's has any
@@ -916,6 +937,25 @@ describe("named resources, fixed-size offers and asked amounts (milan's offer to
     // Asking again without amounts keeps them; the ask removed by hand: the rule again.
     await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, { spec: { requestedResources: null } });
     await offerWhen("the offer by milan's rule again", (h) => h.cpu === rule.cpu && h["example.com/dongle"] === "2");
+    // An unknown name written on rome's ForeignCluster by hand (the CRD checks only amounts): milan
+    // says why in its answer, replicated back, and keeps the offer.
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, {
+      spec: { requestedResources: { cpus: "1" } },
+    });
+    const refusal = await waitFor("milan's refusal of the unknown name on rome's ResourceRequest", async () => {
+      const local = (await fcOf("milan"))!.status!.tenantNamespace!.local!;
+      const r = await rome.client.find<Request & { status?: { resourceRefusal?: string } }>(
+        ResourceRequestResource,
+        rome.identity.clusterId,
+        local,
+      );
+      return r?.status?.resourceRefusal;
+    });
+    expect(refusal).toContain('spec.requestedResources: unknown resource "cpus": did you mean "cpu"?');
+    expect(refusal).toContain("the last offer stands");
+    const kept = await offerWhen("the offer", () => true);
+    expect([kept.cpu, kept["example.com/dongle"]]).toEqual([rule.cpu, "2"]);
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, { spec: { requestedResources: null } });
     await fixed(null);
   }, 300_000);
 });
