@@ -430,6 +430,30 @@ describe("chart", () => {
     }
   });
 
+  test("networking.securityMode reaches the gateway's flags (a changed pod template: helm upgrade rolls it) and its RBAC", async () => {
+    const gatewayOf = async (mode?: string) => {
+      const { code, docs, workloads } = await renderChart(
+        ...(mode ? ["--set", `networking.securityMode=${mode}`] : []),
+      );
+      const args: string[] = workloads.find((w) => w.metadata.name === "liqo-gateway")!.spec.template.spec.containers[0]
+        .args;
+      const role = docs.find((d) => d.kind === "ClusterRole" && d.metadata.name === "liqo-gateway");
+      // biome-ignore lint/suspicious/noExplicitAny: rendered RBAC rules
+      const resources = (role.rules as any[]).flatMap((r) => r.resources as string[]);
+      return {
+        code,
+        mode: args[args.indexOf("--security-mode") + 1],
+        reads: ["pods", "endpointslices", "namespacemaps"].filter((r) => resources.includes(r)),
+      };
+    };
+    expect(await gatewayOf()).toEqual({ code: 0, mode: "FullPodToPod", reads: [] });
+    expect(await gatewayOf("IntraClusterTrafficSegregation")).toEqual({
+      code: 0,
+      mode: "IntraClusterTrafficSegregation",
+      reads: ["pods", "endpointslices", "namespacemaps"],
+    });
+  });
+
   test("every container's arguments are flags its `liqo <role>` accepts, required ones included", async () => {
     const { workloads } = await renderChart("--set", "gateway.endpoint=203.0.113.7:30871");
     expect(workloads.map((w) => w.metadata.name).sort()).toEqual([
