@@ -5,6 +5,8 @@
 // for rome, in-process for milan) in network namespaces. A real pod IP of each cluster lives in a "pod" namespace; they reach
 // each other at their remapped addresses over ICMP and TCP, a hand-deleted NAT rule and route
 // come back, killing rome's active gateway fails over to the standby, and bad peers are reported.
+// Last, the security modes' isolation matrix: milan's gateway rolled to IntraClusterTrafficSegregation
+// and back, with more "pods" (tests/netns/isolation.ts) offloaded, twin, and behind a reflected Service.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { installCrds } from "../../core/apis/crds.ts";
