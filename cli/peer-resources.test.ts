@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { CliError } from "./errors.ts";
-import { askedResources } from "./peer-resources.ts";
+import { askedResources, requestedPatch } from "./peer-resources.ts";
 
 describe("liqoctl peer: asked amounts", () => {
   test("--cpu, --memory, --pods and repeated --resource, both spellings", () => {
@@ -31,5 +31,13 @@ describe("liqoctl peer: asked amounts", () => {
   ] as const)("%p %p is refused before anything is written", (args, raw, message) => {
     expect(() => askedResources(args, [...raw])).toThrow(CliError);
     expect(() => askedResources(args, [...raw])).toThrow(message);
+  });
+
+  test("asking again replaces the earlier amounts (merge patch: the ones not asked now removed); asking nothing keeps them", () => {
+    expect(requestedPatch({ cpu: "2", "nvidia.com/gpu": "1" }, { cpu: "1", memory: "2Gi" })).toEqual({
+      requestedResources: { cpu: "1", "nvidia.com/gpu": null, memory: "2Gi" },
+    });
+    expect(requestedPatch({ cpu: "2" }, undefined)).toEqual({});
+    expect(requestedPatch(undefined, { pods: "5" })).toEqual({ requestedResources: { pods: "5" } });
   });
 });

@@ -41,3 +41,15 @@ export function askedResources(
   }
   return Object.keys(out).length ? out : undefined;
 }
+
+/**
+ * The merge patch of spec.requestedResources that makes it `asked`: keys asked before and not now
+ * are removed (a merge patch keeps keys it does not name). Nothing asked: no change.
+ */
+export function requestedPatch(
+  before: Record<string, unknown> | undefined,
+  asked: Record<string, string> | undefined,
+): { requestedResources?: Record<string, string | null> } {
+  if (!asked) return {};
+  return { requestedResources: { ...Object.fromEntries(Object.keys(before ?? {}).map((k) => [k, null])), ...asked } };
+}

@@ -34,7 +34,7 @@ import {
   FAILED_STATUSES,
 } from "../peering.ts";
 import { info } from "../ui.ts";
-import { askedResources, askFlags } from "../peer-resources.ts";
+import { askedResources, askFlags, requestedPatch } from "../peer-resources.ts";
 
 /** A failed AuthenticationStatus left from an earlier attempt must not fail this one before the controller retries. */
 async function resetFailedAuthentication(client: KubeClient, fc: ForeignClusterObject): Promise<void> {
@@ -137,15 +137,8 @@ const outOfBand = defineCommand({
         metadata: { annotations: { [FORCE_UNPEER_ANNOTATION]: null } },
         spec: {
           ...spec,
-          // A merge patch keeps keys it does not name: amounts asked before and not now are removed.
-          ...(asked
-            ? {
-                requestedResources: {
-                  ...Object.fromEntries(Object.keys(existing.spec.requestedResources ?? {}).map((k) => [k, null])),
-                  ...asked,
-                },
-              }
-            : {}),
+          // Amounts asked before and not now are removed.
+          ...requestedPatch(existing.spec.requestedResources, asked),
           clusterIdentity: {
             clusterID: args["cluster-id"],
             clusterName: existing.spec.clusterIdentity?.clusterName ?? args.name,
@@ -181,9 +174,10 @@ const outOfBand = defineCommand({
 const peerNamed = (name: string) =>
   defineCommand({
     meta: { name, description: `Enable the outgoing peering with ${name}` },
-    args: { ...timeoutFlag, ...liqoKubeFlags },
-    async run({ args }) {
+    args: { ...askFlags, ...timeoutFlag, ...liqoKubeFlags },
+    async run({ args, rawArgs }) {
       const timeout = timeoutMs(args.timeout);
+      const asked = askedResources(args, rawArgs);
       const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
       const fc = await foreignClusterByName(client, name);
       if (fc.metadata.deletionTimestamp)
@@ -201,7 +195,7 @@ const peerNamed = (name: string) =>
       }
       await client.mergePatch(ForeignClusterResource, name, undefined, {
         metadata: { annotations: { [FORCE_UNPEER_ANNOTATION]: null } },
-        spec: { outgoingPeeringEnabled: "Yes" },
+        spec: { outgoingPeeringEnabled: "Yes", ...requestedPatch(fc.spec.requestedResources, asked) },
       });
       await resetFailedAuthentication(client, fc);
       info(`outgoing peering with ${name} enabled`);
