@@ -2,6 +2,7 @@
 // liqoctl test network both ask: the network security mode, the quota mode, discovery's switches).
 import type { KubeClient } from "../core/kube/client.ts";
 import type { KubeObject, ResourceRef } from "../core/kube/resources.ts";
+import { DEFAULT_SECURITY_MODE, isSecurityMode, type SecurityMode } from "../netfabric/gateway/filter-table.ts";
 
 export type Deployment = KubeObject & {
   spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
@@ -32,11 +33,10 @@ export function findDeployment(client: KubeClient, name: string, ns: string): Pr
   return client.find<Deployment>(DEPLOYMENTS, name, ns).catch(() => undefined);
 }
 
-export type SecurityMode = "FullPodToPod" | "IntraClusterTrafficSegregation";
+export type { SecurityMode };
 
-/** The security mode a liqo-gateway Deployment enforces (FullPodToPod when the flag is absent). */
+/** The security mode a liqo-gateway Deployment enforces (the default when the flag is absent). */
 export function securityModeOf(gateway: Deployment | undefined): SecurityMode {
-  return deploymentArg(gateway, "security-mode") === "IntraClusterTrafficSegregation"
-    ? "IntraClusterTrafficSegregation"
-    : "FullPodToPod";
+  const mode = deploymentArg(gateway, "security-mode");
+  return mode !== undefined && isSecurityMode(mode) ? mode : DEFAULT_SECURITY_MODE;
 }
