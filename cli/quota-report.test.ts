@@ -109,4 +109,26 @@ describe("liqoctl status: quotas", () => {
     expect(out).not.toContain("asked-nothing");
     expect(out.trimEnd().split("\n").length).toBe(6);
   });
+
+  test("named resources an offer states or pods use: used/offered per peering under the table", () => {
+    const out = quotaReport({
+      fcs: [fc("rome", ROME), fc("turin", TURIN)],
+      offers: [
+        offer({ "liqo.io/remoteID": ROME }, { cpu: "2", pods: "10", "example.com/dongle": "2" }),
+        offer({ "liqo.io/originID": TURIN, "liqo.io/remoteID": "me" }, { cpu: "1", pods: "5" }),
+      ],
+      pods: [
+        {
+          metadata: { name: "d", namespace: "app-rome", labels: { "liqo.io/managed-by": "shadowpod" } },
+          spec: { nodeName: "n", containers: [{ name: "c", resources: { limits: { "example.com/dongle": "1" } } }] },
+          status: { phase: "Running" },
+        },
+      ],
+      namespaces: [ns("app-rome", ROME)],
+      nodes: [],
+      shadowPods: [],
+    });
+    expect(out).toContain("\nNamed resources (used/offered):\n  rome incoming: example.com/dongle 1/2");
+    expect(out).not.toContain("turin outgoing:");
+  });
 });

@@ -85,6 +85,14 @@ export function quotaReport(i: QuotaInput): string {
     i.fcs.find((f) => f.spec.clusterIdentity?.clusterID === id)?.metadata.name ?? id ?? "?";
   const mode = i.mode ?? "hard";
   const rows = [["PEERING", "DIRECTION", "MODE", "CPU", "MEMORY", "PODS", "WAITING (REFUSED)"]];
+  // Extended resources and huge pages an offer states, or pods use: one line per peering under the table.
+  const extra: string[] = [];
+  const named = (row: string, used: Amounts, hard: Record<string, string | number> | undefined) => {
+    const names = [...new Set([...Object.keys(hard ?? {}), ...Object.keys(used)])]
+      .filter((r) => !["cpu", "memory", "pods", "ephemeral-storage"].includes(r))
+      .sort();
+    if (names.length) extra.push(`  ${row}: ${names.map((r) => `${r} ${cell(used, hard, r)}`).join(", ")}`);
+  };
   // Incoming: our offers to consumers, and what their pods here take.
   for (const offer of i.offers) {
     const consumer = offer.metadata.labels?.[REPLICATION_DESTINATION_LABEL];
@@ -104,6 +112,7 @@ export function quotaReport(i: QuotaInput): string {
     ).length;
     const used = sum(pods);
     const hard = offer.spec.resourceQuota?.hard;
+    named(`${nameOf(consumer)} incoming`, used, hard);
     rows.push([
       nameOf(consumer),
       "incoming",
@@ -127,6 +136,7 @@ export function quotaReport(i: QuotaInput): string {
     ).length;
     const used = sum(pods);
     const hard = offer.spec.resourceQuota?.hard;
+    named(`${nameOf(provider)} outgoing`, used, hard);
     rows.push([
       nameOf(provider),
       "outgoing",
@@ -139,5 +149,9 @@ export function quotaReport(i: QuotaInput): string {
   }
   if (rows.length === 1) return "Quotas: no offer made or received";
   const grants = grantLines(i, nameOf);
-  return `Quotas (used/offered; incoming: what each consumer's pods take here, enforced ${mode}; outgoing: what ours take at each provider):\n${table(rows)}${grants.length ? `\nAsked amounts (asked → granted):\n${grants.join("\n")}` : ""}`;
+  return (
+    `Quotas (used/offered; incoming: what each consumer's pods take here, enforced ${mode}; outgoing: what ours take at each provider):\n${table(rows)}` +
+    (extra.length ? `\nNamed resources (used/offered):\n${extra.join("\n")}` : "") +
+    (grants.length ? `\nAsked amounts (asked → granted):\n${grants.join("\n")}` : "")
+  );
 }
