@@ -545,6 +545,7 @@ describe("a provider bounds its consumer (the chart's default: hard quota)", () 
         [...liqoctl, "unoffload", "namespace", "dongles", "--yes", `--kubeconfig=${c.rome.kubeconfig}`],
         "liqoctl unoffload namespace dongles",
       );
+      await client.rome.delete(Resources.namespaces, "dongles");
     } finally {
       await patch("remove");
     }
