@@ -866,7 +866,9 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     test("security modes: a typo in networking.securityMode fails helm upgrade naming the field; the release keeps its mode", async () => {
       const r = await helmUpgrade("rome", "networking.securityMode=Segregated");
       expect(r.code).not.toBe(0);
-      expect(r.err).toContain("/networking/securityMode': value must be one of 'FullPodToPod', 'IntraClusterTrafficSegregation'");
+      expect(r.err).toContain(
+        "/networking/securityMode': value must be one of 'FullPodToPod', 'IntraClusterTrafficSegregation'",
+      );
       const args = (
         await kubectl(
           "rome",
