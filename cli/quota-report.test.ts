@@ -25,6 +25,29 @@ const ns = (name: string, consumer?: string): KubeObject => ({
 });
 
 describe("liqoctl status: quotas", () => {
+  test('outgoing: a provider that cordoned us says so in the mode column (its offer\'s annotation, replicated); uncordoned ("false"), it does not', () => {
+    const report = (value: string) =>
+      quotaReport({
+        fcs: [fc("turin", TURIN)],
+        offers: [
+          {
+            ...offer({ "liqo.io/originID": TURIN, "liqo.io/remoteID": "me" }, { cpu: "1", pods: "5" }),
+            metadata: {
+              name: "o",
+              labels: { "liqo.io/originID": TURIN, "liqo.io/remoteID": "me" },
+              annotations: { "liqo.io/tenant-cordoned": value },
+            },
+          },
+        ],
+        pods: [],
+        namespaces: [],
+        nodes: [],
+        shadowPods: [],
+      });
+    expect(report("true")).toMatch(/^turin\s+outgoing\s+cordoned by the provider\s/m);
+    expect(report("false")).toMatch(/^turin\s+outgoing\s+-\s/m);
+  });
+
   test("incoming: a consumer's pods over all its twin namespaces against our offer, and its ShadowPods waiting; outgoing: ours on a provider's virtual node", () => {
     const out = quotaReport({
       fcs: [fc("rome", ROME), fc("turin", TURIN)],

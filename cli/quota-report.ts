@@ -6,6 +6,7 @@ import {
   REMOTE_CLUSTER_ID_LABEL,
   REPLICATION_DESTINATION_LABEL,
   REPLICATION_ORIGIN_LABEL,
+  TENANT_CORDONED_ANNOTATION,
 } from "../core/apis/labels.ts";
 import { formatQuantity, parseQuantity, unitOf } from "../core/kube/quantity.ts";
 import type { KubeObject } from "../core/kube/resources.ts";
@@ -140,7 +141,7 @@ export function quotaReport(i: QuotaInput): string {
     rows.push([
       nameOf(provider),
       "outgoing",
-      "-",
+      offer.metadata.annotations?.[TENANT_CORDONED_ANNOTATION] === "true" ? "cordoned by the provider" : "-",
       cell(used, hard, "cpu"),
       cell(used, hard, "memory"),
       cell(used, hard, "pods"),

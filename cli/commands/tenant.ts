@@ -2,12 +2,15 @@
 // a consumer's ShadowPods get no new pods while it is cordoned (its running pods stay); drain
 // cordons it, then evicts its pods through the eviction API, so PodDisruptionBudgets hold.
 // The mark is an annotation on the consumer's tenant namespace here, which the consumer's
-// identity cannot write; the ShadowPod controller follows it (docs/tenancy.md).
+// identity cannot write; the ShadowPod controller follows it (docs/tenancy.md). Its ResourceOffer
+// carries it too, for the consumer's liqoctl status.
 import { defineCommand } from "citty";
-import { ForeignClusterResource } from "../../core/apis/index.ts";
+import { ForeignClusterResource, ResourceOfferResource } from "../../core/apis/index.ts";
 import {
   DISCOVERY_CLUSTER_ID_LABEL,
   REMOTE_CLUSTER_ID_LABEL,
+  REPLICATION_DESTINATION_LABEL,
+  REPLICATION_ORIGIN_LABEL,
   TENANT_CORDONED_ANNOTATION,
   TENANT_NAMESPACE_LABEL,
 } from "../../core/apis/labels.ts";
@@ -57,10 +60,24 @@ export async function findTenant(client: KubeClient, arg: string): Promise<Tenan
   return { clusterId: id, name, namespace };
 }
 
+/**
+ * The namespace's annotation is what the ShadowPod controller obeys. The tenant's ResourceOffer
+ * gets the same annotation so the consumer sees the cordon (the offer is replicated to it, its
+ * annotations with it); "false" rather than removed on uncordon, since the copy only follows
+ * values.
+ */
 async function setCordon(client: KubeClient, t: Tenant, on: boolean) {
   await client.mergePatch(Resources.namespaces, t.namespace.metadata.name!, undefined, {
     metadata: { annotations: { [TENANT_CORDONED_ANNOTATION]: on ? "true" : null } },
   });
+  const offers = await client.list(ResourceOfferResource, {
+    namespace: t.namespace.metadata.name!,
+    labelSelector: `${REPLICATION_DESTINATION_LABEL}=${t.clusterId},!${REPLICATION_ORIGIN_LABEL}`,
+  });
+  for (const o of offers.items)
+    await client.mergePatch(ResourceOfferResource, o.metadata.name!, o.metadata.namespace, {
+      metadata: { annotations: { [TENANT_CORDONED_ANNOTATION]: on ? "true" : "false" } },
+    });
 }
 
 /** The pods the consumer's ShadowPods made here, in all its twin namespaces. */

@@ -652,6 +652,14 @@ describe("a tenant cordoned and drained at milan (liqoctl cordon / drain / uncor
     expect((await running()).length).toBe(3);
     const status = await liqoctl(milan, "status");
     expect(status.out).toMatch(/incoming\s+hard, cordoned\s/);
+    // The consumer sees it too: its copy of milan's offer carries the mark.
+    let seen = "";
+    await waitFor(
+      "rome's liqoctl status naming milan's cordon",
+      async () =>
+        /outgoing\s+cordoned by the provider\s/.test((seen = (await liqoctl(rome, "status")).out)) || undefined,
+      { describe: () => seen },
+    );
   }, 180_000);
 
   test("drain: evictions a PodDisruptionBudget refuses are retried until --timeout and named; without it every pod goes and none comes back; uncordon brings them all back", async () => {
@@ -682,6 +690,12 @@ describe("a tenant cordoned and drained at milan (liqoctl cordon / drain / uncor
     expect(await running()).toEqual([]);
     const back = await liqoctl(milan, "uncordon", "tenant", rome.identity.clusterId);
     expect(back.code).toBe(0);
+    let seen = "";
+    await waitFor(
+      "rome's liqoctl status without milan's cordon",
+      async () => /outgoing\s+-\s/.test((seen = (await liqoctl(rome, "status")).out)) || undefined,
+      { describe: () => seen },
+    );
     await waitFor("all four pods of rome running again", async () => {
       const names = (await milan.client.list<Pod>(Resources.pods, { namespace: TWIN })).items
         .filter(
