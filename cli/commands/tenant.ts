@@ -63,8 +63,7 @@ export async function findTenant(client: KubeClient, arg: string): Promise<Tenan
 /**
  * The namespace's annotation is what the ShadowPod controller obeys. The tenant's ResourceOffer
  * gets the same annotation so the consumer sees the cordon (the offer is replicated to it, its
- * annotations with it); "false" rather than removed on uncordon, since the copy only follows
- * values.
+ * annotations with it, and their removal).
  */
 async function setCordon(client: KubeClient, t: Tenant, on: boolean) {
   await client.mergePatch(Resources.namespaces, t.namespace.metadata.name!, undefined, {
@@ -76,7 +75,7 @@ async function setCordon(client: KubeClient, t: Tenant, on: boolean) {
   });
   for (const o of offers.items)
     await client.mergePatch(ResourceOfferResource, o.metadata.name!, o.metadata.namespace, {
-      metadata: { annotations: { [TENANT_CORDONED_ANNOTATION]: on ? "true" : "false" } },
+      metadata: { annotations: { [TENANT_CORDONED_ANNOTATION]: on ? "true" : null } },
     });
 }
 

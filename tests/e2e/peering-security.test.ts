@@ -690,12 +690,14 @@ describe("a tenant cordoned and drained at milan (liqoctl cordon / drain / uncor
     expect(await running()).toEqual([]);
     const back = await liqoctl(milan, "uncordon", "tenant", rome.identity.clusterId);
     expect(back.code).toBe(0);
-    let seen = "";
-    await waitFor(
-      "rome's liqoctl status without milan's cordon",
-      async () => /outgoing\s+-\s/.test((seen = (await liqoctl(rome, "status")).out)) || undefined,
-      { describe: () => seen },
-    );
+    // The mark leaves rome's copy of the offer too (a removed annotation, not a changed one).
+    await waitFor("the cordon annotation gone from rome's copy of milan's offer", async () => {
+      const copies = (await rome.client.list(ResourceOfferResource)).items;
+      return (
+        (copies.length > 0 && copies.every((o) => !o.metadata.annotations?.["liqo.io/tenant-cordoned"])) || undefined
+      );
+    });
+    expect((await liqoctl(rome, "status")).out).toMatch(/outgoing\s+-\s/);
     await waitFor("all four pods of rome running again", async () => {
       const names = (await milan.client.list<Pod>(Resources.pods, { namespace: TWIN })).items
         .filter(

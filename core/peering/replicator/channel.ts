@@ -102,7 +102,7 @@ export function createChannel(o: {
       }
     }
     conflicted.delete(objName);
-    if (!tgt || !replicaUpToDate(tgt, desired)) {
+    if (!tgt || !replicaUpToDate(tgt, desired, REPLICATOR_FIELD_MANAGER)) {
       await target.client.apply(kind.resource, desired, { fieldManager: REPLICATOR_FIELD_MANAGER, force: true });
       counters.writes("spec");
       log.debug("replica applied", { key: keyOf(target.namespace, objName) });

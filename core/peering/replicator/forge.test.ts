@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
+  annotationsSetBy,
   REPLICATED_KINDS,
   isReplicaOf,
   replicaOf,
@@ -82,6 +83,53 @@ describe("the replica", () => {
         r,
       ),
     ).toBe(false);
+  });
+  test("an annotation the replicator set that the source dropped makes the copy stale; one someone else set does not", () => {
+    const managed = (manager: string, keys: string[]) => ({
+      manager,
+      operation: "Apply",
+      fieldsV1: { "f:metadata": { "f:annotations": Object.fromEntries(keys.map((k) => [`f:${k}`, {}])) } },
+    });
+    const copy = (managedFields: unknown[]) => ({
+      ...r,
+      metadata: {
+        ...r.metadata,
+        annotations: { note: "kept", "liqo.io/tenant-cordoned": "true", "team.example/owner": "ops" },
+        managedFields,
+      },
+    });
+    const desired = replicaOf(
+      { ...source, metadata: { ...source.metadata, annotations: { note: "kept" } } },
+      push,
+      "t",
+      "rome-id",
+    );
+    expect(
+      annotationsSetBy(
+        copy([managed("liqo-crd-replicator", ["note", "liqo.io/tenant-cordoned"])]),
+        "liqo-crd-replicator",
+      ),
+    ).toEqual(["note", "liqo.io/tenant-cordoned"]);
+    expect(
+      replicaUpToDate(
+        copy([
+          managed("liqo-crd-replicator", ["note", "liqo.io/tenant-cordoned"]),
+          managed("kubectl", ["team.example/owner"]),
+        ]),
+        desired,
+        "liqo-crd-replicator",
+      ),
+    ).toBe(false);
+    expect(
+      replicaUpToDate(
+        copy([
+          managed("liqo-crd-replicator", ["note"]),
+          managed("kubectl", ["liqo.io/tenant-cordoned", "team.example/owner"]),
+        ]),
+        desired,
+        "liqo-crd-replicator",
+      ),
+    ).toBe(true);
   });
 });
 

@@ -89,15 +89,31 @@ const stable = (v: unknown): string =>
 
 export const sameJson = (a: unknown, b: unknown) => stable(a ?? null) === stable(b ?? null);
 
+/** The annotation keys `manager` set on `obj`, as server-side apply records them in managedFields. */
+export function annotationsSetBy(obj: KubeObject, manager: string): string[] {
+  const keys = new Set<string>();
+  const entries = (obj.metadata.managedFields ?? []) as { manager?: string; fieldsV1?: Record<string, unknown> }[];
+  for (const e of entries) {
+    if (e.manager !== manager) continue;
+    const meta = e.fieldsV1?.["f:metadata"] as Record<string, unknown> | undefined;
+    for (const k of Object.keys((meta?.["f:annotations"] as Record<string, unknown> | undefined) ?? {}))
+      if (k.startsWith("f:")) keys.add(k.slice(2));
+  }
+  return [...keys];
+}
+
 /**
  * Whether the target already matches the desired copy: the same labels (a label dropped from the
  * source must go from the copy too; re-applying an unchanged copy is a no-op on the server, so a
- * label someone else added cannot cause a loop), the annotations we set, the spec.
+ * label someone else added cannot cause a loop), the annotations we set and none we set that the
+ * source dropped (`manager`: our field manager, whose apply then removes them), the spec.
  */
-export function replicaUpToDate(target: KubeObject, desired: KubeObject): boolean {
+export function replicaUpToDate(target: KubeObject, desired: KubeObject, manager?: string): boolean {
   if (!sameJson(target.metadata.labels ?? {}, desired.metadata.labels ?? {})) return false;
   const ann = target.metadata.annotations ?? {};
-  if (Object.entries(desired.metadata.annotations ?? {}).some(([k, v]) => ann[k] !== v)) return false;
+  const want = desired.metadata.annotations ?? {};
+  if (Object.entries(want).some(([k, v]) => ann[k] !== v)) return false;
+  if (manager && annotationsSetBy(target, manager).some((k) => !(k in want) && k in ann)) return false;
   return sameJson(target.spec, desired.spec);
 }
 
