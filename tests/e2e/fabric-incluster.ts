@@ -802,6 +802,33 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       return tries.map((t) => t.err.trim()).join("\n");
     }
 
+    /** helm upgrade of both clusters to `mode`, side by side. */
+    async function modeOnBoth(mode: string): Promise<void> {
+      const [r, m] = await Promise.all(["rome", "milan"].map((c) => helmUpgrade(c, `networking.securityMode=${mode}`)));
+      expect({ rome: r!.code, milan: m!.code, err: r!.err + m!.err }).toMatchObject({ rome: 0, milan: 0 });
+    }
+    /** FullPodToPod's paths between each cluster's own pods: milan's outsider ↔ rome's client pod. */
+    async function ownPodsBothWays(): Promise<void> {
+      await answers(
+        "milan's own pod → rome's client pod",
+        "milan",
+        "default",
+        "outsider",
+        `http://${paths.romePrivate}/`,
+        "curl",
+      );
+      await answers(
+        "rome's client pod → milan's own pod",
+        "rome",
+        "liqo-demo",
+        "curl",
+        `http://${paths.milanOwn}/`,
+        "outsider",
+      );
+    }
+    const statusOfRome = async () =>
+      (await Bun.$`${liqoctl} status --kubeconfig=${q.kubeconfig("rome")}`.quiet().nothrow()).stdout.toString();
+
     let paths: {
       /** rome's client pod (in liqo-demo, behind no Service) as milan reaches it. */
       romePrivate: string;
@@ -843,24 +870,8 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         remotePod: (await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo")).status!.podIP!,
         twin: await twinNamespace(),
       };
-      const status = await Bun.$`${liqoctl} status --kubeconfig=${q.kubeconfig("rome")}`.quiet().nothrow();
-      expect(status.stdout.toString()).toContain("Network security mode: FullPodToPod (every pod reaches every pod");
-      await answers(
-        "milan's own pod → rome's client pod",
-        "milan",
-        "default",
-        "outsider",
-        `http://${paths.romePrivate}/`,
-        "curl",
-      );
-      await answers(
-        "rome's client pod → milan's own pod",
-        "rome",
-        "liqo-demo",
-        "curl",
-        `http://${paths.milanOwn}/`,
-        "outsider",
-      );
+      expect(await statusOfRome()).toContain("Network security mode: FullPodToPod (every pod reaches every pod");
+      await ownPodsBothWays();
     }, 300_000);
 
     test("security modes: a typo in networking.securityMode fails helm upgrade naming the field; the release keeps its mode", async () => {
@@ -885,11 +896,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     }, 120_000);
 
     test("security modes: IntraClusterTrafficSegregation on both (helm upgrade): offloaded pods and reflected Services work; pods of each cluster's own are refused both ways; liqoctl status and test network say so", async () => {
-      const [r, m] = await Promise.all([
-        helmUpgrade("rome", "networking.securityMode=IntraClusterTrafficSegregation"),
-        helmUpgrade("milan", "networking.securityMode=IntraClusterTrafficSegregation"),
-      ]);
-      expect({ rome: r.code, milan: m.code, err: r.err + m.err }).toMatchObject({ rome: 0, milan: 0 });
+      await modeOnBoth("IntraClusterTrafficSegregation");
       // Refused: a pod of milan's own → rome's pod behind no Service (rome's gateway), and rome's pod → milan's own pod (milan's).
       const why = await refused(
         "milan's own pod → rome's client pod",
@@ -934,10 +941,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         `http://${paths.romeEndpoint}/`,
         "nginx-local",
       );
-      const status = await Bun.$`${liqoctl} status --kubeconfig=${q.kubeconfig("rome")}`.quiet().nothrow();
-      expect(status.stdout.toString()).toContain(
-        "Network security mode: IntraClusterTrafficSegregation (peers reach only",
-      );
+      expect(await statusOfRome()).toContain("Network security mode: IntraClusterTrafficSegregation (peers reach only");
       const t = await testNetwork("milan", `--remote-kubeconfig=${q.kubeconfig("milan")}`);
       expect(t.err).toContain(
         "security modes: IntraClusterTrafficSegregation here, IntraClusterTrafficSegregation in milan",
@@ -960,27 +964,8 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
     }, 900_000);
 
     test("security modes: back to FullPodToPod with helm upgrade: milan's own pod reaches rome's client pod again", async () => {
-      const [r, m] = await Promise.all([
-        helmUpgrade("rome", "networking.securityMode=FullPodToPod"),
-        helmUpgrade("milan", "networking.securityMode=FullPodToPod"),
-      ]);
-      expect({ rome: r.code, milan: m.code, err: r.err + m.err }).toMatchObject({ rome: 0, milan: 0 });
-      await answers(
-        "milan's own pod → rome's client pod",
-        "milan",
-        "default",
-        "outsider",
-        `http://${paths.romePrivate}/`,
-        "curl",
-      );
-      await answers(
-        "rome's client pod → milan's own pod",
-        "rome",
-        "liqo-demo",
-        "curl",
-        `http://${paths.milanOwn}/`,
-        "outsider",
-      );
+      await modeOnBoth("FullPodToPod");
+      await ownPodsBothWays();
       await q.milan.delete(Resources.pods, "outsider", "default");
     }, 600_000);
   }
