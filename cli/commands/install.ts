@@ -14,7 +14,7 @@ import { ensurePodSecurity, labelCommand } from "../install/pod-security.ts";
 import { checkClusterRequirements } from "../install/requirements.ts";
 import { findHelm, helmError, releaseStatus, runHelm } from "../install/helm.ts";
 import { providers, type Provider } from "../install/providers.ts";
-import { chartValues, setFlagProblem, type InstallFlags } from "../install/values.ts";
+import { chartValues, helmInstallCommand, setFlagProblem, type InstallFlags } from "../install/values.ts";
 import { info, parseDuration, repeatedFlag, spinner } from "../ui.ts";
 import { liqoVersion } from "../version.ts";
 
@@ -161,7 +161,7 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   }
   if (args["only-output-values"]) {
     info(
-      `install with: ${labelCommand(namespace)} (create the namespace first), then helm upgrade --install ${RELEASE} <chart> --namespace ${namespace} --values ${dumpPath}`,
+      `install with: ${labelCommand(namespace)} (create the namespace first), then ${helmInstallCommand(RELEASE, namespace, dumpPath!, sets)}`,
     );
     return;
   }
@@ -207,7 +207,11 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
     spin.succeed(
       `liqo ${previous ? "upgraded" : "installed"} in namespace ${namespace} (cluster ${values.clusterName || "name generated"})`,
     );
-    info(`next: liqoctl generate peer-command, then run its output on the cluster that will offload here`);
+    info(
+      previous
+        ? "peerings, offloaded pods and reflected objects carry on across the upgrade; liqoctl status shows them"
+        : "next: liqoctl generate peer-command, then run its output on the cluster that will offload here",
+    );
   } finally {
     rmSync(work, { recursive: true, force: true });
     chart.cleanup();

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { generatedClusterName } from "../../core/peering/identity.ts";
 import { providers } from "./providers.ts";
-import { chartValues, cidrProblem, setFlagProblem } from "./values.ts";
+import { chartValues, cidrProblem, helmInstallCommand, setFlagProblem } from "./values.ts";
 
 const detected = {
   podCIDR: "10.244.0.0/16",
@@ -120,4 +120,22 @@ describe("chartValues", () => {
       '--reflection-policy secrets=maybe: secrets="maybe" is not a reflection policy; use all, opt-in or none',
     ],
   ])("%p is refused", (flags, message) => expect(error(() => values(flags))).toContain(message));
+});
+
+describe("helmInstallCommand (what --only-output-values prints)", () => {
+  test("the --set flags given are kept, each quoted only when the shell needs it", () =>
+    expect(
+      helmInstallCommand("liqo", "liqo", "values.yaml", [
+        "auth.service.type=NodePort",
+        "clusterLabels.team=a b",
+        "networking.reservedSubnets={10.0.0.0/8,192.168.0.0/16}",
+        "x=it's",
+      ]),
+    ).toBe(
+      "helm upgrade --install liqo <chart> --namespace liqo --values values.yaml --set auth.service.type=NodePort --set 'clusterLabels.team=a b' --set 'networking.reservedSubnets={10.0.0.0/8,192.168.0.0/16}' --set 'x=it'\\''s'",
+    ));
+  test("without --set, only the values file", () =>
+    expect(helmInstallCommand("liqo", "liqo-system", "/tmp/v.yaml", [])).toBe(
+      "helm upgrade --install liqo <chart> --namespace liqo-system --values /tmp/v.yaml",
+    ));
 });

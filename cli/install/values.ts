@@ -48,6 +48,28 @@ export function setFlagProblem(value: string): string | undefined {
   return undefined;
 }
 
+/** A word as a POSIX shell reads it back: quoted only when it must be. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_./:=,@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The helm command that installs what `--only-output-values` wrote: the values file carries what
+ * liqoctl generated, and the `--set` flags given stay flags (Helm applies them over the file).
+ */
+export function helmInstallCommand(release: string, namespace: string, valuesPath: string, sets: string[]): string {
+  return [
+    "helm upgrade --install",
+    release,
+    "<chart>",
+    "--namespace",
+    shellWord(namespace),
+    "--values",
+    shellWord(valuesPath),
+    ...sets.map((s) => `--set ${shellWord(s)}`),
+  ].join(" ");
+}
+
 /** The chart values, or a CliError naming every flag that is missing or wrong. */
 export function chartValues(
   provider: Provider,
