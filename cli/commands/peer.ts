@@ -11,6 +11,7 @@ import {
   type PeeringCondition,
 } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
+import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import {
   FORCE_UNPEER_ANNOTATION,
@@ -104,19 +105,6 @@ const outOfBand = defineCommand({
       fieldManager: "liqoctl",
       force: true,
     });
-    const all = (await client.list<ForeignClusterObject>(ForeignClusterResource)).items;
-    const sameName = all.find((f) => f.metadata.name === args.name);
-    const sameId = all.find((f) => f.spec.clusterIdentity?.clusterID === args["cluster-id"]);
-    if (
-      sameName &&
-      sameName.spec.clusterIdentity?.clusterID &&
-      sameName.spec.clusterIdentity.clusterID !== args["cluster-id"]
-    ) {
-      throw new CliError(
-        `ForeignCluster ${args.name} already stands for cluster ID ${sameName.spec.clusterIdentity.clusterID}, not ${args["cluster-id"]}; unpeer it first (liqoctl unpeer out-of-band ${args.name}) or pick another name`,
-        ExitCode.Failure,
-      );
-    }
     const spec = {
       clusterIdentity: { clusterID: args["cluster-id"], clusterName: args.name },
       foreignAuthUrl: args["auth-url"],
@@ -126,8 +114,24 @@ const outOfBand = defineCommand({
       // Asked amounts replace earlier ones; none given keeps what the ForeignCluster says.
       ...(asked ? { requestedResources: asked } : {}),
     };
-    const existing = sameId ?? sameName;
-    if (existing) {
+    /** The ForeignCluster already standing for this cluster (by ID, else by name), or a clear error. */
+    const findExisting = async (): Promise<ForeignClusterObject | undefined> => {
+      const all = (await client.list<ForeignClusterObject>(ForeignClusterResource)).items;
+      const sameName = all.find((f) => f.metadata.name === args.name);
+      const sameId = all.find((f) => f.spec.clusterIdentity?.clusterID === args["cluster-id"]);
+      if (
+        sameName &&
+        sameName.spec.clusterIdentity?.clusterID &&
+        sameName.spec.clusterIdentity.clusterID !== args["cluster-id"]
+      ) {
+        throw new CliError(
+          `ForeignCluster ${args.name} already stands for cluster ID ${sameName.spec.clusterIdentity.clusterID}, not ${args["cluster-id"]}; unpeer it first (liqoctl unpeer out-of-band ${args.name}) or pick another name`,
+          ExitCode.Failure,
+        );
+      }
+      return sameId ?? sameName;
+    };
+    const enable = async (existing: ForeignClusterObject) => {
       if (existing.metadata.deletionTimestamp)
         throw new CliError(
           `ForeignCluster ${existing.metadata.name} is being deleted (unpeering); wait for it to go, then run this again`,
@@ -147,17 +151,29 @@ const outOfBand = defineCommand({
       });
       await resetFailedAuthentication(client, existing);
       info(`ForeignCluster ${existing.metadata.name} updated: outgoing peering enabled`);
-    } else {
-      await client.create(ForeignClusterResource, {
-        apiVersion: "discovery.liqo.io/v1alpha1",
-        kind: "ForeignCluster",
-        metadata: {
-          name: args.name,
-          labels: { [DISCOVERY_TYPE_LABEL]: DiscoveryType.Manual, [DISCOVERY_CLUSTER_ID_LABEL]: args["cluster-id"] },
-        },
-        spec,
-      } as KubeObject);
-      info(`ForeignCluster ${args.name} created`);
+    };
+    let existing = await findExisting();
+    if (existing) await enable(existing);
+    else {
+      try {
+        await client.create(ForeignClusterResource, {
+          apiVersion: "discovery.liqo.io/v1alpha1",
+          kind: "ForeignCluster",
+          metadata: {
+            name: args.name,
+            labels: { [DISCOVERY_TYPE_LABEL]: DiscoveryType.Manual, [DISCOVERY_CLUSTER_ID_LABEL]: args["cluster-id"] },
+          },
+          spec,
+        } as KubeObject);
+        info(`ForeignCluster ${args.name} created`);
+      } catch (err) {
+        // The peer peered with us at the same moment: our auth service made the ForeignCluster for
+        // its incoming peering between our look and our create. Enable the outgoing side on it.
+        if (!(err instanceof KubeApiError && err.status === 409)) throw err;
+        existing = await findExisting();
+        if (!existing) throw err;
+        await enable(existing);
+      }
     }
     await waitPhases(
       client,
