@@ -71,8 +71,16 @@ describe("liqoctl install", () => {
       "--only-output-values",
       "--dump-values-path",
       path,
+      "--set",
+      "debug=true",
+      "--set",
+      "clusterLabels.team=blue green",
     ]);
     expect(r.code).toBe(0);
+    // The values file holds what liqoctl generated; the command it prints keeps the --set flags.
+    expect(r.stderr).toContain(
+      `helm upgrade --install liqo <chart> --namespace liqo --values ${path} --set debug=true --set 'clusterLabels.team=blue green'`,
+    );
     const uid = (await client.get(Resources.namespaces, "kube-system")).metadata.uid;
     // biome-ignore lint/suspicious/noExplicitAny: chart values parsed from YAML, walked by path
     const values = Bun.YAML.parse(await Bun.file(path).text()) as Record<string, any>;
