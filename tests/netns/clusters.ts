@@ -41,7 +41,6 @@ export async function buildCluster(lab: Lab, name: string, podIp: string, reserv
     "route add default via 10.200.0.1",
   ]);
   const device = (await lab.wireguard(gw, role)).name;
-  const keys = generateKeyPair();
   return {
     name,
     gw,
@@ -49,15 +48,24 @@ export async function buildCluster(lab: Lab, name: string, podIp: string, reserv
     podIp,
     device,
     ipam: createIpam({ podCidr, serviceCidr: "10.96.0.0/12", externalCidr, reserved }),
+    ...gatewayEnd(gw, device, podCidr, externalCidr),
+    underlayFor: new Map(),
+  };
+}
+
+/** A gateway's configuration without peers, a fresh key pair and its reconciler, in netns `gw`. */
+export function gatewayEnd(gw: string, device: string, localPodCidr: string, localExternalCidr: string) {
+  const keys = generateKeyPair();
+  return {
     config: {
       device,
-      localPodCidr: podCidr,
-      localExternalCidr: externalCidr,
+      localPodCidr,
+      localExternalCidr,
       privateKey: keys.privateKey,
       listenPort: 51820,
       underlay: { mtu: 1500, ipv6: false },
-      peers: [],
-    },
+      peers: [] as GatewayConfig["peers"],
+    } satisfies GatewayConfig,
     publicKey: keys.publicKey,
     reconciler: createGatewayReconciler({
       ip: createIp(runner, gw),
@@ -65,7 +73,6 @@ export async function buildCluster(lab: Lab, name: string, podIp: string, reserv
       wireguard: createUapiClient(device),
       runner,
     }),
-    underlayFor: new Map(),
   };
 }
 

@@ -10,9 +10,8 @@ import { createGatewayReconciler, rejectCounts, type SecuritySpec } from "../../
 import { ensureDeviceAddress, firstHost } from "../../netfabric/gateway/probe.ts";
 import { createIp } from "../../netfabric/os/ip.ts";
 import { createNft } from "../../netfabric/os/nft.ts";
-import { generateKeyPair } from "../../netfabric/os/wireguard-keys.ts";
-import { createUapiClient } from "../../netfabric/os/wireguard-uapi.ts";
 import { probe } from "./isolation.ts";
+import { gatewayEnd } from "./clusters.ts";
 import { createLab, runner, type Lab } from "./lab.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -53,27 +52,7 @@ async function side(name: "a" | "b", n: number): Promise<Side> {
     await lab.serve(ns, echoScript, ["7000"]);
     pods[role] = { ns, ip };
   }
-  const keys = generateKeyPair();
-  return {
-    gw,
-    pods,
-    config: {
-      device,
-      localPodCidr: `10.${n}.0.0/16`,
-      localExternalCidr: `10.${n + 10}.0.0/16`,
-      privateKey: keys.privateKey,
-      listenPort: 51820,
-      underlay: { mtu: 1500, ipv6: false },
-      peers: [],
-    },
-    publicKey: keys.publicKey,
-    reconciler: createGatewayReconciler({
-      ip: createIp(runner, gw),
-      nft: createNft(runner, gw),
-      wireguard: createUapiClient(device),
-      runner,
-    }),
-  };
+  return { gw, pods, ...gatewayEnd(gw, device, `10.${n}.0.0/16`, `10.${n + 10}.0.0/16`) };
 }
 
 const rejectedFromA = async () =>
