@@ -1,20 +1,12 @@
 // What a liqo Deployment runs with, read from its first container's flags (liqoctl status and
 // liqoctl test network both ask: the network security mode, the quota mode, discovery's switches).
 import type { KubeClient } from "../core/kube/client.ts";
-import type { KubeObject, ResourceRef } from "../core/kube/resources.ts";
+import { Resources, type KubeObject } from "../core/kube/resources.ts";
 import { DEFAULT_SECURITY_MODE, isSecurityMode, type SecurityMode } from "../netfabric/gateway/filter-table.ts";
 
 export type Deployment = KubeObject & {
   spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
   status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
-};
-
-export const DEPLOYMENTS: ResourceRef = {
-  group: "apps",
-  version: "v1",
-  kind: "Deployment",
-  plural: "deployments",
-  namespaced: true,
 };
 
 /** The value of `--name value` or `--name=value` in a container's args. */
@@ -30,7 +22,7 @@ export function deploymentArg(deployment: Deployment | undefined, name: string):
 }
 
 export function findDeployment(client: KubeClient, name: string, ns: string): Promise<Deployment | undefined> {
-  return client.find<Deployment>(DEPLOYMENTS, name, ns).catch(() => undefined);
+  return client.find<Deployment>(Resources.deployments, name, ns).catch(() => undefined);
 }
 
 export type { SecurityMode };

@@ -9,7 +9,13 @@
 // - none: nothing is counted.
 import { formatQuantity, parseQuantity, unitOf } from "../kube/quantity.ts";
 import type { Container, PodSpec } from "../kube/types.ts";
-import { addAmounts, OFFERED_RESOURCES, zeroAmounts, type Amounts } from "../peering/sharing/offer.ts";
+import {
+  addAmounts,
+  formatResourceList,
+  OFFERED_RESOURCES,
+  zeroAmounts,
+  type Amounts,
+} from "../peering/sharing/offer.ts";
 
 export const QUOTA_MODES = ["hard", "soft", "none"] as const;
 export type QuotaMode = (typeof QUOTA_MODES)[number];
@@ -122,9 +128,9 @@ export function exceeded(used: Amounts, asked: Amounts, hard: Record<string, str
 
 /** Amounts as the status records them (canonical quantities): the four always, named resources when asked for. */
 export function formatAmounts(a: Amounts): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(a)
-      .filter(([r, v]) => v !== 0n || (OFFERED_RESOURCES as readonly string[]).includes(r))
-      .map(([r, v]) => [r, formatQuantity(v, unitOf(r))]),
+  return formatResourceList(
+    Object.fromEntries(
+      Object.entries(a).filter(([r, v]) => v !== 0n || (OFFERED_RESOURCES as readonly string[]).includes(r)),
+    ) as Amounts,
   );
 }

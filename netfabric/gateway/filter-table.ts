@@ -18,6 +18,7 @@
 //
 // Pure: the sets come from lists of objects, the table is text plus what to compare it by.
 import { parseIpv4 } from "../ipam/ipv4.ts";
+import { ruleHash } from "./nat-table.ts";
 import {
   MANAGED_BY_LABEL,
   MANAGED_BY_SHADOWPOD,
@@ -65,14 +66,12 @@ export interface RejectCount {
 /** The catch-all rule's key in counters: traffic from the tunnel whose source is no configured peer's. */
 export const UNKNOWN_PEER = "unknown";
 
-const hashOf = (text: string) => Bun.hash(text).toString(16).padStart(16, "0").slice(0, 10);
-
 /** nftables identifiers start with a letter and hold letters, digits, `_`, `-`, `.`; cluster IDs usually fit. */
 export function setNameOf(kind: "src" | "dst", clusterId: string): string {
   const clean = clusterId.replace(/[^a-zA-Z0-9_.-]/g, "_");
   const name = `${kind}_${clean}`;
   // A rewritten ID could meet another one; its hash keeps the names apart.
-  return clean === clusterId ? name : `${name}_${hashOf(clusterId).slice(0, 6)}`;
+  return clean === clusterId ? name : `${name}_${ruleHash(clusterId).slice(0, 6)}`;
 }
 
 const byIp = (a: string, b: string) => parseIpv4(a) - parseIpv4(b);
@@ -87,7 +86,7 @@ export function renderFilterTable(
   const sets: Record<string, string[]> = {};
   const rules: { id: string; body: string; counted?: string }[] = [];
   const rule = (idPrefix: string, body: string, counted?: string) =>
-    rules.push({ id: `${idPrefix}/${hashOf(body)}`, body, counted });
+    rules.push({ id: `${idPrefix}/${ruleHash(body)}`, body, counted });
   // Replies, and ICMP errors about our own connections, before anything else: one lookup per packet.
   rule("established", "ct state established,related accept");
   for (const p of peers) {
@@ -130,7 +129,7 @@ export function renderFilterTable(
     script,
     ruleIds: rules.map((r) => r.id),
     sets,
-    digest: hashOf(body(false).join("\n")),
+    digest: ruleHash(body(false).join("\n")),
   };
 }
 

@@ -17,9 +17,11 @@ interface Rule {
   body: string;
 }
 
+/** The short hash of a rule's text its comment carries (here and in the filter table). */
+export const ruleHash = (body: string) => Bun.hash(body).toString(16).padStart(16, "0").slice(0, 10);
+
 function withId(peer: PeerTunnel, kind: string, chain: Rule["chain"], body: string): Rule {
-  const hash = Bun.hash(body).toString(16).padStart(16, "0").slice(0, 10);
-  return { chain, body, id: `${peer.clusterId}/${kind}/${hash}` };
+  return { chain, body, id: `${peer.clusterId}/${kind}/${ruleHash(body)}` };
 }
 
 /** The address the gateway puts on traffic it forwards from elsewhere (hub-and-spoke): the first

@@ -59,7 +59,6 @@ export function parseSharingPercentage(value: unknown): number {
 export type { Node, Pod };
 
 export const zeroAmounts = (): Amounts => ({ cpu: 0n, memory: 0n, pods: 0n, "ephemeral-storage": 0n });
-const zero = zeroAmounts;
 
 /** `into` += `add`, resource by resource (named resources `add` has and `into` lacks are added). */
 export function addAmounts(into: Amounts, add: Amounts): Amounts {
@@ -93,7 +92,7 @@ export function podRequests(pod: Pod): Amounts {
 }
 
 function computeRequests(pod: Pod): Amounts {
-  const out = zero();
+  const out = zeroAmounts();
   const key = `pod ${pod.metadata.namespace}/${pod.metadata.name}`;
   const all = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
   // The named resources any container states (extended resources are often given as limits only).
@@ -151,7 +150,7 @@ export interface Usage {
 }
 
 export function summarizeUsage(i: Omit<FreeInput, "consumerClusterId">): Usage {
-  const left = zero();
+  const left = zeroAmounts();
   const byConsumer = new Map<string, Amounts>();
   const offering = new Set<string>();
   for (const n of i.nodes) {
@@ -172,7 +171,7 @@ export function summarizeUsage(i: Omit<FreeInput, "consumerClusterId">): Usage {
     const consumer = offloadedFor(p, labels);
     if (consumer === undefined) continue;
     let own = byConsumer.get(consumer);
-    if (!own) byConsumer.set(consumer, (own = zero()));
+    if (!own) byConsumer.set(consumer, (own = zeroAmounts()));
     addAmounts(own, used);
   }
   return { left, byConsumer };
@@ -181,7 +180,7 @@ export function summarizeUsage(i: Omit<FreeInput, "consumerClusterId">): Usage {
 /** Free for one consumer: what is left plus what its own offloaded pods use (never below zero). */
 export function freeFor(usage: Usage, consumerClusterId: string): Amounts {
   const own = usage.byConsumer.get(consumerClusterId);
-  const free = zero();
+  const free = zeroAmounts();
   for (const r of Object.keys(usage.left)) {
     const v = usage.left[r]! + (own?.[r] ?? 0n);
     free[r] = v < 0n ? 0n : v;
@@ -216,7 +215,7 @@ export const wholeUnits = (resource: string, milli: bigint) => (milli <= 0n ? 0n
 
 /** `percentage` % of every free resource, rounded down to whole units: 55.5 pods means 55, 1.5 GPUs 1. */
 export function percentShare(free: Amounts, percentage: number): Amounts {
-  const out = zero();
+  const out = zeroAmounts();
   for (const [r, v] of Object.entries(free)) out[r] = wholeUnits(r, percentOf(v, percentage));
   return out;
 }
