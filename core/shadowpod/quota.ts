@@ -12,6 +12,7 @@ import type { Container, PodSpec } from "../kube/types.ts";
 import {
   addAmounts,
   formatResourceList,
+  isBase,
   OFFERED_RESOURCES,
   zeroAmounts,
   type Amounts,
@@ -109,7 +110,7 @@ export class QuotaLedger {
 export function exceeded(used: Amounts, asked: Amounts, hard: Record<string, string | number>): string[] {
   const out: string[] = [];
   for (const [r, wants] of Object.entries(asked)) {
-    const base = (OFFERED_RESOURCES as readonly string[]).includes(r);
+    const base = isBase(r);
     if (wants === 0n || (base && hard[r] === undefined)) continue;
     let limit: bigint;
     try {
@@ -128,9 +129,5 @@ export function exceeded(used: Amounts, asked: Amounts, hard: Record<string, str
 
 /** Amounts as the status records them (canonical quantities): the four always, named resources when asked for. */
 export function formatAmounts(a: Amounts): Record<string, string> {
-  return formatResourceList(
-    Object.fromEntries(
-      Object.entries(a).filter(([r, v]) => v !== 0n || (OFFERED_RESOURCES as readonly string[]).includes(r)),
-    ) as Amounts,
-  );
+  return formatResourceList(Object.fromEntries(Object.entries(a).filter(([r, v]) => v !== 0n || isBase(r))) as Amounts);
 }

@@ -33,7 +33,9 @@ export function isNamedResource(name: string): boolean {
   return domain !== "kubernetes.io" && !domain.endsWith(".kubernetes.io") && domain !== "requests";
 }
 
-const isBase = (name: string): name is OfferedResource => (OFFERED_RESOURCES as readonly string[]).includes(name);
+/** One of the four every offer states (cpu, memory, pods, ephemeral-storage). */
+export const isBase = (name: string): name is OfferedResource =>
+  (OFFERED_RESOURCES as readonly string[]).includes(name);
 
 /** A resource the offers count: one of the four, or a named resource. */
 export const isOfferedResource = (name: string) => isBase(name) || isNamedResource(name);

@@ -6,6 +6,7 @@ import { formatQuantity, parseQuantity, QuantityError, unitOf } from "../../kube
 import {
   formatResourceList,
   grainOf,
+  isBase,
   isNamedResource,
   OFFERED_RESOURCES,
   percentShare,
@@ -34,7 +35,7 @@ const KNOWN = `${OFFERED_RESOURCES.join(", ")}, hugepages-<page size> or an exte
 
 /** Why `name` cannot be offered or asked for (undefined: it can), with the likely fix. */
 export function resourceNameProblem(name: string): string | undefined {
-  if ((OFFERED_RESOURCES as readonly string[]).includes(name)) return undefined;
+  if (isBase(name)) return undefined;
   if (name.startsWith("hugepages-")) {
     try {
       if (parseQuantity(name.slice("hugepages-".length)) > 0n) return undefined;
