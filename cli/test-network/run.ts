@@ -198,8 +198,10 @@ interface Servers {
 /** Runs the checks in the namespace: offloads it, starts the servers, then the probes, and collects their reports. */
 export async function runChecks(o: RunOptions, ns: string): Promise<RunOutcome> {
   await offloadNamespace(o, ns);
-  await startServers(o, ns);
+  // Pods are created once the offloading is Ready: until it has a phase, liqo's webhook refuses
+  // pods in the namespace, and before it is labelled it would not place them.
   const twin = await waitForTwinNamespace(o, ns);
+  await startServers(o, ns);
   const servers = await waitForServers(o, ns);
   const probes = [...probesFor(o, ns, twin, servers), ...peerProbes(o, twin, servers)];
   await startProbes(o, ns, probes, servers);
