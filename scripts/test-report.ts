@@ -1,21 +1,36 @@
-// Reads bun test's JUnit report and prints, at the end of the run where CI's log keeps it:
-// the test files that took longest (their hooks included), then every failure with its file and message.
-// A failed hook shows as "(unnamed)" in bun's own summary; here it is named by its file.
-import { readFileSync } from "node:fs";
+// Reads bun test's JUnit reports (one per shard) and prints, at the end of the run where CI's log
+// keeps it: the test files that took longest (their hooks included), then every failure with its
+// file and message. A failed hook shows as "(unnamed)" in bun's own summary; here it is named by its file.
+// With --durations <file>, also writes every file's time there (what scripts/test-plan.ts balances shards by).
+import { readFileSync, writeFileSync } from "node:fs";
 import { junitFailures, junitFiles } from "./junit.ts";
 
-const [path, count = "15"] = process.argv.slice(2);
-if (!path) {
-  console.error("usage: bun scripts/test-report.ts <junit.xml> [count]");
+const args = process.argv.slice(2);
+const durationsAt = args.indexOf("--durations");
+const durationsOut = durationsAt >= 0 ? args.splice(durationsAt, 2)[1] : undefined;
+const count = args.length > 1 && /^\d+$/.test(args.at(-1)!) ? Number(args.pop()) : 15;
+if (args.length === 0 || (durationsAt >= 0 && !durationsOut)) {
+  console.error("usage: bun scripts/test-report.ts <junit.xml>... [count] [--durations <out.json>]");
   process.exit(2);
 }
-const xml = readFileSync(path, "utf8");
-const files = junitFiles(xml).sort((a, b) => b.seconds - a.seconds);
+const reports = args.map((path) => readFileSync(path, "utf8"));
+const files = reports
+  .flatMap(junitFiles)
+  .map((f) => ({ ...f, file: f.file.replace(/^\.\//, "") }))
+  .sort((a, b) => b.seconds - a.seconds);
 const total = files.reduce((s, f) => s + f.seconds, 0);
 console.log(`\nslowest test files (of ${files.length}, ${Math.round(total)} s in all):`);
-for (const f of files.slice(0, Number(count))) console.log(`${f.seconds.toFixed(1).padStart(8)} s  ${f.file}`);
+for (const f of files.slice(0, count)) console.log(`${f.seconds.toFixed(1).padStart(8)} s  ${f.file}`);
 
-const failures = junitFailures(xml);
+if (durationsOut) {
+  const byFile = Object.fromEntries(
+    [...files].sort((a, b) => a.file.localeCompare(b.file)).map((f) => [f.file, Math.round(f.seconds * 10) / 10]),
+  );
+  writeFileSync(durationsOut, `${JSON.stringify(byFile, null, 2)}\n`);
+  console.log(`\nevery file's time written to ${durationsOut}`);
+}
+
+const failures = reports.flatMap(junitFailures);
 if (failures.length > 0) {
   console.log(`\nfailures (${failures.length}):`);
   for (const f of failures) {

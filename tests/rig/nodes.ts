@@ -79,15 +79,23 @@ function requireRealNodeTools(): void {
     );
 }
 
-/** The lowest bridge index no live link uses, so rigs side by side get their own bridge and /24. */
-export function allocateRigNetwork(): RigNetwork {
+/**
+ * Claims the lowest free rig bridge by creating it, so rigs side by side (test files run in
+ * parallel shards) each get their own bridge and /24: `ip link add` fails with "File exists" for
+ * a bridge another rig took between our look and our claim, and the next index is tried.
+ */
+export function claimRigNetwork(): RigNetwork {
   requireRealNodeTools();
-  const links = new Set(
-    (JSON.parse(run(["ip", "-j", "link", "show"], "listing links")) as { ifname: string }[]).map((l) => l.ifname),
-  );
+  raiseInotifyLimits();
   for (let i = 0; i < 64; i++) {
     const net = rigNetwork(i);
-    if (!links.has(net.bridge)) return net;
+    const res = Bun.spawnSync(["ip", "link", "add", net.bridge, "type", "bridge"], {
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    if (res.exitCode === 0) return net;
+    const why = res.stderr.toString().trim();
+    if (!/File exists/.test(why)) throw new RigError(`creating the rig bridge ${net.bridge} failed: ${why}`);
   }
   throw new RigError("all 64 rig bridges (lrig0..lrig63) exist; stop other rigs with `bun run rig down`");
 }
@@ -107,9 +115,8 @@ function raiseInotifyLimits(): void {
   }
 }
 
+/** Addresses the claimed bridge and brings it up. */
 export function createRigNetwork(net: RigNetwork): void {
-  raiseInotifyLimits();
-  run(["ip", "link", "add", net.bridge, "type", "bridge"], `creating the rig bridge ${net.bridge}`);
   run(["ip", "addr", "add", `${net.gateway}/24`, "dev", net.bridge], `addressing ${net.bridge}`);
   run(["ip", "link", "set", net.bridge, "up"], `bringing ${net.bridge} up`);
 }

@@ -18,7 +18,7 @@ import { RigError } from "./errors.ts";
 import { allocatePorts } from "./ports.ts";
 import { isAlive, killGroup, killGroupNow, PhaseClock } from "./process.ts";
 import {
-  allocateRigNetwork,
+  claimRigNetwork,
   createRigNetwork,
   prepareRealNode,
   removeHostRoutingNow,
@@ -180,7 +180,7 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
   const rig: Rig = { dir, owner: options.owner ?? 0, kubeconfigDir: join(dir, "kubeconfigs"), bin, clusters: [] };
   try {
     if (realNodes) {
-      rig.network = allocateRigNetwork();
+      rig.network = claimRigNetwork();
       saveRig(rig);
       progress(
         `real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`,
