@@ -46,3 +46,11 @@ export {
   type ProblemInit,
 } from "./problem.ts";
 export { byLabel, sumCounter, summarizeHistogram, bucketQuantile, type LatencySummary } from "./metric-summary.ts";
+export {
+  kubeMetricsAuthorizer,
+  createMetricsApp,
+  METRICS_READER_CLUSTERROLE,
+  type MetricsDecision,
+  type MetricsAuthorizer,
+  type KubeMetricsAuthorizerOptions,
+} from "./secure-metrics.ts";
