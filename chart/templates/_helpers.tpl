@@ -44,23 +44,45 @@ app.kubernetes.io/component: {{ .component }}
 The container every role runs in: the image's entrypoint is `bun cli/liqo.ts`, the role is the
 first argument. No kubeconfig: in a pod the roles use the in-cluster configuration
 (KUBERNETES_SERVICE_HOST/PORT and the mounted ServiceAccount token, re-read as the kubelet rotates it).
-Call with (dict "root" $ "component" "auth" "args" (list ...) "adminPort" 8091 "resources" ... ["env" list] ["mounts" list]
+Call with (dict "root" $ "component" "auth" "args" (list ...) "adminPort" 8091 "resources" ... ["env" list] ["mounts" list] ["ports" list]
 ["netAdmin" true] ["privileged" true] ["readyz" "/readyz?exclude=leader"]).
 The role's admin API listens on 127.0.0.1:<adminPort> (it refuses other addresses without TLS and
-tokens), where the kubelet's httpGet probes cannot reach (they dial the pod IP): the probes run
-bash in the container and speak HTTP to the loopback port (no curl in the image, no extra Bun).
+tokens), where the kubelet's httpGet probes cannot reach (they dial the pod IP). The probes use a
+second listener on the pod IP, port "health" (adminPort + 100), that serves /healthz and /readyz
+and nothing else. With metrics.enabled a third, port "metrics" (adminPort + 200), serves /metrics
+over HTTPS to callers the API server authenticates and authorizes.
 */}}
 {{- define "liqo.container" -}}
 - name: {{ .component }}
   image: {{ include "liqo.image" .root }}
   imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  {{- $health := add (int .adminPort) 100 }}
+  {{- $metrics := add (int .adminPort) 200 }}
   args:
   {{- range .args }}
     - {{ . | quote }}
   {{- end }}
     - "--admin-address"
     - {{ printf "127.0.0.1:%d" (int .adminPort) | quote }}
+    - "--health-address"
+    - {{ printf "[$(POD_IP)]:%d" $health | quote }}
+  {{- if .root.Values.metrics.enabled }}
+    - "--metrics-address"
+    - {{ printf "[$(POD_IP)]:%d" $metrics | quote }}
+    - "--metrics-tls-cert-file"
+    - "/etc/liqo/metrics-tls/tls.crt"
+    - "--metrics-tls-key-file"
+    - "/etc/liqo/metrics-tls/tls.key"
+  {{- end }}
+  {{- $ports := concat (.ports | default list) (list (dict "name" "health" "containerPort" $health "protocol" "TCP")) }}
+  {{- if .root.Values.metrics.enabled }}
+  {{- $ports = append $ports (dict "name" "metrics" "containerPort" $metrics "protocol" "TCP") }}
+  {{- end }}
+  ports:
+  {{- toYaml $ports | nindent 4 }}
   env:
+    - name: POD_IP
+      valueFrom: { fieldRef: { fieldPath: status.podIP } }
     - name: POD_NAME
       valueFrom: { fieldRef: { fieldPath: metadata.name } }
     - name: POD_NAMESPACE
@@ -71,12 +93,12 @@ bash in the container and speak HTTP to the loopback port (no curl in the image,
   {{- toYaml . | nindent 4 }}
   {{- end }}
   readinessProbe:
-    exec: { command: {{ include "liqo.httpProbe" (list .adminPort (.readyz | default "/readyz")) }} }
+    httpGet: { path: {{ .readyz | default "/readyz" | quote }}, port: health }
     periodSeconds: 5
     timeoutSeconds: 3
     failureThreshold: 3
   livenessProbe:
-    exec: { command: {{ include "liqo.httpProbe" (list .adminPort "/healthz") }} }
+    httpGet: { path: /healthz, port: health }
     initialDelaySeconds: 30
     periodSeconds: 20
     timeoutSeconds: 5
@@ -108,24 +130,17 @@ bash in the container and speak HTTP to the loopback port (no curl in the image,
   {{- with .resources }}
   resources: {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with .mounts }}
+  {{- $mounts := .mounts | default list }}
+  {{- if .root.Values.metrics.enabled }}
+  {{- $mounts = append $mounts (dict "name" "metrics-tls" "mountPath" "/etc/liqo/metrics-tls" "readOnly" true) }}
+  {{- end }}
+  {{- with $mounts }}
   volumeMounts:
   {{- toYaml . | nindent 4 }}
   {{- end }}
 {{- end }}
 
 {{/* Pod-level fields shared by every Deployment: service account (its token is the roles' credential), pull secrets, volumes. */}}
-{{/*
-An exec probe command (JSON list) that GETs a path of the admin API on 127.0.0.1:<port> and succeeds
-on HTTP 200; call with (list port path).
-*/}}
-{{- define "liqo.httpProbe" -}}
-{{- $port := int (index . 0) -}}
-{{- $path := index . 1 -}}
-{{- $script := printf "exec 3<>/dev/tcp/127.0.0.1/%d && printf 'GET %s HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' >&3 && read -r _ code _ <&3 && [ \"$code\" = 200 ]" $port $path -}}
-{{- list "bash" "-c" $script | toJson -}}
-{{- end }}
-
 {{- define "liqo.podSpec" -}}
 serviceAccountName: liqo-{{ .component }}
 {{- with .root.Values.imagePullSecrets }}
@@ -135,7 +150,11 @@ imagePullSecrets: {{- toYaml . | nindent 2 }}
 nodeSelector: {{- toYaml . | nindent 2 }}
 {{- end }}
 automountServiceAccountToken: true
-{{- with .volumes }}
+{{- $volumes := .volumes | default list }}
+{{- if .root.Values.metrics.enabled }}
+{{- $volumes = append $volumes (dict "name" "metrics-tls" "secret" (dict "secretName" "liqo-metrics-tls")) }}
+{{- end }}
+{{- with $volumes }}
 volumes:
 {{ toYaml . | indent 2 }}
 {{- end }}

@@ -43,6 +43,11 @@ export const commonInstallArgs = {
     type: "boolean",
     description: "two replicas (active/standby) of the gateway and the controller manager",
   },
+  "enable-metrics": {
+    type: "boolean",
+    description:
+      "serve each role's Prometheus metrics on its pod IP (HTTPS; scrapers need the ClusterRole liqo-metrics-reader)",
+  },
   "api-server-url": {
     type: "string",
     description: "https URL peers reach this cluster's API server at (default: detected, else the kubeconfig's)",
@@ -92,6 +97,7 @@ function installFlags(args: Args): InstallFlags {
     sharingPercentage: s("sharing-percentage"),
     reservedSubnets: s("reserved-subnets"),
     enableHa: args["enable-ha"] === true,
+    enableMetrics: args["enable-metrics"] === true,
     version: s("version"),
     apiServerUrl: s("api-server-url"),
     podCidr: s("pod-cidr"),

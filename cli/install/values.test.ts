@@ -82,6 +82,11 @@ describe("chartValues", () => {
     expect(v.gateway.replicas).toBe(2);
   });
 
+  test("--enable-metrics turns on metrics.enabled; without it the chart's default (off) stands", () => {
+    expect(values({ enableMetrics: true }).metrics).toEqual({ enabled: true });
+    expect(values({}).metrics).toBeUndefined();
+  });
+
   test("--reflection-policy: the whole policy in reflection.policy, defaults for the kinds it leaves out; without it, the chart's", () => {
     const v = values({ reflectionPolicy: "secrets=opt-in,ingresses=none" });
     expect(v.reflection.policy).toEqual({

@@ -11,6 +11,8 @@ export interface InstallFlags {
   sharingPercentage?: string;
   reservedSubnets?: string;
   enableHa?: boolean;
+  /** Liqo's --enable-metrics: the chart's metrics.enabled (each role's /metrics on its pod IP). */
+  enableMetrics?: boolean;
   version?: string;
   apiServerUrl?: string;
   podCidr?: string;
@@ -152,5 +154,6 @@ export function chartValues(
     gateway: { replicas, service: { type: detected.serviceType === "LoadBalancer" ? "LoadBalancer" : "NodePort" } },
     auth: { service: { type: detected.serviceType } },
     ...(policy ? { reflection: { policy } } : {}),
+    ...(flags.enableMetrics ? { metrics: { enabled: true } } : {}),
   };
 }

@@ -95,31 +95,7 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
   }
   if (extra.maxRequestBodyBytes > 0) bodyLimits.set(app, extra.maxRequestBodyBytes);
 
-  app.get("/healthz", (c) => c.json({ status: "ok" }, 200, { "cache-control": "no-store" }));
-
-  app.get("/readyz", async (c) => {
-    const query = parseInput(ReadyzQuery, c.req.queries(), "readyz query");
-    const verbose = isOn(query.verbose?.[0]);
-    const report = await readiness.run({ exclude: query.exclude });
-    const failed = report.checks.filter((check) => !check.ok);
-    if (!report.ready) throw notReady(failed, verbose ? report.checks : failed);
-    return c.json(verbose ? { status: "ready", checks: report.checks } : { status: "ready" }, 200, {
-      "cache-control": "no-store",
-    });
-  });
-
-  app.get("/readyz/:check", async (c) => {
-    const name = c.req.param("check");
-    if (!readiness.has(name))
-      throw new ProblemError({
-        status: 404,
-        reason: "NotFound",
-        detail: `no readiness check named ${JSON.stringify(name)}`,
-      });
-    const report = await readiness.run({ only: name });
-    if (!report.ready) throw notReady(report.checks, report.checks);
-    return c.json({ status: "ready", checks: report.checks }, 200, { "cache-control": "no-store" });
-  });
+  healthRoutes(app, readiness);
 
   app.get("/metrics", async (c) => {
     return c.body(await registry.expose(), 200, {
@@ -167,5 +143,47 @@ export function createAdminApp(options: AdminAppOptions = {}): AdminApp {
   }
   for (const [path, sub] of Object.entries(extra.routes)) app.route(path, sub);
 
+  return app;
+}
+
+/** GET /healthz, /readyz (?exclude=, ?verbose) and /readyz/<check>: the admin API's and the probe port's. */
+function healthRoutes(app: Hono<AdminEnv>, readiness: Readiness): void {
+  app.get("/healthz", (c) => c.json({ status: "ok" }, 200, { "cache-control": "no-store" }));
+
+  app.get("/readyz", async (c) => {
+    const query = parseInput(ReadyzQuery, c.req.queries(), "readyz query");
+    const verbose = isOn(query.verbose?.[0]);
+    const report = await readiness.run({ exclude: query.exclude });
+    const failed = report.checks.filter((check) => !check.ok);
+    if (!report.ready) throw notReady(failed, verbose ? report.checks : failed);
+    return c.json(verbose ? { status: "ready", checks: report.checks } : { status: "ready" }, 200, {
+      "cache-control": "no-store",
+    });
+  });
+
+  app.get("/readyz/:check", async (c) => {
+    const name = c.req.param("check");
+    if (!readiness.has(name))
+      throw new ProblemError({
+        status: 404,
+        reason: "NotFound",
+        detail: `no readiness check named ${JSON.stringify(name)}`,
+      });
+    const report = await readiness.run({ only: name });
+    if (!report.ready) throw notReady(report.checks, report.checks);
+    return c.json({ status: "ready", checks: report.checks }, 200, { "cache-control": "no-store" });
+  });
+}
+
+/**
+ * The kubelet's probes, on their own plain-HTTP port (probes dial the pod IP, where the admin API
+ * does not listen): liveness and readiness only, as on the admin API. Nothing else is served here,
+ * so the port can face the pod network without TLS or tokens.
+ */
+export function createHealthApp(options: { readiness: Readiness; logger?: Logger }): AdminApp {
+  const app: AdminApp = new Hono<AdminEnv>();
+  app.onError(createErrorHandler(options.logger ?? silentLogger));
+  app.notFound(notFound);
+  healthRoutes(app, options.readiness);
   return app;
 }

@@ -1,5 +1,5 @@
 // Public surface of the admin HTTP base; roles import from here only.
-export { createAdminApp, type AdminApp, type AdminAppOptions, type View } from "./app.ts";
+export { createAdminApp, createHealthApp, type AdminApp, type AdminAppOptions, type View } from "./app.ts";
 export {
   mergeExtensions,
   type AdminExtension,

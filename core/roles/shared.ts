@@ -5,6 +5,7 @@ import { CliError } from "../cli-errors.ts";
 import {
   AdminConfigError,
   createAdminApp,
+  createHealthApp,
   createReadiness,
   isLoopbackHost,
   startAdminServer,
@@ -17,7 +18,8 @@ import {
   type ReadinessCheck,
   type View,
 } from "../admin/index.ts";
-import type { KubeClient } from "../kube/client.ts";
+import { createMetricsApp, kubeMetricsAuthorizer } from "../admin/secure-metrics.ts";
+import { createKubeClient, type KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { clusterViews } from "./admin-views-cluster.ts";
@@ -72,6 +74,18 @@ export function adminArgs(defaultAddress: string) {
       description:
         "CA (PEM) whose client certificates are accepted instead of tokens (O=liqo-admin:write for write access)",
     },
+    "health-address": {
+      type: "string",
+      description:
+        "host:port of a plain-HTTP listener serving only /healthz and /readyz, for the kubelet's httpGet probes (off when not given)",
+    },
+    "metrics-address": {
+      type: "string",
+      description:
+        "host:port of an HTTPS listener serving only GET /metrics to callers the API server authenticates and authorizes (TokenReview, then SubjectAccessReview of get /metrics); needs --metrics-tls-cert-file and --metrics-tls-key-file (off when not given)",
+    },
+    "metrics-tls-cert-file": { type: "string", description: "serving certificate of --metrics-address (PEM)" },
+    "metrics-tls-key-file": { type: "string", description: "key of --metrics-tls-cert-file (PEM)" },
   } as const;
 }
 
@@ -83,6 +97,10 @@ export interface AdminFlags {
   "admin-tls-cert-file"?: string;
   "admin-tls-key-file"?: string;
   "admin-client-ca-file"?: string;
+  "health-address"?: string;
+  "metrics-address"?: string;
+  "metrics-tls-cert-file"?: string;
+  "metrics-tls-key-file"?: string;
 }
 
 const CREDENTIAL_FLAGS = "--admin-token-file, --admin-read-token-file or --admin-client-ca-file";
@@ -171,14 +189,21 @@ export interface ServeAdminOptions {
   client?: KubeClient;
 }
 
-export async function serveAdmin(o: ServeAdminOptions): Promise<AdminServer & { readiness: Readiness }> {
-  const security = adminSecurity(o.args ?? { "admin-address": o.address ?? "127.0.0.1:0" });
+/** The admin server, its readiness, and the probe and metrics listeners when their flags are given. */
+export type ServedAdmin = AdminServer & { readiness: Readiness; health?: AdminServer; metrics?: AdminServer };
+
+export async function serveAdmin(o: ServeAdminOptions): Promise<ServedAdmin> {
+  const flags = o.args ?? { "admin-address": o.address ?? "127.0.0.1:0" };
+  const security = adminSecurity(flags);
+  const metrics = metricsListener(flags);
+  const health = flags["health-address"] ? hostPort(flags["health-address"], "health-address") : undefined;
   const readiness = createReadiness({ logger: o.logger });
   for (const [name, check] of Object.entries(o.checks ?? {})) readiness.add(name, check);
   if (o.leader) readiness.add("leader", o.leader);
   const own = [...Object.keys(o.views ?? {}), ...(o.extensions ?? []).flatMap((e) => Object.keys(e.views ?? {}))];
   const extensions = [...(o.extensions ?? [])];
   if (o.client) extensions.push(clusterViews(o.client, { exclude: own }));
+  const servers: AdminServer[] = [];
   try {
     const app = createAdminApp({
       registry: o.registry,
@@ -196,11 +221,75 @@ export async function serveAdmin(o: ServeAdminOptions): Promise<AdminServer & { 
       tls: security.tls,
       logger: o.logger,
     });
-    return Object.assign(server, { readiness });
+    servers.push(server);
+    let healthServer: AdminServer | undefined;
+    let metricsServer: AdminServer | undefined;
+    if (health) {
+      // Probes carry no credential and need none: this app answers nothing but health and readiness.
+      const app = createHealthApp({ readiness, logger: o.logger });
+      healthServer = await startAdminServer({
+        app,
+        host: health.host.replace(/^\[|\]$/g, ""),
+        port: health.port,
+        allowAnonymous: true,
+        logger: o.logger,
+      });
+      servers.push(healthServer);
+    }
+    if (metrics) {
+      const authorizer = kubeMetricsAuthorizer(o.client ?? createKubeClient({}));
+      const app = createMetricsApp({ registry: o.registry, authorizer, logger: o.logger });
+      // The app checks every request's token with the API server; the server's own auth layer stays off.
+      metricsServer = await startAdminServer({
+        app,
+        host: metrics.host,
+        port: metrics.port,
+        tls: metrics.tls,
+        allowAnonymous: true,
+        logger: o.logger,
+      });
+      servers.push(metricsServer);
+    }
+    const stops = servers.map((s) => s.stop);
+    return Object.assign(server, {
+      readiness,
+      health: healthServer,
+      metrics: metricsServer,
+      stop: async () => {
+        await Promise.all(stops.map((stop) => stop()));
+      },
+    });
   } catch (err) {
+    await Promise.all(servers.map((s) => s.stop().catch(() => {})));
     if (err instanceof AdminConfigError) throw new CliError(`admin API: ${err.message}`, undefined, { cause: err });
     throw err;
   }
+}
+
+/** The --metrics-* flags: an address and its certificate, or nothing; one without the other is refused. */
+export function metricsListener(
+  flags: AdminFlags,
+): { host: string; port: number; tls: { cert: string; key: string } } | undefined {
+  const certFile = flags["metrics-tls-cert-file"];
+  const keyFile = flags["metrics-tls-key-file"];
+  if (!flags["metrics-address"]) {
+    if (certFile || keyFile)
+      throw new CliError("--metrics-tls-cert-file and --metrics-tls-key-file need --metrics-address");
+    return undefined;
+  }
+  const { host, port } = hostPort(flags["metrics-address"], "metrics-address");
+  if (!certFile || !keyFile)
+    throw new CliError(
+      `--metrics-address ${flags["metrics-address"]} serves HTTPS only (tokens travel in it): give --metrics-tls-cert-file and --metrics-tls-key-file`,
+    );
+  return {
+    host: host.replace(/^\[|\]$/g, ""),
+    port,
+    tls: {
+      cert: readFlagFile(certFile, "metrics-tls-cert-file"),
+      key: readFlagFile(keyFile, "metrics-tls-key-file"),
+    },
+  };
 }
 
 export function untilSignal(): Promise<void> {

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CliError } from "../../cli/errors.ts";
 import { silentLogger } from "../../core/log.ts";
+import { createKubeClient } from "../../core/kube/client.ts";
 import { createRegistry } from "../../core/metrics/index.ts";
 import { adminSecurity, serveAdmin, type AdminFlags } from "../../core/roles/shared.ts";
 
@@ -257,3 +258,99 @@ describe("client certificates", () => {
     expect(head.status).toBe(200);
   });
 });
+
+describe("the probe and metrics listeners (--health-address, --metrics-address)", () => {
+  test("the probe port serves /healthz and /readyz without credentials, with the admin API's answers, and nothing else", async () => {
+    let synced = true;
+    const server = await serveAdmin({
+      args: {
+        "admin-address": "127.0.0.1:0",
+        "admin-token-file": path("write.token"),
+        "health-address": "127.0.0.1:0",
+      },
+      registry: createRegistry(),
+      logger: silentLogger,
+      views: { things: () => [{ name: "a" }] },
+      checks: { "caches-synced": () => synced || { ok: false, reason: "informers still listing" } },
+    });
+    stops.push(() => server.stop());
+    const health = server.health!;
+    expect(health.url).toStartWith("http://127.0.0.1:");
+    expect(health.port).not.toBe(server.port);
+    expect((await call(health.url, "GET", "/healthz")).status).toBe(200);
+    expect((await call(health.url, "GET", "/readyz")).status).toBe(200);
+    synced = false;
+    const failing = await call(health.url, "GET", "/readyz");
+    expect(failing.status).toBe(503);
+    expect(JSON.parse(failing.body).detail).toContain("caches-synced (informers still listing)");
+    // The same check excluded, as the gateway's standby replicas are probed (?exclude=leader).
+    expect((await call(health.url, "GET", "/readyz?exclude=caches-synced")).status).toBe(200);
+    // What the admin API guards with its token is not on the probe port at all.
+    for (const route of ["/metrics", "/views/things", "/status", "/"])
+      expect({ route, status: (await call(health.url, "GET", route)).status }).toEqual({ route, status: 404 });
+    // ...and still guarded on the admin port.
+    expect((await call(server.url, "GET", "/views/things")).status).toBe(401);
+  });
+
+  test("--metrics-address without its certificate, or a certificate without the address, is refused naming the flags", async () => {
+    const attempt = (flags: Partial<AdminFlags>) =>
+      serveAdmin({
+        args: { "admin-address": "127.0.0.1:0", ...flags },
+        registry: createRegistry(),
+        logger: silentLogger,
+      });
+    await expect(attempt({ "metrics-address": "127.0.0.1:0" })).rejects.toThrow(
+      "--metrics-address 127.0.0.1:0 serves HTTPS only (tokens travel in it): give --metrics-tls-cert-file and --metrics-tls-key-file",
+    );
+    await expect(attempt({ "metrics-tls-cert-file": path("server.crt") })).rejects.toThrow(
+      "--metrics-tls-cert-file and --metrics-tls-key-file need --metrics-address",
+    );
+    await expect(
+      attempt({
+        "metrics-address": "127.0.0.1",
+        "metrics-tls-cert-file": path("server.crt"),
+        "metrics-tls-key-file": path("server.key"),
+      }),
+    ).rejects.toThrow("--metrics-address must be host:port");
+  });
+
+  test("the metrics port answers HTTPS /metrics only: no token is 401 at once; the API server's verdict is the chart's e2e's", async () => {
+    const server = await serveAdmin({
+      args: {
+        "admin-address": "127.0.0.1:0",
+        "metrics-address": "127.0.0.1:0",
+        "metrics-tls-cert-file": path("server.crt"),
+        "metrics-tls-key-file": path("server.key"),
+      },
+      registry: createRegistry(),
+      logger: silentLogger,
+      // An API server nobody answers for: a token is then neither accepted nor refused (503).
+      client: createKubeClient({ kubeconfig: unreachableKubeconfig() }),
+    });
+    stops.push(() => server.stop());
+    const metrics = server.metrics!;
+    expect(metrics.url).toStartWith("https://127.0.0.1:");
+    const none = await call(metrics.url, "GET", "/metrics");
+    expect(none.status).toBe(401);
+    const unknown = await call(metrics.url, "GET", "/metrics", { token: READ });
+    expect(unknown.status).toBe(503);
+    expect((await call(metrics.url, "GET", "/healthz")).status).toBe(404);
+  });
+});
+
+/** A kubeconfig whose API server is a closed loopback port. */
+function unreachableKubeconfig(): string {
+  const file = path("unreachable.kubeconfig");
+  writeFileSync(
+    file,
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      "clusters: [{ name: c, cluster: { server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true } }]",
+      "users: [{ name: u, user: { token: not-a-real-token } }]",
+      "contexts: [{ name: x, context: { cluster: c, user: u } }]",
+      "current-context: x",
+    ].join("\n"),
+  );
+  return file;
+}
