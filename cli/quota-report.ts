@@ -11,7 +11,14 @@ import {
 import { formatQuantity, parseQuantity, unitOf } from "../core/kube/quantity.ts";
 import type { KubeObject } from "../core/kube/resources.ts";
 import type { Pod } from "../core/kube/types.ts";
-import { addAmounts, isActivePod, podRequests, zeroAmounts, type Amounts } from "../core/peering/sharing/offer.ts";
+import {
+  addAmounts,
+  isActivePod,
+  isBase,
+  podRequests,
+  zeroAmounts,
+  type Amounts,
+} from "../core/peering/sharing/offer.ts";
 import type { ForeignClusterObject } from "../core/peering/foreigncluster/index.ts";
 import { table } from "./table.ts";
 
@@ -46,21 +53,35 @@ export interface QuotaInput {
   requests?: QuotaRequest[];
 }
 
-/** One line per request with asked amounts: each resource asked → granted, "capped" where the provider gave less. */
-function grantLines(i: QuotaInput, nameOf: (id: string | undefined) => string): string[] {
-  const out: string[] = [];
-  for (const rr of i.requests ?? []) {
-    const grants = rr.status?.resourceGrants ?? [];
-    const refusal = rr.status?.resourceRefusal;
-    if (!grants.length && !refusal) continue;
-    const origin = rr.metadata.labels?.[REPLICATION_ORIGIN_LABEL];
-    const who = origin
-      ? `${nameOf(origin)} asked here`
-      : `asked of ${nameOf(rr.metadata.labels?.[REPLICATION_DESTINATION_LABEL])}`;
-    const each = grants.map((g) => `${g.name} ${g.asked} → ${g.granted}${g.capped ? " (capped)" : ""}`).join(", ");
-    out.push(`  ${who}: ${each || "-"}${refusal ? `; refused: ${refusal}` : ""}`);
-  }
-  return out;
+/** One peering's row: an offer (ours to a consumer, or a provider's to us) and what the pods take of it. */
+export interface QuotaPeeringStatus {
+  peering: string;
+  clusterID: string;
+  direction: "incoming" | "outgoing";
+  /** incoming: we cordoned this consumer (liqoctl cordon tenant); outgoing: the provider cordoned us. */
+  cordoned: boolean;
+  /** What the offer states, per resource (a quantity that does not parse: as written). */
+  offered: Record<string, string>;
+  /** What the pods take: cpu, memory, pods, ephemeral-storage and every named resource offered or used. */
+  used: Record<string, string>;
+  /** incoming: the consumer's ShadowPods refused for quota; outgoing: our pods held back (OffloadingBackOff). */
+  waiting: number;
+}
+
+/** A ResourceRequest with asked amounts: ours of a provider (outgoing) or a consumer's of us (incoming). */
+export interface QuotaAskStatus {
+  peering: string;
+  direction: "incoming" | "outgoing";
+  resources: { name: string; asked: string; granted: string; capped: boolean }[];
+  /** Why the asked amounts were not read; the last offer stands. */
+  refusal?: string;
+}
+
+export interface QuotaStatus {
+  /** How this cluster enforces its offers on consumers (the controller manager's --peer-quota). */
+  enforcement: string;
+  peerings: QuotaPeeringStatus[];
+  asked: QuotaAskStatus[];
 }
 
 function sum(pods: Pod[]): Amounts {
@@ -69,31 +90,49 @@ function sum(pods: Pod[]): Amounts {
   return out;
 }
 
-/** "used/offered" for one resource, or "used" when the offer does not state it. */
-function cell(used: Amounts, hard: Record<string, string | number> | undefined, r: string) {
-  const f = (n: bigint) => formatQuantity(n, unitOf(r));
-  const limit = hard?.[r];
-  if (limit === undefined) return f(used[r] ?? 0n);
-  try {
-    return `${f(used[r] ?? 0n)}/${f(parseQuantity(limit))}`;
-  } catch {
-    return `${f(used[r] ?? 0n)}/${limit}`;
+/** The offer's amounts as quantities are written back (1000m: 1); one that does not parse, as it is. */
+function offeredAmounts(hard: Record<string, string | number> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [r, v] of Object.entries(hard ?? {})) {
+    try {
+      out[r] = formatQuantity(parseQuantity(v), unitOf(r));
+    } catch {
+      out[r] = String(v);
+    }
   }
+  return out;
 }
 
-export function quotaReport(i: QuotaInput): string {
+/** What the pods take of every resource they use or the offer states (0 where none). */
+function usedAmounts(used: Amounts, offered: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const r of new Set([...Object.keys(used), ...Object.keys(offered)]))
+    out[r] = formatQuantity(used[r] ?? 0n, unitOf(r));
+  return out;
+}
+
+function askedStatus(i: QuotaInput, nameOf: (id: string | undefined) => string): QuotaAskStatus[] {
+  const out: QuotaAskStatus[] = [];
+  for (const rr of i.requests ?? []) {
+    const grants = rr.status?.resourceGrants ?? [];
+    const refusal = rr.status?.resourceRefusal;
+    if (!grants.length && !refusal) continue;
+    const origin = rr.metadata.labels?.[REPLICATION_ORIGIN_LABEL];
+    out.push({
+      peering: nameOf(origin || rr.metadata.labels?.[REPLICATION_DESTINATION_LABEL]),
+      direction: origin ? "incoming" : "outgoing",
+      resources: grants.map((g) => ({ name: g.name, asked: g.asked, granted: g.granted, capped: g.capped })),
+      ...(refusal ? { refusal } : {}),
+    });
+  }
+  return out;
+}
+
+/** Per peering, what is used of each offer made or received, and what was asked of each. */
+export function quotaStatus(i: QuotaInput): QuotaStatus {
   const nameOf = (id: string | undefined) =>
     i.fcs.find((f) => f.spec.clusterIdentity?.clusterID === id)?.metadata.name ?? id ?? "?";
-  const mode = i.mode ?? "hard";
-  const rows = [["PEERING", "DIRECTION", "MODE", "CPU", "MEMORY", "PODS", "WAITING (REFUSED)"]];
-  // Extended resources and huge pages an offer states, or pods use: one line per peering under the table.
-  const extra: string[] = [];
-  const named = (row: string, used: Amounts, hard: Record<string, string | number> | undefined) => {
-    const names = [...new Set([...Object.keys(hard ?? {}), ...Object.keys(used)])]
-      .filter((r) => !["cpu", "memory", "pods", "ephemeral-storage"].includes(r))
-      .sort();
-    if (names.length) extra.push(`  ${row}: ${names.map((r) => `${r} ${cell(used, hard, r)}`).join(", ")}`);
-  };
+  const peerings: QuotaPeeringStatus[] = [];
   // Incoming: our offers to consumers, and what their pods here take.
   for (const offer of i.offers) {
     const consumer = offer.metadata.labels?.[REPLICATION_DESTINATION_LABEL];
@@ -108,21 +147,17 @@ export function quotaReport(i: QuotaInput): string {
         p.status?.phase !== "Succeeded" &&
         p.status?.phase !== "Failed",
     );
-    const refused = i.shadowPods.filter(
-      (s) => twins.has(s.metadata.namespace) && s.status?.quota?.phase === "Refused",
-    ).length;
-    const used = sum(pods);
-    const hard = offer.spec.resourceQuota?.hard;
-    named(`${nameOf(consumer)} incoming`, used, hard);
-    rows.push([
-      nameOf(consumer),
-      "incoming",
-      i.cordoned?.has(consumer) ? `${mode}, cordoned` : mode,
-      cell(used, hard, "cpu"),
-      cell(used, hard, "memory"),
-      cell(used, hard, "pods"),
-      String(refused),
-    ]);
+    const offered = offeredAmounts(offer.spec.resourceQuota?.hard);
+    peerings.push({
+      peering: nameOf(consumer),
+      clusterID: consumer,
+      direction: "incoming",
+      cordoned: i.cordoned?.has(consumer) ?? false,
+      offered,
+      used: usedAmounts(sum(pods), offered),
+      waiting: i.shadowPods.filter((s) => twins.has(s.metadata.namespace) && s.status?.quota?.phase === "Refused")
+        .length,
+    });
   }
   // Outgoing: each provider's offer to us, and what our pods on its virtual nodes take.
   for (const offer of i.offers) {
@@ -132,27 +167,60 @@ export function quotaReport(i: QuotaInput): string {
       i.nodes.filter((n) => n.metadata.labels?.[REMOTE_CLUSTER_ID_LABEL] === provider).map((n) => n.metadata.name),
     );
     const pods = i.pods.filter((p) => nodes.has(p.spec?.nodeName) && isActivePod(p));
-    const held = pods.filter(
-      (p) => (p.status as { reason?: string } | undefined)?.reason === "OffloadingBackOff",
-    ).length;
-    const used = sum(pods);
-    const hard = offer.spec.resourceQuota?.hard;
-    named(`${nameOf(provider)} outgoing`, used, hard);
+    const offered = offeredAmounts(offer.spec.resourceQuota?.hard);
+    peerings.push({
+      peering: nameOf(provider),
+      clusterID: provider,
+      direction: "outgoing",
+      cordoned: offer.metadata.annotations?.[TENANT_CORDONED_ANNOTATION] === "true",
+      offered,
+      used: usedAmounts(sum(pods), offered),
+      waiting: pods.filter((p) => (p.status as { reason?: string } | undefined)?.reason === "OffloadingBackOff").length,
+    });
+  }
+  return { enforcement: i.mode ?? "hard", peerings, asked: askedStatus(i, nameOf) };
+}
+
+/** "used/offered" for one resource, or "used" when the offer does not state it. */
+function cell(p: QuotaPeeringStatus, r: string): string {
+  return p.offered[r] === undefined ? p.used[r]! : `${p.used[r]}/${p.offered[r]}`;
+}
+
+/** The quota section's text: a table per peering, named resources and asked amounts under it. */
+export function quotaText(q: QuotaStatus): string {
+  if (!q.peerings.length) return "Quotas: no offer made or received";
+  const mode = q.enforcement;
+  const rows = [["PEERING", "DIRECTION", "MODE", "CPU", "MEMORY", "PODS", "WAITING (REFUSED)"]];
+  // Extended resources and huge pages an offer states, or pods use: one line per peering under the table.
+  const extra: string[] = [];
+  for (const p of q.peerings) {
+    const named = Object.keys(p.used)
+      .filter((r) => !isBase(r))
+      .sort();
+    if (named.length) extra.push(`  ${p.peering} ${p.direction}: ${named.map((r) => `${r} ${cell(p, r)}`).join(", ")}`);
+    const incoming = p.direction === "incoming";
     rows.push([
-      nameOf(provider),
-      "outgoing",
-      offer.metadata.annotations?.[TENANT_CORDONED_ANNOTATION] === "true" ? "cordoned by the provider" : "-",
-      cell(used, hard, "cpu"),
-      cell(used, hard, "memory"),
-      cell(used, hard, "pods"),
-      String(held),
+      p.peering,
+      p.direction,
+      incoming ? (p.cordoned ? `${mode}, cordoned` : mode) : p.cordoned ? "cordoned by the provider" : "-",
+      cell(p, "cpu"),
+      cell(p, "memory"),
+      cell(p, "pods"),
+      String(p.waiting),
     ]);
   }
-  if (rows.length === 1) return "Quotas: no offer made or received";
-  const grants = grantLines(i, nameOf);
+  const grants = q.asked.map((a) => {
+    const who = a.direction === "incoming" ? `${a.peering} asked here` : `asked of ${a.peering}`;
+    const each = a.resources.map((g) => `${g.name} ${g.asked} → ${g.granted}${g.capped ? " (capped)" : ""}`).join(", ");
+    return `  ${who}: ${each || "-"}${a.refusal ? `; refused: ${a.refusal}` : ""}`;
+  });
   return (
     `Quotas (used/offered; incoming: what each consumer's pods take here, enforced ${mode}; outgoing: what ours take at each provider):\n${table(rows)}` +
     (extra.length ? `\nNamed resources (used/offered):\n${extra.join("\n")}` : "") +
     (grants.length ? `\nAsked amounts (asked → granted):\n${grants.join("\n")}` : "")
   );
+}
+
+export function quotaReport(i: QuotaInput): string {
+  return quotaText(quotaStatus(i));
 }

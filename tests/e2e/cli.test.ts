@@ -659,6 +659,13 @@ describe("against a rig cluster", () => {
       expect(after.stderr).toBe("");
       expect(after.stdout).toContain("  name:      rome\n  ID:        0d4f6b1e-0000-4000-8000-000000000001\n");
       expect(after.code).toBe(0);
+      // The same facts for scripts: -o json names the cluster the text does; an unknown format is refused.
+      const json = await liqoctl(["status", "-o", "json", "--kubeconfig", kubeconfig], { program: [binary] });
+      expect(JSON.parse(json.stdout).clusterIdentity.name).toBe("rome");
+      expect(json.code).toBe(0);
+      const xml = await liqoctl(["status", "-o", "xml", "--kubeconfig", kubeconfig], { program: [binary] });
+      expect(xml.stderr).toContain("--output xml: use json or yaml");
+      expect(xml.code).toBe(2);
       const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
       expect(version.stdout).toContain(
         "Server version: unknown (no liqo Deployment carries app.kubernetes.io/version) (cluster rome, id 0d4f6b1e-0000-4000-8000-000000000001)",
