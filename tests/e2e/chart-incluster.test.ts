@@ -66,6 +66,11 @@ type Workload = KubeObject & {
     observedGeneration?: number;
   };
 };
+type ProbedContainer = {
+  readinessProbe?: { httpGet?: { port?: string | number } };
+  livenessProbe?: { httpGet?: { port?: string | number } };
+  ports?: { name?: string; containerPort: number }[];
+};
 type Service = KubeObject & { spec: { type: string; ports: { name?: string; nodePort?: number }[] } };
 
 let rig: TestRig;
@@ -81,6 +86,8 @@ const isReady = (p: Pod) =>
   p.status?.phase === "Running" &&
   !!p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") &&
   !p.metadata.deletionTimestamp;
+const metricsPort = (p: Pod) =>
+  (p.spec.containers[0] as unknown as ProbedContainer).ports?.find((x) => x.name === "metrics")?.containerPort;
 const podsOf = async (workload: string) =>
   (await client.list<Pod>(Resources.pods, { namespace: NS, labelSelector: `app.kubernetes.io/name=${workload}` }))
     .items;
@@ -113,6 +120,55 @@ const podSummary = async () =>
     restarts: p.status?.containerStatuses?.[0]?.restartCount,
   }));
 
+/** The test's `liqoctl install generic` command line, and more flags. */
+const installArgs = (...more: string[]) => [
+  "install",
+  "generic",
+  "--kubeconfig",
+  kubeconfig,
+  "--cluster-name",
+  "rome",
+  "--pod-cidr",
+  rig.clusters[0]!.podCIDR,
+  "--api-server-url",
+  apiServerUrl,
+  "--set",
+  "proxy.enabled=true",
+  "--timeout",
+  "8m",
+  ...more,
+];
+
+/**
+ * Scrapes each URL from inside a liqo pod (the image has Bun, not curl) three ways: with no token,
+ * with the pod's own ServiceAccount token (authenticated, not allowed /metrics), and with `token`.
+ * The certificate is checked against the install's CA and the name liqo-metrics.liqo.svc.
+ */
+async function scrapeFrom(workloadName: string, urls: Record<string, string>, token: string) {
+  const script = `
+const urls = ${JSON.stringify(urls)};
+const ca = await Bun.file("/etc/liqo/metrics-tls/ca.crt").text();
+const own = (await Bun.file("/var/run/secrets/kubernetes.io/serviceaccount/token").text()).trim();
+const name = "DNS:liqo-metrics.${NS}.svc";
+const tls = { ca, checkServerIdentity: (_h, cert) => String(cert.subjectaltname ?? "").split(", ").includes(name) ? undefined : new Error("certificate names " + cert.subjectaltname) };
+const get = async (url, token) => {
+  try {
+    const r = await fetch(url, { tls, headers: token ? { authorization: "Bearer " + token } : {} });
+    const body = await r.text();
+    return { status: r.status, process: /^process_cpu_seconds_total /m.test(body), liqo: (body.match(/^liqo_[a-z_]+/gm) ?? []).length };
+  } catch (e) { return { error: String(e) }; }
+};
+const out = {};
+for (const [pod, url] of Object.entries(urls)) out[pod] = { none: await get(url), own: await get(url, own), scraper: await get(url, ${JSON.stringify(token)}) };
+console.log(JSON.stringify(out));`;
+  const r = await execIn(workloadName, ["bun", "-e", script]);
+  if (r.code !== 0) throw new Error(`scrape from ${workloadName} failed: ${r.stderr}`);
+  return JSON.parse(r.stdout) as Record<
+    string,
+    Record<"none" | "own" | "scraper", { status?: number; process?: boolean; liqo?: number; error?: string }>
+  >;
+}
+
 /** Runs a command in the (first) pod of a workload. */
 async function execIn(workloadName: string, cmd: string[]) {
   const pod = (await podsOf(workloadName)).find(isReady);
@@ -143,22 +199,7 @@ afterAll(async () => {
 describe("the chart in-cluster on a real node", () => {
   test("liqoctl install: every role a Ready pod of the project's image, auth falling back to NodePort", async () => {
     const started = performance.now();
-    const r = await liqoctl([
-      "install",
-      "generic",
-      "--kubeconfig",
-      kubeconfig,
-      "--cluster-name",
-      "rome",
-      "--pod-cidr",
-      rig.clusters[0]!.podCIDR,
-      "--api-server-url",
-      apiServerUrl,
-      "--set",
-      "proxy.enabled=true",
-      "--timeout",
-      "8m",
-    ]);
+    const r = await liqoctl(installArgs());
     const liqoctlDone = performance.now();
     if (r.code !== 0) console.error(r.stderr, await podSummary());
     expect(r.code).toBe(0);
@@ -324,6 +365,67 @@ describe("the chart in-cluster on a real node", () => {
     expect(await canI("liqo-controller-manager", "list", "foreignclusters.discovery.liqo.io")).toBe("yes");
     expect(await canI("liqo-network-manager", "list", "foreignclusters.discovery.liqo.io")).toBe("yes");
   }, 300_000);
+
+  test("the kubelet probes each role over httpGet on its health port; liqoctl install --enable-metrics: every pod serves /metrics over HTTPS to the chart's scraper identity, 401 without a token, 403 to a token without liqo-metrics-reader", async () => {
+    for (const name of workloads) {
+      const c = (await workload(name))!.spec.template.spec.containers[0] as unknown as ProbedContainer;
+      expect({ name, readiness: c.readinessProbe?.httpGet?.port, liveness: c.livenessProbe?.httpGet?.port }).toEqual({
+        name,
+        readiness: "health",
+        liveness: "health",
+      });
+    }
+    const r = await liqoctl(installArgs("--enable-metrics"));
+    if (r.code !== 0) console.error(r.stderr, await podSummary());
+    expect(r.code).toBe(0);
+    const pods = await waitFor(
+      "every liqo pod Ready with a metrics port",
+      async () => {
+        const all = await allReady();
+        return all && all.every((p) => metricsPort(p) !== undefined) && all;
+      },
+      { timeoutMs: 240_000, intervalMs: 1000, describe: podSummary },
+    );
+    // The scraper's token, filled in by the cluster's token controller.
+    const token = await waitFor(
+      "the liqo-metrics-scraper token",
+      async () => {
+        const secret = await client.find<KubeObject & { data?: Record<string, string> }>(
+          Resources.secrets,
+          "liqo-metrics-scraper",
+          NS,
+        );
+        return secret?.data?.token && Buffer.from(secret.data.token, "base64").toString();
+      },
+      { timeoutMs: 60_000 },
+    );
+    const urls = Object.fromEntries(
+      pods.map((p) => [
+        p.metadata.labels!["app.kubernetes.io/name"]!,
+        `https://${p.status!.podIP}:${metricsPort(p)}/metrics`,
+      ]),
+    );
+    const seen = await scrapeFrom("liqo-controller-manager", urls, token);
+    console.log(`scrapes from the controller manager's pod: ${JSON.stringify(seen)}`);
+    for (const name of workloads) {
+      const s = seen[name]!;
+      expect({
+        name,
+        none: s.none.status,
+        own: s.own.status,
+        scraper: s.scraper.status,
+        process: s.scraper.process,
+      }).toEqual({
+        name,
+        none: 401,
+        own: 403,
+        scraper: 200,
+        process: true,
+      });
+    }
+    // The controller manager's own series are there (peerings, reflection), not only the process'.
+    expect(seen["liqo-controller-manager"]!.scraper.liqo).toBeGreaterThan(0);
+  }, 600_000);
 
   test("idle memory of each liqo pod (printed)", async () => {
     // Idle: every pod up for at least 30 s, nothing peered, no request but the probes.
