@@ -75,6 +75,22 @@ export async function releaseStatus(helm: string, release: string, target: HelmT
   }
 }
 
+/** The values the release was installed or last upgraded with (user-supplied: generated and --set), as JSON. */
+export async function releaseValues(
+  helm: string,
+  release: string,
+  target: HelmTarget,
+): Promise<Record<string, unknown>> {
+  const r = await runHelm(helm, ["get", "values", release, "--output", "json"], target);
+  if (r.code !== 0)
+    throw new CliError(
+      `cannot read the values of the liqo release: helm get values ${release}: ${helmError(r)}`,
+      ExitCode.Failure,
+    );
+  const parsed = JSON.parse(r.stdout || "null") as Record<string, unknown> | null;
+  return parsed ?? {};
+}
+
 /** Helm's own message without its debug prefixes, for one-line errors. */
 export function helmError(r: HelmResult): string {
   return (r.stderr || r.stdout)

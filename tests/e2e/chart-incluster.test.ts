@@ -120,8 +120,15 @@ const podSummary = async () =>
     restarts: p.status?.containerStatuses?.[0]?.restartCount,
   }));
 
+/** What `helm get values liqo` answers: the values liqoctl generated and the --set flags given. */
+async function releaseValuesOf(): Promise<Record<string, unknown>> {
+  const r = await run([helm, "get", "values", "liqo", "-n", NS, "--kubeconfig", kubeconfig, "-o", "json"]);
+  if (r.code !== 0) throw new Error(`helm get values: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
 /** The test's `liqoctl install generic` command line, and more flags. */
-const installArgs = (...more: string[]) => [
+const installArgs = () => [
   "install",
   "generic",
   "--kubeconfig",
@@ -136,7 +143,6 @@ const installArgs = (...more: string[]) => [
   "proxy.enabled=true",
   "--timeout",
   "8m",
-  ...more,
 ];
 
 /**
@@ -366,7 +372,7 @@ describe("the chart in-cluster on a real node", () => {
     expect(await canI("liqo-network-manager", "list", "foreignclusters.discovery.liqo.io")).toBe("yes");
   }, 300_000);
 
-  test("the kubelet probes each role over httpGet on its health port; liqoctl install --enable-metrics: every pod serves /metrics over HTTPS to the chart's scraper identity, 401 without a token, 403 to a token without liqo-metrics-reader", async () => {
+  test("the kubelet probes each role over httpGet on its health port; liqoctl install --enable-metrics on the installed release (its other values kept): every pod serves /metrics over HTTPS to the chart's scraper identity, 401 without a token, 403 to a token without liqo-metrics-reader", async () => {
     for (const name of workloads) {
       const c = (await workload(name))!.spec.template.spec.containers[0] as unknown as ProbedContainer;
       expect({ name, readiness: c.readinessProbe?.httpGet?.port, liveness: c.livenessProbe?.httpGet?.port }).toEqual({
@@ -375,9 +381,17 @@ describe("the chart in-cluster on a real node", () => {
         liveness: "health",
       });
     }
-    const r = await liqoctl(installArgs("--enable-metrics"));
+    // Enabling metrics on the installed release, as a user would: that flag alone. The values of
+    // the first install (its flags and its --set proxy.enabled=true) stay; the change is shown.
+    const valuesBefore = await releaseValuesOf();
+    const r = await liqoctl(["install", "generic", "--kubeconfig", kubeconfig, "--enable-metrics", "--timeout", "8m"]);
     if (r.code !== 0) console.error(r.stderr, await podSummary());
     expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      "liqo is installed in namespace liqo: its values stay, except\n  metrics.enabled: (unset) → true\n",
+    );
+    expect(await releaseValuesOf()).toEqual({ ...valuesBefore, metrics: { enabled: true } });
+    expect(valuesBefore).toMatchObject({ clusterName: "rome", proxy: { enabled: true } });
     const pods = await waitFor(
       "every liqo pod Ready with a metrics port",
       async () => {
