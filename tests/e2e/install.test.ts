@@ -183,7 +183,7 @@ describe("liqoctl install", () => {
     );
   });
 
-  test("a second install upgrades in place and keeps the identity", async () => {
+  test("a second install upgrades in place and keeps the identity, and the values of the first install it does not restate", async () => {
     const r = await liqoctl([
       "install",
       "generic",
@@ -192,11 +192,32 @@ describe("liqoctl install", () => {
       podCIDR,
       "--cluster-name",
       "rome",
+      "--sharing-percentage",
+      "50",
       "--timeout",
       "8m",
     ]);
     expect(r.stderr).toContain("liqo upgraded in namespace liqo");
+    // Restated flags with their values are no change; the one changed flag is shown before applying.
+    expect(r.stderr).toContain("its values stay, except\n  sharingPercentage: 40 → 50\n");
     expect(r.code).toBe(0);
+    const identity = await client.get<KubeObject & { data: Record<string, string> }>(
+      Resources.configMaps,
+      "liqo-clusterid-configmap",
+      "liqo",
+    );
+    // The first install's labels and --set auth.replicas=2 were not restated: they stay.
+    expect(identity.data).toMatchObject({
+      CLUSTER_NAME: "rome",
+      CLUSTER_LABELS: JSON.stringify({ "liqo.io/provider": "generic", "topology.liqo.io/region": "south" }),
+      SHARING_PERCENTAGE: "50",
+    });
+    const auth = await client.get<KubeObject & { spec: { replicas: number } }>(
+      Resources.deployments,
+      "liqo-auth",
+      "liqo",
+    );
+    expect(auth.spec.replicas).toBe(2);
   }, 600_000);
 });
 
