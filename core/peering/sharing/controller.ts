@@ -54,6 +54,9 @@ import {
 import { sameJson } from "../replicator/forge.ts";
 import { incomingAllowed, incomingDisabledMessage } from "../incoming.ts";
 
+/** How soon a reflector plugin grant that failed (RBAC the controller manager lacks) is tried again. */
+export const PLUGIN_GRANT_RETRY_MS = 30_000;
+
 /** Held on a ResourceRequest until its offer is gone and the consumer's identity revoked (Liqo's name). */
 export const TENANT_FINALIZER = "liqo.io/tenant";
 export const SHARING_FIELD_MANAGER = "liqo-resourcerequest";
@@ -400,15 +403,23 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
         log,
       );
     } catch (err) {
-      // The offer does not depend on it: keep the last answer, say why, and let the resync retry.
+      // The offer does not depend on it. The consumer is told (a plugin without an answer would
+      // show as waiting forever), and the grant is tried again soon, not at the next resync.
+      const why =
+        `granting failed here: ${(err as Error).message} (the provider's controller manager needs the plugins' kinds: ` +
+        `chart value reflection.pluginRules); retried every ${PLUGIN_GRANT_RETRY_MS / 1000} s`;
       events.warning(
         rr,
         "ReflectorPluginGrantFailed",
-        `granting the reflector plugins of cluster ${rr.spec.clusterIdentity.clusterName} failed: ${(err as Error).message} ` +
-          `(the controller manager needs the plugins' kinds: chart value reflection.pluginRules)`,
+        `reflector plugins of cluster ${rr.spec.clusterIdentity.clusterName}: ${why}`,
       );
       log.warn("reflector plugin grants failed", { key: rr.metadata.namespace, err });
-      return rr.status?.reflectorPlugins ?? null;
+      queue?.addAfter(rr.metadata.namespace!, PLUGIN_GRANT_RETRY_MS);
+      const answered = new Map((rr.status?.reflectorPlugins ?? []).map((g) => [g.name, g]));
+      // Answers given before stand (their rights were applied then); the others say why they wait.
+      return (rr.spec.reflectorPlugins ?? []).map(
+        (p) => answered.get(p.name) ?? { name: p.name, state: "Refused" as const, message: why },
+      );
     }
     const before = new Map((rr.status?.reflectorPlugins ?? []).map((g) => [g.name, g.state]));
     for (const d of decisions) {
