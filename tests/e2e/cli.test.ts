@@ -604,6 +604,69 @@ describe("chart", () => {
     ]);
   });
 
+  test("every role is probed over httpGet on its own port named health; metrics.enabled adds an HTTPS port named metrics, its certificate and the scraper identity", async () => {
+    const off = await renderChart("--set", "proxy.enabled=true", "--set", "discovery.config.enableDiscovery=true");
+    expect(off.code).toBe(0);
+    // biome-ignore lint/suspicious/noExplicitAny: rendered YAML documents, walked by path
+    const portsOf = (w: any) => w.spec.template.spec.containers[0].ports.map((p: { name: string }) => p.name);
+    for (const w of off.workloads) {
+      const c = w.spec.template.spec.containers[0];
+      // A template's own ports: key after liqo.container would replace the health port (YAML keeps the last key).
+      expect({
+        workload: w.metadata.name,
+        health: portsOf(w).includes("health"),
+        metrics: portsOf(w).includes("metrics"),
+      }).toEqual({
+        workload: w.metadata.name,
+        health: true,
+        metrics: false,
+      });
+      expect(c.readinessProbe.httpGet.port).toBe("health");
+      expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "health" });
+      expect(c.args.slice(c.args.indexOf("--health-address"), c.args.indexOf("--health-address") + 2)[1]).toMatch(
+        /^\[\$\(POD_IP\)\]:\d+$/,
+      );
+    }
+    expect(off.docs.some((d) => d.metadata?.name === "liqo-metrics-tls")).toBe(false);
+
+    const on = await renderChart("--set", "proxy.enabled=true", "--set", "metrics.enabled=true");
+    for (const w of on.workloads) {
+      const c = w.spec.template.spec.containers[0];
+      expect({ workload: w.metadata.name, metrics: portsOf(w).includes("metrics") }).toEqual({
+        workload: w.metadata.name,
+        metrics: true,
+      });
+      expect(c.args).toContain("--metrics-tls-cert-file");
+      expect(c.volumeMounts.map((m: { name: string }) => m.name)).toContain("metrics-tls");
+      expect(w.spec.template.spec.volumes.map((v: { name: string }) => v.name)).toContain("metrics-tls");
+    }
+    const names = on.docs.map((d) => `${d.kind}/${d.metadata?.name}`);
+    for (const want of [
+      "Secret/liqo-metrics-tls",
+      "ServiceAccount/liqo-metrics-scraper",
+      "Secret/liqo-metrics-scraper",
+      "ClusterRole/liqo-metrics-reader",
+      "ClusterRoleBinding/liqo-metrics-scraper",
+      "ClusterRoleBinding/liqo-metrics-auth-delegator",
+    ])
+      expect(names).toContain(want);
+    expect(names.some((n) => n.startsWith("PodMonitor/"))).toBe(false);
+    const monitored = await renderChart(
+      "--set",
+      "metrics.enabled=true",
+      "--set",
+      "metrics.prometheusOperator.enabled=true",
+    );
+    expect(monitored.docs.find((d) => d.kind === "PodMonitor")?.spec.podMetricsEndpoints[0]).toMatchObject({
+      port: "metrics",
+      scheme: "https",
+      tlsConfig: { serverName: "liqo-metrics.liqo.svc" },
+    });
+    const alone = await renderChart("--set", "metrics.prometheusOperator.enabled=true");
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toContain("metrics.prometheusOperator.enabled needs metrics.enabled=true");
+  });
+
   test("a missing pod CIDR fails rendering with the flag to pass", async () => {
     const r = await run([helm, "template", join(repoRoot, "chart")]);
     expect(r.stderr).toContain("networking.podCIDR is required: pass --pod-cidr to liqoctl install");
