@@ -9,10 +9,23 @@ import { join } from "node:path";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { findHelm, releaseStatus } from "../../cli/install/helm.ts";
+import { ensureImages, importImages } from "../rig/images.ts";
 import { podMemory as podMemoryOf } from "../rig/pod-memory.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
 import { liqoctl, run } from "./liqoctl-run.ts";
+import {
+  ANONYMOUS_JOB,
+  dashboardQueries,
+  declaredName,
+  deployPrometheus,
+  LIQO_JOB,
+  metricNames,
+  prometheusTargets,
+  queryPrometheus,
+  registeredMetricNames,
+  removePrometheus,
+} from "./prometheus.ts";
 
 const NS = "liqo";
 const IMAGE = "ghcr.io/liqo-bun/liqo:0.1.0";
@@ -440,6 +453,98 @@ describe("the chart in-cluster on a real node", () => {
     // The controller manager's own series are there (peerings, reflection), not only the process'.
     expect(seen["liqo-controller-manager"]!.scraper.liqo).toBeGreaterThan(0);
   }, 600_000);
+
+  test("a real Prometheus (a plain prometheus.yml with the PodMonitor's settings, its ServiceAccount bound to liqo-metrics-reader) scrapes every liqo pod; every query of chart/dashboards returns series; the same scrape without credentials is refused with 401", async () => {
+    // The image is built on first use (Debian's prometheus, a few minutes once) and imported into
+    // the real node, as the storage tests do with postgres.
+    const node = rig.clusters[0]!.realNodeStates![0]!;
+    const say = process.env.RIG_VERBOSE ? (m: string) => console.error(`[prometheus image] ${m}`) : () => {};
+    const [image] = await ensureImages(["prometheus"], say);
+    await importImages(node.containerdSocket, [image!.archive]);
+    try {
+      const prometheus = await deployPrometheus(client, { liqoNamespace: NS, nodeName: node.name });
+      const liqoPods = await waitFor("every liqo workload Ready", allReady, {
+        timeoutMs: 120_000,
+        describe: podSummary,
+      });
+      expect(liqoPods.length).toBe(workloads.length);
+      expect(liqoPods.every((p) => metricsPort(p) !== undefined)).toBe(true);
+      const targets = async () =>
+        (await prometheusTargets(client)).map((t) => ({
+          job: t.scrapePool,
+          pod: t.labels.pod,
+          health: t.health,
+          lastError: t.lastError,
+        }));
+
+      const up = await waitFor(
+        `up{job="${LIQO_JOB}"} = 1 for each of the ${liqoPods.length} liqo pods`,
+        async () => {
+          const s = await queryPrometheus(client, `up{job="${LIQO_JOB}"}`);
+          return s.length === liqoPods.length && s.every((x) => x.value[1] === "1") && s;
+        },
+        { timeoutMs: 120_000, intervalMs: 2000, describe: targets },
+      );
+      expect(up.map((s) => s.metric.pod).sort()).toEqual(liqoPods.map((p) => p.metadata.name).sort());
+      console.log(
+        `Prometheus ${prometheus}: up{job="${LIQO_JOB}"} = 1 for ${up.length} pods (${up.map((s) => s.metric.pod).join(", ")})`,
+      );
+      // rate() over the dashboards' 1m window needs two samples of each series: a few more scrapes.
+      await waitFor(
+        "two scrapes of every liqo pod inside a minute",
+        async () =>
+          (await queryPrometheus(client, `count(rate(process_cpu_seconds_total{job="${LIQO_JOB}"}[1m]))`))[0]
+            ?.value[1] === String(liqoPods.length),
+        { timeoutMs: 60_000, intervalMs: 2000 },
+      );
+
+      // Every panel's query, evaluated as Grafana would (variables at their defaults). "live": the
+      // series without the `or on() vector(0)` a panel adds where no series means zero.
+      const queries = dashboardQueries(join(import.meta.dir, "../../chart/dashboards"));
+      const registered = registeredMetricNames(join(import.meta.dir, "../.."));
+      const FALLBACK = " or on() vector(0)";
+      const rows = [];
+      for (const q of queries) {
+        const series = (await queryPrometheus(client, q.expr)).length;
+        const live = q.expr.endsWith(FALLBACK)
+          ? (await queryPrometheus(client, q.expr.slice(0, -FALLBACK.length))).length
+          : series;
+        const unknown = metricNames(q.expr)
+          .map(declaredName)
+          .filter((n) => !registered.has(n));
+        rows.push({ ...q, series, live, unknown });
+      }
+      console.log(`${queries.length} dashboard queries (series / live series without the zero fallback):`);
+      for (const r of rows)
+        console.log(
+          `  ${String(r.series).padStart(3)} / ${String(r.live).padStart(3)}  ${`${r.file} ${r.panel} ${r.refId}`.padEnd(80)} ${r.needsPeering ? "(needs a peering) " : ""}${r.expr}`,
+        );
+      // No dashboard reads a name the code does not register.
+      expect(rows.filter((r) => r.unknown.length).map((r) => `${r.panel}: ${r.unknown.join(", ")}`)).toEqual([]);
+      // Every panel has data, but those that say they need a peering (latency quantiles: no honest zero).
+      expect(rows.filter((r) => !r.needsPeering && r.series === 0).map((r) => `${r.file}: ${r.panel}`)).toEqual([]);
+      expect(rows.filter((r) => r.needsPeering).length).toBeLessThan(rows.length / 4);
+
+      // The second job scrapes the same pods with no Authorization header: each one answers 401.
+      const refused = await waitFor(
+        `every target of ${ANONYMOUS_JOB} down with 401`,
+        async () => {
+          const t = (await targets()).filter((x) => x.job === ANONYMOUS_JOB);
+          return (
+            t.length === liqoPods.length && t.every((x) => x.health === "down" && /\b401\b/.test(x.lastError)) && t
+          );
+        },
+        { timeoutMs: 60_000, intervalMs: 2000, describe: targets },
+      );
+      const anonymousUp = await queryPrometheus(client, `up{job="${ANONYMOUS_JOB}"}`);
+      expect(anonymousUp.map((s) => s.value[1])).toEqual(liqoPods.map(() => "0"));
+      console.log(
+        `${ANONYMOUS_JOB}: ${refused.length} targets down, e.g. ${refused[0]!.pod}: ${refused[0]!.lastError}`,
+      );
+    } finally {
+      await removePrometheus(client, { liqoNamespace: NS });
+    }
+  }, 1_200_000);
 
   test("idle memory of each liqo pod (printed)", async () => {
     // Idle: every pod up for at least 30 s, nothing peered, no request but the probes.

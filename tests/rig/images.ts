@@ -7,6 +7,9 @@
 // and, only when a test asks for it (ensureImages; `rig up` does not import it):
 //   ghcr.io/liqo-bun/postgres:15     the stateful tutorial's database: Debian's postgresql-15 and
 //                                    images/postgres-entrypoint.sh (primary or streaming standby)
+//   ghcr.io/liqo-bun/prometheus:2.42 a real Prometheus scraping liqo (tests/e2e/prometheus.ts):
+//                                    Debian's prometheus and images/prometheus-pod-sd.sh (pod
+//                                    discovery: Debian builds Prometheus without kubernetes_sd)
 // Each archive is cached under ~/.cache/liqo-bun/images as <name>-<key>.oci.tar, the key a hash of
 // everything it is made of, so a change rebuilds it and nothing else does.
 import {
@@ -60,12 +63,16 @@ export type RigImage = keyof typeof rigImageRefs;
 /** Images only some tests need: built on demand, imported by the test into its own rig's nodes. */
 export const extraImageRefs = {
   postgres: "ghcr.io/liqo-bun/postgres:15",
+  prometheus: "ghcr.io/liqo-bun/prometheus:2.42",
 } as const;
 export type ImageName = RigImage | keyof typeof extraImageRefs;
 const imageRefs: Record<ImageName, string> = { ...rigImageRefs, ...extraImageRefs };
 
 /** The database image's packages: PostgreSQL 15 (server and client tools) and what its entrypoint uses. */
 export const postgresPackages = ["postgresql-15", "postgresql-client-15", "procps"];
+
+/** The monitoring image's packages: bookworm's Prometheus (2.42), and what the pod discovery script uses. */
+export const prometheusPackages = ["prometheus", "curl", "jq", "ca-certificates"];
 
 export function imageCacheDir(env: Record<string, string | undefined> = process.env): string {
   return env.LIQO_RIG_IMAGES ?? join(env.XDG_CACHE_HOME ?? join(env.HOME ?? homedir(), ".cache"), "liqo-bun", "images");
@@ -233,6 +240,24 @@ const postgresRecipe = (cache: string) =>
     config: config({ title: "postgres", entrypoint: ["/usr/local/bin/postgres-entrypoint"] }),
   });
 
+// As the upstream image (prom/prometheus) runs: the binary as entrypoint, the configuration and data
+// paths as arguments a pod may replace, as nobody; the data directory is the pod's volume. The
+// discovery script runs beside it, as a second container of the same image (its command).
+const prometheusRecipe = (cache: string) =>
+  debianImageRecipe({
+    name: "prometheus",
+    ref: extraImageRefs.prometheus,
+    cache,
+    packages: prometheusPackages,
+    file: { source: "prometheus-pod-sd.sh", dest: "/usr/local/bin/prometheus-pod-sd", mode: 0o755 },
+    config: config({
+      title: "prometheus",
+      entrypoint: ["/usr/bin/prometheus"],
+      cmd: ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"],
+      user: "65534:65534",
+    }),
+  });
+
 /**
  * What the liqo image is built from, cheaply: the index (every tracked file's blob hash), the
  * working tree's changes to it, and the untracked files with their sizes and times.
@@ -340,6 +365,7 @@ export async function ensureImages(
     coredns: corednsRecipe,
     liqo: liqoRecipe,
     postgres: () => postgresRecipe(cache),
+    prometheus: () => prometheusRecipe(cache),
   };
   const recipes = names.map((n) => all[n]());
   const wanted = await Promise.all(
