@@ -640,6 +640,10 @@ describe("chart", () => {
       expect(c.volumeMounts.map((m: { name: string }) => m.name)).toContain("metrics-tls");
       expect(w.spec.template.spec.volumes.map((v: { name: string }) => v.name)).toContain("metrics-tls");
     }
+    // Every liqo pod's ServiceAccount may ask the API server about scrapers, the proxy's included.
+    const delegated = on.docs.find((d) => d.metadata?.name === "liqo-metrics-auth-delegator");
+    const accounts = new Set(on.workloads.map((w) => w.spec.template.spec.serviceAccountName));
+    expect(new Set(delegated.subjects.map((s: { name: string }) => s.name))).toEqual(accounts);
     const names = on.docs.map((d) => `${d.kind}/${d.metadata?.name}`);
     for (const want of [
       "Secret/liqo-metrics-tls",
