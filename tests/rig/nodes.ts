@@ -270,6 +270,29 @@ function startNodeComponent(node: RealNodeState, component: NodeComponent, bin: 
   };
   const cmd = inNetns(node.netns, args[component]);
   node.pids[component] = spawnDetached(cmd[0]!, cmd.slice(1), logOf(node, component));
+  binOf.set(node, bin);
+}
+
+const binOf = new WeakMap<RealNodeState, string>();
+const kubeletRestarts = new WeakMap<RealNodeState, number>();
+
+/**
+ * Every kubelet binds /var/lib/kubelet/device-plugins/kubelet.sock (a path no flag moves): it
+ * unlinks the file and binds it, and two kubelets starting at the same moment (the nodes of a
+ * rig, or rigs side by side in the test shards) can both unlink before either binds. The loser
+ * exits with "address already in use"; it is started again, a few times at most.
+ */
+function restartedAfterSocketRace(node: RealNodeState, component: NodeComponent): boolean {
+  if (component !== "kubelet") return false;
+  const restarts = kubeletRestarts.get(node) ?? 0;
+  if (
+    restarts >= 3 ||
+    !/device-plugins\/kubelet\.sock: bind: address already in use/.test(tailFile(logOf(node, component)))
+  )
+    return false;
+  kubeletRestarts.set(node, restarts + 1);
+  startNodeComponent(node, component, binOf.get(node)!);
+  return true;
 }
 
 async function waitFor(
@@ -290,7 +313,7 @@ async function waitFor(
       lastError = err;
     }
     const pid = node.pids[component];
-    if (pid && !isAlive(pid))
+    if (pid && !isAlive(pid) && !restartedAfterSocketRace(node, component))
       throw new RigError(
         `${component} of node ${node.name} exited before ${what}\n--- ${logOf(node, component)} (tail) ---\n${tailFile(logOf(node, component))}`,
       );
