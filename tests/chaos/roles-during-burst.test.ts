@@ -72,7 +72,9 @@ async function restart(c: (typeof r.rig.clusters)[number], component: "kube-apis
   // connection may have been given one of them. Started again once that one is closed.
   for (let attempt = 1; ; attempt++) {
     try {
-      await startAndWait(c, component, r.rig.bin);
+      // An API server restarted over 1,000 pods and their ShadowPods refills its watch caches
+      // first; with the other test shard busy on the same two cores that took over 90 s once.
+      await startAndWait(c, component, r.rig.bin, 300_000);
       break;
     } catch (err) {
       if (attempt === 30 || !/address already in use/.test(String(err))) throw err;

@@ -355,9 +355,14 @@ const healthChecks: Record<Component, (c: ClusterState) => Promise<boolean>> = {
   kwok: (c) => probe(`https://127.0.0.1:${c.ports.kwok}/healthz`, c, false),
 };
 
-export async function startAndWait(c: ClusterState, component: Component, bin: string): Promise<void> {
+export async function startAndWait(
+  c: ClusterState,
+  component: Component,
+  bin: string,
+  timeoutMs?: number,
+): Promise<void> {
   startComponent(c, component, bin);
-  await waitHealthy(c, component, () => healthChecks[component](c));
+  await waitHealthy(c, component, () => healthChecks[component](c), timeoutMs);
 }
 
 export function fakeNode(c: ClusterState, i: number): KubeObject {
