@@ -20,7 +20,7 @@ export function destinations(value: string, flag: string): { host: string; port:
     .map((v) => {
       const { host, port } = hostPort(v, flag);
       if (port < 1) throw new CliError(`--${flag}: port 0 is not a destination, got ${v}`);
-      return { host: host.replace(/^\[|\]$/g, "").toLowerCase(), port };
+      return { host: host.toLowerCase(), port };
     });
   if (list.length === 0) throw new CliError(`--${flag} needs at least one host:port`);
   return list;

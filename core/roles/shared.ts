@@ -24,10 +24,11 @@ import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { clusterViews } from "./admin-views-cluster.ts";
 
+/** host:port (an IPv6 host in brackets) into the host to bind or dial, brackets off, and the port. */
 export function hostPort(value: string, flag: string): { host: string; port: number } {
   const m = /^(.+):(\d+)$/.exec(value);
   if (!m || Number(m[2]) > 65535) throw new CliError(`--${flag} must be host:port, got ${value}`);
-  return { host: m[1]!, port: Number(m[2]) };
+  return { host: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]) };
 }
 
 /** k=v,k2=v2 (cluster labels, resources) into a map; an empty string is an empty map. */
@@ -127,8 +128,7 @@ export function adminSecurity(flags: AdminFlags): {
   tls?: AdminTlsOptions;
   auth?: AdminAuthOptions;
 } {
-  const { host: rawHost, port } = hostPort(flags["admin-address"], "admin-address");
-  const host = rawHost.replace(/^\[|\]$/g, "");
+  const { host, port } = hostPort(flags["admin-address"], "admin-address");
   const certFile = flags["admin-tls-cert-file"];
   const keyFile = flags["admin-tls-key-file"];
   if (Boolean(certFile) !== Boolean(keyFile))
@@ -229,7 +229,7 @@ export async function serveAdmin(o: ServeAdminOptions): Promise<ServedAdmin> {
       const app = createHealthApp({ readiness, logger: o.logger });
       healthServer = await startAdminServer({
         app,
-        host: health.host.replace(/^\[|\]$/g, ""),
+        host: health.host,
         port: health.port,
         allowAnonymous: true,
         logger: o.logger,
@@ -283,7 +283,7 @@ export function metricsListener(
       `--metrics-address ${flags["metrics-address"]} serves HTTPS only (tokens travel in it): give --metrics-tls-cert-file and --metrics-tls-key-file`,
     );
   return {
-    host: host.replace(/^\[|\]$/g, ""),
+    host,
     port,
     tls: {
       cert: readFlagFile(certFile, "metrics-tls-cert-file"),
