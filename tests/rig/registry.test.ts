@@ -206,7 +206,11 @@ describe("the registry's process and the nodes' mirror configuration", () => {
       await waitFor("containerd's socket", () => ctr("version").code === 0, { timeoutMs: 30_000 });
       await pushArchive({ archive, registry: base, names: ["docker.io/library/nginx:latest"] });
       const pull = ctr("images", "pull", "--hosts-dir", registry.hostsDir, "docker.io/library/nginx:latest");
-      expect(pull.err).not.toContain("failed");
+      // ctr's progress display logs "failed to get content info … context canceled" when it stops
+      // polling a finished pull: harmless. Any other failure (the mirror refused, a fallback to
+      // docker.io) is not.
+      const failures = pull.err.split("\n").filter((l) => l.includes("failed") && !l.includes("context canceled"));
+      expect(failures).toEqual([]);
       expect(pull.code).toBe(0);
       expect(ctr("images", "ls", "-q").out).toContain("docker.io/library/nginx:latest");
     } finally {
