@@ -11,13 +11,6 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 
-const rbac = (kind: string, plural: string): ResourceRef => ({
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind,
-  plural,
-  namespaced: false,
-});
 const admission = (kind: string, plural: string): ResourceRef => ({
   group: "admissionregistration.k8s.io",
   version: "v1",
@@ -26,8 +19,8 @@ const admission = (kind: string, plural: string): ResourceRef => ({
   namespaced: false,
 });
 const clusterScoped: ResourceRef[] = [
-  rbac("ClusterRole", "clusterroles"),
-  rbac("ClusterRoleBinding", "clusterrolebindings"),
+  Resources.clusterRoles,
+  Resources.clusterRoleBindings,
   admission("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
   admission("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
   admission("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"),

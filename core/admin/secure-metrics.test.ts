@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { startTestRig, type TestRig } from "../../tests/rig/testing.ts";
 import { waitFor } from "../../tests/support/wait.ts";
 import { createKubeClient, type KubeClient } from "../kube/client.ts";
-import { Resources, type KubeObject, type ResourceRef } from "../kube/resources.ts";
+import { Resources, type KubeObject } from "../kube/resources.ts";
 import { createRegistry, PROMETHEUS_CONTENT_TYPE, type Registry } from "../metrics/index.ts";
 import { startAdminServer } from "./server.ts";
 import { createMetricsApp, kubeMetricsAuthorizer, METRICS_READER_CLUSTERROLE } from "./secure-metrics.ts";
@@ -18,15 +18,6 @@ import { createMetricsApp, kubeMetricsAuthorizer, METRICS_READER_CLUSTERROLE } f
 const NS = "monitoring";
 const SA = "prometheus";
 const USER = `system:serviceaccount:${NS}:${SA}`;
-const rbac = (kind: string, plural: string): ResourceRef => ({
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind,
-  plural,
-  namespaced: false,
-});
-const ClusterRoles = rbac("ClusterRole", "clusterroles");
-const ClusterRoleBindings = rbac("ClusterRoleBinding", "clusterrolebindings");
 
 let rig: TestRig;
 let admin: KubeClient;
@@ -131,13 +122,13 @@ describe("secure metrics", () => {
   });
 
   test("with get on the non-resource URL /metrics bound: 200 and the registry's text", async () => {
-    await admin.create(ClusterRoles, {
+    await admin.create(Resources.clusterRoles, {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRole",
       metadata: { name: METRICS_READER_CLUSTERROLE },
       rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
     } as KubeObject);
-    await admin.create(ClusterRoleBindings, {
+    await admin.create(Resources.clusterRoleBindings, {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
       metadata: { name: `${METRICS_READER_CLUSTERROLE}-${SA}` },

@@ -64,6 +64,10 @@ export const Resources = {
   ingresses: ref("networking.k8s.io", "v1", "Ingress", "ingresses"),
   networkPolicies: ref("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
   leases: ref("coordination.k8s.io", "v1", "Lease", "leases"),
+  roles: ref("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+  roleBindings: ref("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+  clusterRoles: ref("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
+  clusterRoleBindings: ref("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
   customResourceDefinitions: ref(
     "apiextensions.k8s.io",
     "v1",

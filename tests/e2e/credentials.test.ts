@@ -25,8 +25,8 @@ beforeAll(async () => {
   admin = rig.client("rome");
   await admin.create(Resources.namespaces, { metadata: { name: NS } });
   await admin.create(Resources.serviceAccounts, { metadata: { name: SA, namespace: NS } });
-  const role = { group: "rbac.authorization.k8s.io", version: "v1", kind: "Role", plural: "roles", namespaced: true };
-  const binding = { ...role, kind: "RoleBinding", plural: "rolebindings" };
+  const role = Resources.roles;
+  const binding = Resources.roleBindings;
   await admin.create(role, {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "Role",

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { ForeignClusterResource, NamespaceOffloadingResource } from "../../core/apis/index.ts";
 import { sampleForeignCluster } from "../../core/apis/samples.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
-import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { findHelm, releaseStatus } from "../../cli/install/helm.ts";
 import { probeLoadBalancer } from "../../cli/install/load-balancer.ts";
 import { createInformer } from "../../core/kube/informer.ts";
@@ -25,13 +25,6 @@ let serviceCIDR: string;
 let server: string;
 const helm = findHelm();
 const tmp = mkdtempSync(join(tmpdir(), "liqoctl-install-test-"));
-const clusterRoles: ResourceRef = {
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind: "ClusterRole",
-  plural: "clusterroles",
-  namespaced: false,
-};
 
 beforeAll(async () => {
   rig = await startTestRig({ clusters: 1, names: ["rome"], nodes: 1 });
@@ -364,7 +357,7 @@ describe("liqoctl uninstall", () => {
 
   test("--purge leaves no liqo CRD, namespace, cluster role or webhook behind", async () => {
     // What the auth service creates at run time (not Helm's) must go too.
-    await client.create(clusterRoles, {
+    await client.create(Resources.clusterRoles, {
       metadata: { name: "liqo-remote-peering-basic", labels: { "app.kubernetes.io/managed-by": "liqo-auth" } },
       rules: [],
     } as KubeObject);
@@ -380,7 +373,7 @@ describe("liqoctl uninstall", () => {
     expect(crds.map((c) => c.metadata.name)).toEqual([]);
     const namespaces = (await client.list(Resources.namespaces)).items.map((n) => n.metadata.name!);
     expect(namespaces.filter((n) => n === "liqo" || n.startsWith("liqo-tenant-"))).toEqual([]);
-    const roles = (await client.list(clusterRoles)).items.map((c) => c.metadata.name!);
+    const roles = (await client.list(Resources.clusterRoles)).items.map((c) => c.metadata.name!);
     expect(roles.filter((n) => n.startsWith("liqo"))).toEqual([]);
     const hooks = await run([
       join(helm, "../kubectl"),

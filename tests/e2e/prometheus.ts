@@ -27,17 +27,6 @@ const SD_FILE = "/sd/pods.json";
 const POD_READER = "monitoring-prometheus-pods";
 const METRICS_BINDING = "monitoring-prometheus-liqo-metrics";
 
-const rbac = (kind: string, plural: string, namespaced: boolean): ResourceRef => ({
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind,
-  plural,
-  namespaced,
-});
-const ClusterRoles = rbac("ClusterRole", "clusterroles", false);
-const ClusterRoleBindings = rbac("ClusterRoleBinding", "clusterrolebindings", false);
-const RoleBindings = rbac("RoleBinding", "rolebindings", true);
-
 /**
  * One scrape job over liqo's pods, what the chart's PodMonitor asks the Prometheus Operator for:
  * every pod labelled app.kubernetes.io/part-of=liqo, its container port named metrics, HTTPS checked
@@ -118,16 +107,16 @@ export async function deployPrometheus(client: KubeClient, o: DeployPrometheusOp
   const subjects = [{ kind: "ServiceAccount", name: "prometheus", namespace: ns }];
   // Discovery reads pods in liqo's namespace only: a ClusterRole granted there by a RoleBinding (what
   // kubernetes_sd_configs needs, and the discovery script, which lists with the same token).
-  await apply(ClusterRoles, {
+  await apply(Resources.clusterRoles, {
     metadata: { name: POD_READER },
     rules: [{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch"] }],
   });
-  await apply(RoleBindings, {
+  await apply(Resources.roleBindings, {
     metadata: { name: POD_READER, namespace: liqoNs },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: POD_READER },
     subjects,
   });
-  await apply(ClusterRoleBindings, {
+  await apply(Resources.clusterRoleBindings, {
     metadata: { name: METRICS_BINDING },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "liqo-metrics-reader" },
     subjects,
@@ -257,9 +246,9 @@ export async function removePrometheus(
   o: { liqoNamespace?: string; namespace?: string; timeoutMs?: number } = {},
 ): Promise<void> {
   const ns = o.namespace ?? MONITORING_NAMESPACE;
-  await client.delete(ClusterRoleBindings, METRICS_BINDING);
-  await client.delete(RoleBindings, POD_READER, o.liqoNamespace ?? "liqo");
-  await client.delete(ClusterRoles, POD_READER);
+  await client.delete(Resources.clusterRoleBindings, METRICS_BINDING);
+  await client.delete(Resources.roleBindings, POD_READER, o.liqoNamespace ?? "liqo");
+  await client.delete(Resources.clusterRoles, POD_READER);
   await client.delete(Resources.namespaces, ns);
   await waitFor(
     "the monitoring namespace gone",

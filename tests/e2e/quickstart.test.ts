@@ -200,16 +200,9 @@ describe("unpeer, then peer again, under the chart's RBAC", () => {
     const [romeC, milanC] = q.rig.clusters as [Rig["clusters"][number], Rig["clusters"][number]];
     const romeId = (await q.rome.get(Resources.namespaces, "kube-system")).metadata.uid!;
     const binding = `liqo-remote-twin-namespaces-${romeId}`;
-    const ClusterRoleBindings = {
-      group: "rbac.authorization.k8s.io",
-      version: "v1",
-      kind: "ClusterRoleBinding",
-      plural: "clusterrolebindings",
-      namespaced: false,
-    };
     // What rome's peering holds in milan, by what milan's auth service issued.
     const inMilan = async () => ({
-      binding: !!(await q.milan.find(ClusterRoleBindings, binding)),
+      binding: !!(await q.milan.find(Resources.clusterRoleBindings, binding)),
       tenantNamespaces: (
         await q.milan.list(Resources.namespaces, {
           labelSelector: `${DISCOVERY_CLUSTER_ID_LABEL}=${romeId},${TENANT_NAMESPACE_LABEL}`,

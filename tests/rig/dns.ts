@@ -9,13 +9,6 @@ import { nthAddress } from "./node-config.ts";
 export const corednsImage = "ghcr.io/liqo-bun/coredns:v1.14.7";
 export const clusterDnsAddress = (serviceCIDR: string) => nthAddress(serviceCIDR, 10);
 
-const rbac = (kind: string, plural: string): ResourceRef => ({
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind,
-  plural,
-  namespaced: false,
-});
 const manager = { fieldManager: "liqo-rig", force: true };
 
 // No upstream resolver: rig nodes have no way out, so names outside the cluster fail fast.
@@ -42,7 +35,7 @@ export function clusterDnsObjects(serviceCIDR: string): [ResourceRef, KubeObject
       { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "coredns", namespace: ns } },
     ],
     [
-      rbac("ClusterRole", "clusterroles"),
+      Resources.clusterRoles,
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "ClusterRole",
@@ -54,7 +47,7 @@ export function clusterDnsObjects(serviceCIDR: string): [ResourceRef, KubeObject
       } as KubeObject,
     ],
     [
-      rbac("ClusterRoleBinding", "clusterrolebindings"),
+      Resources.clusterRoleBindings,
       {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "ClusterRoleBinding",

@@ -3,30 +3,12 @@
 // only get, create and delete namespaces, and an admission policy narrows that to namespaces
 // labelled with its own cluster ID. See docs/peering.md ("What a peer may do").
 import type { KubeClient } from "../../kube/client.ts";
-import type { KubeObject, ResourceRef } from "../../kube/resources.ts";
+import { Resources, type KubeObject, type ResourceRef } from "../../kube/resources.ts";
 import { REMOTE_CLUSTER_ID_LABEL } from "../../apis/labels.ts";
 
-export const ClusterRoles: ResourceRef = {
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind: "ClusterRole",
-  plural: "clusterroles",
-  namespaced: false,
-};
-export const ClusterRoleBindings: ResourceRef = {
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind: "ClusterRoleBinding",
-  plural: "clusterrolebindings",
-  namespaced: false,
-};
-export const RoleBindings: ResourceRef = {
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind: "RoleBinding",
-  plural: "rolebindings",
-  namespaced: true,
-};
+export const ClusterRoles: ResourceRef = Resources.clusterRoles;
+export const ClusterRoleBindings: ResourceRef = Resources.clusterRoleBindings;
+export const RoleBindings: ResourceRef = Resources.roleBindings;
 export const ValidatingAdmissionPolicies: ResourceRef = {
   group: "admissionregistration.k8s.io",
   version: "v1",
