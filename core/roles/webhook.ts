@@ -48,12 +48,15 @@ export default defineCommand({
     if (!host || port === undefined) throw new CliError(`--address must be host:port, got ${args.address}`);
     const log = createLogger({ role: "webhook" });
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
+    const registry = createRegistry();
+    registerProcessMetrics(registry);
     const webhook = await startPodWebhook({
       client,
       tls: { cert: args["tls-cert-file"], key: args["tls-key-file"] },
       host,
       port: Number(port),
       logger: log,
+      registry,
     });
     if (args["ca-file"]) {
       const caBundle = readFileSync(args["ca-file"]).toString("base64");
@@ -65,8 +68,6 @@ export default defineCommand({
         args["failure-policy"] as "Fail" | "Ignore",
       );
     }
-    const registry = createRegistry();
-    registerProcessMetrics(registry);
     const admin = await serveAdmin({
       args,
       registry,

@@ -9,6 +9,8 @@ import { createInformer } from "../kube/informer.ts";
 import { keyOf, type KubeObject, type ResourceRef } from "../kube/resources.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import type { SelectorTerm } from "../kube/node-affinity.ts";
+import type { Registry } from "../metrics/index.ts";
+import { admissionOperation, createAdmissionMetrics, type AdmissionResult } from "./metrics.ts";
 import { hostNamespacesProblem, mutatePodSpec, specPatch, type PodOffloadingStrategy } from "./pods.ts";
 
 export const MutatingWebhookConfigurations: ResourceRef = {
@@ -19,6 +21,8 @@ export const MutatingWebhookConfigurations: ResourceRef = {
   namespaced: false,
 };
 export const POD_WEBHOOK_PATH = "/mutate/pods";
+/** The webhook's name in the MutatingWebhookConfiguration, and its `webhook` label on /metrics. */
+export const POD_WEBHOOK_NAME = "pod.mutate.liqo.io";
 
 const AdmissionReview = v.object({
   apiVersion: v.literal("admission.k8s.io/v1", "apiVersion must be admission.k8s.io/v1"),
@@ -50,10 +54,101 @@ const AdmissionReview = v.object({
   ),
 });
 
-type Offloading = KubeObject & {
+export type Offloading = KubeObject & {
   spec?: { podOffloadingStrategy?: PodOffloadingStrategy; clusterSelector?: { nodeSelectorTerms?: SelectorTerm[] } };
   status?: { offloadingPhase?: string };
 };
+
+const NOT_JSON = Symbol("not JSON");
+
+/** What the webhook answers to one POST: the HTTP status and body, and how it is counted. */
+export interface PodAdmission {
+  status: number;
+  body: unknown;
+  /** The request's operation (CREATE, ...), "unknown" when the body is no AdmissionReview. */
+  operation: string;
+  result: AdmissionResult;
+}
+
+/**
+ * The pod webhook's decision for one request body: allowed (with the scheduling patch), denied
+ * (with the reason), or an error (400: not an AdmissionReview). `offloadingOf` finds a namespace's
+ * NamespaceOffloading in the cache.
+ */
+export function reviewPodAdmission(
+  body: unknown,
+  offloadingOf: (namespace: string) => Offloading | undefined,
+  log: Logger = silentLogger,
+): PodAdmission {
+  const problem = (message: string): PodAdmission => ({
+    status: 400,
+    body: { message },
+    operation: "unknown",
+    result: "error",
+  });
+  if (body === NOT_JSON) return problem("the body is not JSON; expected an admission.k8s.io/v1 AdmissionReview");
+  const parsed = v.safeParse(AdmissionReview, body);
+  if (!parsed.success) return problem(`not a valid AdmissionReview: ${parsed.issues[0].message}`);
+  const { request } = parsed.output;
+  const operation = admissionOperation(request.operation);
+  const allow = (patch?: unknown[]): PodAdmission => ({
+    status: 200,
+    body: {
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+      response: {
+        uid: request.uid,
+        allowed: true,
+        ...(patch?.length
+          ? { patchType: "JSONPatch", patch: Buffer.from(JSON.stringify(patch)).toString("base64") }
+          : {}),
+      },
+    },
+    operation,
+    result: "allowed",
+  });
+  const deny = (message: string): PodAdmission => ({
+    status: 200,
+    body: {
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+      response: { uid: request.uid, allowed: false, status: { code: 403, reason: "Forbidden", message } },
+    },
+    operation,
+    result: "denied",
+  });
+  if (request.operation !== "CREATE") return allow();
+  // A pod that arrived through a peering (its ShadowPod's) is the provider controller's to
+  // place: offloading it again from here would chain it (and the webhook would refuse it while
+  // this namespace's offloading is set up, blocking a peer's pod).
+  if (isShadowPodControlled(request.object.metadata ?? {})) return allow();
+  const ns = request.namespace ?? "";
+  const nso = offloadingOf(ns);
+  // Only namespaces labelled liqo.io/scheduling-enabled=true reach the webhook. Until their
+  // offloading is set up a pod could land anywhere, so it is refused, as Liqo documents;
+  // controllers (Deployments, Jobs) create it again moments later.
+  if (!nso)
+    return deny(
+      `namespace ${ns} is labelled liqo.io/scheduling-enabled=true but is not offloaded: pods are refused until it is (liqoctl offload namespace ${ns}), or remove the label`,
+    );
+  if (nso.metadata.deletionTimestamp) return allow();
+  if (!nso.status?.offloadingPhase)
+    return deny(
+      `the offloading of namespace ${ns} is being set up; pods are refused until its NamespaceOffloading has a phase (kubectl get namespaceoffloading -n ${ns})`,
+    );
+  const spec = request.object.spec ?? {};
+  const strategy = nso.spec?.podOffloadingStrategy ?? "LocalAndRemote";
+  const hostProblem = hostNamespacesProblem(spec, strategy, ns);
+  if (hostProblem) return deny(hostProblem);
+  const mutated = mutatePodSpec(spec, strategy, nso.spec?.clusterSelector?.nodeSelectorTerms ?? []);
+  const patch = specPatch(spec, mutated);
+  log.debug("pod mutated", {
+    key: keyOf(request.namespace, request.object.metadata?.name ?? ""),
+    strategy,
+    ops: patch.length,
+  });
+  return allow(patch);
+}
 
 export interface PodWebhook {
   readonly url: string;
@@ -67,6 +162,8 @@ export async function startPodWebhook(o: {
   host?: string;
   port?: number;
   logger?: Logger;
+  /** Where the admission counters and latencies go (core/webhook/metrics.ts). */
+  registry?: Registry;
 }): Promise<PodWebhook> {
   const log = (o.logger ?? silentLogger).child({ component: "webhook" });
   const offloadings = createInformer<Offloading>({
@@ -77,7 +174,7 @@ export async function startPodWebhook(o: {
   offloadings.start();
   await offloadings.waitForSync();
 
-  const problem = (status: number, message: string) => Response.json({ message }, { status });
+  const metrics = createAdmissionMetrics(o.registry, [{ webhook: POD_WEBHOOK_NAME, operation: "CREATE" }]);
   const server = Bun.serve({
     hostname: o.host ?? "127.0.0.1",
     port: o.port ?? 0,
@@ -86,66 +183,25 @@ export async function startPodWebhook(o: {
       const url = new URL(req.url);
       if (url.pathname === "/healthz") return new Response("ok");
       if (url.pathname !== POD_WEBHOOK_PATH)
-        return problem(404, `no webhook at ${url.pathname}; the pod webhook is ${POD_WEBHOOK_PATH}`);
-      if (req.method !== "POST") return problem(405, "admission reviews are POSTed");
-      let body: unknown;
+        return Response.json(
+          { message: `no webhook at ${url.pathname}; the pod webhook is ${POD_WEBHOOK_PATH}` },
+          { status: 404 },
+        );
+      if (req.method !== "POST") return Response.json({ message: "admission reviews are POSTed" }, { status: 405 });
+      const started = performance.now();
+      let answer: PodAdmission;
       try {
-        body = await req.json();
-      } catch {
-        return problem(400, "the body is not JSON; expected an admission.k8s.io/v1 AdmissionReview");
+        answer = reviewPodAdmission(
+          await req.json().catch(() => NOT_JSON),
+          (ns) => offloadings.get(keyOf(ns, DEFAULT_NAMESPACE_OFFLOADING_NAME)),
+          log,
+        );
+      } catch (err) {
+        log.error("admission review failed", { err });
+        answer = { status: 500, body: { message: (err as Error).message }, operation: "unknown", result: "error" };
       }
-      const parsed = v.safeParse(AdmissionReview, body);
-      if (!parsed.success) return problem(400, `not a valid AdmissionReview: ${parsed.issues[0].message}`);
-      const { request } = parsed.output;
-      const allow = (patch?: unknown[]) =>
-        Response.json({
-          apiVersion: "admission.k8s.io/v1",
-          kind: "AdmissionReview",
-          response: {
-            uid: request.uid,
-            allowed: true,
-            ...(patch?.length
-              ? { patchType: "JSONPatch", patch: Buffer.from(JSON.stringify(patch)).toString("base64") }
-              : {}),
-          },
-        });
-      const deny = (message: string) =>
-        Response.json({
-          apiVersion: "admission.k8s.io/v1",
-          kind: "AdmissionReview",
-          response: { uid: request.uid, allowed: false, status: { code: 403, reason: "Forbidden", message } },
-        });
-      if (request.operation !== "CREATE") return allow();
-      // A pod that arrived through a peering (its ShadowPod's) is the provider controller's to
-      // place: offloading it again from here would chain it (and the webhook would refuse it while
-      // this namespace's offloading is set up, blocking a peer's pod).
-      if (isShadowPodControlled(request.object.metadata ?? {})) return allow();
-      const ns = request.namespace ?? "";
-      const nso = offloadings.get(keyOf(ns, DEFAULT_NAMESPACE_OFFLOADING_NAME));
-      // Only namespaces labelled liqo.io/scheduling-enabled=true reach the webhook. Until their
-      // offloading is set up a pod could land anywhere, so it is refused, as Liqo documents;
-      // controllers (Deployments, Jobs) create it again moments later.
-      if (!nso)
-        return deny(
-          `namespace ${ns} is labelled liqo.io/scheduling-enabled=true but is not offloaded: pods are refused until it is (liqoctl offload namespace ${ns}), or remove the label`,
-        );
-      if (nso.metadata.deletionTimestamp) return allow();
-      if (!nso.status?.offloadingPhase)
-        return deny(
-          `the offloading of namespace ${ns} is being set up; pods are refused until its NamespaceOffloading has a phase (kubectl get namespaceoffloading -n ${ns})`,
-        );
-      const spec = request.object.spec ?? {};
-      const strategy = nso.spec?.podOffloadingStrategy ?? "LocalAndRemote";
-      const hostProblem = hostNamespacesProblem(spec, strategy, ns);
-      if (hostProblem) return deny(hostProblem);
-      const mutated = mutatePodSpec(spec, strategy, nso.spec?.clusterSelector?.nodeSelectorTerms ?? []);
-      const patch = specPatch(spec, mutated);
-      log.debug("pod mutated", {
-        key: keyOf(request.namespace, request.object.metadata?.name ?? ""),
-        strategy,
-        ops: patch.length,
-      });
-      return allow(patch);
+      metrics.observe(POD_WEBHOOK_NAME, answer.operation, answer.result, (performance.now() - started) / 1000);
+      return Response.json(answer.body, { status: answer.status });
     },
   });
   return {
@@ -176,7 +232,7 @@ export async function registerPodWebhook(
       metadata: { name: "liqo-pod-mutator" },
       webhooks: [
         {
-          name: "pod.mutate.liqo.io",
+          name: POD_WEBHOOK_NAME,
           admissionReviewVersions: ["v1"],
           sideEffects: "None",
           failurePolicy,

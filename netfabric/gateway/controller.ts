@@ -48,6 +48,7 @@ import {
   type SecurityMode,
 } from "./filter-table.ts";
 import { createGatewayReconciler, type SecuritySpec } from "./reconcile.ts";
+import { registerPeerMetrics } from "./peer-metrics.ts";
 import { ensureDeviceAddress, firstHost, probeLatency } from "./probe.ts";
 import { connectionOf, sameConnection } from "./status.ts";
 import { planTunnels, type TunnelPlan } from "./tunnel-config.ts";
@@ -383,6 +384,12 @@ export function createGatewayController(o: GatewayControllerOptions) {
       log.warn("standby: configuration torn down", { done });
     },
   });
+  if (o.registry)
+    registerPeerMetrics(o.registry, {
+      peers: () => (device ? (plan?.config.peers ?? []) : []),
+      live: () => live,
+      latencyMs: (clusterId) => latencies.get(clusterId),
+    });
   o.registry?.callbackGauge({
     name: "liqo_gateway_leader",
     help: "1 when this replica is the active gateway.",
