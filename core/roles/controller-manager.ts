@@ -122,7 +122,10 @@ export default defineCommand({
       });
     }
     if (wanted.includes("shadowpod"))
-      running.push({ name: "shadowpod", ...createShadowPodController({ client, logger: log, podSecurity, quota }) });
+      running.push({
+        name: "shadowpod",
+        ...createShadowPodController({ client, logger: log, podSecurity, quota, registry }),
+      });
     if (wanted.includes("resourcerequest"))
       running.push({
         name: "resourcerequest",

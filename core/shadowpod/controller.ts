@@ -25,6 +25,8 @@ import { createWorkQueue, type WorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
 import { createEventRecorder, type EventRecorder } from "../kube/events.ts";
 import { metadataOnly, withoutManagedFields } from "../kube/slim.ts";
+import type { Registry } from "../metrics/index.ts";
+import { registerShadowPodMetrics } from "./metrics.ts";
 import { providerPodSpec } from "./placement.ts";
 import { podRequests } from "../peering/sharing/offer.ts";
 import {
@@ -122,6 +124,8 @@ export function createShadowPodController(options: {
    * that peer's ResourceOffer before its pod is created. Default hard.
    */
   quota?: { mode: QuotaMode; defaultRequests?: DefaultRequests };
+  /** Where liqo_shadowpods is declared (counted at scrape time from the caches). */
+  registry?: Registry;
 }): ShadowPodController {
   const podSecurity = options.podSecurity ?? "baseline";
   const { client } = options;
@@ -143,7 +147,8 @@ export function createShadowPodController(options: {
     namespace: options.namespace,
     labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY_SHADOWPOD}`,
     logger: log,
-    transform: metadataOnly,
+    // The phase too, a few bytes, for liqo_shadowpods (metrics.ts).
+    transform: (p) => ({ ...metadataOnly(p), ...(p.status?.phase && { status: { phase: p.status.phase } }) }),
   });
   const quotaMode = options.quota?.mode ?? "hard";
   const defaultRequests = options.quota?.defaultRequests;
@@ -423,6 +428,16 @@ export function createShadowPodController(options: {
     events.normal(shadow, "PodRecreated", `pod ${key} was missing and has been re-created (${recreations} time(s))`);
     log.info("pod re-created", { key, previousUid: previous, uid: created.metadata.uid, recreations });
   }
+
+  if (options.registry)
+    registerShadowPodMetrics(options.registry, {
+      shadows: () => shadows.list(),
+      podOf: (s) => {
+        const pod = pods.get(objectKey(s));
+        return pod && ownerOf(pod) === s.metadata.uid ? pod : undefined;
+      },
+      consumerOf,
+    });
 
   return {
     handle,

@@ -18,6 +18,7 @@ import { createKubeletApi, type KubeletApi } from "./kubeletapi/index.ts";
 import { createEventReflector, type EventReflector } from "./events/reflector.ts";
 import { createVirtualNode, isOurVirtualNode, type VirtualNode } from "./node/index.ts";
 import type { NodeResources, NodeTaint } from "./node/forge.ts";
+import { registerVirtualKubeletMetrics } from "./metrics.ts";
 import { createPodOffloader, type PodOffloader, type PodPatch } from "./pods/offloader.ts";
 
 /** The built-in reflectors a virtual kubelet runs besides pods (which the offloader handles). */
@@ -254,6 +255,18 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     await maps.start();
     stops.push(() => offloader.stop());
     await offloader.start();
+    // Declared last: a kubelet that failed to start leaves no callback reading its parts.
+    if (o.registry)
+      registerVirtualKubeletMetrics(o.registry, {
+        nodes: () =>
+          stopped
+            ? []
+            : [node, ...[...extras.values()].map((e) => e.node)].map((n) => ({
+                name: n.status().nodeName,
+                conditions: n.conditions(),
+              })),
+        pods: () => (stopped ? [] : offloader.pods()),
+      });
     return {
       nodeName,
       node,

@@ -15,6 +15,7 @@ import {
   nodeTaints,
   virtualNode,
   virtualNodeLabels,
+  type NodeCondition,
   type NodeIdentity,
   type NodeResources,
   type NodeTaint,
@@ -86,6 +87,8 @@ export interface VirtualNode {
   /** New annotations besides ours: ones given before and no longer are removed from the Node. */
   updateAnnotations(annotations: Record<string, string>): Promise<void>;
   status(): VirtualNodeStatus;
+  /** The Node's conditions as the API server has them (its watch cache); none before start. */
+  conditions(): readonly NodeCondition[];
 }
 
 export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
@@ -362,5 +365,8 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
       if (st.running) await sync();
     },
     status: () => ({ ...st }),
+    // Read from the Node, not from what this controller last wrote: the node lifecycle controller
+    // turns Ready to Unknown when the Lease lapses, and that is what the scheduler acts on.
+    conditions: () => informer?.get(id.nodeName)?.status?.conditions ?? [],
   };
 }

@@ -98,6 +98,8 @@ export interface PodOffloader {
   removeNode(nodeName: string): Promise<void>;
   /** The pods bound to a node of this offloader, as last seen (a drain waits for none). */
   podsOn(nodeName: string): number;
+  /** The local pods bound to this offloader's nodes, as last seen. */
+  pods(): readonly Pod[];
   readonly synced: boolean;
 }
 
@@ -571,6 +573,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       for (const p of left) queue?.add(objectKey(p));
     },
     podsOn: (nodeName) => nodes.get(nodeName)?.pods.list().length ?? 0,
+    pods: () => localPods.list(),
     get synced() {
       return localPods.synced && shadows.synced && remotePods.synced;
     },
