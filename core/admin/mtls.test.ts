@@ -1,75 +1,21 @@
 // The client-certificate path of startAdminServer (node:tls + node:http under Bun): the principal
 // a route sees, request bodies passed through (plugin uploads), the body limit, and stop().
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Hono } from "hono";
+import { createCa, sign } from "../../tests/rig/pki.ts";
 import { createAdminApp, startAdminServer, type AdminEnv, type AdminServer } from "./index.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "admin-mtls-"));
 const file = (name: string) => Bun.file(join(dir, name)).text();
 let server: AdminServer;
 
-function openssl(...args: string[]) {
-  const r = Bun.spawnSync(["openssl", ...args], { cwd: dir, stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr.toString()}`);
-}
-function cert(name: string, subject: string, ext: string) {
-  openssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-    "-subj",
-    subject,
-    "-keyout",
-    `${name}.key`,
-    "-out",
-    `${name}.csr`,
-  );
-  writeFileSync(join(dir, `${name}.ext`), ext);
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    `${name}.csr`,
-    "-CA",
-    "ca.crt",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    `${name}.ext`,
-    "-out",
-    `${name}.crt`,
-  );
-}
-
 beforeAll(async () => {
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=ca",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.crt",
-  );
-  cert("server", "/CN=server", "subjectAltName=IP:127.0.0.1\n");
-  cert("operator", "/O=liqo-admin:write/CN=operator", "extendedKeyUsage=clientAuth\n");
+  const ca = createCa(dir, "ca", "/CN=ca");
+  sign(dir, ca, "server", "/CN=server", "subjectAltName=IP:127.0.0.1\n");
+  sign(dir, ca, "operator", "/O=liqo-admin:write/CN=operator", "extendedKeyUsage=clientAuth\n");
   const api = new Hono<AdminEnv>();
   api.post("/echo", async (c) =>
     c.json({

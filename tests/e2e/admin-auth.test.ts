@@ -11,6 +11,7 @@ import { silentLogger } from "../../core/log.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { createRegistry } from "../../core/metrics/index.ts";
 import { adminSecurity, serveAdmin, type AdminFlags } from "../../core/roles/shared.ts";
+import { createCa, sign } from "../rig/pki.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "admin-auth-"));
 const path = (name: string) => join(dir, name);
@@ -19,73 +20,13 @@ const READ = "read-token-0123456789abcdef";
 const pem = (name: string) => Bun.file(path(name)).text();
 const stops: (() => Promise<void>)[] = [];
 
-function openssl(...args: string[]) {
-  const r = Bun.spawnSync(["openssl", ...args], { cwd: dir, stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`openssl ${args.join(" ")}: ${r.stderr.toString()}`);
-}
-
-/** A CA, and certificates it signs: leaf(name, subject, extension). */
-function ca(name: string) {
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    `/CN=${name}`,
-    "-keyout",
-    `${name}.key`,
-    "-out",
-    `${name}.crt`,
-  );
-}
-function leaf(caName: string, name: string, subject: string, ext: string) {
-  openssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:prime256v1",
-    "-nodes",
-    "-subj",
-    subject,
-    "-keyout",
-    `${name}.key`,
-    "-out",
-    `${name}.csr`,
-  );
-  writeFileSync(path(`${name}.ext`), ext);
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    `${name}.csr`,
-    "-CA",
-    `${caName}.crt`,
-    "-CAkey",
-    `${caName}.key`,
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    `${name}.ext`,
-    "-out",
-    `${name}.crt`,
-  );
-}
-
 beforeAll(() => {
-  ca("admin-ca");
-  ca("foreign-ca");
-  leaf("admin-ca", "server", "/CN=liqo-admin", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  leaf("admin-ca", "operator", "/O=liqo-admin:write/CN=operator", "extendedKeyUsage=clientAuth\n");
-  leaf("admin-ca", "viewer", "/CN=viewer", "extendedKeyUsage=clientAuth\n");
-  leaf("foreign-ca", "intruder", "/O=liqo-admin:write/CN=intruder", "extendedKeyUsage=clientAuth\n");
+  const adminCa = createCa(dir, "admin-ca", "/CN=admin-ca");
+  const foreignCa = createCa(dir, "foreign-ca", "/CN=foreign-ca");
+  sign(dir, adminCa, "server", "/CN=liqo-admin", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
+  sign(dir, adminCa, "operator", "/O=liqo-admin:write/CN=operator", "extendedKeyUsage=clientAuth\n");
+  sign(dir, adminCa, "viewer", "/CN=viewer", "extendedKeyUsage=clientAuth\n");
+  sign(dir, foreignCa, "intruder", "/O=liqo-admin:write/CN=intruder", "extendedKeyUsage=clientAuth\n");
   writeFileSync(path("write.token"), `${WRITE}\n`);
   writeFileSync(path("read.token"), READ);
   writeFileSync(path("short.token"), "tooshort");

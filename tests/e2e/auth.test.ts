@@ -34,6 +34,7 @@ import { fuzzHttp, slowClients } from "../chaos/http-fuzz.ts";
 import { rssMiB } from "../bench/stats.ts";
 import { seeded } from "../chaos/random.ts";
 import { statusOf } from "../support/status.ts";
+import { createCa, sign } from "../rig/pki.ts";
 
 let rig: TestRig;
 let milan: KubeClient;
@@ -44,11 +45,6 @@ let token: string;
 let server: AuthServer;
 let serverCa: string;
 const dir = mkdtempSync(join(tmpdir(), "auth-e2e-"));
-
-function openssl(...args: string[]) {
-  const r = Bun.spawnSync(["openssl", ...args], { cwd: dir, stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(r.stderr.toString());
-}
 
 function startServer(extra: Partial<Parameters<typeof createAuthServer>[0]> = {}) {
   return createAuthServer({
@@ -100,55 +96,8 @@ beforeAll(async () => {
   });
   romeId = await ensureClusterIdentity(rome, { clusterName: "rome" });
   token = await ensureAuthToken(milan);
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=auth-ca",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.crt",
-  );
-  openssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-subj",
-    "/CN=liqo-auth",
-    "-keyout",
-    "tls.key",
-    "-out",
-    "tls.csr",
-  );
-  writeFileSync(join(dir, "ext"), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    "tls.csr",
-    "-CA",
-    "ca.crt",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    "ext",
-    "-out",
-    "tls.crt",
-  );
+  const ca = createCa(dir, "ca", "/CN=auth-ca");
+  sign(dir, ca, "tls", "/CN=liqo-auth", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
   serverCa = readFileSync(join(dir, "ca.crt"), "utf8");
   server = await startServer();
 }, 600_000);

@@ -1,7 +1,7 @@
 // The pod mutating webhook behind a real API server: pods in offloaded namespaces get the
 // constraints of the pod offloading strategy; other namespaces are untouched; bad reviews are refused.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { installCrds, NamespaceOffloadingResource, ShadowPodResource } from "../../core/apis/index.ts";
@@ -10,16 +10,12 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { registerPodWebhook, startPodWebhook, type PodWebhook } from "../../core/webhook/server.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { createCa, sign } from "../rig/pki.ts";
 
 let rig: TestRig;
 let client: KubeClient;
 let webhook: PodWebhook;
 const dir = mkdtempSync(join(tmpdir(), "webhook-e2e-"));
-
-function openssl(...args: string[]) {
-  const r = Bun.spawnSync(["openssl", ...args], { cwd: dir, stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(r.stderr.toString());
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: pod specs the webhook mutated, read back and asserted on a few fields
 type Pod = KubeObject & { spec: any };
@@ -60,55 +56,8 @@ beforeAll(async () => {
   client = rig.client(rig.clusters[0]!.name);
   await installCrds(client);
   // A serving certificate for 127.0.0.1 from a throwaway CA, as the chart would generate.
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    "/CN=webhook-ca",
-    "-keyout",
-    "ca.key",
-    "-out",
-    "ca.crt",
-  );
-  openssl(
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-subj",
-    "/CN=liqo-webhook",
-    "-keyout",
-    "tls.key",
-    "-out",
-    "tls.csr",
-  );
-  writeFileSync(join(dir, "ext"), "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    "tls.csr",
-    "-CA",
-    "ca.crt",
-    "-CAkey",
-    "ca.key",
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-extfile",
-    "ext",
-    "-out",
-    "tls.crt",
-  );
+  const ca = createCa(dir, "ca", "/CN=webhook-ca");
+  sign(dir, ca, "tls", "/CN=liqo-webhook", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n");
   webhook = await startPodWebhook({ client, tls: { cert: join(dir, "tls.crt"), key: join(dir, "tls.key") } });
   await registerPodWebhook(client, {
     url: webhook.url,

@@ -73,20 +73,10 @@ export function sign(dir: string, ca: CertPair, name: string, subject: string, e
   return { cert, key: keyPath };
 }
 
-const client =
-  "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
-export const serverExt = (sans: string[]) =>
-  `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sans.join(",")}\n`;
-
-export function createClusterPki(
-  dir: string,
-  clusterName: string,
-  serviceIp: string,
-  extraIps: string[] = [],
-): ClusterPki {
-  mkdirSync(dir, { recursive: true });
-  const caKey = key(dir, "ca");
-  const caCert = join(dir, "ca.crt");
+/** A CA: name.key and name.crt in dir, with the given subject (tests make throwaway ones with it). */
+export function createCa(dir: string, name: string, subject: string): CertPair {
+  const caKey = key(dir, name);
+  const caCert = join(dir, `${name}.crt`);
   openssl(
     [
       "req",
@@ -95,7 +85,7 @@ export function createClusterPki(
       "-key",
       caKey,
       "-subj",
-      `/CN=rig-${clusterName}-ca`,
+      subject,
       "-days",
       "3650",
       "-sha256",
@@ -108,7 +98,22 @@ export function createClusterPki(
     ],
     dir,
   );
-  const ca = { cert: caCert, key: caKey };
+  return { cert: caCert, key: caKey };
+}
+
+const client =
+  "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
+export const serverExt = (sans: string[]) =>
+  `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${sans.join(",")}\n`;
+
+export function createClusterPki(
+  dir: string,
+  clusterName: string,
+  serviceIp: string,
+  extraIps: string[] = [],
+): ClusterPki {
+  mkdirSync(dir, { recursive: true });
+  const ca = createCa(dir, "ca", `/CN=rig-${clusterName}-ca`);
   const apiserverSans = [
     "IP:127.0.0.1",
     `IP:${serviceIp}`,
