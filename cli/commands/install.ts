@@ -1,25 +1,24 @@
 // liqoctl install <provider>: detects what it can about the cluster, turns flags and findings into
 // chart values, and lets Helm install or upgrade the release (atomically: rolled back on timeout).
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { defineCommand, type ArgsDef } from "citty";
 import type { AnyCommand } from "../command-def.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { CliError, ExitCode } from "../errors.ts";
-import { bundledChart } from "../install/chart-source.ts";
 import { detectAndDescribe } from "../install/run.ts";
 import { probeLoadBalancer } from "../install/load-balancer.ts";
 import { ensurePodSecurity, labelCommand } from "../install/pod-security.ts";
 import { checkClusterRequirements } from "../install/requirements.ts";
-import { findHelm, helmError, releaseStatus, releaseValues, runHelm, type HelmTarget } from "../install/helm.ts";
+import { findHelm, releaseStatus, releaseValues, type HelmTarget } from "../install/helm.ts";
+import { RELEASE, upgradeRelease } from "../install/upgrade-release.ts";
 import { providers, type Provider } from "../install/providers.ts";
 import { chartValues, helmInstallCommand, setFlagProblem, type InstallFlags } from "../install/values.ts";
 import { givenFlags, upgradeValues, valuesDiff } from "../install/upgrade-values.ts";
 import { info, parseDuration, repeatedFlag, spinner } from "../ui.ts";
 import { liqoVersion } from "../version.ts";
 
-export const RELEASE = "liqo";
+export { RELEASE };
 
 export const commonInstallArgs = {
   "cluster-name": {
@@ -185,52 +184,23 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
   const helmBin = helm ?? findHelm();
   const labelled = await ensurePodSecurity(client, namespace);
   if (labelled) info(labelled);
-  const chart = chartPath ? { dir: chartPath, embedded: false, cleanup() {} } : await bundledChart();
-  const work = mkdtempSync(join(tmpdir(), "liqoctl-install-"));
-  try {
-    await Bun.write(join(work, "values.yaml"), yaml);
-    const spin = spinner(
-      `${previous ? "Upgrading" : "Installing"} liqo in namespace ${namespace} (Helm, timeout ${args.timeout})`,
-    );
-    const helmArgs = [
-      "upgrade",
-      "--install",
-      RELEASE,
-      chart.dir,
-      "--create-namespace",
-      "--values",
-      join(work, "values.yaml"),
-      ...sets.flatMap((s) => ["--set", s]),
-      "--wait",
-      "--atomic",
-      "--timeout",
-      `${Math.ceil(timeoutMs / 1000)}s`,
-      ...(verbose ? ["--debug"] : []),
-    ];
-    const r = await runHelm(helmBin, helmArgs, target, { verbose });
-    if (r.code !== 0) {
-      const msg = helmError(r);
-      const timedOut = /context deadline exceeded|timed out waiting/i.test(msg);
-      spin.fail(
-        `liqo ${previous ? "upgrade" : "installation"} failed${timedOut ? ` (not ready within --timeout ${args.timeout}; Helm rolled it back)` : ""}`,
-      );
-      throw new CliError(
-        `helm: ${msg}\n  check the pods: kubectl get pods -n ${namespace}; retry with --verbose`,
-        ExitCode.Failure,
-      );
-    }
-    spin.succeed(
-      `liqo ${previous ? "upgraded" : "installed"} in namespace ${namespace} (cluster ${values.clusterName || "name generated"})`,
-    );
-    info(
-      previous
-        ? "peerings, offloaded pods and reflected objects carry on across the upgrade; liqoctl status shows them"
-        : "next: liqoctl generate peer-command, then run its output on the cluster that will offload here",
-    );
-  } finally {
-    rmSync(work, { recursive: true, force: true });
-    chart.cleanup();
-  }
+  await upgradeRelease({
+    helm: helmBin,
+    target,
+    yaml,
+    sets,
+    chartPath,
+    previous: !!previous,
+    timeoutMs,
+    timeoutText: args.timeout as string,
+    verbose,
+    suffix: ` (cluster ${values.clusterName || "name generated"})`,
+  });
+  info(
+    previous
+      ? "peerings, offloaded pods and reflected objects carry on across the upgrade; liqoctl status shows them"
+      : "next: liqoctl generate peer-command, then run its output on the cluster that will offload here",
+  );
 }
 
 function tryFindHelm(): string | undefined {

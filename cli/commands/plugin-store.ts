@@ -1,4 +1,5 @@
-// liqoctl plugin install|list|remove: the cluster's drop-in reflector plugins. A plugin is
+// liqoctl plugin install|list|remove: the cluster's drop-in reflector plugins (allow|disallow, the
+// chart values they need: plugin-allow.ts). A plugin is
 // validated here exactly as the engine will (validate.ts, in a worker under a deadline) and judged
 // as a provider will judge it (auth/plugin-rbac.ts, on this cluster's discovery) before anything is
 // stored; a refused plugin leaves the store as it was. Stored, it warns when liqo's controller
@@ -162,8 +163,7 @@ async function controllerManagerCannotRead(
       const resource = k.group ? `${ref.plural}.${k.group}` : ref.plural;
       out.push(
         `liqo's controller manager (ServiceAccount ${ns}/${CONTROLLER_MANAGER_SA}) may not ${denied.join(", ")} ${resource}: peerings load the plugin but reflect no ${k.kind} until it may. ` +
-          `Add the kind to the chart value reflection.pluginRules (e.g. liqoctl install ... --set 'reflection.pluginRules[0].apiGroups={${k.group}}' ` +
-          `--set 'reflection.pluginRules[0].resources={${ref.plural}}' --set 'reflection.pluginRules[0].verbs={get,list,watch,delete}'); no restart is needed`,
+          `Allow it: liqoctl plugin allow ${resource} (it adds the kind to the chart value reflection.pluginRules); no restart is needed`,
       );
     }
   } catch {

@@ -267,5 +267,7 @@ export default defineCommand({
     install: () => import("./plugin-store.ts").then((m) => m.storeCommands.install),
     list: () => import("./plugin-store.ts").then((m) => m.storeCommands.list),
     remove: () => import("./plugin-store.ts").then((m) => m.storeCommands.remove),
+    allow: () => import("./plugin-allow.ts").then((m) => m.allow),
+    disallow: () => import("./plugin-allow.ts").then((m) => m.disallow),
   },
 });

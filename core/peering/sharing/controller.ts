@@ -405,9 +405,17 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
     } catch (err) {
       // The offer does not depend on it. The consumer is told (a plugin without an answer would
       // show as waiting forever), and the grant is tried again soon, not at the next resync.
+      const kinds = [
+        ...new Set(
+          (rr.spec.reflectorPlugins ?? []).flatMap((p) =>
+            (p.resources ?? []).map((r) => (r.group ? `${r.kind}.${r.group}` : r.kind)),
+          ),
+        ),
+      ];
       const why =
-        `granting failed here: ${(err as Error).message} (the provider's controller manager needs the plugins' kinds: ` +
-        `chart value reflection.pluginRules); retried every ${PLUGIN_GRANT_RETRY_MS / 1000} s`;
+        `granting failed here: ${(err as Error).message}; the fix, on this provider: ` +
+        `${kinds.map((k) => `liqoctl plugin allow ${k} --grant`).join(", ") || "liqoctl plugin allow <kind> --grant"} ` +
+        `(chart values reflection.grantPeerPlugins and reflection.pluginRules); retried every ${PLUGIN_GRANT_RETRY_MS / 1000} s`;
       events.warning(
         rr,
         "ReflectorPluginGrantFailed",
@@ -439,7 +447,7 @@ export function createResourceRequestController(o: ResourceRequestControllerOpti
         rr,
         "ReflectorPluginCopiesLeft",
         `no plugin of cluster ${rr.spec.clusterIdentity.clusterName} reflects ${s.kind} any more, its rights are removed, but its reflected copies ` +
-          `could not be deleted: ${s.error} (the controller manager needs list and delete on that kind: chart value reflection.pluginRules); retried`,
+          `could not be deleted: ${s.error} (the controller manager needs list and delete on that kind: liqoctl plugin allow ${s.kind} --grant, chart value reflection.pluginRules); retried`,
       );
     }
     return decisions.length ? decisions.map((d) => d.grant) : null;
