@@ -10,11 +10,13 @@
 // - reflection policies (Liqo 1.x): set at install, shown by liqoctl status, changed at run time
 //   (applied to what is already reflected), an unknown kind refused;
 // - a reflector plugin written outside the repository (liqoctl plugin init, bun install, liqoctl
-//   plugin build: PodDisruptionBudgets) installed on rome with liqoctl: rome's in-cluster virtual
-//   kubelet hot-loads it once milan (installed with reflection.grantPeerPlugins) granted it; an update
-//   reaches milan; removed, milan revokes the rights and deletes the copy.
+//   plugin build: PodDisruptionBudgets) installed on rome with liqoctl, its kind allowed there with
+//   liqoctl plugin allow: refused by milan with the fix (liqoctl plugin allow ... --grant), shown by
+//   liqoctl plugin list and status; once milan ran it, rome's in-cluster virtual kubelet hot-loads the
+//   plugin; an update reaches milan; removed, milan revokes the rights and deletes the copy; then
+//   liqoctl plugin disallow on both sides gives the releases back their values.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ResourceRequestResource, type ResourceRequest } from "../../core/apis/index.ts";
@@ -36,6 +38,8 @@ import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, reapOrphanRigs, rigDown } from "../rig/rig.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { liqoctl } from "../quickstart/install.ts";
+import { findHelm, releaseValues } from "../../cli/install/helm.ts";
+import { RELEASE } from "../../cli/install/upgrade-release.ts";
 import { pluginCli, scaffoldPluginProject } from "../support/plugin-project.ts";
 import { waitFor } from "../support/wait.ts";
 import { pdb, PDBS } from "../support/pdb.ts";
@@ -96,11 +100,14 @@ function lastRound(log: string): { address: string; configMap: any; whoami: any 
 
 let q: InClusterQuickstart;
 
-// The controller managers' rights on PodDisruptionBudgets (chart value reflection.pluginRules): rome
-// reads what it reflects; milan lists and deletes the copies of a revoked plugin.
-const PDB_RULES = ["apiGroups={policy}", "resources={poddisruptionbudgets}", "verbs={get,list,watch,delete}"].map(
-  (r) => `--set=reflection.pluginRules[0].${r}`,
-);
+// The controller managers' rights on PodDisruptionBudgets come from liqoctl plugin allow (chart
+// value reflection.pluginRules): rome reads what it reflects; milan (allow --grant) grants peers'
+// plugins and lists and deletes the copies of a revoked one.
+/** Each release's values before liqoctl plugin allow touched them. */
+const valuesBefore: Record<string, Record<string, unknown>> = {};
+let romeAllowed: { out: string; err: string; code: number };
+const releaseValuesOf = (cluster: string) =>
+  releaseValues(findHelm(), RELEASE, { kubeconfig: q.kubeconfig(cluster), namespace: "liqo" });
 await ensureBuilt(["networkpolicy"]);
 
 /** The PodDisruptionBudget plugin as an author makes it, outside the repository: its .wasm and the folder to remove. */
@@ -113,6 +120,16 @@ async function buildPdbPlugin(): Promise<{ parent: string; wasm: string; built: 
 let pdbPlugin: ReturnType<typeof buildPdbPlugin>;
 
 const kubectl = (cluster: string, ...args: string[]) => kubectlOn(q, cluster, ...args);
+
+/** liqoctl on a cluster as a user runs it: what it printed and its exit code. */
+async function liqoctlOn(cluster: string, ...args: string[]) {
+  const proc = Bun.spawn([...liqoctl, ...args, `--kubeconfig=${q.kubeconfig(cluster)}`], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { out, err, code: await proc.exited };
+}
 
 /** The remote copy of a local pod of liqo-demo, Running in milan. */
 async function remotePod(name: string): Promise<Pod> {
@@ -139,8 +156,7 @@ beforeAll(async () => {
   q = await runInClusterQuickstart({
     dir,
     owner: process.pid,
-    romeInstallArgs: ["--reflection-policy=secrets=opt-in", ...PDB_RULES],
-    milanInstallArgs: ["--set=reflection.grantPeerPlugins=true", ...PDB_RULES],
+    romeInstallArgs: ["--reflection-policy=secrets=opt-in"],
     progress: process.env.RIG_VERBOSE ? (m) => console.error(`[api-access] ${m}`) : undefined,
   });
   console.log(
@@ -148,6 +164,12 @@ beforeAll(async () => {
       .map(([k, v]) => `${k} ${v.toFixed(0)}s`)
       .join(", ")}`,
   );
+  // Plugin support on the consumer, as docs/plugins.md §5 says: one command (milan's is run by the
+  // plugin test, as the fix its refusal names). Before the other tests: an upgrade re-renders the chart.
+  valuesBefore.rome = await releaseValuesOf("rome");
+  valuesBefore.milan = await releaseValuesOf("milan");
+  romeAllowed = await liqoctlOn("rome", "plugin", "allow", "PodDisruptionBudget");
+  if (romeAllowed.code !== 0) throw new Error(`liqoctl plugin allow on rome: ${romeAllowed.out}${romeAllowed.err}`);
   // In rome: a ServiceAccount that may read ConfigMaps of liqo-demo, and one to read.
   await q.rome.create(Resources.serviceAccounts, { metadata: { name: "reader", namespace: NS } } as KubeObject);
   await q.rome.create(rbac("Role", "roles"), {
@@ -710,14 +732,7 @@ describe("reflection policies", () => {
 });
 
 describe("a reflector plugin written outside the repository, in the in-cluster peering", () => {
-  const cli = async (cluster: string, ...args: string[]) => {
-    const proc = Bun.spawn([...liqoctl, ...args, `--kubeconfig=${q.kubeconfig(cluster)}`], {
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-    return { out, err, code: await proc.exited };
-  };
+  const cli = liqoctlOn;
   const romeRequest = async () =>
     (
       await q.rome.list<ResourceRequest & KubeObject>(ResourceRequestResource, {
@@ -725,7 +740,70 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       })
     ).items[0];
 
-  test("liqoctl plugin init/build, installed on rome, granted by milan: a PodDisruptionBudget and its update reach milan; removed, nothing is left", async () => {
+  test("liqoctl plugin allow refuses what it cannot allow, naming why, and changes nothing", async () => {
+    const unknown = await cli("rome", "plugin", "allow", "Gizmo");
+    expect(unknown.err).toContain(
+      "liqoctl plugin allow Gizmo: unknown kind Gizmo: this cluster serves no such resource; kubectl api-resources --namespaced lists the kinds it serves",
+    );
+    expect(unknown.code).toBe(2);
+    const refused = [
+      [
+        "Deployment",
+        "a provider would refuse it: Deployment (apps/v1): creates Pods, which a peer may only run through ShadowPods",
+      ],
+      ["Pod", "a provider would refuse it: Pod (v1): Pods are offloaded through ShadowPods"],
+      ["ClusterRole", "a provider would refuse it: ClusterRole (rbac.authorization.k8s.io/v1) is cluster-scoped"],
+      ["cm", "a provider would refuse it: ConfigMap (v1): is reflected by the built-in configmaps reflector"],
+    ];
+    for (const [kind, why] of refused) {
+      const r = await cli("rome", "plugin", "allow", kind!);
+      expect({ kind, err: r.err.includes(why!), code: r.code }).toEqual({ kind, err: true, code: 2 });
+    }
+    const nowhere = await cli("rome", "plugin", "allow", "pdb", "--liqo-namespace=nowhere");
+    expect(nowhere.err).toContain(
+      "liqo is not installed in namespace nowhere (no Helm release liqo there): install it first (liqoctl install), or name its namespace (--liqo-namespace)",
+    );
+    expect(nowhere.code).toBe(1);
+    // Helm fails (a chart that does not render): the release keeps the values it had.
+    const broken = mkdtempSync(join(tmpdir(), "liqo-broken-chart-"));
+    cpSync(join(import.meta.dir, "../../chart"), broken, { recursive: true });
+    writeFileSync(join(broken, "templates/broken.yaml"), '{{ fail "this chart is broken on purpose" }}\n');
+    const before = await releaseValuesOf("rome");
+    const failed = await cli("rome", "plugin", "allow", "NetworkPolicy", `--local-chart-path=${broken}`);
+    rmSync(broken, { recursive: true, force: true });
+    expect(failed.err).toContain(
+      "reflection.pluginRules: + get,list,watch,delete on networkpolicies.networking.k8s.io",
+    );
+    expect(failed.err).toContain("this chart is broken on purpose");
+    expect(failed.err).toContain("the release keeps the values it had");
+    expect(failed.code).toBe(1);
+    expect(await releaseValuesOf("rome")).toEqual(before);
+  }, 120_000);
+
+  test("liqoctl plugin init/build, installed on rome, refused by milan with the fix, granted once milan ran it: a PodDisruptionBudget and its update reach milan; removed, nothing is left", async () => {
+    // rome's one command (beforeAll): the change shown first, the rule in its release, every other value kept.
+    expect(romeAllowed.err).toContain(
+      "liqo is installed in namespace liqo: its values stay, except\n  reflection.pluginRules: + get,list,watch,delete on poddisruptionbudgets.policy",
+    );
+    expect(romeAllowed.out).toContain(
+      "liqo's controller manager may get, list, watch, delete PodDisruptionBudget (poddisruptionbudgets.policy)",
+    );
+    const romeValues = await releaseValuesOf("rome");
+    expect(romeValues).toEqual({
+      ...valuesBefore.rome,
+      reflection: {
+        ...(valuesBefore.rome!.reflection as object),
+        pluginRules: [
+          { apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: ["get", "list", "watch", "delete"] },
+        ],
+      },
+    });
+    const again = await cli("rome", "plugin", "allow", "poddisruptionbudgets.policy");
+    expect(again.err).toContain("poddisruptionbudgets.policy is already allowed (reflection.pluginRules)");
+    expect(again.err).toContain("nothing to change: the release keeps its values");
+    expect(again.err).not.toContain("Upgrading");
+    expect(again.code).toBe(0);
+
     const { wasm, built } = await pdbPlugin;
     expect(built).toContain("built build/pdbs.wasm");
     const twin = (await remoteCopy("nginx-remote")).metadata.namespace!;
@@ -735,7 +813,33 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       "plugin pdbs installed: pdbs 0.1.0, reflects PodDisruptionBudget.policy/v1 (forward)",
     );
     expect(installed.code).toBe(0);
-    expect(installed.err).not.toContain("WARN"); // rome's controller manager may read PDBS (reflection.pluginRules)
+    expect(installed.err).not.toContain("WARN"); // rome's controller manager may read PDBS (liqoctl plugin allow)
+
+    // milan was installed without plugin support: it refuses, and rome is told the command to run there.
+    const fix = "the fix, on this provider: liqoctl plugin allow PodDisruptionBudget.policy --grant";
+    let listed = "";
+    await waitFor(
+      "milan's refusal in liqoctl plugin list on rome",
+      async () => {
+        const l = await cli("rome", "plugin", "list");
+        listed = l.out + l.err;
+        return listed.includes(fix);
+      },
+      { timeoutMs: 90_000, describe: () => listed },
+    );
+    expect(listed).toMatch(/Problems:\n {2}pdbs: \S+: Refused \(granting failed here: /);
+    expect(listed).toContain(
+      "granting peers' reflector plugins needs the chart value reflection.grantPeerPlugins=true",
+    );
+    expect((await cli("rome", "status")).out).toMatch(
+      /milan \(outgoing\): pdbs Refused: granting failed here: .*liqoctl plugin allow PodDisruptionBudget.policy --grant/,
+    );
+    expect(await q.milan.find(PDBS, "web", twin)).toBeUndefined();
+    const granted = await cli("milan", "plugin", "allow", "PodDisruptionBudget.policy", "--grant");
+    expect(granted.err).toContain(
+      "its values stay, except\n  reflection.pluginRules: + get,list,watch,delete on poddisruptionbudgets.policy\n  reflection.grantPeerPlugins: true",
+    );
+    expect(granted.code).toBe(0);
 
     // Hot-loaded by the controller manager's virtual kubelet in rome once milan's controller manager granted it.
     const copy = (await waitFor("the PodDisruptionBudget reflected into milan", () => q.milan.find(PDBS, "web", twin), {
@@ -788,6 +892,18 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
       ["incoming", romeId, "pdbs", "Granted"],
     ]);
 
+    // Turning plugin support off while the plugin is in use is refused on both sides, with what to do first.
+    const inUseRome = await cli("rome", "plugin", "disallow", "PodDisruptionBudget");
+    expect(inUseRome.err).toContain(
+      "poddisruptionbudgets.policy is in use here, nothing changed:\n  plugin pdbs (ConfigMap liqo/liqo-plugin-pdbs) reflects it: remove it first (liqoctl plugin remove pdbs)",
+    );
+    expect(inUseRome.code).toBe(1);
+    const inUseMilan = await cli("milan", "plugin", "disallow", "PodDisruptionBudget");
+    expect(inUseMilan.err).toContain(
+      `peer ${romeId}'s pdbs holds it here (ClusterRole ${pluginClusterRoleName(romeId)})`,
+    );
+    expect(inUseMilan.code).toBe(1);
+
     const removed = await cli("rome", "plugin", "remove", "pdbs");
     expect(removed.out).toContain("plugin pdbs removed");
     expect(removed.code).toBe(0);
@@ -822,11 +938,76 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
     expect(netpol.code).toBe(0);
     expect(netpol.err).toContain(
       "liqo's controller manager (ServiceAccount liqo/liqo-controller-manager) may not get, list, watch networkpolicies.networking.k8s.io: " +
-        "peerings load the plugin but reflect no NetworkPolicy until it may. Add the kind to the chart value reflection.pluginRules",
+        "peerings load the plugin but reflect no NetworkPolicy until it may. Allow it: liqoctl plugin allow networkpolicies.networking.k8s.io",
     );
     expect((await cli("rome", "plugin", "remove", "networkpolicies")).code).toBe(0);
+  }, 480_000);
+
+  test("liqoctl plugin disallow on both sides: the rules and the grant switch go, every other value stays as before allow", async () => {
+    const [rome, milanOff] = await Promise.all([
+      cli("rome", "plugin", "disallow", "pdb"),
+      cli("milan", "plugin", "disallow", "PodDisruptionBudget"),
+    ]);
+    expect(rome.err).toContain(
+      "its values stay, except\n  reflection.pluginRules: - get,list,watch,delete on poddisruptionbudgets.policy",
+    );
+    expect(rome.code).toBe(0);
+    expect(milanOff.err).toContain(
+      "reflection.pluginRules: - get,list,watch,delete on poddisruptionbudgets.policy\n  reflection.grantPeerPlugins: false",
+    );
+    expect(milanOff.out).toContain("and peers' plugins are no longer granted");
+    expect(milanOff.code).toBe(0);
+    for (const cluster of ["rome", "milan"]) {
+      const before = valuesBefore[cluster]!;
+      const reflection = { ...(before.reflection as object), pluginRules: [] };
+      expect(await releaseValuesOf(cluster)).toEqual({
+        ...before,
+        reflection: cluster === "milan" ? { ...reflection, grantPeerPlugins: false } : reflection,
+      });
+    }
+    // The controller managers' rights follow the chart: neither may list PodDisruptionBudgets, milan may not write RBAC.
+    const losesRight = (cluster: string, verb: string, group: string, resource: string) =>
+      waitFor(
+        `liqo's controller manager in ${cluster} no longer may ${verb} ${resource}`,
+        async () => !(await controllerManagerMay(cluster, verb, group, resource)),
+        { timeoutMs: 30_000 },
+      );
+    await losesRight("rome", "list", "policy", "poddisruptionbudgets");
+    await losesRight("milan", "delete", "policy", "poddisruptionbudgets");
+    await losesRight("milan", "escalate", "rbac.authorization.k8s.io", "clusterroles");
+    const again = await cli("rome", "plugin", "disallow", "PodDisruptionBudget");
+    expect(again.err).toContain(
+      "poddisruptionbudgets.policy is not allowed (no rule of reflection.pluginRules covers it)",
+    );
+    expect(again.err).toContain("nothing to change");
+    expect(again.code).toBe(0);
   }, 300_000);
 });
+
+/** What a cluster's API server says liqo's controller manager may do (cluster-wide). */
+async function controllerManagerMay(cluster: string, verb: string, group: string, resource: string): Promise<boolean> {
+  const client = cluster === "rome" ? q.rome : q.milan;
+  const review = await client.create<KubeObject & { status?: { allowed?: boolean } }>(
+    {
+      group: "authorization.k8s.io",
+      version: "v1",
+      kind: "SubjectAccessReview",
+      plural: "subjectaccessreviews",
+      namespaced: false,
+    },
+    {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      metadata: {},
+      spec: {
+        user: "system:serviceaccount:liqo:liqo-controller-manager",
+        groups: ["system:serviceaccounts", "system:serviceaccounts:liqo"],
+        resourceAttributes: { verb, group, resource },
+      },
+    } as KubeObject,
+  );
+  return review.status?.allowed === true;
+}
 
 const milan = (res: ResourceRef, name: string, ns?: string) =>
   waitFor(`${name} in milan`, () => q.milan.find(res, name, ns), { timeoutMs: 60_000 });
