@@ -6,10 +6,14 @@
 // the embedded files, so `liqoctl plugin test pods` works from the binary alone. The Helm chart is
 // embedded the same way (cli/install/chart-source.ts), so `liqoctl install` needs no checkout, and
 // so is the plugin SDK `liqoctl plugin init` writes into a project (cli/plugin-project/sdk-source.ts).
+// The version and the source commit `liqoctl version` prints are compiled in (--define of
+// LIQO_BUILD_VERSION and LIQO_BUILD_COMMIT, read by cli/version.ts): by default package.json's version
+// and the checkout's commit, "-dirty" when tracked files differ from it; the release passes its own.
 import { copyFileSync, existsSync, linkSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 import { sdkFiles } from "../cli/plugin-project/sdk-source.ts";
+import type { BuildInfo } from "../cli/version.ts";
 import { builtinNames, ensureBuilt, wasmPath } from "../reflectors/build.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -92,8 +96,36 @@ export function sdkVersion(f) { return JSON.parse(f.get("package.json") ?? "{}")
   };
 }
 
-export async function buildLiqoctl(target: Target, outDir = join(root, "dist")): Promise<string> {
-  const outfile = join(outDir, `liqoctl-${target}`);
+async function git(args: string[]): Promise<string | undefined> {
+  const p = Bun.spawn(["git", ...args], { cwd: root, stdout: "pipe", stderr: "ignore" });
+  const out = await new Response(p.stdout).text();
+  return (await p.exited) === 0 ? out.trim() : undefined;
+}
+
+/**
+ * The commit the checkout is at, "-dirty" when tracked files have uncommitted changes (the build
+ * then holds more than the commit), or "unknown" outside a git checkout.
+ */
+export async function sourceCommit(): Promise<string> {
+  const head = await git(["rev-parse", "HEAD"]);
+  if (!head) return "unknown";
+  const changes = await git(["status", "--porcelain", "--untracked-files=no"]);
+  return changes ? `${head}-dirty` : head;
+}
+
+/** What a build reports as its version and commit unless told otherwise. */
+export async function defaultBuildInfo(): Promise<BuildInfo> {
+  const pkg = JSON.parse(await Bun.file(join(root, "package.json")).text()) as { version: string };
+  return { version: pkg.version, commit: await sourceCommit() };
+}
+
+export async function buildLiqoctl(
+  target: Target,
+  outDir = join(root, "dist"),
+  o: { info?: BuildInfo; name?: string } = {},
+): Promise<string> {
+  const outfile = join(outDir, o.name ?? `liqoctl-${target}`);
+  const info = o.info ?? (await defaultBuildInfo());
   const result = await Bun.build({
     // Drop-in plugins run in a Worker (core/reflection/worker.ts): a compiled program must carry
     // the worker as a second entry point, flattened to the root of the embedded file system where
@@ -108,6 +140,7 @@ export async function buildLiqoctl(target: Target, outDir = join(root, "dist")):
     compile: { target: `bun-${target}` as never, outfile },
     minify: true,
     sourcemap: "none",
+    define: { LIQO_BUILD_VERSION: JSON.stringify(info.version), LIQO_BUILD_COMMIT: JSON.stringify(info.commit) },
     plugins: [embedBuiltins, embedChart, embedPluginSdk([...(await sdkFiles()).entries()])],
   });
   if (!result.success) throw new Error(`building liqoctl for ${target} failed:\n${result.logs.map(String).join("\n")}`);
@@ -137,9 +170,10 @@ if (import.meta.main) {
   await ensureBuilt([...builtinNames]);
   mkdirSync(join(root, "dist"), { recursive: true });
   const failed: string[] = [];
+  const info = await defaultBuildInfo();
   for (const t of targets) {
     try {
-      const out = await buildLiqoctl(t);
+      const out = await buildLiqoctl(t, undefined, { info });
       console.log(`${out} (${(statSync(out).size / 1e6).toFixed(1)} MB)`);
     } catch (err) {
       // Cross targets need Bun to fetch that platform's runtime; report and build the rest.
