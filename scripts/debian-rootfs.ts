@@ -2,6 +2,9 @@
 // built once per suite, package set and extra users into a cache, renamed in when complete so an
 // interrupted build never looks finished. Used by the liqo image (build-image.ts) and the rig's
 // workload image (tests/rig/images.ts).
+// Another CPU's root file system (arm64 on an amd64 machine, for the release's multi-arch image) is
+// debootstrap's both stages: the second runs that CPU's maintainer scripts in a chroot, through
+// qemu-user-static registered with binfmt_misc (ensureForeignArch: registered here if it is not).
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -10,6 +13,11 @@ const MIRROR = () => process.env.LIQO_DEBIAN_MIRROR ?? "http://deb.debian.org/de
 
 /** Paths every image leaves to the runtime (device nodes, kernel file systems, scratch space). */
 export const RUNTIME_PATHS = ["./dev/*", "./proc/*", "./sys/*", "./run/*", "./tmp/*"];
+
+/** Debian's (and OCI's) name of a CPU: amd64 or arm64. */
+export type DebianArch = "amd64" | "arm64";
+export const hostDebianArch = (): DebianArch => (process.arch === "arm64" ? "arm64" : "amd64");
+const QEMU: Record<DebianArch, string> = { amd64: "x86_64", arm64: "aarch64" };
 
 export interface DebianUser {
   name: string;
@@ -21,6 +29,8 @@ export interface DebianRootfsOptions {
   packages: string[];
   /** Users to add (with a group of the same id and a home), e.g. oven/bun's uid 1000. */
   users?: DebianUser[];
+  /** The CPU the root file system is for (default: this machine's). */
+  arch?: DebianArch;
   say: (m: string) => void;
 }
 
@@ -31,22 +41,26 @@ async function run(cmd: string[], what: string): Promise<void> {
     throw new Error(`${what} failed (exit ${p.exitCode}):\n${(err || out).trim().slice(-3000)}`);
 }
 
-/** The cache key of a root file system: what debootstrap is asked for, nothing else. */
-export function debianRootfsKey(packages: string[], users: DebianUser[] = []): string {
+/**
+ * The cache key of a root file system: what debootstrap is asked for, nothing else. amd64 adds
+ * nothing to the key (the keys of the root file systems built before arm64 existed stay valid).
+ */
+export function debianRootfsKey(packages: string[], users: DebianUser[] = [], arch: DebianArch = "amd64"): string {
   const wanted = [...packages].sort().join(",");
   const who = users.map((u) => `${u.name}:${u.uid}`).join(",");
   return new Bun.CryptoHasher("sha256")
-    .update(`${DEBIAN_SUITE} minbase ${wanted}${who ? ` users ${who}` : ""}`)
+    .update(`${DEBIAN_SUITE} minbase ${wanted}${who ? ` users ${who}` : ""}${arch === "amd64" ? "" : ` arch ${arch}`}`)
     .digest("hex")
     .slice(0, 12);
 }
 
 export async function debianRootfs(o: DebianRootfsOptions): Promise<{ dir: string; key: string }> {
   const packages = [...o.packages].sort();
-  const key = debianRootfsKey(packages, o.users);
+  const arch = o.arch ?? hostDebianArch();
+  const key = debianRootfsKey(packages, o.users, arch);
   const dir = join(o.cache, `rootfs-${key}`);
   if (existsSync(join(dir, "etc/debian_version"))) {
-    o.say(`Debian ${DEBIAN_SUITE} root file system: cached (${dir})`);
+    o.say(`Debian ${DEBIAN_SUITE} ${arch} root file system: cached (${dir})`);
     return { dir, key };
   }
   if (process.getuid?.() !== 0)
@@ -55,15 +69,25 @@ export async function debianRootfs(o: DebianRootfsOptions): Promise<{ dir: strin
     );
   if (!Bun.which("debootstrap"))
     throw new Error("debootstrap is not installed: apt-get install debootstrap (scripts/setup.sh installs it)");
+  const foreign = arch !== hostDebianArch();
+  if (foreign) await ensureForeignArch(arch, o.say);
   mkdirSync(o.cache, { recursive: true });
   const partial = `${dir}.partial`;
   rmSync(partial, { recursive: true, force: true });
   o.say(
-    `Debian ${DEBIAN_SUITE} root file system: debootstrap --variant=minbase with ${packages.join(" ")} (a few minutes, once)`,
+    `Debian ${DEBIAN_SUITE} ${arch} root file system: debootstrap --variant=minbase with ${packages.join(" ")} (${foreign ? "10-20 minutes under qemu" : "a few minutes"}, once)`,
   );
   await run(
-    ["debootstrap", "--variant=minbase", `--include=${packages.join(",")}`, DEBIAN_SUITE, partial, MIRROR()],
-    "debootstrap",
+    [
+      "debootstrap",
+      `--arch=${arch}`,
+      "--variant=minbase",
+      `--include=${packages.join(",")}`,
+      DEBIAN_SUITE,
+      partial,
+      MIRROR(),
+    ],
+    `debootstrap --arch=${arch}`,
   );
   // As a Dockerfile's `rm -rf /var/lib/apt/lists/*`; plus debootstrap's own leftovers. Folders stay
   // (nginx, for one, opens /var/log/nginx/error.log before it reads its configuration).
@@ -90,4 +114,42 @@ async function addUser(rootfs: string, u: DebianUser): Promise<void> {
   writeFileSync(group, `${readFileSync(group, "utf8")}${u.name}:x:${u.uid}:\n`);
   mkdirSync(join(rootfs, "home", u.name), { recursive: true });
   await run(["chown", `${u.uid}:${u.uid}`, join(rootfs, "home", u.name)], `chown /home/${u.name}`);
+}
+
+const BINFMT = "/proc/sys/fs/binfmt_misc";
+
+/** Whether this machine runs `arch`'s programs: its own CPU, or qemu registered with binfmt_misc (F: opened at registration, so it also runs in a chroot). */
+export function runsForeignArch(arch: DebianArch): boolean {
+  if (arch === hostDebianArch()) return true;
+  const entry = join(BINFMT, `qemu-${QEMU[arch]}`);
+  if (!existsSync(entry)) return false;
+  const text = readFileSync(entry, "utf8");
+  return /^enabled$/m.test(text) && /^flags: \S*F/m.test(text);
+}
+
+/**
+ * Makes `arch`'s programs run here for debootstrap's second stage: qemu-user-static's binfmt_misc
+ * entry (from /usr/lib/binfmt.d, as systemd-binfmt would load it) is registered if it is missing,
+ * mounting binfmt_misc first if needed. Needs root and the qemu-user-static package.
+ */
+export async function ensureForeignArch(arch: DebianArch, say: (m: string) => void): Promise<void> {
+  if (runsForeignArch(arch)) return;
+  const conf = `/usr/lib/binfmt.d/qemu-${QEMU[arch]}.conf`;
+  if (!existsSync(conf))
+    throw new Error(
+      `building a Debian ${arch} root file system on ${hostDebianArch()} runs ${arch} programs through qemu: apt-get install qemu-user-static (scripts/setup.sh installs it); ${conf} is missing`,
+    );
+  if (!existsSync(join(BINFMT, "register"))) {
+    say(`mounting binfmt_misc at ${BINFMT} (to run ${arch} programs through qemu)`);
+    await run(["mount", "-t", "binfmt_misc", "binfmt_misc", BINFMT], "mount binfmt_misc").catch((err: Error) => {
+      throw new Error(
+        `${err.message}\nbinfmt_misc cannot be mounted here (a container without CAP_SYS_ADMIN?): register qemu on the host (docker run --privileged tonistiigi/binfmt --install arm64, or apt-get install qemu-user-static binfmt-support there)`,
+      );
+    });
+  }
+  const entry = readFileSync(conf, "utf8").trim();
+  say(`registering ${conf} with binfmt_misc (qemu-${QEMU[arch]}-static runs ${arch} programs)`);
+  writeFileSync(join(BINFMT, "register"), entry);
+  if (!runsForeignArch(arch))
+    throw new Error(`registered ${conf} but ${BINFMT}/qemu-${QEMU[arch]} is not enabled with flag F: check dmesg`);
 }

@@ -85,105 +85,172 @@ export async function makeLayer(dir: string, out: string, o: { comment: string; 
 
 export const ociArch = (arch = process.arch) => ({ x64: "amd64", arm64: "arm64" })[arch as "x64" | "arm64"] ?? arch;
 
-/** Writes the OCI archive (a tar at `out`) of an image of `layers` (base first) named `ref`. */
+interface Descriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  platform?: { architecture: string; os: string };
+  annotations?: Record<string, string>;
+}
+
+/** An OCI image layout being written in `work`/oci: blobs by digest, then tarred into the archive. */
+class Layout {
+  readonly root: string;
+  readonly blobs: string;
+  readonly created = new Date(epoch() * 1000).toISOString();
+  constructor(work: string) {
+    this.root = join(work, "oci");
+    rmSync(this.root, { recursive: true, force: true });
+    this.blobs = join(this.root, "blobs/sha256");
+    mkdirSync(this.blobs, { recursive: true });
+  }
+
+  async blob(mediaType: string, text: string): Promise<Descriptor> {
+    const digest = `sha256:${new Bun.CryptoHasher("sha256").update(text).digest("hex")}`;
+    await Bun.write(join(this.blobs, digest.slice(7)), text);
+    return { mediaType, digest, size: Buffer.byteLength(text) };
+  }
+
+  /** One platform's image: its layers linked in, its config and manifest written. */
+  async image(layers: Layer[], c: ImageConfig, arch: string): Promise<{ manifest: Descriptor; config: Descriptor }> {
+    const config = await this.blob(
+      MEDIA.config,
+      JSON.stringify({
+        created: this.created,
+        architecture: arch,
+        os: "linux",
+        config: {
+          User: c.user,
+          WorkingDir: c.workingDir,
+          Entrypoint: c.entrypoint,
+          ...(c.cmd ? { Cmd: c.cmd } : {}),
+          Env: c.env,
+          Labels: c.labels,
+        },
+        rootfs: { type: "layers", diff_ids: layers.map((l) => l.diffId) },
+        history: layers.map((l) => ({ created: this.created, created_by: l.comment })),
+      }),
+    );
+    for (const l of layers) {
+      const to = join(this.blobs, l.digest.slice(7));
+      if (existsSync(to)) continue; // a layer two platforms share (e.g. the app)
+      await sh(["ln", "-f", l.path, to], `link ${l.path}`).catch(() => sh(["cp", l.path, to], `copy ${l.path}`));
+    }
+    const manifest = await this.blob(
+      MEDIA.manifest,
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: MEDIA.manifest,
+        config: { mediaType: MEDIA.config, digest: config.digest, size: config.size },
+        layers: layers.map((l) => ({ mediaType: MEDIA.layer, digest: l.digest, size: l.size })),
+        annotations: { "org.opencontainers.image.created": this.created },
+      }),
+    );
+    return { manifest: { ...manifest, platform: { architecture: arch, os: "linux" } }, config };
+  }
+
+  /** index.json, docker's manifest.json, then the tar at `out`; removes the layout. */
+  async finish(out: string, index: Descriptor[], docker: { Config: string; RepoTags: string[]; Layers: string[] }[]) {
+    await Bun.write(join(this.root, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
+    await Bun.write(
+      join(this.root, "index.json"),
+      JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.index, manifests: index }),
+    );
+    // docker's own archive index, as `docker save` (>= 25) writes next to the OCI layout.
+    await Bun.write(join(this.root, "manifest.json"), JSON.stringify(docker));
+    mkdirSync(join(out, ".."), { recursive: true });
+    await sh(
+      [
+        "tar",
+        "-C",
+        this.root,
+        "--sort=name",
+        `--mtime=@${epoch()}`,
+        "--owner=0",
+        "--group=0",
+        "--numeric-owner",
+        "-cf",
+        `${out}.partial`,
+        "oci-layout",
+        "index.json",
+        "manifest.json",
+        "blobs",
+      ],
+      "tar the OCI layout",
+    );
+    renameSync(`${out}.partial`, out);
+    rmSync(this.root, { recursive: true, force: true });
+    return statSync(out).size;
+  }
+}
+
+/** docker load names the image from io.containerd.image.name; skopeo/crane use ref.name (the tag). */
+const refAnnotations = (ref: string) => ({
+  "io.containerd.image.name": ref,
+  "org.opencontainers.image.ref.name": ref.slice(ref.lastIndexOf(":") + 1),
+});
+const dockerEntry = (layers: Layer[], config: Descriptor, tag: string) => ({
+  Config: `blobs/sha256/${config.digest.slice(7)}`,
+  RepoTags: [tag],
+  Layers: layers.map((l) => `blobs/sha256/${l.digest.slice(7)}`),
+});
+
+/** Writes the OCI archive (a tar at `out`) of an image of `layers` (base first) named `ref`, for this machine's CPU unless `arch`. */
 export async function writeOciArchive(o: {
   out: string;
   layers: Layer[];
   config: ImageConfig;
   ref: string;
   work: string;
+  arch?: string;
 }): Promise<{ manifest: string; config: string; size: number }> {
-  const root = join(o.work, "oci");
-  rmSync(root, { recursive: true, force: true });
-  const blobs = join(root, "blobs/sha256");
-  mkdirSync(blobs, { recursive: true });
-  const blob = async (text: string) => {
-    const digest = `sha256:${new Bun.CryptoHasher("sha256").update(text).digest("hex")}`;
-    await Bun.write(join(blobs, digest.slice(7)), text);
-    return { digest, size: Buffer.byteLength(text) };
+  const layout = new Layout(o.work);
+  const { manifest, config } = await layout.image(o.layers, o.config, o.arch ?? ociArch());
+  const size = await layout.finish(
+    o.out,
+    [{ ...manifest, annotations: refAnnotations(o.ref) }],
+    [dockerEntry(o.layers, config, o.ref)],
+  );
+  return { manifest: manifest.digest, config: config.digest, size };
+}
+
+export interface PlatformImage {
+  /** OCI architecture: amd64, arm64. */
+  arch: string;
+  layers: Layer[];
+  config: ImageConfig;
+}
+
+/**
+ * A multi-platform OCI archive: index.json names `ref` once, pointing at an image index (what a
+ * registry serves for a multi-arch tag) of one manifest per platform, so `skopeo copy --all` pushes
+ * all of them and containerd (ctr import, docker with the containerd store) unpacks the host's.
+ * docker's manifest.json (read by docker load with the classic store) cannot hold an index: it
+ * lists every platform's image under its own tag, `ref`-amd64 and `ref`-arm64.
+ */
+export async function writeMultiArchOciArchive(o: {
+  out: string;
+  images: PlatformImage[];
+  ref: string;
+  work: string;
+}): Promise<{ index: string; manifests: { arch: string; manifest: string; config: string }[]; size: number }> {
+  const archs = o.images.map((i) => i.arch);
+  if (new Set(archs).size !== archs.length) throw new Error(`one image per platform, got ${archs.join(", ")}`);
+  const layout = new Layout(o.work);
+  const written = [];
+  for (const img of o.images) written.push({ img, ...(await layout.image(img.layers, img.config, img.arch)) });
+  const index = await layout.blob(
+    MEDIA.index,
+    JSON.stringify({ schemaVersion: 2, mediaType: MEDIA.index, manifests: written.map((w) => w.manifest) }),
+  );
+  const size = await layout.finish(
+    o.out,
+    [{ ...index, annotations: refAnnotations(o.ref) }],
+    written.map((w) => dockerEntry(w.img.layers, w.config, `${o.ref}-${w.img.arch}`)),
+  );
+  return {
+    index: index.digest,
+    manifests: written.map((w) => ({ arch: w.img.arch, manifest: w.manifest.digest, config: w.config.digest })),
+    size,
   };
-  const created = new Date(epoch() * 1000).toISOString();
-  const config = await blob(
-    JSON.stringify({
-      created,
-      architecture: ociArch(),
-      os: "linux",
-      config: {
-        User: o.config.user,
-        WorkingDir: o.config.workingDir,
-        Entrypoint: o.config.entrypoint,
-        ...(o.config.cmd ? { Cmd: o.config.cmd } : {}),
-        Env: o.config.env,
-        Labels: o.config.labels,
-      },
-      rootfs: { type: "layers", diff_ids: o.layers.map((l) => l.diffId) },
-      history: o.layers.map((l) => ({ created, created_by: l.comment })),
-    }),
-  );
-  for (const l of o.layers)
-    await sh(["ln", "-f", l.path, join(blobs, l.digest.slice(7))], `link ${l.path}`).catch(() =>
-      sh(["cp", l.path, join(blobs, l.digest.slice(7))], `copy ${l.path}`),
-    );
-  const manifest = await blob(
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: MEDIA.manifest,
-      config: { mediaType: MEDIA.config, digest: config.digest, size: config.size },
-      layers: o.layers.map((l) => ({ mediaType: MEDIA.layer, digest: l.digest, size: l.size })),
-      annotations: { "org.opencontainers.image.created": created },
-    }),
-  );
-  const tag = o.ref.slice(o.ref.lastIndexOf(":") + 1);
-  await Bun.write(join(root, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
-  await Bun.write(
-    join(root, "index.json"),
-    JSON.stringify({
-      schemaVersion: 2,
-      mediaType: MEDIA.index,
-      manifests: [
-        {
-          mediaType: MEDIA.manifest,
-          digest: manifest.digest,
-          size: manifest.size,
-          platform: { architecture: ociArch(), os: "linux" },
-          // docker load names the image from io.containerd.image.name; skopeo/crane use ref.name (the tag).
-          annotations: { "io.containerd.image.name": o.ref, "org.opencontainers.image.ref.name": tag },
-        },
-      ],
-    }),
-  );
-  // docker's own archive index, as `docker save` (>= 25) writes next to the OCI layout.
-  await Bun.write(
-    join(root, "manifest.json"),
-    JSON.stringify([
-      {
-        Config: `blobs/sha256/${config.digest.slice(7)}`,
-        RepoTags: [o.ref],
-        Layers: o.layers.map((l) => `blobs/sha256/${l.digest.slice(7)}`),
-      },
-    ]),
-  );
-  mkdirSync(join(o.out, ".."), { recursive: true });
-  await sh(
-    [
-      "tar",
-      "-C",
-      root,
-      "--sort=name",
-      `--mtime=@${epoch()}`,
-      "--owner=0",
-      "--group=0",
-      "--numeric-owner",
-      "-cf",
-      `${o.out}.partial`,
-      "oci-layout",
-      "index.json",
-      "manifest.json",
-      "blobs",
-    ],
-    "tar the OCI layout",
-  );
-  renameSync(`${o.out}.partial`, o.out);
-  rmSync(root, { recursive: true, force: true });
-  return { manifest: manifest.digest, config: config.digest, size: statSync(o.out).size };
 }
