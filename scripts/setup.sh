@@ -8,6 +8,10 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 
 # 1. Debian packages.
 mapfile -t wanted < <(grep -Ev '^\s*(#|$)' scripts/debian-packages.txt)
+# The release's arm64 image (scripts/release.sh): debootstrap's second stage runs arm64 programs
+# through qemu (scripts/debian-rootfs.ts registers it with binfmt_misc); shellcheck checks the
+# workflows' run: scripts through actionlint (step 6).
+wanted+=(qemu-user-static shellcheck)
 missing=()
 for p in "${wanted[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
 if ((${#missing[@]})); then
@@ -37,5 +41,16 @@ bash tests/rig/build.sh >/dev/null
 if [[ -f reflectors/build.ts ]]; then
   say "building WASM plugins"
   node_modules/.bin/bun run --silent build:wasm >&2
+fi
+# 6. actionlint, which checks .github/workflows (tests/e2e/github-workflows.test.ts), from its Go
+#    module at the version tests/rig/versions.env pins, once into its own cache.
+# shellcheck source=../tests/rig/versions.env
+source tests/rig/versions.env
+actionlint_dir=${XDG_CACHE_HOME:-$HOME/.cache}/liqo-bun/actionlint-${ACTIONLINT_VERSION}
+if [[ ! -x "$actionlint_dir/actionlint" ]]; then
+  say "building actionlint ${ACTIONLINT_VERSION} (go install)"
+  mkdir -p "$actionlint_dir"
+  GOBIN="$actionlint_dir" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+    "github.com/rhysd/actionlint/cmd/actionlint@${ACTIONLINT_VERSION}" >&2
 fi
 say "ready"
