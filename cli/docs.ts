@@ -22,6 +22,8 @@ const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
 export function commandMarkdown(root: CommandNode, n: CommandNode): string {
   const title = [root.name, ...n.path].join(" ");
   const out = [`# ${title}`, "", n.description, "", "```", usageLine(root, n), "```", ""];
+  if (n.aliases.length)
+    out.push(`Also: ${n.aliases.map((a) => `\`${[root.name, ...n.path.slice(0, -1), a].join(" ")}\``).join(", ")}`, "");
   if (n.args.length) {
     out.push("## Arguments", "", "| argument | required | description |", "|---|---|---|");
     for (const a of n.args) out.push(`| \`${a.name}\` | ${a.required ? "yes" : "no"} | ${cell(a.description)} |`);

@@ -20,6 +20,8 @@ export interface ArgNode {
 export interface CommandNode {
   path: string[];
   name: string;
+  /** Other names the command answers to (Liqo's: `oob`, `ns`, `upgrade`); cli/argv.ts resolves them. */
+  aliases: string[];
   description: string;
   flags: FlagNode[];
   args: ArgNode[];
@@ -54,7 +56,16 @@ export async function commandTree(cmd: AnyCommand, path: string[] = []): Promise
   const subCommands: CommandNode[] = [];
   for (const [name, sub] of Object.entries(subs))
     subCommands.push(await commandTree(await resolve(sub as AnyCommand), [...path, name]));
-  return { path, name: meta.name ?? path.at(-1) ?? "", description: meta.description ?? "", flags, args, subCommands };
+  const aliases = [(meta as { alias?: string | string[] }).alias ?? []].flat();
+  return {
+    path,
+    name: meta.name ?? path.at(-1) ?? "",
+    aliases,
+    description: meta.description ?? "",
+    flags,
+    args,
+    subCommands,
+  };
 }
 
 /** Every command in the tree, parents before children. */
