@@ -497,6 +497,43 @@ describe("the chart in-cluster on a real node", () => {
             ?.value[1] === String(liqoPods.length),
         { timeoutMs: 60_000, intervalMs: 2000 },
       );
+      // The webhook's admission series are scraped from its start (at 0 until a review comes). A
+      // pod in a namespace labelled for scheduling but not offloaded goes through it (refused) and
+      // is counted: the denied count goes up by 1 in Prometheus, and the latency panel has a real
+      // quantile to draw.
+      const webhookJob = `job="${LIQO_JOB}", webhook="pod.mutate.liqo.io", operation="CREATE"`;
+      const denied = `sum(liqo_webhook_admission_requests_total{${webhookJob}, result="denied"})`;
+      const deniedBefore = Number((await queryPrometheus(client, denied))[0]?.value[1]);
+      expect(deniedBefore).toBeGreaterThanOrEqual(0);
+      await client.create(Resources.namespaces, {
+        metadata: { name: "webhook-metrics", labels: { "liqo.io/scheduling-enabled": "true" } },
+      });
+      const refusal = await client
+        .create(Resources.pods, {
+          metadata: { name: "probe", namespace: "webhook-metrics" },
+          spec: { containers: [{ name: "c", image: "ghcr.io/liqo-bun/hello:0.1.0", imagePullPolicy: "Never" }] },
+        } as KubeObject)
+        .then(
+          () => "created",
+          (err: Error) => err.message,
+        );
+      expect(refusal).toContain(`admission webhook "pod.mutate.liqo.io" denied the request`);
+      await client.delete(Resources.namespaces, "webhook-metrics");
+      await waitFor(
+        "the refused pod counted in liqo_webhook_admission_requests_total, scraped",
+        async () => Number((await queryPrometheus(client, denied))[0]?.value[1]) === deniedBefore + 1,
+        { timeoutMs: 60_000, intervalMs: 2000 },
+      );
+      const p99 = await queryPrometheus(
+        client,
+        `histogram_quantile(0.99, sum by (le) (rate(liqo_webhook_admission_duration_seconds_bucket{${webhookJob}}[1m])))`,
+      );
+      // One review over the API server's loopback to a pod: well under the webhook's 5 s timeout.
+      expect(Number(p99[0]?.value[1])).toBeGreaterThan(0);
+      expect(Number(p99[0]?.value[1])).toBeLessThan(5);
+      console.log(
+        `pod webhook: denied admissions ${deniedBefore} → ${deniedBefore + 1} in Prometheus, p99 ${p99[0]?.value[1]} s`,
+      );
 
       // Every panel's query, evaluated as Grafana would (variables at their defaults). "live": the
       // series without the `or on() vector(0)` a panel adds where no series means zero.
