@@ -170,12 +170,14 @@ Install it on the consumer cluster (the one that offloads namespaces), then chec
 provider's answer:
 
 \`\`\`sh
+liqoctl plugin allow ${p.group ? `${p.kind}.${p.group}` : p.kind}   # once: liqo may read the kind
 liqoctl plugin install build/${p.name}.wasm
 liqoctl plugin list
 \`\`\`
 
-A provider grants it only if its chart has \`reflection.grantPeerPlugins=true\` and it serves
-${kind}. Upgrade: bump \`version\` in the manifest, build, and \`liqoctl plugin install\` again
+A provider grants it once it serves ${kind} and ran
+\`liqoctl plugin allow ${p.group ? `${p.kind}.${p.group}` : p.kind} --grant\` (chart values
+\`reflection.pluginRules\` and \`reflection.grantPeerPlugins\`). Upgrade: bump \`version\` in the manifest, build, and \`liqoctl plugin install\` again
 (the running peerings reload it). Remove: \`liqoctl plugin remove ${p.name}\` (the provider then
 deletes the copies it made).
 `;
