@@ -27,9 +27,10 @@ RUN CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" golang.zx2c4.com/wiregua
 FROM oven/bun:1.4.5-debian
 # The gateway and route roles program WireGuard, routes and nftables through the host tools;
 # wireguard-go is the gateway's device where the kernel has no WireGuard module, procps gives it
-# sysctl (net.ipv4.ip_forward) and iputils-ping its latency probe through the tunnel.
+# sysctl (net.ipv4.ip_forward) and iputils-ping its latency probe through the tunnel. curl and
+# netcat-openbsd are the probes of `liqoctl test network`, whose pods run this image (`liqo test-server`).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends iproute2 nftables wireguard-tools wireguard-go procps iputils-ping ca-certificates \
+ && apt-get install -y --no-install-recommends iproute2 nftables wireguard-tools wireguard-go procps iputils-ping ca-certificates curl netcat-openbsd \
  && rm -rf /var/lib/apt/lists/*
 # Ahead of Debian's /usr/bin/wireguard-go on PATH.
 COPY --from=wireguard-go /go/bin/wireguard /usr/local/bin/wireguard-go

@@ -5,7 +5,7 @@ import { Resources, type KubeObject } from "../core/kube/resources.ts";
 import { DEFAULT_SECURITY_MODE, isSecurityMode, type SecurityMode } from "../netfabric/gateway/filter-table.ts";
 
 export type Deployment = KubeObject & {
-  spec?: { replicas?: number; template?: { spec?: { containers?: { args?: string[] }[] } } };
+  spec?: { replicas?: number; template?: { spec?: { containers?: { image?: string; args?: string[] }[] } } };
   status?: { readyReplicas?: number; updatedReplicas?: number; observedGeneration?: number };
 };
 

@@ -19,6 +19,7 @@ export const liqo = defineCommand({
     gateway: lazy(() => import("../core/roles/gateway.ts")),
     route: lazy(() => import("../core/roles/route.ts")),
     proxy: lazy(() => import("../core/roles/proxy.ts")),
+    "test-server": lazy(() => import("../core/roles/test-server.ts")),
   },
 });
 

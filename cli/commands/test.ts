@@ -51,9 +51,8 @@ const network = defineCommand({
     basic: { type: "boolean", default: false, description: "only the pod ↔ pod checks" },
     image: {
       type: "string",
-      default: "ghcr.io/liqo-bun/hello:0.1.0",
       description:
-        "image of the test pods: nginx serving 'Server name: <pod>', sh, curl, ping (iputils), nc (openbsd), timeout",
+        "a liqo image for the test pods (they run `liqo test-server`, sh, curl, ping, nc); default: the image liqo's controller manager runs from, here and in the peer",
     },
     timeout: {
       type: "string",
@@ -95,7 +94,8 @@ const network = defineCommand({
       );
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const peers = await choosePeers(client, args.cluster);
-    let remote: { client: KubeClient; localMode: SecurityMode; peerMode: SecurityMode } | undefined;
+    const image = args.image || (await liqoImage(client, args["liqo-namespace"], "here"));
+    let remote: { client: KubeClient; image: string; localMode: SecurityMode; peerMode: SecurityMode } | undefined;
     if (args["remote-kubeconfig"]) {
       if (peers.length !== 1)
         throw new CliError(
@@ -109,6 +109,7 @@ const network = defineCommand({
         );
       remote = {
         client: remoteClient,
+        image: args.image || (await liqoImage(remoteClient, args["remote-liqo-namespace"], "in the peer")),
         peerMode: securityModeOf(peerGateway),
         localMode: securityModeOf(await findDeployment(client, "liqo-gateway", args["liqo-namespace"])),
       };
@@ -162,7 +163,7 @@ const network = defineCommand({
             {
               client,
               peer,
-              image: args.image,
+              image,
               basic: args.basic,
               deadline,
               probeBudget: Math.ceil(checkMs / 1000),
@@ -229,6 +230,21 @@ const network = defineCommand({
     if (failed) process.exitCode = ExitCode.Failure;
   },
 });
+
+/**
+ * The image liqo runs from in a cluster (its controller manager's): the test pods run `liqo
+ * test-server` and the probes' tools from it, so the test needs no image but the one the cluster
+ * already pulls.
+ */
+async function liqoImage(client: KubeClient, namespace: string, where: string): Promise<string> {
+  const image = (await findDeployment(client, "liqo-controller-manager", namespace))?.spec?.template?.spec
+    ?.containers?.[0]?.image;
+  if (!image)
+    throw new CliError(
+      `no Deployment ${namespace}/liqo-controller-manager ${where} to take the test pods' image from: is liqo installed in namespace ${namespace}? (--liqo-namespace${where === "here" ? "" : " / --remote-liqo-namespace"}), or give --image <a liqo image>`,
+    );
+  return image;
+}
 
 export default defineCommand({
   meta: { name: "test", description: "Run end-to-end checks against the clusters" },

@@ -17,7 +17,7 @@ test("test namespaces are valid DNS labels that say what they are", () => {
 describe("with the peer's kubeconfig: the security modes' checks", () => {
   const servers = { remoteIp: "10.1.0.9", localSeen: "10.2.0.4", peerSeen: "10.1.0.7", privateSeen: "10.2.0.5" };
   const remote = (localMode: SecurityMode, peerMode: SecurityMode) => ({
-    remote: { client: {} as KubeClient, namespace: "x-own", localMode, peerMode },
+    remote: { client: {} as KubeClient, namespace: "x-own", image: "liqo:test", localMode, peerMode },
     basic: false,
   });
   const kinds = (o: ReturnType<typeof remote>) =>

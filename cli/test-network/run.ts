@@ -1,5 +1,5 @@
 // `liqoctl test network` for one peering: an offloaded namespace of its own, a server pod on each
-// side (nginx, and 1 MiB over TCP on port 9000), then probe pods (a local pod, a local node's
+// side (`liqo test-server` from the liqo image: a page on port 80, and 1 MiB over TCP on port 9000), then probe pods (a local pod, a local node's
 // network, a remote pod) that run every check and report in their termination messages. The
 // namespace goes at the end, whatever happened (a deadline, a failure, Ctrl-C).
 import {
@@ -50,7 +50,7 @@ export interface RunOptions {
    * With the peer's kubeconfig (--remote-kubeconfig): a namespace of its own there, not offloaded,
    * whose pods check what each side's security mode lets through and what it must refuse.
    */
-  remote?: { client: KubeClient; namespace: string; localMode: SecurityMode; peerMode: SecurityMode };
+  remote?: { client: KubeClient; namespace: string; image: string; localMode: SecurityMode; peerMode: SecurityMode };
 }
 
 export interface RunOutcome {
@@ -115,16 +115,19 @@ function pod(
       restartPolicy: name.startsWith("probe") ? "Never" : "Always",
       terminationGracePeriodSeconds: 0,
       enableServiceLinks: false,
-      containers: [{ name: "c", image, imagePullPolicy: "IfNotPresent", ...container }],
+      // Root in the container: the page listens on port 80 and ping sends raw ICMP (the liqo
+      // image's own user is 1000). Nothing more than Pod Security's baseline level allows.
+      containers: [
+        { name: "c", image, imagePullPolicy: "IfNotPresent", securityContext: { runAsUser: 0 }, ...container },
+      ],
     },
   };
 }
 
-/** A hello-world web server that also hands out BULK_BYTES over TCP to each connection. */
+/** The liqo image's test server: a page naming the pod on port 80, BULK_BYTES over TCP to each connection. */
 function server(ns: string, name: string, image: string, placement: Record<string, unknown>): Pod {
-  const script = `head -c ${BULK_BYTES} /dev/urandom > /tmp/blob; (while :; do nc -l -N -p ${BULK_PORT} < /tmp/blob >/dev/null 2>&1; done) & exec nginx -g 'daemon off;'`;
   return pod(ns, name, image, placement, {
-    command: ["sh", "-c", script],
+    args: ["test-server", "--http-port=80", `--bulk-port=${BULK_PORT}`, `--bulk-bytes=${BULK_BYTES}`],
     readinessProbe: { httpGet: { path: "/", port: 80 }, periodSeconds: 1 },
   });
 }
@@ -237,7 +240,7 @@ async function startServers(o: RunOptions, ns: string) {
   if (!o.remote) return;
   // A local server no Service selects, and a server of the peer's own in a namespace liqo does not manage.
   await client.create(Resources.pods, server(ns, "server-private", image, onLocalNode));
-  await o.remote.client.create(Resources.pods, server(o.remote.namespace, "server-peer", image, {}));
+  await o.remote.client.create(Resources.pods, server(o.remote.namespace, "server-peer", o.remote.image, {}));
 }
 
 /** Waits for the offloading to be Ready; answers the name of the twin namespace in the peer. */
@@ -398,7 +401,7 @@ async function startProbes(o: RunOptions, ns: string, probes: Probe[], { remoteI
       pod(
         where,
         p.name,
-        o.image,
+        p.remote && o.remote ? o.remote.image : o.image,
         p.placement,
         { command: ["sh", "-c", probeScript(p.checks, o.probeBudget)] },
         p.extra,

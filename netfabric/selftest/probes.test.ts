@@ -1,5 +1,6 @@
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type CheckResult, likelyCause, parseProbeReport, probeScript, renderTable } from "./probes.ts";
+import { startTestServer, type TestServer } from "./server.ts";
 
 const facts = { remoteNatPodCidr: "None", localNatPodCidr: "None" };
 const r = (id: CheckResult["id"], ok: boolean, detail = ""): CheckResult => ({ id, ok, detail });
@@ -21,29 +22,31 @@ describe("probeScript", () => {
   });
 });
 
-// The script itself, run by sh on this machine against servers of this process (what a probe pod does).
+// The script itself, run by sh on this machine against the test server in this process (what a probe pod does).
 describe("the probe script against real servers", () => {
-  const web = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch: () => new Response("Server address: 127.0.0.1:80\nServer name: server-remote\n"),
-  });
+  // The server pods' own program (liqo test-server), on ports of this machine.
   const bytes = 70_000;
-  const bulk = Bun.listen({
-    hostname: "127.0.0.1",
-    port: 0,
-    socket: {
-      open(s) {
-        s.write(new Uint8Array(bytes));
-        s.end();
-      },
-      data() {},
+  let server: TestServer;
+  const web = {
+    get port() {
+      return server.httpPort;
     },
+  };
+  const bulk = {
+    get port() {
+      return server.bulkPort;
+    },
+  };
+  beforeAll(async () => {
+    server = await startTestServer({
+      name: "server-remote",
+      httpPort: 0,
+      bulkPort: 0,
+      bulkBytes: bytes,
+      hostname: "127.0.0.1",
+    });
   });
-  afterAll(() => {
-    web.stop(true);
-    bulk.stop(true);
-  });
+  afterAll(() => server.stop());
 
   async function run(script: string): Promise<CheckResult[]> {
     const p = Bun.spawn(["sh", "-c", script], { stdout: "pipe", stderr: "pipe" });
