@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { parsePrometheusText, type MetricFamily } from "../../core/metrics/index.ts";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import {
   crossClusterAnswers,
@@ -989,6 +990,81 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         if (overlapping) expect(tep.spec.remoteNATPodCIDR).not.toBe("None");
         else expect(tep.spec.remoteNATPodCIDR).toBe("None");
       }
+      // /metrics of the active gateway and of the controller managers (their admin API on the
+      // pod's loopback, read with the image's bun): the tunnel's WireGuard figures, rome's virtual
+      // node and offloaded pod, milan's ShadowPod, each labelled with the peer's cluster ID.
+      // Every pod the selector matches: with HA only the leader runs the controllers.
+      const scrape = async (cluster: "rome" | "milan", selector: string, port: number) => {
+        const pods = (await q[cluster].list(Resources.pods, { namespace: "liqo", labelSelector: selector })).items;
+        const fetchMetrics = `process.stdout.write(await (await fetch("http://127.0.0.1:${port}/metrics")).text())`;
+        const out: MetricFamily[] = [];
+        for (const pod of pods) {
+          const r = await kubectl(cluster, "exec", "-n", "liqo", pod.metadata.name!, "--", "bun", "-e", fetchMetrics);
+          if (r.code === 0) out.push(...parsePrometheusText(r.out));
+        }
+        return out;
+      };
+      const sample = (families: MetricFamily[], name: string, labels: Record<string, string>) =>
+        families
+          .filter((f) => f.name === name)
+          .flatMap((f) => f.samples)
+          .find((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))?.value;
+      const peerOf = async (cluster: "rome" | "milan") =>
+        (await q[cluster].list<TunnelEndpoint & KubeObject>(TunnelEndpointResource)).items[0]!.spec.clusterID;
+      for (const cluster of ["rome", "milan"] as const) {
+        const peer = { remote_cluster_id: await peerOf(cluster) };
+        const series = await waitFor(
+          `${cluster}'s active gateway: WireGuard series for peer ${peer.remote_cluster_id}, bytes both ways`,
+          async () => {
+            const f = await scrape(
+              cluster,
+              "app.kubernetes.io/name=liqo-gateway,net.liqo.io/gateway-role=active",
+              8093,
+            );
+            const got = {
+              age: sample(f, "liqo_gateway_peer_last_handshake_age_seconds", peer),
+              rx: sample(f, "liqo_gateway_peer_received_bytes_total", peer),
+              tx: sample(f, "liqo_gateway_peer_transmitted_bytes_total", peer),
+            };
+            return got.age !== undefined && got.rx! > 0 && got.tx! > 0 ? got : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 2000 },
+        );
+        // Connected means a handshake within the timeout (60 s); WireGuard renews it every 2 minutes.
+        expect(series.age).toBeGreaterThanOrEqual(0);
+        expect(series.age).toBeLessThan(180);
+        console.log(`${cluster}'s gateway, peer ${peer.remote_cluster_id}: ${JSON.stringify(series)}`);
+      }
+      const manager = "app.kubernetes.io/name=liqo-controller-manager";
+      const milan = { remote_cluster_id: await peerOf("rome") };
+      const rome = { remote_cluster_id: await peerOf("milan") };
+      const consumer = await waitFor(
+        "rome's controller manager: milan's virtual node Ready, nginx-remote Running on it",
+        async () => {
+          const f = await scrape("rome", manager, 8081);
+          const got = {
+            nodes: sample(f, "liqo_virtual_node_info", milan),
+            ready: sample(f, "liqo_virtual_node_condition", { ...milan, condition: "Ready", status: "true" }),
+            running: sample(f, "liqo_offloaded_pods", { ...milan, phase: "Running" }),
+          };
+          return got.nodes === 1 && got.ready === 1 && got.running! >= 1 ? got : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 2000 },
+      );
+      const provider = await waitFor(
+        "milan's controller manager: rome's ShadowPod with a Running pod",
+        async () => {
+          const running = sample(await scrape("milan", manager, 8081), "liqo_shadowpods", {
+            ...rome,
+            phase: "Running",
+          });
+          return running! >= 1 ? { running } : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 2000 },
+      );
+      console.log(
+        `rome (consumer): ${JSON.stringify(consumer)}; milan (provider) ShadowPods: ${JSON.stringify(provider)}`,
+      );
     });
 
     test("rome's pod → nginx-remote's pod address and → the Service by DNS name, answered in milan", async () => {
