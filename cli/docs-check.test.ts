@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { markdownDocs } from "./docs.ts";
-import { commandProblems, docCommands, referenceDrift, shellCommands } from "./docs-check.ts";
+import { brokenLinks, commandProblems, docCommands, referenceDrift, shellCommands } from "./docs-check.ts";
 import { liqo } from "./liqo.ts";
 import { main } from "./main.ts";
 import { commandTree } from "./tree.ts";
@@ -13,6 +13,7 @@ import { commandTree } from "./tree.ts";
 const repo = resolve(import.meta.dir, "..");
 const REFERENCE = "docs/reference";
 const roots = { liqoctl: main, liqo };
+const roles = new Set(Object.keys((liqo.subCommands as Record<string, unknown> | undefined) ?? {}));
 
 /** README.md and the pages in docs/ (the generated reference is checked against the generator below). */
 function docFiles(): string[] {
@@ -23,8 +24,9 @@ function docFiles(): string[] {
 }
 
 describe("command lines in the docs", () => {
+  // Loads every command of both trees: seconds on a busy machine.
   test("every liqoctl and liqo command line in README.md and docs/*.md names commands and flags that exist", async () => {
-    const found = docFiles().flatMap((f) => docCommands(f, readFileSync(join(repo, f), "utf8")));
+    const found = docFiles().flatMap((f) => docCommands(f, readFileSync(join(repo, f), "utf8"), roles));
     // The docs show well over a hundred; far fewer means the extraction broke, not that the docs are right.
     expect(found.filter((c) => c.tree === "liqoctl").length).toBeGreaterThan(60);
     expect(found.filter((c) => c.tree === "liqo").length).toBeGreaterThan(10);
@@ -33,7 +35,7 @@ describe("command lines in the docs", () => {
       for (const p of await commandProblems(roots[c.tree], c.words))
         wrong.push(`${c.file}:${c.line}: ${p}\n    ${c.text.trim()}`);
     expect(wrong, `fix the docs (or the command, if the doc is right):\n${wrong.join("\n")}`).toEqual([]);
-  });
+  }, 60_000);
 
   test("a made-up flag, a flag of another command and a command that does not exist are reported", async () => {
     expect(await commandProblems(main, ["peer", "out-of-band", "milan", "--made-up-flag"])).toEqual([
@@ -89,7 +91,7 @@ describe("command lines in the docs", () => {
       "source <(liqoctl completion bash) && dist/liqoctl-linux-x64 version | head -1",
       "```",
       "```text",
-      "$ liqoctl test network [cluster] [--basic] [--timeout 5m] ...",
+      "$ liqoctl test network [cluster] [--basic] [--timeout 5m] [--image <a liqo image>] ...",
       "liqoctl peer paris (an output line, not run)",
       "ERROR ...: liqoctl peer paris",
       "```",
@@ -100,7 +102,7 @@ describe("command lines in the docs", () => {
       "$ bun run liqo gateway --lease-duration 15s",
       "```",
     ].join("\n");
-    const found = docCommands("x.md", md).map((c) => [c.line, c.tree, c.words.join(" ")]);
+    const found = docCommands("x.md", md, roles).map((c) => [c.line, c.tree, c.words.join(" ")]);
     expect(found).toEqual([
       [1, "liqoctl", "peer milan --cpu 2"],
       [1, "liqoctl", "status"],
@@ -108,15 +110,43 @@ describe("command lines in the docs", () => {
       [4, "liqoctl", "install generic --kubeconfig k --pod-cidr 10.0.0.0/16"],
       [6, "liqoctl", "completion bash"],
       [6, "liqoctl", "version"],
-      [9, "liqoctl", "test network cluster --basic --timeout 5m"],
+      [9, "liqoctl", "test network cluster --basic --timeout 5m --image <a liqo image>"],
       [17, "liqo", "gateway --lease-duration 15s"],
     ]);
     // A bracketed phrase in a synopsis is prose; a bracketed flag is checked.
-    const shell = docCommands("y.md", "```sh\nliqo proxy --listen :8118 [admin flags, default :8095] [--verbose]\n```");
+    const shell = docCommands(
+      "y.md",
+      "```sh\nliqo proxy --listen :8118 [admin flags, default :8095] [--verbose]\n```\nnot a command: `liqo is not installed here`",
+      roles,
+    );
     expect(shell.map((c) => c.words.join(" "))).toEqual(["proxy --listen :8118 --verbose"]);
     expect(shellCommands(`liqoctl x --set 'a={1,2}' "b c" | grep y`)).toEqual([
       ["liqoctl", "x", "--set", "a={1,2}", "b c"],
       ["grep", "y"],
+    ]);
+  });
+});
+
+describe("links in the docs", () => {
+  test("every relative link in README.md and docs/*.md leads to a file of the repository, and its #anchor to a heading", () => {
+    const broken = docFiles().flatMap((f) => brokenLinks(repo, f, readFileSync(join(repo, f), "utf8")));
+    expect(broken).toEqual([]);
+  });
+
+  test("a link outside the repository, to a missing file or to a missing heading is reported; code blocks are not read", () => {
+    const md = [
+      "# Local heading",
+      "[a](install.md#the-image) [b](install.md#no-such-heading) [c](no-such-page.md) [d](../README.md)",
+      "[e](#local-heading) [f](#nowhere) [g](https://liqo.io/x.md) and the design, `../shared/DESIGN.md`",
+      "```",
+      "[h](not-read.md)",
+      "```",
+    ].join("\n");
+    expect(brokenLinks(repo, "docs/page.md", md)).toEqual([
+      "docs/page.md: install.md#no-such-heading: no heading with that anchor",
+      "docs/page.md: no-such-page.md: no such file",
+      "docs/page.md: #nowhere: no heading with that anchor",
+      "docs/page.md: ../shared/DESIGN.md is outside the repository",
     ]);
   });
 });

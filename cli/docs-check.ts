@@ -84,7 +84,10 @@ export function shellCommands(text: string): string[][] {
 }
 
 /** The programs that run liqoctl or the liqo roles, as the docs write them. */
-function programOf(words: string[]): { program: string; tree: DocCommand["tree"]; rest: string[] } | undefined {
+function programOf(
+  words: string[],
+  roles: ReadonlySet<string>,
+): { program: string; tree: DocCommand["tree"]; rest: string[] } | undefined {
   let w = words;
   if (w[0] === "$") w = w.slice(1);
   while (w.length && /^[A-Z_][A-Z0-9_]*=/.test(w[0]!)) w = w.slice(1);
@@ -97,7 +100,9 @@ function programOf(words: string[]): { program: string; tree: DocCommand["tree"]
     return { program: `bun run ${c}`, tree: c, rest: w.slice(3) };
   if (/(^|\/)bun$/.test(a ?? "") && (b === "cli/main.ts" || b === "cli/liqo.ts"))
     return { program: `bun ${b}`, tree: b === "cli/main.ts" ? "liqoctl" : "liqo", rest: w.slice(2) };
-  if (a === "liqo" && b && /^[a-z]/.test(b)) return { program: "liqo", tree: "liqo", rest: w.slice(1) };
+  // Plain `liqo` also starts prose quoted from messages (`liqo is not installed here`): only a role counts.
+  if (a === "liqo" && b && (roles.has(b) || /^<[^>]+>$/.test(b)))
+    return { program: "liqo", tree: "liqo", rest: w.slice(1) };
   return undefined;
 }
 
@@ -113,17 +118,30 @@ function cleanWords(words: string[]): string[] {
       while (i < words.length && !words[i]!.includes("]")) i++;
       continue;
     }
+    // `<a liqo image>`: one placeholder of several words.
+    if (/^\[?</.test(w) && !w.includes(">")) {
+      let joined = w;
+      while (i + 1 < words.length && !joined.includes(">")) joined += ` ${words[++i]}`;
+      out.push(joined.replace(/^\[+/, "").replace(/\]+$/, ""));
+      continue;
+    }
     const bare = w.replace(/^\[+/, "").replace(/\]+$/, "");
     if (bare !== "" && bare !== "..." && bare !== "…" && bare !== "flags") out.push(bare);
   }
   return out;
 }
 
-function commandsIn(file: string, line: number, text: string, promptOnly: boolean): DocCommand[] {
+function commandsIn(
+  file: string,
+  line: number,
+  text: string,
+  promptOnly: boolean,
+  roles: ReadonlySet<string>,
+): DocCommand[] {
   const out: DocCommand[] = [];
   if (promptOnly && !/^\s*\$\s/.test(text)) return out;
   for (const words of shellCommands(text.replace(/^\s*\$\s/, ""))) {
-    const found = programOf(words);
+    const found = programOf(words, roles);
     if (found) out.push({ file, line, program: found.program, tree: found.tree, words: cleanWords(found.rest), text });
   }
   return out;
@@ -132,8 +150,11 @@ function commandsIn(file: string, line: number, text: string, promptOnly: boolea
 /** Languages whose every line is a shell command (elsewhere only `$ `-prompted lines are). */
 const SHELL_FENCES = new Set(["", "sh", "bash", "shell", "console", "zsh"]);
 
-/** Every liqoctl or liqo command line in a markdown text: fenced code blocks and inline code spans. */
-export function docCommands(file: string, markdown: string): DocCommand[] {
+/**
+ * Every liqoctl or liqo command line in a markdown text: fenced code blocks and inline code spans.
+ * `roles`: the names `liqo` takes as its first word (written as plain `liqo <role>`).
+ */
+export function docCommands(file: string, markdown: string, roles: ReadonlySet<string>): DocCommand[] {
   const out: DocCommand[] = [];
   const lines = markdown.split("\n");
   let fence: { marker: string; shell: boolean } | undefined;
@@ -149,10 +170,10 @@ export function docCommands(file: string, markdown: string): DocCommand[] {
       let text = line;
       const first = i;
       while (text.endsWith("\\") && i + 1 < lines.length) text = `${text.slice(0, -1)} ${lines[++i]}`;
-      out.push(...commandsIn(file, first + 1, text, !fence.shell));
+      out.push(...commandsIn(file, first + 1, text, !fence.shell, roles));
       continue;
     }
-    for (const m of line.matchAll(/(?<!`)`([^`]+)`(?!`)/g)) out.push(...commandsIn(file, i + 1, m[1]!, false));
+    for (const m of line.matchAll(/(?<!`)`([^`]+)`(?!`)/g)) out.push(...commandsIn(file, i + 1, m[1]!, false, roles));
   }
   return out;
 }
@@ -234,5 +255,64 @@ export function referenceDrift(pages: Map<string, string>, dir: string): string[
       problems.push(`${file} differs from what liqoctl docs writes`);
   }
   for (const f of files) if (!pages.has(f)) problems.push(`${f} names no command any more`);
+  return problems;
+}
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+export function headingAnchor(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
+}
+
+function anchorsOf(markdown: string): Set<string> {
+  const out = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split("\n")) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    const h = !fenced && line.match(/^#{1,6}\s+(.*)$/);
+    if (!h) continue;
+    let anchor = headingAnchor(h[1]!);
+    for (let n = 1; out.has(anchor); n++) anchor = `${headingAnchor(h[1]!)}-${n}`;
+    out.add(anchor);
+  }
+  return out;
+}
+
+/**
+ * Links in a markdown file that lead nowhere: a relative target that is not a file of the
+ * repository (or lies outside it), or a `#anchor` no heading of the target has. A path in inline
+ * code that climbs out of the repository's root (`../shared/DESIGN.md`) counts as a link too.
+ */
+export function brokenLinks(repo: string, file: string, markdown: string): string[] {
+  const problems: string[] = [];
+  const here = join(repo, file, "..");
+  const text = markdown.replace(/^\s*(```|~~~)[\s\S]*?^\s*\1/gm, "");
+  // Links are relative to the page; paths in inline code are written from the repository's root.
+  const targets = [
+    ...[...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => ({ target: m[1]!, from: here })),
+    ...[...text.matchAll(/`(\.\.\/[^`\s]+)`/g)].map((m) => ({ target: m[1]!, from: repo })),
+  ];
+  for (const { target, from } of targets) {
+    if (/^[a-z]+:/i.test(target)) continue;
+    const [path, anchor] = target.split("#") as [string, string | undefined];
+    if (!path) {
+      if (anchor && !anchorsOf(markdown).has(anchor)) problems.push(`${file}: ${target}: no heading with that anchor`);
+      continue;
+    }
+    const abs = join(from, decodeURIComponent(path));
+    if (!abs.startsWith(`${repo}/`) && abs !== repo) {
+      problems.push(`${file}: ${target} is outside the repository`);
+      continue;
+    }
+    if (!existsSync(abs)) {
+      problems.push(`${file}: ${target}: no such file`);
+      continue;
+    }
+    if (anchor && abs.endsWith(".md") && !anchorsOf(readFileSync(abs, "utf8")).has(anchor))
+      problems.push(`${file}: ${target}: no heading with that anchor`);
+  }
   return problems;
 }
