@@ -19,27 +19,32 @@ function usageLine(root: CommandNode, n: CommandNode): string {
 
 const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
 
+/** A markdown table with its columns padded, as the repository's formatter (Biome) writes tables. */
+function table(header: string[], rows: string[][]): string[] {
+  const width = header.map((h, i) => Math.max(3, h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(width[i]!)).join(" | ")} |`;
+  return [line(header), line(width.map((w) => "-".repeat(w))), ...rows.map(line)];
+}
+
 export function commandMarkdown(root: CommandNode, n: CommandNode): string {
   const title = [root.name, ...n.path].join(" ");
   const out = [`# ${title}`, "", n.description, "", "```", usageLine(root, n), "```", ""];
   if (n.aliases.length)
     out.push(`Also: ${n.aliases.map((a) => `\`${[root.name, ...n.path.slice(0, -1), a].join(" ")}\``).join(", ")}`, "");
   if (n.args.length) {
-    out.push("## Arguments", "", "| argument | required | description |", "|---|---|---|");
-    for (const a of n.args) out.push(`| \`${a.name}\` | ${a.required ? "yes" : "no"} | ${cell(a.description)} |`);
-    out.push("");
+    const rows = n.args.map((a) => [`\`${a.name}\``, a.required ? "yes" : "no", cell(a.description)]);
+    out.push("## Arguments", "", ...table(["argument", "required", "description"], rows), "");
   }
   if (n.flags.length) {
-    out.push("## Flags", "", "| flag | type | default | description |", "|---|---|---|---|");
-    for (const f of n.flags) {
+    const rows = n.flags.map((f) => {
       const names = [`--${f.name}`, ...f.alias.map((a) => (a.length === 1 ? `-${a}` : `--${a}`))]
         .map((x) => `\`${x}\``)
         .join(", ");
       const def = f.default === undefined ? "" : `\`${String(f.default)}\``;
       const desc = `${f.required ? "(required) " : ""}${f.description}${f.options?.length ? ` (one of ${f.options.join(", ")})` : ""}`;
-      out.push(`| ${names} | ${f.type} | ${def} | ${cell(desc)} |`);
-    }
-    out.push("");
+      return [names, f.type, def, cell(desc)];
+    });
+    out.push("## Flags", "", ...table(["flag", "type", "default", "description"], rows), "");
   }
   if (n.subCommands.length) {
     out.push("## Commands", "");
