@@ -59,7 +59,7 @@ describe("command lines in the docs", () => {
     expect(await commandProblems(main, ["install", "<provider>", "--pod-cidr", "x", "--made-up"])).toEqual([
       "install generic has no flag --made-up",
     ]);
-  });
+  }, 30_000);
 
   test("aliases, leading flags, the default provider, synopses and --help are accepted as the CLI accepts them", async () => {
     const ok = [
@@ -79,7 +79,7 @@ describe("command lines in the docs", () => {
     expect(await commandProblems(liqo, ["<role>", "--anything"])).toEqual([]);
     for (const words of ok)
       expect({ words, problems: await commandProblems(main, words) }).toEqual({ words, problems: [] });
-  });
+  }, 30_000);
 
   test("command lines are read from shell blocks, prompted lines of other blocks and inline code, not from output", () => {
     const md = [
@@ -159,7 +159,7 @@ describe("the committed liqoctl reference", () => {
     expect(drift, `the reference is out of date; regenerate it with:\n  ${regenerate}\n${drift.join("\n")}`).toEqual(
       [],
     );
-  });
+  }, 30_000);
 
   test("a changed, a missing and a left-over page are each reported", () => {
     const dir = mkdtempSync(join(tmpdir(), "liqo-reference-"));
