@@ -3,9 +3,9 @@
 // of tests/e2e/peering-rig.ts, a network manager per cluster whose peers follow the ForeignClusters,
 // `liqoctl peer out-of-band ... --networking` (the printed peer command). The ForeignCluster
 // controller starts the virtual kubelet with the translation watcher (default), so an offloaded
-// pod's local status.podIP is the provider's pod IP
-// remapped into the network rome gave milan's pod CIDR, and an EndpointSlice reflected to milan
-// carries rome's endpoint as milan sees it. No data plane here (fabric-e2e.test.ts has it).
+// pod's local status.podIP is the provider's pod IP remapped into the network rome gave milan's
+// pod CIDR, and an EndpointSlice reflected to milan carries rome's endpoint as milan sees it. No
+// data plane here (fabric-e2e.test.ts has it).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { ForeignClusterResource, TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/index.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
