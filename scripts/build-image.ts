@@ -168,7 +168,7 @@ export async function bunBinary(
       `package-lock.json has no ${name}@${version} with an integrity to check its download against (it has ${locked?.version ?? "none"}): npm install bun@${version} records it`,
     );
   say(`fetching ${name}@${version} (npm pack)`);
-  const partial = `${dir}.partial`;
+  const partial = `${dir}.${process.pid}.partial`;
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true });
   const out = await sh(

@@ -72,6 +72,22 @@ export async function debianRootfs(o: DebianRootfsOptions): Promise<{ dir: strin
   const foreign = arch !== hostDebianArch();
   if (foreign) await ensureForeignArch(arch, o.say);
   mkdirSync(o.cache, { recursive: true });
+  // One build per root file system at a time (test files in two shards may both want it): a second
+  // caller waits, then finds it built.
+  return withLock(`${dir}.lock`, o.say, async () => {
+    if (existsSync(join(dir, "etc/debian_version"))) {
+      o.say(`Debian ${DEBIAN_SUITE} ${arch} root file system: built meanwhile by another process (${dir})`);
+      return { dir, key };
+    }
+    await bootstrap(o, { dir, packages, arch, foreign });
+    return { dir, key };
+  });
+}
+
+async function bootstrap(
+  o: DebianRootfsOptions,
+  { dir, packages, arch, foreign }: { dir: string; packages: string[]; arch: DebianArch; foreign: boolean },
+): Promise<void> {
   const partial = `${dir}.partial`;
   rmSync(partial, { recursive: true, force: true });
   o.say(
@@ -98,7 +114,41 @@ export async function debianRootfs(o: DebianRootfsOptions): Promise<{ dir: strin
   rmSync(join(partial, "var/cache/apt/srcpkgcache.bin"), { force: true });
   for (const u of o.users ?? []) await addUser(partial, u);
   renameSync(partial, dir);
-  return { dir, key };
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+};
+
+/** Runs `f` holding `lock` (a file with the holder's pid; one left by a dead process is taken over). */
+export async function withLock<T>(lock: string, say: (m: string) => void, f: () => Promise<T>): Promise<T> {
+  let waiting = false;
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: "wx" });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    const holder = Number(readFileSync(lock, "utf8").trim());
+    if (!holder || !alive(holder)) {
+      rmSync(lock, { force: true });
+      continue;
+    }
+    if (!waiting) say(`another process (pid ${holder}) is building it; waiting (${lock})`);
+    waiting = true;
+    await Bun.sleep(2000);
+  }
+  try {
+    return await f();
+  } finally {
+    rmSync(lock, { force: true });
+  }
 }
 
 async function addUser(rootfs: string, u: DebianUser): Promise<void> {

@@ -51,7 +51,9 @@ async function sh(cmd: string[], what: string): Promise<void> {
 export async function makeLayer(dir: string, out: string, o: { comment: string; exclude?: string[] }): Promise<Layer> {
   const meta = `${out}.json`;
   if (existsSync(out) && existsSync(meta)) return { ...(await Bun.file(meta).json()), path: out } as Layer;
-  const tar = `${out}.tar.partial`;
+  // Per-process scratch names: two processes may make the same (reproducible) layer at once; the
+  // last rename wins with identical content.
+  const tar = `${out}.${process.pid}.tar.partial`;
   await sh(
     [
       "tar",
@@ -75,9 +77,10 @@ export async function makeLayer(dir: string, out: string, o: { comment: string; 
   );
   const diffId = await sha256File(tar);
   // gzip -n: no name or time in the header, so the compressed digest is reproducible too.
-  await sh(["sh", "-c", `gzip -n -6 -c '${tar}' > '${out}.partial'`], `gzip ${tar}`);
+  const gz = `${out}.${process.pid}.partial`;
+  await sh(["sh", "-c", `gzip -n -6 -c '${tar}' > '${gz}'`], `gzip ${tar}`);
   rmSync(tar);
-  renameSync(`${out}.partial`, out);
+  renameSync(gz, out);
   const layer = { digest: await sha256File(out), diffId, size: statSync(out).size, comment: o.comment };
   await Bun.write(meta, JSON.stringify(layer));
   return { ...layer, path: out };
