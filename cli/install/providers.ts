@@ -61,7 +61,7 @@ async function firstNetworks(
 
 /** Every cluster can tell its service range, one way or another. */
 const serviceProbes = [fromServiceCidrApi, fromServiceDryRun];
-const isLoopback = (url: string) => /^https?:\/\/(127\.|localhost|\[::1\])/.test(url);
+export const isLoopback = (url: string) => /^https?:\/\/(127\.|localhost|\[::1\])/.test(url);
 
 function onPremises(
   name: string,

@@ -3,7 +3,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { spinner } from "../ui.ts";
 import { kubeSystemUid, nodePodCidrs } from "./detect.ts";
-import type { Detection, Provider } from "./providers.ts";
+import { isLoopback, type Detection, type Provider } from "./providers.ts";
 
 export async function detectAndDescribe(
   client: KubeClient,
@@ -17,6 +17,14 @@ export async function detectAndDescribe(
   try {
     clusterId = await kubeSystemUid(client);
     detected = await provider.detect(client, flags);
+    if (!detected.apiServerUrl && !flags["api-server-url"] && !isLoopback(client.server)) {
+      // Peers are given this URL; without it they would get the in-cluster Service address, which
+      // only this cluster's pods reach. The kubeconfig's is the address its user reaches.
+      detected.apiServerUrl = client.server.replace(/\/+$/, "");
+      detected.notes.push(
+        `API server ${detected.apiServerUrl}: the kubeconfig's (peers reach it there; if not, give --api-server-url)`,
+      );
+    }
   } catch (err) {
     spin.fail(`cannot read the cluster at ${client.server}`);
     throw err;
