@@ -88,7 +88,7 @@ export async function makeLayer(dir: string, out: string, o: { comment: string; 
 
 export const ociArch = (arch = process.arch) => ({ x64: "amd64", arm64: "arm64" })[arch as "x64" | "arm64"] ?? arch;
 
-interface Descriptor {
+export interface Descriptor {
   mediaType: string;
   digest: string;
   size: number;

@@ -45,13 +45,6 @@ const daemonSets: ResourceRef = {
   plural: "daemonsets",
   namespaced: true,
 };
-const rbac = (kind: string, plural: string): ResourceRef => ({
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind,
-  plural,
-  namespaced: false,
-});
 const admission = (kind: string, plural: string): ResourceRef => ({
   group: "admissionregistration.k8s.io",
   version: "v1",
@@ -676,8 +669,8 @@ describe("the chart in-cluster on a real node", () => {
         )
         .map((o) => `${res.kind}/${o.metadata.name}`);
     expect([
-      ...(await named(rbac("ClusterRole", "clusterroles"))),
-      ...(await named(rbac("ClusterRoleBinding", "clusterrolebindings"))),
+      ...(await named(Resources.clusterRoles)),
+      ...(await named(Resources.clusterRoleBindings)),
       ...(await named(admission("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"))),
       ...(await named(admission("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"))),
       ...(await named(admission("ValidatingAdmissionPolicy", "validatingadmissionpolicies"))),
@@ -688,9 +681,7 @@ describe("the chart in-cluster on a real node", () => {
       p.spec.containers.some((c) => c.image === IMAGE),
     );
     expect(pods.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual([]);
-    const roles = (await client.list({ ...rbac("Role", "roles"), namespaced: true })).items.filter((o) =>
-      o.metadata.name!.startsWith("liqo"),
-    );
+    const roles = (await client.list(Resources.roles)).items.filter((o) => o.metadata.name!.startsWith("liqo"));
     expect(roles.map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual([]);
   }, 600_000);
 });

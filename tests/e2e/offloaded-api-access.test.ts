@@ -20,6 +20,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ResourceRequestResource, type ResourceRequest } from "../../core/apis/index.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { PLUGIN_BINDING, pluginClusterRoleName } from "../../core/peering/auth/plugin-grants.ts";
 import { FORWARD_VERBS } from "../../core/peering/auth/plugin-rbac.ts";
@@ -49,13 +50,6 @@ import { kubectlOn } from "../support/kubectl.ts";
 type Pod = KubeObject & { spec?: Record<string, any>; status?: { phase?: string } };
 
 const NS = "liqo-demo";
-const rbac = (kind: string, plural: string) => ({
-  group: "rbac.authorization.k8s.io",
-  version: "v1",
-  kind,
-  plural,
-  namespaced: true,
-});
 const onVirtualNode = {
   nodeSelector: { "liqo.io/type": "virtual-node" },
   tolerations: [{ key: "virtual-node.liqo.io/not-allowed", operator: "Exists" }],
@@ -172,13 +166,13 @@ beforeAll(async () => {
   if (romeAllowed.code !== 0) throw new Error(`liqoctl plugin allow on rome: ${romeAllowed.out}${romeAllowed.err}`);
   // In rome: a ServiceAccount that may read ConfigMaps of liqo-demo, and one to read.
   await q.rome.create(Resources.serviceAccounts, { metadata: { name: "reader", namespace: NS } } as KubeObject);
-  await q.rome.create(rbac("Role", "roles"), {
+  await q.rome.create(Resources.roles, {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "Role",
     metadata: { name: "configmap-reader", namespace: NS },
     rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get"] }],
   } as KubeObject);
-  await q.rome.create(rbac("RoleBinding", "rolebindings"), {
+  await q.rome.create(Resources.roleBindings, {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "RoleBinding",
     metadata: { name: "reader", namespace: NS },
@@ -984,9 +978,13 @@ describe("a reflector plugin written outside the repository, in the in-cluster p
   }, 300_000);
 });
 
-/** What a cluster's API server says liqo's controller manager may do (cluster-wide). */
-async function controllerManagerMay(cluster: string, verb: string, group: string, resource: string): Promise<boolean> {
-  const client = cluster === "rome" ? q.rome : q.milan;
+/** What a cluster's API server answers to a SubjectAccessReview of a ServiceAccount. */
+async function serviceAccountMay(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  resourceAttributes: Record<string, string>,
+): Promise<boolean> {
   const review = await client.create<KubeObject & { status?: { allowed?: boolean } }>(
     {
       group: "authorization.k8s.io",
@@ -1000,38 +998,33 @@ async function controllerManagerMay(cluster: string, verb: string, group: string
       kind: "SubjectAccessReview",
       metadata: {},
       spec: {
-        user: "system:serviceaccount:liqo:liqo-controller-manager",
-        groups: ["system:serviceaccounts", "system:serviceaccounts:liqo"],
-        resourceAttributes: { verb, group, resource },
+        user: `system:serviceaccount:${namespace}:${name}`,
+        groups: ["system:serviceaccounts", `system:serviceaccounts:${namespace}`],
+        resourceAttributes,
       },
     } as KubeObject,
   );
   return review.status?.allowed === true;
 }
 
+/** What a cluster's API server says liqo's controller manager may do (cluster-wide). */
+function controllerManagerMay(cluster: string, verb: string, group: string, resource: string): Promise<boolean> {
+  return serviceAccountMay(cluster === "rome" ? q.rome : q.milan, "liqo", "liqo-controller-manager", {
+    verb,
+    group,
+    resource,
+  });
+}
+
 const milan = (res: ResourceRef, name: string, ns?: string) =>
   waitFor(`${name} in milan`, () => q.milan.find(res, name, ns), { timeoutMs: 60_000 });
 
 /** What milan's API server says rome's peer identity may do with PodDisruptionBudgets in a namespace. */
-async function peerMay(romeId: string, tenant: string, verb: string, namespace: string): Promise<boolean> {
-  const review = await q.milan.create<KubeObject & { status?: { allowed?: boolean } }>(
-    {
-      group: "authorization.k8s.io",
-      version: "v1",
-      kind: "SubjectAccessReview",
-      plural: "subjectaccessreviews",
-      namespaced: false,
-    },
-    {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      metadata: {},
-      spec: {
-        user: `system:serviceaccount:${tenant}:${remoteServiceAccountName(romeId)}`,
-        groups: ["system:serviceaccounts", `system:serviceaccounts:${tenant}`],
-        resourceAttributes: { verb, group: "policy", resource: "poddisruptionbudgets", namespace },
-      },
-    } as KubeObject,
-  );
-  return review.status?.allowed === true;
+function peerMay(romeId: string, tenant: string, verb: string, namespace: string): Promise<boolean> {
+  return serviceAccountMay(q.milan, tenant, remoteServiceAccountName(romeId), {
+    verb,
+    group: "policy",
+    resource: "poddisruptionbudgets",
+    namespace,
+  });
 }

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { MEDIA } from "../../scripts/oci-archive.ts";
+import { type Descriptor, MEDIA } from "../../scripts/oci-archive.ts";
 import { sourceCommit } from "../../scripts/build-liqoctl.ts";
 import { liqoctlArtifact } from "../../scripts/release.ts";
 
@@ -27,13 +27,6 @@ const layout = join(tmp, "layout");
 let commit = "";
 let buildLog = "";
 
-interface Descriptor {
-  mediaType: string;
-  digest: string;
-  size: number;
-  platform?: { architecture: string; os: string };
-  annotations?: Record<string, string>;
-}
 interface Manifest {
   mediaType: string;
   config: Descriptor;
