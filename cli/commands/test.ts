@@ -3,7 +3,9 @@
 // when one failed. Nothing stays behind: the test's namespace is removed at the end, on a failure
 // and on Ctrl-C (a run killed outright leaves it until a later run finds it expired).
 import { defineCommand } from "citty";
+import { ForeignClusterResource } from "../../core/apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
+import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { CHECK_TITLES, type CheckId, likelyCause, renderTable, type Row } from "../../netfabric/selftest/probes.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { kubeFlags } from "../peering.ts";
@@ -131,7 +133,7 @@ const network = defineCommand({
       for (const fc of peers) {
         const name = fc.metadata.name!;
         info(`testing the network to ${name}`);
-        const { rows: pre, peer } = await preflight(client, fc, args["liqo-namespace"]);
+        const { rows: pre, peer } = await settledPreflight(client, fc, args["liqo-namespace"], abort.signal);
         if (abort.signal.aborted) {
           process.exitCode = INTERRUPTED;
           return;
@@ -230,6 +232,30 @@ const network = defineCommand({
     if (failed) process.exitCode = ExitCode.Failure;
   },
 });
+
+/** How long a tunnel that is still coming up (a peering made a moment ago) is waited for. */
+const TUNNEL_SETTLE_MS = 90_000;
+
+/**
+ * The preflight, repeated while the only thing missing is a tunnel still coming up (no status yet,
+ * or Connecting), as right after `liqoctl peer`; any other failure is reported at once.
+ */
+async function settledPreflight(client: KubeClient, fc: ForeignClusterObject, ns: string, signal: AbortSignal) {
+  const until = Date.now() + TUNNEL_SETTLE_MS;
+  let said = false;
+  for (let current = fc; ; ) {
+    const result = await preflight(client, current, ns);
+    const failed = result.rows.filter((r) => !r.ok);
+    const settling =
+      failed.length > 0 &&
+      failed.every((r) => r.check === "WireGuard tunnel" && /without status|Connecting/.test(r.detail));
+    if (!settling || Date.now() > until || signal.aborted) return result;
+    if (!said) info(`waiting up to ${TUNNEL_SETTLE_MS / 1000}s for the tunnel to connect: ${failed[0]!.detail}`);
+    said = true;
+    await Bun.sleep(2000);
+    current = (await client.find<ForeignClusterObject>(ForeignClusterResource, fc.metadata.name!)) ?? current;
+  }
+}
 
 /**
  * The image liqo runs from in a cluster (its controller manager's): the test pods run `liqo

@@ -171,7 +171,10 @@ export async function createNamespace(client: KubeClient, ns: string, deadline: 
     kind: "Namespace",
     metadata: {
       name: ns,
-      labels: { [TEST_LABEL]: "true" },
+      // The node probe shares its node's network (hostNetwork), which Pod Security's baseline
+      // level, the default of many clusters, refuses: this namespace lives for one run and holds
+      // only the test's own pods.
+      labels: { [TEST_LABEL]: "true", "pod-security.kubernetes.io/enforce": "privileged" },
       annotations: { [EXPIRES_ANNOTATION]: new Date(deadline + 300_000).toISOString() },
     },
   } as KubeObject);
