@@ -37,6 +37,11 @@ const up = defineCommand({
       description:
         "real worker nodes per cluster: containerd, kubelet, kube-proxy, CNI and DNS in a network namespace each",
     },
+    foreign: {
+      type: "boolean",
+      description:
+        "clusters that behave like someone else's: Pod Security baseline enforced, nodes' interface ens5, every image pulled from the registry, a kubeconfig naming the API server's bridge address",
+    },
     "base-port": {
       type: "string",
       description: "use ports from this one upwards (6 per cluster) instead of free ones",
@@ -51,6 +56,7 @@ const up = defineCommand({
       overlappingPodCidrs: args["overlapping-pod-cidrs"],
       nodes: args.nodes === undefined ? undefined : Number(args.nodes),
       realNodes: Number(args["real-nodes"]),
+      foreign: args.foreign,
       basePort: args["base-port"] ? Number(args["base-port"]) : undefined,
       dir: args.dir,
       progress: (m) => console.error(`${stamp()} INFO  ${m}`),

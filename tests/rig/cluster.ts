@@ -29,6 +29,13 @@ export interface ClusterSpec {
   nodes: number;
   /** Real nodes (containerd, kubelet, kube-proxy in a network namespace); 0: kwok nodes only. */
   realNodes?: number;
+  /**
+   * The rig's foreign profile: a cluster that behaves like someone else's. Its API server enforces
+   * Pod Security `baseline` in every namespace but kube-system, its nodes' interface is ens5, its
+   * nodes pull every image from the rig's registry (nothing imported), and its kubeconfig names
+   * the API server at the address its nodes and pods use, as a real cluster's does.
+   */
+  foreign?: boolean;
 }
 
 export interface ClusterPorts {
@@ -73,6 +80,25 @@ export function firstServiceIp(cidr: string): string {
   return parts.join(".");
 }
 
+/** The foreign profile's admission configuration: Pod Security baseline by default, kube-system exempt. */
+const podSecurityBaseline = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+  - name: PodSecurity
+    configuration:
+      apiVersion: pod-security.admission.config.k8s.io/v1
+      kind: PodSecurityConfiguration
+      defaults:
+        enforce: baseline
+        enforce-version: latest
+        warn: baseline
+        warn-version: latest
+      exemptions:
+        usernames: []
+        runtimeClasses: []
+        namespaces: [kube-system]
+`;
+
 export function prepareCluster(
   spec: ClusterSpec,
   dir: string,
@@ -89,7 +115,9 @@ export function prepareCluster(
   );
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, kubeconfigYaml(spec.name, server, pki.ca.cert, pki.admin));
+  const userServer = spec.foreign && nodeGateway ? `https://${nodeGateway}:${ports.apiserver}` : server;
+  writeFileSync(kubeconfig, kubeconfigYaml(spec.name, userServer, pki.ca.cert, pki.admin));
+  if (spec.foreign) writeFileSync(join(dir, "admission.yaml"), podSecurityBaseline);
   writeFileSync(
     join(dir, "controller-manager.kubeconfig"),
     kubeconfigYaml(spec.name, server, pki.ca.cert, pki.controllerManager, "kube-controller-manager"),
@@ -221,6 +249,7 @@ function componentArgs(c: ClusterState, component: Component): string[] {
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         `--service-cluster-ip-range=${c.serviceCIDR}`,
         "--allow-privileged=true",
+        ...(c.foreign ? [`--admission-control-config-file=${join(c.dir, "admission.yaml")}`] : []),
         `--kubelet-client-certificate=${p.kubeletClient.cert}`,
         `--kubelet-client-key=${p.kubeletClient.key}`,
         "--kubelet-preferred-address-types=InternalIP",
@@ -472,7 +501,9 @@ function startContainerRuntimes(
   const nodes = c.realNodeStates ?? [];
   if (!nodes.length) return undefined;
   if (!images) throw new RigError(`cluster ${c.name}: real nodes need the rig's images`);
-  progress(`${c.name}: starting ${nodes.length} real node(s): containerd and image import`);
+  progress(
+    `${c.name}: starting ${nodes.length} real node(s): containerd and ${c.foreign ? "no image import (the foreign profile pulls from the registry)" : "image import"}`,
+  );
   return Promise.all(nodes.map((n) => startContainerRuntime(n, bin, (socket) => images.importInto(socket))));
 }
 

@@ -86,7 +86,8 @@ export function clusterDnsObjects(serviceCIDR: string): [ResourceRef, KubeObject
                 {
                   name: "coredns",
                   image: corednsImage,
-                  imagePullPolicy: "Never",
+                  // Imported into the nodes, or (the rig's foreign profile) pulled from its registry.
+                  imagePullPolicy: "IfNotPresent",
                   args: ["-conf", "/etc/coredns/Corefile"],
                   ports: [
                     { name: "dns", containerPort: 53, protocol: "UDP" },

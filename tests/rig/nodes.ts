@@ -39,6 +39,8 @@ export interface RealNodeState {
   containerdSocket: string;
   pids: Partial<Record<NodeComponent, number>>;
   podCIDR?: string;
+  /** The node's interface on the rig bridge: eth0, or ens5 in the rig's foreign profile (cloud VMs' naming). */
+  uplink?: string;
 }
 
 /** What a node needs of its cluster, without importing the cluster module (it imports this one). */
@@ -49,6 +51,8 @@ export interface NodeCluster {
   serviceCIDR: string;
   ports: { apiserver: number };
   pki: { dir: string; ca: CertPair };
+  /** The rig's foreign profile (ClusterSpec.foreign): nodes' uplink is ens5. */
+  foreign?: boolean;
 }
 
 function run(cmd: string[], what: string, input?: string): string {
@@ -146,6 +150,7 @@ export function prepareRealNode(
     dir,
     containerdSocket: join(dir, "containerd.sock"),
     pids: {},
+    uplink: c.foreign ? "ens5" : "eth0",
   };
   for (const d of ["logs", "cni/net.d", "cni/ipam", "kubelet", "pod-logs", "volume-plugins", "runc"])
     mkdirSync(join(dir, d), { recursive: true });
@@ -208,17 +213,20 @@ function mountImageStore(node: RealNodeState): void {
 const clientExt =
   "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n";
 
+const uplinkOf = (node: RealNodeState) => node.uplink ?? "eth0";
+
 function createNodeNetns(node: RealNodeState, net: RigNetwork): void {
   const ns = node.netns;
+  const uplink = uplinkOf(node);
   tryRun(["ip", "netns", "del", ns]);
   run(["ip", "netns", "add", ns], `creating the network namespace of node ${node.name}`);
   const host = [
-    `link add ${node.hostVeth} type veth peer name eth0 netns ${ns}`,
+    `link add ${node.hostVeth} type veth peer name ${uplink} netns ${ns}`,
     `link set ${node.hostVeth} master ${net.bridge} up`,
   ];
   const inside = [
-    `addr add ${node.ip}/24 dev eth0`,
-    "link set eth0 up",
+    `addr add ${node.ip}/24 dev ${uplink}`,
+    `link set ${uplink} up`,
     "link set lo up",
     `route add default via ${net.gateway}`,
   ];
@@ -368,14 +376,16 @@ export async function finishClusterNodes(
     run(
       inNetns(node.netns, ["nft", "-f", "-"]),
       `masquerade rule of node ${node.name}`,
-      nodeNatRules(natTable, c.podCIDR),
+      nodeNatRules(natTable, c.podCIDR, uplinkOf(node)),
     );
     await client.mergePatch(Resources.nodes, node.name, undefined, {
       metadata: { labels: { "node-role.kubernetes.io/worker": "" } },
     });
   }
   for (const node of nodes) {
-    const routes = nodes.filter((o) => o !== node).map((o) => `route replace ${o.podCIDR} via ${o.ip} dev eth0`);
+    const routes = nodes
+      .filter((o) => o !== node)
+      .map((o) => `route replace ${o.podCIDR} via ${o.ip} dev ${uplinkOf(node)}`);
     if (routes.length)
       run(["ip", "-n", node.netns, "-batch", "-"], `routes of node ${node.name}`, routes.join("\n") + "\n");
   }

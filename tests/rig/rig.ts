@@ -37,6 +37,8 @@ export interface RigOptions {
   nodes?: number;
   /** Real nodes per cluster (containerd, kubelet, kube-proxy, CNI, DNS); 0 by default. */
   realNodes?: number;
+  /** Clusters that behave like someone else's (ClusterSpec.foreign); needs real nodes. */
+  foreign?: boolean;
   dir?: string;
   basePort?: number;
   /** The process that owns the rig: when it dies, the next rig start reaps it. 0: nobody (`rig up`). */
@@ -157,6 +159,8 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
   const realNodes = options.realNodes ?? 0;
   if (!Number.isInteger(realNodes) || realNodes < 0 || realNodes > 8)
     throw new RigError(`--real-nodes must be between 0 and 8, got ${realNodes}`);
+  if (options.foreign && !realNodes)
+    throw new RigError("--foreign needs real nodes (--real-nodes 1 or more): it is about what nodes pull and run");
   const nodes = options.nodes ?? (realNodes ? 0 : 2);
   if (!Number.isInteger(nodes) || nodes < (realNodes ? 0 : 1) || nodes > 100) {
     throw new RigError(`--nodes must be between ${realNodes ? 0 : 1} and 100, got ${nodes}`);
@@ -199,7 +203,14 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
         i * portsPerCluster,
         (i + 1) * portsPerCluster,
       ) as number[];
-      const spec = { name, index: i, nodes, realNodes, ...clusterCidrs(i, options.overlappingPodCidrs ?? false) };
+      const spec = {
+        name,
+        index: i,
+        nodes,
+        realNodes,
+        ...(options.foreign ? { foreign: true } : {}),
+        ...clusterCidrs(i, options.overlappingPodCidrs ?? false),
+      };
       progress(`${name}: creating PKI (pods ${spec.podCIDR}, services ${spec.serviceCIDR})`);
       // Per rig and cluster: a uid for the API server and its routing table (cluster.ts hostRouting).
       const slot = rig.network ? rig.network.index * 8 + i : 0;
@@ -240,12 +251,15 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
     // Clusters start side by side; pids are saved as they appear so `rig down` can always stop them.
     const saver = setInterval(() => saveRig(rig), 500);
     try {
+      // The foreign profile imports nothing: its nodes pull every image from the registry.
       const nodeImages = {
         importInto: (socket: string) =>
-          importImages(
-            socket,
-            images.map((i) => i.archive),
-          ),
+          options.foreign
+            ? Promise.resolve()
+            : importImages(
+                socket,
+                images.map((i) => i.archive),
+              ),
       };
       await Promise.all([
         ...rig.clusters.map((c) => startCluster(c, bin, progress, nodeImages)),
