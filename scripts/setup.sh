@@ -8,10 +8,6 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 
 # 1. Debian packages.
 mapfile -t wanted < <(grep -Ev '^\s*(#|$)' scripts/debian-packages.txt)
-# The release's arm64 image (scripts/release.sh): debootstrap's second stage runs arm64 programs
-# through qemu (scripts/debian-rootfs.ts registers it with binfmt_misc); shellcheck checks the
-# workflows' run: scripts through actionlint (step 6).
-wanted+=(qemu-user-static shellcheck)
 missing=()
 for p in "${wanted[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
 if ((${#missing[@]})); then
