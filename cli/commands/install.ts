@@ -195,6 +195,7 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
     timeoutText: args.timeout as string,
     verbose,
     suffix: ` (cluster ${values.clusterName || "name generated"})`,
+    client,
   });
   info(
     previous

@@ -47,13 +47,15 @@ export async function runHelm(
   helm: string,
   args: string[],
   target: HelmTarget,
-  o: { verbose?: boolean } = {},
+  o: { verbose?: boolean; signal?: AbortSignal } = {},
 ): Promise<HelmResult> {
   const full = [...args, "--namespace", target.namespace];
   if (target.kubeconfig) full.push("--kubeconfig", target.kubeconfig);
   if (target.context) full.push("--kube-context", target.context);
   if (o.verbose) process.stderr.write(` DEBUG helm ${full.join(" ")}\n`);
   const proc = Bun.spawn([helm, ...full], { stdout: "pipe", stderr: "pipe", env: process.env });
+  // Helm cancels on SIGTERM, and an --atomic install or upgrade then rolls itself back.
+  o.signal?.addEventListener("abort", () => proc.kill("SIGTERM"), { once: true });
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),

@@ -7,7 +7,9 @@ import { join } from "node:path";
 import { CliError, ExitCode } from "../errors.ts";
 import { spinner } from "../ui.ts";
 import { bundledChart } from "./chart-source.ts";
+import type { KubeClient } from "../../core/kube/client.ts";
 import { helmError, runHelm, type HelmTarget } from "./helm.ts";
+import { pullFailureMessage, watchPulls, type PullFailure } from "./pull-watch.ts";
 
 export const RELEASE = "liqo";
 
@@ -28,7 +30,15 @@ export interface ReleaseUpgrade {
   verbose?: boolean;
   /** Added to the success line, e.g. " (cluster rome)". */
   suffix?: string;
+  /**
+   * The cluster: while Helm waits, its pods are watched, and an image they cannot pull stops the
+   * install within PULL_GRACE_MS (Helm rolls it back), naming the pod, the image and the fix.
+   */
+  client?: KubeClient;
 }
+
+/** How long a pod's pull may keep failing before the install is stopped. */
+export const PULL_GRACE_MS = 30_000;
 
 /** Runs Helm; throws a CliError with Helm's message (and that nothing changed) when it fails. */
 export async function upgradeRelease(u: ReleaseUpgrade): Promise<void> {
@@ -54,7 +64,32 @@ export async function upgradeRelease(u: ReleaseUpgrade): Promise<void> {
       `${Math.ceil(u.timeoutMs / 1000)}s`,
       ...(u.verbose ? ["--debug"] : []),
     ];
-    const r = await runHelm(u.helm, helmArgs, u.target, { verbose: u.verbose });
+    const stop = new AbortController();
+    let pull: PullFailure | undefined;
+    const watching = u.client
+      ? watchPulls(u.client, u.target.namespace, {
+          graceMs: PULL_GRACE_MS,
+          intervalMs: 3000,
+          signal: stop.signal,
+          onFailure: (f) => {
+            pull = f;
+            stop.abort();
+          },
+        })
+      : Promise.resolve();
+    const r = await runHelm(u.helm, helmArgs, u.target, { verbose: u.verbose, signal: stop.signal }).finally(() =>
+      stop.abort(),
+    );
+    await watching;
+    if (pull) {
+      spin.fail(
+        `liqo ${u.previous ? "upgrade" : "installation"} stopped: an image cannot be pulled; Helm rolled it back`,
+      );
+      throw new CliError(
+        `${pullFailureMessage(pull, u.target.namespace)}\n  ${u.previous ? "the release keeps the values it had" : "nothing stays installed"}`,
+        ExitCode.Failure,
+      );
+    }
     if (r.code !== 0) {
       const msg = helmError(r);
       const timedOut = /context deadline exceeded|timed out waiting/i.test(msg);

@@ -164,4 +164,43 @@ describe("liqo from the docs alone, with the compiled liqoctl", () => {
     say(out);
     expect(out).toMatch(/all \d+ checks passed/);
   }, 900_000);
+
+  test("an image the nodes cannot pull: the install stops naming the pod, the image and the fix, long before --timeout; the release and the peering stay as they were", async () => {
+    const rome = cluster("rome");
+    const missing = `${USER_REGISTRY}/platform/missing`;
+    const started = performance.now();
+    const r = await run([binary, ...installArgs(rome), `--set=image.repository=${missing}`]);
+    const seconds = (performance.now() - started) / 1000;
+    say(`install with an unpullable image: exit ${r.code} after ${seconds.toFixed(0)} s (--timeout 10m)`);
+    const out = r.stdout + r.stderr;
+    expect(r.code).toBe(1);
+    expect(out).toContain("liqo upgrade stopped: an image cannot be pulled; Helm rolled it back");
+    expect(out).toMatch(
+      new RegExp(`pod liqo/\\S+ cannot pull image ${missing}:\\S+ \\((ErrImagePull|ImagePullBackOff)`),
+    );
+    expect(out).toContain("--set image.repository=<registry>/<path>/liqo");
+    expect(out).toContain("the release keeps the values it had");
+    expect(out).not.toContain("not ready within --timeout");
+    // Helm's rollback: every liqo pod back on the user's image, Ready, and the peering carries on.
+    await waitFor(
+      "rome's liqo pods all on the user's image again, Ready",
+      async () => {
+        const pods = (await client.rome!.list<Pod>(Resources.pods, { namespace: "liqo" })).items;
+        return (
+          pods.length > 0 &&
+          pods.every(
+            (p) =>
+              p.spec?.containers?.every((c) => c.image === userImage) &&
+              p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+          )
+        );
+      },
+      { timeoutMs: 300_000 },
+    );
+    const out2 = await liqoctl(
+      ["test", "network", "--basic", `--kubeconfig=${rome.kubeconfig}`],
+      "liqoctl test network --basic (rome, after the stopped upgrade)",
+    );
+    expect(out2).toMatch(/all \d+ checks passed/);
+  }, 900_000);
 });
