@@ -44,7 +44,9 @@ export async function commandTree(cmd: AnyCommand, path: string[] = []): Promise
     }
     flags.push({
       name,
-      alias: [(def as { alias?: string | string[] }).alias ?? []].flat(),
+      // citty adds a flag's camelCase spelling to its alias list in place when it parses a command
+      // line: not an alias anyone wrote, and the tree must not depend on what ran before it.
+      alias: [(def as { alias?: string | string[] }).alias ?? []].flat().filter((a) => a !== camelCase(name)),
       type: (def.type ?? "string") as FlagNode["type"],
       description: def.description ?? "",
       required: !!def.required,
@@ -72,3 +74,5 @@ export async function commandTree(cmd: AnyCommand, path: string[] = []): Promise
 export function allCommands(root: CommandNode): CommandNode[] {
   return [root, ...root.subCommands.flatMap(allCommands)];
 }
+
+const camelCase = (name: string) => name.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
