@@ -120,6 +120,33 @@ const liqo: Record<string, Facts> = {
     status: true,
     columns: ["Domain@.spec.domain", "Autojoin@.spec.autojoin", age],
   },
+  // The Multi-Cluster Services API (sigs.k8s.io/mcs-api v1alpha1), not in Liqo v0.5.4, and liqo's
+  // carrier of exported services between peers (core/mcs).
+  "serviceexports.multicluster.x-k8s.io": {
+    scope: "Namespaced",
+    shortNames: ["svcex", "svcexport"],
+    liqoCategory: false,
+    status: true,
+    columns: [age],
+  },
+  "serviceimports.multicluster.x-k8s.io": {
+    scope: "Namespaced",
+    shortNames: ["svcim", "svcimport"],
+    liqoCategory: false,
+    status: true,
+    columns: ["Type@.spec.type", "IP@.spec.ips", age],
+  },
+  "exportedservices.multicluster.liqo.io": {
+    scope: "Namespaced",
+    liqoCategory: true,
+    status: false,
+    columns: [
+      "Namespace@.spec.serviceNamespace",
+      "Service@.spec.serviceName",
+      "Origin@.metadata.labels.multicluster\\.liqo\\.io/origin-cluster-id",
+      age,
+    ],
+  },
 };
 
 const crd = (name: string) => allCrds.find((c) => c.metadata.name === name)!;
@@ -127,7 +154,7 @@ const schemaOf = (name: string) => crd(name).spec.versions[0]!.schema.openAPIV3S
 const at = (s: OpenApiSchema, path: string) =>
   path.split(".").reduce<OpenApiSchema | undefined>((n, p) => (p === "[]" ? n?.items : n?.properties?.[p]), s);
 
-test("the ten CRDs of Liqo v0.5.4, SearchDomain and VirtualNode", () => {
+test("the ten CRDs of Liqo v0.5.4, SearchDomain, VirtualNode, and the MCS API's with their carrier", () => {
   expect(allCrds.map((c) => c.metadata.name).sort()).toEqual(Object.keys(liqo).sort());
 });
 

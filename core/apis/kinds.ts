@@ -11,6 +11,9 @@ import { ResourceOfferKind } from "./sharing/resourceoffer.ts";
 import { NamespaceMapKind } from "./virtualkubelet/namespacemap.ts";
 import { ShadowPodKind } from "./virtualkubelet/shadowpod.ts";
 import { VirtualNodeKind } from "./virtualkubelet/virtualnode.ts";
+import { ExportedServiceKind } from "./multicluster/exportedservice.ts";
+import { ServiceExportKind } from "./multicluster/serviceexport.ts";
+import { ServiceImportKind } from "./multicluster/serviceimport.ts";
 
 export const allKinds = [
   ForeignClusterKind,
@@ -25,6 +28,9 @@ export const allKinds = [
   NatMappingKind,
   IpamStorageKind,
   SearchDomainKind,
+  ServiceExportKind,
+  ServiceImportKind,
+  ExportedServiceKind,
 ] as const;
 
 /** The ResourceRef of a Liqo kind by apiVersion and kind, without a discovery request. */

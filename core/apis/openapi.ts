@@ -21,10 +21,13 @@ export interface OpenApiSchema {
   format?: string;
   minimum?: number;
   maximum?: number;
+  maxItems?: number;
   anyOf?: OpenApiSchema[];
   nullable?: boolean;
   "x-kubernetes-int-or-string"?: boolean;
   "x-kubernetes-preserve-unknown-fields"?: boolean;
+  "x-kubernetes-list-type"?: "atomic" | "set" | "map";
+  "x-kubernetes-list-map-keys"?: string[];
   /** CEL rules the API server enforces (transition rules compare with oldSelf on updates). */
   "x-kubernetes-validations"?: { rule: string; message: string; reason?: string; fieldPath?: string }[];
 }

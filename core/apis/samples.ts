@@ -228,6 +228,43 @@ export const samples: Record<string, () => KubeObject> = {
       offloadingPatch: { nodeSelector: { "example.com/gpu": "true" } },
     },
   }),
+  ServiceExport: () => ({
+    apiVersion: "multicluster.x-k8s.io/v1alpha1",
+    kind: "ServiceExport",
+    metadata: { name: "web", namespace: "shop" },
+    spec: {},
+  }),
+  ServiceImport: () => ({
+    apiVersion: "multicluster.x-k8s.io/v1alpha1",
+    kind: "ServiceImport",
+    metadata: { name: "web", namespace: "shop" },
+    spec: {
+      ports: [{ name: "http", protocol: "TCP", port: 80 }],
+      ips: ["10.96.0.42"],
+      type: "ClusterSetIP",
+      sessionAffinity: "None",
+    },
+  }),
+  ExportedService: () => ({
+    apiVersion: "multicluster.liqo.io/v1alpha1",
+    kind: "ExportedService",
+    metadata: { name: "shop.web.53d11339", namespace: TENANT },
+    spec: {
+      serviceNamespace: "shop",
+      serviceName: "web",
+      exportedAt: "2026-01-02T03:04:05Z",
+      type: "ClusterSetIP",
+      ports: [{ name: "http", protocol: "TCP", port: 80 }],
+      sessionAffinity: "None",
+      slices: [
+        {
+          addressType: "IPv4",
+          ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+          endpoints: [{ addresses: ["10.200.1.7"], ready: true }],
+        },
+      ],
+    },
+  }),
   SearchDomain: () => ({
     apiVersion: "discovery.liqo.io/v1alpha1",
     kind: "SearchDomain",
