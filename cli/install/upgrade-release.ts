@@ -10,6 +10,7 @@ import { bundledChart } from "./chart-source.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { helmError, runHelm, type HelmTarget } from "./helm.ts";
 import { pullFailureMessage, watchPulls, type PullFailure } from "./pull-watch.ts";
+import { chartAppVersion, installedAppVersion, refuseDowngrade, upgradeCrds } from "./crd-upgrade.ts";
 
 export const RELEASE = "liqo";
 
@@ -40,11 +41,36 @@ export interface ReleaseUpgrade {
 /** How long a pod's pull may keep failing before the install is stopped. */
 export const PULL_GRACE_MS = 30_000;
 
+async function applyChartCrds(client: KubeClient, chartDir: string): Promise<void> {
+  const spin = spinner("Applying the chart's CRDs (Helm leaves them as first installed)");
+  try {
+    const done = await upgradeCrds(client, chartDir);
+    const moved = done.migrated.map(
+      (m) => `${m.crd}: ${m.rewritten} objects rewritten from ${m.from.join(", ")} to ${m.to}`,
+    );
+    spin.succeed(
+      `${done.applied.length} CRDs applied and Established${moved.length ? `; stored versions migrated: ${moved.join("; ")}` : ""}`,
+    );
+  } catch (err) {
+    spin.fail("the chart's CRDs could not be applied: the release was not upgraded");
+    throw new CliError(`${(err as Error).message}\n  nothing else was changed`, ExitCode.Failure);
+  }
+}
+
 /** Runs Helm; throws a CliError with Helm's message (and that nothing changed) when it fails. */
 export async function upgradeRelease(u: ReleaseUpgrade): Promise<void> {
   const chart = u.chartPath ? { dir: u.chartPath, embedded: false, cleanup() {} } : await bundledChart();
   const work = mkdtempSync(join(tmpdir(), "liqoctl-install-"));
   try {
+    if (u.previous) {
+      refuseDowngrade(
+        await installedAppVersion(u.helm, RELEASE, u.target),
+        chartAppVersion(chart.dir),
+        u.target.namespace,
+      );
+      // Helm never upgrades a chart's CRDs: they are applied here, before the new roles start.
+      if (u.client) await applyChartCrds(u.client, chart.dir);
+    }
     await Bun.write(join(work, "values.yaml"), u.yaml);
     const spin = spinner(
       `${u.previous ? "Upgrading" : "Installing"} liqo in namespace ${u.target.namespace} (Helm, timeout ${u.timeoutText})`,

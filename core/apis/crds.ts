@@ -114,3 +114,73 @@ export async function installCrds(client: KubeClient, options: InstallCrdsOption
   client.resetDiscovery();
   return crds.map((c) => c.metadata.name);
 }
+
+/** What migrateStoredVersions did for one CRD. */
+export interface StoredVersionMigration {
+  crd: string;
+  /** The versions objects were stored in before, besides the storage version. */
+  from: string[];
+  to: string;
+  /** Objects written back (each now stored in `to`). */
+  rewritten: number;
+}
+
+/**
+ * After a CRD's storage version changed: every object is written back unchanged, which the API
+ * server stores in the new storage version (what kube-storage-version-migrator does), then the CRD's
+ * status.storedVersions is set to that version alone, so a later release may stop serving the old
+ * one. Nothing to do (undefined) when only the storage version is recorded. An object changed or
+ * deleted meanwhile is read again (a write by anyone stores the new version too).
+ */
+export async function migrateStoredVersions(
+  client: KubeClient,
+  name: string,
+): Promise<StoredVersionMigration | undefined> {
+  const crd = await client.get<CustomResourceDefinition & { status?: { storedVersions?: string[] } }>(
+    Resources.customResourceDefinitions,
+    name,
+  );
+  const to = crd.spec.versions.find((v) => v.storage)?.name;
+  if (!to) throw new Error(`CRD ${name} has no storage version`);
+  const stored = crd.status?.storedVersions ?? [];
+  const from = stored.filter((v) => v !== to);
+  if (!from.length) return undefined;
+  const res = {
+    group: crd.spec.group,
+    version: to,
+    kind: crd.spec.names.kind,
+    plural: crd.spec.names.plural,
+    namespaced: crd.spec.scope === "Namespaced",
+  };
+  let rewritten = 0;
+  let continueToken: string | undefined;
+  do {
+    const page = await client.list(res, { limit: 500, continue: continueToken });
+    for (const item of page.items) {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const current = attempt === 0 ? item : await client.get(res, item.metadata.name!, item.metadata.namespace);
+          await client.replace(res, current);
+          rewritten++;
+          break;
+        } catch (err) {
+          if (err instanceof KubeApiError && err.status === 404) break;
+          if (err instanceof KubeApiError && err.status === 409 && attempt < 5) continue;
+          throw new Error(
+            `migrating ${name}: cannot write ${item.metadata.namespace ? `${item.metadata.namespace}/` : ""}${item.metadata.name} back in ${to}: ${(err as Error).message}`,
+            { cause: err },
+          );
+        }
+      }
+    }
+    continueToken = page.metadata.continue || undefined;
+  } while (continueToken);
+  await client.mergePatch(
+    Resources.customResourceDefinitions,
+    name,
+    undefined,
+    { status: { storedVersions: [to] } },
+    "status",
+  );
+  return { crd: name, from, to, rewritten };
+}

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { findHelm, releaseStatus } from "../../cli/install/helm.ts";
-import { ensureImages, importImages } from "../rig/images.ts";
+import { ensureImages, importImages, rigImageRefs } from "../rig/images.ts";
 import { podMemory as podMemoryOf } from "../rig/pod-memory.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
@@ -28,7 +28,7 @@ import {
 } from "./prometheus.ts";
 
 const NS = "liqo";
-const IMAGE = "ghcr.io/liqo-bun/liqo:0.1.0";
+const IMAGE = rigImageRefs.liqo;
 const deployments = [
   "liqo-auth",
   "liqo-controller-manager",

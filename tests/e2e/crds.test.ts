@@ -2,7 +2,10 @@
 // change, accept a Liqo-shaped object of every kind and return it with the same defaults our
 // parsers fill, reject what Liqo's CRDs reject, and print the columns Liqo's documentation shows.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { upgradeCrds } from "../../cli/install/crd-upgrade.ts";
 import { allCrds, CrdInstallError, installCrds } from "../../core/apis/crds.ts";
 import type { CustomResourceDefinition } from "../../core/apis/define.ts";
 import { ForeignClusterResource, parseForeignCluster } from "../../core/apis/discovery/foreigncluster.ts";
@@ -290,5 +293,106 @@ describe("what kubectl shows", () => {
       "/apis/sharing.liqo.io/v1alpha1",
     );
     expect(sharing.resources.find((r) => r.name === "resourceoffers")?.shortNames).toEqual(["offer"]);
+  });
+});
+
+describe("an upgrade's CRDs (liqoctl install on an installed cluster: cli/install/crd-upgrade.ts)", () => {
+  const widgetCrd = (versions: { name: string; storage: boolean }[], extra: Record<string, unknown> = {}) => ({
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: "widgets.upgrade.liqo.io" },
+    spec: {
+      group: "upgrade.liqo.io",
+      names: { kind: "Widget", listKind: "WidgetList", plural: "widgets", singular: "widget" },
+      scope: "Namespaced",
+      versions: versions.map((v) => ({
+        ...v,
+        served: true,
+        schema: {
+          openAPIV3Schema: {
+            type: "object",
+            properties: { spec: { type: "object", properties: { size: { type: "integer" }, ...extra } } },
+          },
+        },
+      })),
+    },
+  });
+  const widgets = (version: string) => ({
+    group: "upgrade.liqo.io",
+    version,
+    kind: "Widget",
+    plural: "widgets",
+    namespaced: true,
+  });
+  const chartWith = (crd: object) => {
+    const dir = mkdtempSync(join(tmpdir(), "crd-upgrade-chart-"));
+    mkdirSync(join(dir, "crds"));
+    writeFileSync(join(dir, "crds", "widgets.yaml"), Bun.YAML.stringify(crd, null, 2));
+    return dir;
+  };
+  type Stored = Crd & { status?: { storedVersions?: string[] } };
+
+  test("a new storage version: the chart's CRD applied, every object written back, storedVersions migrated", async () => {
+    await upgradeCrds(client, chartWith(widgetCrd([{ name: "v1alpha1", storage: true }])));
+    const before: KubeObject[] = [];
+    for (const [name, size] of [
+      ["a", 1],
+      ["b", 2],
+      ["c", 3],
+    ] as const)
+      before.push(
+        await client.create(widgets("v1alpha1"), {
+          apiVersion: "upgrade.liqo.io/v1alpha1",
+          kind: "Widget",
+          metadata: { name, namespace: "liqo-demo" },
+          spec: { size },
+        }),
+      );
+    // The next release stores v1beta1 (v1alpha1 still served) and adds a field to the schema.
+    const next = widgetCrd(
+      [
+        { name: "v1alpha1", storage: false },
+        { name: "v1beta1", storage: true },
+      ],
+      { colour: { type: "string" } },
+    );
+    const done = await upgradeCrds(client, chartWith(next));
+    expect(done.applied).toEqual(["widgets.upgrade.liqo.io"]);
+    expect(done.migrated).toEqual([
+      { crd: "widgets.upgrade.liqo.io", from: ["v1alpha1"], to: "v1beta1", rewritten: 3 },
+    ]);
+    const crd = await client.get<Stored>(Resources.customResourceDefinitions, "widgets.upgrade.liqo.io");
+    expect(crd.status?.storedVersions).toEqual(["v1beta1"]);
+    const schema = crd.spec.versions.find((v) => v.name === "v1beta1")!.schema.openAPIV3Schema;
+    expect(JSON.stringify(schema)).toContain("colour");
+    // Written back: new resourceVersions, same objects (UIDs and content), readable in both versions.
+    const after = (await client.list(widgets("v1beta1"), { namespace: "liqo-demo" })).items;
+    expect(after.map((o) => [o.metadata.name, o.metadata.uid, (o.spec as { size: number }).size])).toEqual(
+      before.map((o) => [o.metadata.name, o.metadata.uid, (o.spec as { size: number }).size]),
+    );
+    for (const o of after)
+      expect(o.metadata.resourceVersion).not.toBe(
+        before.find((b) => b.metadata.uid === o.metadata.uid)!.metadata.resourceVersion,
+      );
+    expect((await client.list(widgets("v1alpha1"), { namespace: "liqo-demo" })).items).toHaveLength(3);
+    // Applied by liqoctl, not by Helm: the field manager says so. A second upgrade has nothing to migrate.
+    expect(JSON.stringify(crd.metadata.managedFields)).toContain('"manager":"liqoctl"');
+    expect((await upgradeCrds(client, chartWith(next))).migrated).toEqual([]);
+  });
+
+  test("a CRD the API server refuses stops the upgrade naming it, and leaves the served one as it was", async () => {
+    const broken = widgetCrd([
+      { name: "v1alpha1", storage: true },
+      { name: "v1beta1", storage: true },
+    ]);
+    const err = await upgradeCrds(client, chartWith(broken)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CrdInstallError);
+    expect((err as Error).message).toContain("cannot apply CRD widgets.upgrade.liqo.io");
+    expect((err as Error).message).toContain("must have exactly one version marked as storage version");
+    const crd = await client.get<Stored>(Resources.customResourceDefinitions, "widgets.upgrade.liqo.io");
+    expect(crd.spec.versions.map((v) => [v.name, v.storage])).toEqual([
+      ["v1alpha1", false],
+      ["v1beta1", true],
+    ]);
   });
 });

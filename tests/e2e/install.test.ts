@@ -14,6 +14,7 @@ import { probeLoadBalancer } from "../../cli/install/load-balancer.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import type { Service } from "../../core/kube/types.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
+import { currentVersion } from "../rig/previous-release.ts";
 import { waitFor } from "../support/wait.ts";
 import { liqoctl, run } from "./liqoctl-run.ts";
 
@@ -172,7 +173,7 @@ describe("liqoctl install", () => {
   test("version reports the installed server", async () => {
     const r = await liqoctl(["version", ...kube()]);
     expect(r.stdout).toContain(
-      `Server version: 0.1.0 (cluster rome, id ${(await client.get(Resources.namespaces, "kube-system")).metadata.uid})`,
+      `Server version: ${currentVersion()} (cluster rome, id ${(await client.get(Resources.namespaces, "kube-system")).metadata.uid})`,
     );
   });
 
