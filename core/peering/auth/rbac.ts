@@ -49,6 +49,9 @@ export const peeringRules = [
   // (accepted, virtual kubelet created), which the consumer's CRD replicator copies back here.
   { apiGroups: ["sharing.liqo.io"], resources: ["resourceoffers"], verbs: READ },
   { apiGroups: ["sharing.liqo.io"], resources: ["resourceoffers/status"], verbs: ["get", "update", "patch"] },
+  // Multi-Cluster Services (core/mcs): the consumer pushes the services it exports here, one
+  // ExportedService each, and reads the ones the provider publishes here for it.
+  { apiGroups: ["multicluster.liqo.io"], resources: ["exportedservices"], verbs: ALL },
 ];
 
 export const twinNamespaceRules = [
