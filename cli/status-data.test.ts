@@ -175,9 +175,27 @@ describe("status data: discovery and network", () => {
     expect(networkStatus(deployment(["--security-mode=IntraClusterTrafficSegregation"], { generation: 2 }))).toEqual({
       securityMode: "IntraClusterTrafficSegregation",
       rolling: true,
+      wireguardImplementation: null,
     });
-    expect(networkStatus(deployment([]))).toEqual({ securityMode: "FullPodToPod", rolling: false });
+    expect(networkStatus(deployment([]))).toEqual({
+      securityMode: "FullPodToPod",
+      rolling: false,
+      wireguardImplementation: null,
+    });
     expect(networkStatus(undefined)).toBeNull();
+  });
+
+  test("the WireGuard implementation the active gateway wrote on its Service", () => {
+    const service = (implementation?: string): KubeObject => ({
+      metadata: {
+        name: "liqo-gateway",
+        annotations: implementation ? { "net.liqo.io/wireguard-implementation": implementation } : {},
+      },
+    });
+    expect(networkStatus(deployment([]), service("kernel"))?.wireguardImplementation).toBe("kernel");
+    expect(networkStatus(deployment([]), service("userspace"))?.wireguardImplementation).toBe("userspace");
+    expect(networkStatus(deployment([]), service())?.wireguardImplementation).toBeNull();
+    expect(networkStatus(undefined, service("kernel"))).toBeNull();
   });
 });
 

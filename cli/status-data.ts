@@ -19,6 +19,7 @@ import {
   type ReflectionPolicy,
 } from "../core/reflection/policy.ts";
 import { overrideOfNamespace, POLICY_CONFIGMAP, policyFromConfigMap } from "../core/reflection/policy-watch.ts";
+import { WIREGUARD_IMPLEMENTATION_ANNOTATION } from "../netfabric/gateway/exposure.ts";
 import { deploymentArg, securityModeOf, type Deployment, type SecurityMode } from "./deployment-args.ts";
 import { quotaStatus, type QuotaInput, type QuotaStatus } from "./quota-report.ts";
 import { readyCondition, type VirtualNodeObject } from "./virtualnode.ts";
@@ -95,6 +96,9 @@ export interface NetworkStatus {
   securityMode: SecurityMode;
   /** The gateway pods have not all rolled to the Deployment's current flags yet. */
   rolling: boolean;
+  /** The WireGuard of the active gateway's device (kernel module or wireguard-go), as it wrote it on
+   * the gateway Service; null until a gateway has opened its device. */
+  wireguardImplementation: string | null;
 }
 
 export interface PluginStatus {
@@ -226,11 +230,13 @@ export function pluginsStatus(rrs: (ResourceRequest & KubeObject)[], fcs: Foreig
   return out;
 }
 
-/** The network security mode the liqo-gateway Deployment runs with, and whether its pods are rolling to it. */
-export function networkStatus(gateway: Deployment | undefined): NetworkStatus | null {
+/** The network security mode the liqo-gateway Deployment runs with, whether its pods are rolling to
+ * it, and the WireGuard implementation the active gateway reported on its Service. */
+export function networkStatus(gateway: Deployment | undefined, service?: KubeObject): NetworkStatus | null {
   if (!gateway) return null;
   const replicas = gateway.spec?.replicas ?? 1;
   return {
+    wireguardImplementation: service?.metadata.annotations?.[WIREGUARD_IMPLEMENTATION_ANNOTATION] ?? null,
     securityMode: securityModeOf(gateway),
     rolling:
       (gateway.status?.observedGeneration ?? 0) < (gateway.metadata.generation ?? 0) ||
@@ -324,6 +330,8 @@ export interface StatusInputs {
   discovery: Deployment | undefined;
   searchDomains: (SearchDomain & KubeObject)[];
   gateway: Deployment | undefined;
+  /** The liqo-gateway Service, where the active gateway writes its WireGuard implementation. */
+  gatewayService?: KubeObject;
   quota: Omit<QuotaInput, "fcs">;
   requests: (ResourceRequest & KubeObject)[];
   policy: (KubeObject & { data?: Record<string, string> }) | undefined;
@@ -338,7 +346,7 @@ export function statusDocument(i: StatusInputs): StatusDocument {
     peerings: peeringsStatus(i.fcs, i.nodes),
     virtualNodes: virtualNodesStatus(i.virtualNodes, i.fcs),
     discovery: discoveryStatus(i.discovery, i.searchDomains),
-    network: networkStatus(i.gateway),
+    network: networkStatus(i.gateway, i.gatewayService),
     quotas: quotaStatus({ ...i.quota, fcs: i.fcs }),
     reflectorPlugins: pluginsStatus(i.requests, i.fcs),
     reflectionPolicy: policyStatus(i.policy, i.namespace),

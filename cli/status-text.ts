@@ -87,7 +87,16 @@ export function networkText(network: NetworkStatus | null): string {
     network.securityMode === "IntraClusterTrafficSegregation"
       ? "peers reach only the pods offloaded to them, their own pods here and the endpoints of Services reflected to them"
       : "every pod reaches every pod across peerings";
-  return `Network security mode: ${network.securityMode} (${what}; helm upgrade --set networking.securityMode=... changes it)${network.rolling ? "\n  the gateway pods are rolling to it" : ""}`;
+  return `Network security mode: ${network.securityMode} (${what}; helm upgrade --set networking.securityMode=... changes it)${network.rolling ? "\n  the gateway pods are rolling to it" : ""}
+${wireguardText(network.wireguardImplementation)}`;
+}
+
+function wireguardText(implementation: string | null): string {
+  if (implementation === "kernel") return "WireGuard: kernel (the active gateway's device is the kernel module's)";
+  if (implementation === "userspace")
+    return "WireGuard: userspace (wireguard-go: the nodes have no wireguard kernel module, or the gateway runs with --wireguard userspace)";
+  if (implementation) return `WireGuard: ${implementation}`;
+  return "WireGuard: not reported yet (no active gateway has opened its device)";
 }
 
 export function discoveryText(d: DiscoveryStatus): string {

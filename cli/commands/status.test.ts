@@ -166,11 +166,29 @@ describe("liqoctl status: the network security mode", () => {
       "Network security mode: FullPodToPod (every pod reaches every pod across peerings;",
     ));
   test("a changed mode the pods have not rolled to yet is said", () => {
-    expect(networkReport(gateway(["--security-mode", "FullPodToPod"], { generation: 2, observed: 1 }))).toEndWith(
-      "\n  the gateway pods are rolling to it",
+    expect(networkReport(gateway(["--security-mode", "FullPodToPod"], { generation: 2, observed: 1 }))).toContain(
+      "changes it)\n  the gateway pods are rolling to it\n",
     );
     expect(networkReport(gateway(["--security-mode", "FullPodToPod"], { updated: 0 }))).toContain("rolling");
     expect(networkReport(gateway(["--security-mode", "FullPodToPod"]))).not.toContain("rolling");
+  });
+  test("the active gateway's WireGuard implementation, from the gateway Service's annotation", () => {
+    const service = (implementation?: string) => ({
+      metadata: {
+        name: "liqo-gateway",
+        annotations: implementation ? { "net.liqo.io/wireguard-implementation": implementation } : undefined,
+      },
+    });
+    expect(networkReport(gateway([]), service("kernel"))).toEndWith(
+      "\nWireGuard: kernel (the active gateway's device is the kernel module's)",
+    );
+    expect(networkReport(gateway([]), service("userspace"))).toEndWith(
+      "\nWireGuard: userspace (wireguard-go: the nodes have no wireguard kernel module, or the gateway runs with --wireguard userspace)",
+    );
+    expect(networkReport(gateway([]), service())).toEndWith(
+      "\nWireGuard: not reported yet (no active gateway has opened its device)",
+    );
+    expect(networkReport(gateway([]))).toContain("WireGuard: not reported yet");
   });
   test("no gateway: unknown, and why", () =>
     expect(networkReport(undefined)).toBe(

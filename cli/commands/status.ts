@@ -27,6 +27,7 @@ import type { Node, Pod } from "../../core/kube/types.ts";
 import { readAuthUrl } from "../../core/peering/auth-url.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
 import { readClusterIdentity } from "../../core/peering/identity.ts";
+import { GATEWAY_SERVICE_NAME } from "../../netfabric/shared/labels.ts";
 import { POLICY_CONFIGMAP } from "../../core/reflection/policy-watch.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { liqoKubeFlags } from "../peering.ts";
@@ -62,7 +63,8 @@ export const virtualNodesReport = (vns: VirtualNodeObject[], fcs: ForeignCluster
   virtualNodesText(virtualNodesStatus(vns, fcs));
 export const pluginsReport = (rrs: (ResourceRequest & KubeObject)[], fcs: ForeignClusterObject[]) =>
   pluginsText(pluginsStatus(rrs, fcs));
-export const networkReport = (gateway: Deployment | undefined) => networkText(networkStatus(gateway));
+export const networkReport = (gateway: Deployment | undefined, service?: KubeObject) =>
+  networkText(networkStatus(gateway, service));
 export const discoveryReport = (deployment: Deployment | undefined, domains: (SearchDomain & KubeObject)[]) =>
   discoveryText(discoveryStatus(deployment, domains));
 export const policyReport = (cm: (KubeObject & { data?: Record<string, string> }) | undefined, namespace: string) =>
@@ -132,6 +134,9 @@ async function readStatusInputs(client: KubeClient, ns: string): Promise<StatusI
   const discovery = await findDeployment(client, "liqo-discovery", ns);
   const searchDomains = await optional<SearchDomain & KubeObject>(SearchDomainResource);
   const gateway = await findDeployment(client, "liqo-gateway", ns);
+  const gatewayService = gateway
+    ? await client.find<KubeObject>(Resources.services, GATEWAY_SERVICE_NAME, ns).catch(() => undefined)
+    : undefined;
   const requests = await optional<ResourceRequest & KubeObject>(ResourceRequestResource);
   return {
     identity,
@@ -143,6 +148,7 @@ async function readStatusInputs(client: KubeClient, ns: string): Promise<StatusI
     discovery,
     searchDomains,
     gateway,
+    gatewayService,
     quota: await readQuotaInput(client, ns, requests),
     requests,
     policy: await client.find(Resources.configMaps, POLICY_CONFIGMAP, ns),

@@ -30,8 +30,8 @@ import {
 } from "../overlay/plan.ts";
 import { reconcileVxlan } from "../overlay/vxlan.ts";
 import { defaultGatewayOptions, tunnelMtu } from "./config.ts";
-import { openDevice, teardown, type ActiveDevice, type WireguardMode } from "./device.ts";
-import { exposeGateway, GATEWAY_ROLE_LABEL, type Exposure } from "./exposure.ts";
+import { implementationOf, openDevice, teardown, type ActiveDevice, type WireguardMode } from "./device.ts";
+import { exposeGateway, GATEWAY_ROLE_LABEL, WIREGUARD_IMPLEMENTATION_ANNOTATION, type Exposure } from "./exposure.ts";
 import { ensureKeys, writeEndpoint } from "./keys.ts";
 import { createLeaderElector, holderPodDead, podOfIdentity } from "./leader.ts";
 import { createLoop } from "../shared/loop.ts";
@@ -48,7 +48,7 @@ import {
   type SecurityMode,
 } from "./filter-table.ts";
 import { createGatewayReconciler, type SecuritySpec } from "./reconcile.ts";
-import { registerPeerMetrics } from "./peer-metrics.ts";
+import { registerImplementationMetric, registerPeerMetrics } from "./peer-metrics.ts";
 import { ensureDeviceAddress, firstHost, probeLatency } from "./probe.ts";
 import { connectionOf, sameConnection } from "./status.ts";
 import { planTunnels, type TunnelPlan } from "./tunnel-config.ts";
@@ -159,6 +159,8 @@ export function createGatewayController(o: GatewayControllerOptions) {
   let rejected = new Map<string, RejectCount>();
   let keys: { privateKey: string; publicKey: string } | undefined;
   let device: ActiveDevice | undefined;
+  /** The open device's implementation is on the gateway Service (retried each pass until written). */
+  let implementationShown = false;
   let active = false;
   let activeSince = 0;
   let exposure: Exposure | undefined;
@@ -214,6 +216,24 @@ export function createGatewayController(o: GatewayControllerOptions) {
     }
   }
 
+  /** Tells liqoctl status (through the gateway Service) which WireGuard the active device runs. */
+  async function showImplementation(current: ActiveDevice) {
+    if (implementationShown) return;
+    const implementation = implementationOf(current.kind);
+    try {
+      await client.mergePatch(Resources.services, GATEWAY_SERVICE_NAME, o.liqoNamespace, {
+        metadata: { annotations: { [WIREGUARD_IMPLEMENTATION_ANNOTATION]: implementation } },
+      });
+      implementationShown = true;
+    } catch (err) {
+      // The Service may not exist yet (publish() creates it in parallel): the next pass retries.
+      log.warn("annotating the gateway Service with the WireGuard implementation failed; retried", {
+        err: (err as Error).message,
+        implementation,
+      });
+    }
+  }
+
   async function writeStatuses(current: TunnelPlan, status: WireguardStatus) {
     const now = Date.now();
     for (const tep of teps.list()) {
@@ -263,8 +283,15 @@ export function createGatewayController(o: GatewayControllerOptions) {
         device = await openDevice({ name: o.device, netns: o.netns, mode: o.wireguard ?? "auto", ip, runner });
         activeSince = Date.now();
         configuredAt.clear();
-        log.info("active: device opened", { device: o.device, kind: device.kind, pid: device.pid });
+        implementationShown = false;
+        log.info("active: device opened", {
+          device: o.device,
+          kind: device.kind,
+          implementation: implementationOf(device.kind),
+          pid: device.pid,
+        });
       }
+      await showImplementation(device);
       const current = planTunnels(teps.list(), natMappings.list(), {
         device: o.device,
         privateKey: keys.privateKey,
@@ -390,6 +417,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
       live: () => live,
       latencyMs: (clusterId) => latencies.get(clusterId),
     });
+  if (o.registry) registerImplementationMetric(o.registry, () => (device ? implementationOf(device.kind) : undefined));
   o.registry?.callbackGauge({
     name: "liqo_gateway_leader",
     help: "1 when this replica is the active gateway.",
@@ -462,6 +490,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
       active,
       device: o.device,
       deviceKind: device?.kind,
+      wireguardImplementation: device ? implementationOf(device.kind) : undefined,
       devicePid: device?.pid,
       netns: o.netns,
       publicKey: keys?.publicKey,

@@ -11,8 +11,12 @@ import { createWgToolClient } from "../os/wireguard-tool.ts";
 import type { GatewayOptions } from "./config.ts";
 
 export type WireguardMode = "auto" | "kernel" | "userspace";
+/** Which WireGuard moves the packets: the kernel module or wireguard-go. */
+export type WireguardImplementation = "kernel" | "userspace";
+export const WIREGUARD_IMPLEMENTATIONS: readonly WireguardImplementation[] = ["kernel", "userspace"];
 
 export interface ActiveDevice {
+  /** adopted: a wireguard-go device kept from a previous run of this replica. */
   readonly kind: "kernel" | "userspace" | "adopted";
   readonly pid?: number;
   readonly client: UapiClient;
@@ -28,6 +32,10 @@ async function linkExists(ip: IpAdapter, name: string): Promise<boolean> {
   }
 }
 
+/** The implementation behind a device: an adopted device is a wireguard-go one (only those leave a UAPI socket). */
+export const implementationOf = (kind: ActiveDevice["kind"]): WireguardImplementation =>
+  kind === "kernel" ? "kernel" : "userspace";
+
 /** Creates (or adopts, after a restart) the device `name` in the netns. */
 export async function openDevice(o: {
   name: string;
@@ -35,6 +43,8 @@ export async function openDevice(o: {
   mode: WireguardMode;
   ip: IpAdapter;
   runner: CommandRunner;
+  /** Starts wireguard-go (tests pass a fake). */
+  startUserspace?: typeof startWireguardGo;
 }): Promise<ActiveDevice> {
   // A device left by a previous run of this replica whose wireguard-go is still alive: keep it,
   // traffic does not stop. (With dieWithParent this only happens after a clean handover.)
@@ -69,7 +79,7 @@ export async function openDevice(o: {
         );
     }
   }
-  const dev: WireguardGoDevice = await startWireguardGo({
+  const dev: WireguardGoDevice = await (o.startUserspace ?? startWireguardGo)({
     name: o.name,
     netns: o.netns,
     dieWithParent: true,

@@ -11,6 +11,9 @@ import { GATEWAY_SERVICE_NAME } from "../shared/labels.ts";
 export const GATEWAY_COMPONENT_LABEL = { key: "net.liqo.io/gateway", value: "true" } as const;
 /** On the active replica's pod (Liqo selects the leader the same way). */
 export const GATEWAY_ROLE_LABEL = "net.liqo.io/gateway-role";
+/** On the gateway Service: the WireGuard implementation (kernel, userspace) of the active replica's
+ * device, written once it is open; liqoctl status shows it. */
+export const WIREGUARD_IMPLEMENTATION_ANNOTATION = "net.liqo.io/wireguard-implementation";
 
 export interface ExposureOptions {
   client: KubeClient;

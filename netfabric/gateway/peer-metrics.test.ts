@@ -2,7 +2,13 @@
 import { describe, expect, test } from "bun:test";
 import { createRegistry, parsePrometheusText } from "../../core/metrics/index.ts";
 import type { WireguardStatus } from "../os/wireguard-uapi.ts";
-import { peerSamples, registerPeerMetrics, type PeerMetricsSource } from "./peer-metrics.ts";
+import type { WireguardImplementation } from "./device.ts";
+import {
+  peerSamples,
+  registerImplementationMetric,
+  registerPeerMetrics,
+  type PeerMetricsSource,
+} from "./peer-metrics.ts";
 
 const NOW_MS = 1_800_000_000_000;
 const peers = [
@@ -85,5 +91,23 @@ describe("registerPeerMetrics", () => {
     expect(await registry.expose()).toContain(
       'liqo_gateway_peer_last_handshake_age_seconds{remote_cluster_id="rome"} 52\n',
     );
+  });
+});
+
+describe("registerImplementationMetric", () => {
+  test("one series with value 1 naming the open device's implementation; none on a standby", async () => {
+    let current: WireguardImplementation | undefined;
+    const registry = createRegistry();
+    registerImplementationMetric(registry, () => current);
+    const samples = async () =>
+      parsePrometheusText(await registry.expose())
+        .filter((f) => f.name === "liqo_gateway_wireguard_implementation")
+        .flatMap((f) => f.samples.map((s) => [s.labels.implementation, s.value]));
+    expect(await samples()).toEqual([]);
+    current = "userspace";
+    expect(await samples()).toEqual([["userspace", 1]]);
+    current = "kernel";
+    expect(await samples()).toEqual([["kernel", 1]]);
+    expect(await registry.expose()).toContain('liqo_gateway_wireguard_implementation{implementation="kernel"} 1\n');
   });
 });

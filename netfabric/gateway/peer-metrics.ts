@@ -1,9 +1,11 @@
 // Per-peer WireGuard figures on the gateway's /metrics: what the admin API's `tunnels` view shows
 // (latest handshake, bytes each way, the probe's round trip), labelled by the peer's cluster ID.
 // Read at scrape time from what the last reconcile pass read off the device, so nothing is kept
-// twice; a standby (no device) and a peer the device does not list yet have no series.
+// twice; a standby (no device) and a peer the device does not list yet have no series. Also which
+// WireGuard implementation the active replica's device runs (kernel module or wireguard-go).
 import type { LabeledValue, Registry } from "../../core/metrics/index.ts";
 import type { WireguardStatus } from "../os/wireguard-uapi.ts";
+import type { WireguardImplementation } from "./device.ts";
 
 type PeerLabel = "remote_cluster_id";
 
@@ -75,5 +77,21 @@ export function registerPeerMetrics(registry: Registry, src: PeerMetricsSource, 
     help: "Round trip of the last ICMP echo through the tunnel to the peer (none when it went unanswered).",
     labelNames: ["remote_cluster_id"] as const,
     collect: () => series((s) => s.rttSeconds),
+  });
+}
+
+/** Info-style: one series, value 1, labelled with the open device's implementation; none on a standby. */
+export function registerImplementationMetric(
+  registry: Registry,
+  implementation: () => WireguardImplementation | undefined,
+): void {
+  registry.callbackGauge({
+    name: "liqo_gateway_wireguard_implementation",
+    help: "1, labelled with the WireGuard implementation of the active gateway's device: kernel (the module) or userspace (wireguard-go).",
+    labelNames: ["implementation"] as const,
+    collect: () => {
+      const current = implementation();
+      return current ? [{ labels: { implementation: current }, value: 1 }] : [];
+    },
   });
 }
