@@ -6,6 +6,7 @@ import { CliError } from "../cli-errors.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
+import { createMcsController, isPeerPolicy, PEER_POLICIES } from "../mcs/index.ts";
 import { createNamespaceOffloadingController } from "../offloading/index.ts";
 import { parseClusterLabels } from "../peering/identity.ts";
 import { createShadowPodController, POD_SECURITY_LEVELS, type PodSecurityLevel } from "../shadowpod/controller.ts";
@@ -18,7 +19,7 @@ import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
 
 /** Every controller, in start order; the default, as Liqo's controller manager runs them all. */
-export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest", "foreigncluster"] as const;
+export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest", "foreigncluster", "mcs"] as const;
 /** Run only when asked for: discovery needs the node's network (mDNS), so the chart runs it apart. */
 export const OPTIONAL_CONTROLLERS = ["discovery", "searchdomain"] as const;
 
@@ -87,6 +88,11 @@ export default defineCommand({
       description:
         "Requests written into a peer's containers that state none, so they count against its offer, e.g. cpu=100m,memory=128Mi (default: none; such pods count as the scheduler counts them) (shadowpod)",
     },
+    "mcs-peer-policy": {
+      type: "string",
+      default: "ExportAndImport",
+      description: `what the Multi-Cluster Services API exchanges with peers whose ForeignCluster has no mcs.liqo.io/peer-policy annotation: ${PEER_POLICIES.join(", ")} (mcs)`,
+    },
     ...storageArgs,
     ...discoveryArgs,
     ...leaderElectionArgs,
@@ -101,6 +107,9 @@ export default defineCommand({
         `--peer-pod-security "${args["peer-pod-security"]}" is not a Pod Security Standard; choose from ${POD_SECURITY_LEVELS.join(", ")}`,
       );
     const quota = peerQuotaFlags(args);
+    const mcsPolicy = args["mcs-peer-policy"];
+    if (!isPeerPolicy(mcsPolicy))
+      throw new CliError(`--mcs-peer-policy "${mcsPolicy}" is not a policy; choose from ${PEER_POLICIES.join(", ")}`);
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
     const clusterLabels = clusterLabelsFlag(args["cluster-labels"]);
     if (wanted.includes("discovery")) discoveryTtl(args["discovery-ttl"]);
@@ -141,6 +150,11 @@ export default defineCommand({
           virtualStorageClass: storage?.virtualStorageClass,
           clusterLabels,
         })),
+      });
+    if (wanted.includes("mcs"))
+      running.push({
+        name: "mcs",
+        ...createMcsController({ client, localClusterId: args["cluster-id"], logger: log, defaultPolicy: mcsPolicy }),
       });
     if (wanted.includes("discovery"))
       running.push({ name: "discovery", ...discoveryController(args, { client, registry, logger: log }) });
