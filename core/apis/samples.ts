@@ -231,13 +231,13 @@ export const samples: Record<string, () => KubeObject> = {
   ServiceExport: () => ({
     apiVersion: "multicluster.x-k8s.io/v1alpha1",
     kind: "ServiceExport",
-    metadata: { name: "web", namespace: "shop" },
+    metadata: { name: "web", namespace: TENANT },
     spec: {},
   }),
   ServiceImport: () => ({
     apiVersion: "multicluster.x-k8s.io/v1alpha1",
     kind: "ServiceImport",
-    metadata: { name: "web", namespace: "shop" },
+    metadata: { name: "web", namespace: TENANT },
     spec: {
       ports: [{ name: "http", protocol: "TCP", port: 80 }],
       ips: ["10.96.0.42"],
