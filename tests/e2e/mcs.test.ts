@@ -15,7 +15,7 @@ import {
   type MetaCondition,
 } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
-import { KubeApiError } from "../../core/kube/errors.ts";
+import type { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { carrierName, createMcsController, derivedServiceName, type McsController } from "../../core/mcs/index.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
