@@ -70,7 +70,7 @@ describe("renderNatTable", () => {
   test("no netmap for networks the peer kept", () => {
     const kept = { ...config, peers: [{ ...peerB, localNatPodCidr: "10.200.0.0/16" }] };
     const ids = renderNatTable(kept, options).ruleIds.map((id) => id.split("/")[1]);
-    expect(ids).toEqual(["masquerade"]);
+    expect(ids).toEqual(["no-df", "masquerade"]);
   });
 
   test("external remap and per-endpoint NatMappings, mappings first", () => {
@@ -86,6 +86,7 @@ describe("renderNatTable", () => {
     };
     const { ruleIds, script } = renderNatTable(hub, options);
     expect(ruleIds.map((id) => id.split("/")[1])).toEqual([
+      "no-df",
       "natmapping",
       "pod-dnat",
       "pod-snat",
@@ -103,8 +104,23 @@ describe("renderNatTable", () => {
     const a = renderNatTable(config, options).ruleIds;
     expect(renderNatTable(structuredClone(config), options).ruleIds).toEqual(a);
     const moved = renderNatTable({ ...config, peers: [{ ...peerB, localNatPodCidr: "10.9.0.0/16" }] }, options).ruleIds;
-    expect(moved[0]!.split("/").slice(0, 2)).toEqual(a[0]!.split("/").slice(0, 2));
-    expect(moved[0]).not.toBe(a[0]);
+    expect(moved[0]).toBe(a[0]!); // the WireGuard rule does not depend on the peers
+    expect(moved[1]!.split("/").slice(0, 2)).toEqual(a[1]!.split("/").slice(0, 2));
+    expect(moved[1]).not.toBe(a[1]);
+    const port = renderNatTable({ ...config, listenPort: 51821 }, options).ruleIds;
+    expect(port[0]!.split("/").slice(0, 2)).toEqual(["wireguard", "no-df"]);
+    expect(port[0]).not.toBe(a[0]);
+  });
+
+  test("WireGuard's own UDP (by its listen port) leaves without DF, from a filter chain on output, with or without peers", () => {
+    for (const c of [config, { ...config, peers: [] }]) {
+      const l = lines(c);
+      const at = l.indexOf("chain output {");
+      expect(at).toBeGreaterThan(0);
+      expect(l[at + 1]).toBe("type filter hook output priority mangle; policy accept;");
+      expect(l[at + 2]).toStartWith('udp sport 51820 ip frag-off set ip frag-off & 0xbfff comment "wireguard/no-df/');
+      expect(l[at + 3]).toBe("}");
+    }
   });
 
   test.each([

@@ -1,6 +1,7 @@
 // Renders the gateway's whole nftables NAT table. Every rule carries a comment naming its peer,
 // its purpose and a hash of its text, so drift (a rule deleted or changed by hand) and config
-// changes both show up as a different set of comments.
+// changes both show up as a different set of comments. The table also clears DF on WireGuard's own
+// UDP packets (see wireguardNoDfRule), the one rule that is not per peer.
 import { formatIpv4, parseCidr, parseIpv4, remapIp } from "../ipam/ipv4.ts";
 import type { GatewayConfig, GatewayOptions, PeerTunnel } from "./config.ts";
 import { natOf } from "../shared/nat.ts";
@@ -12,7 +13,7 @@ export interface NatTable {
 }
 
 interface Rule {
-  chain: "prerouting" | "postrouting";
+  chain: "prerouting" | "postrouting" | "output";
   id: string;
   body: string;
 }
@@ -98,13 +99,33 @@ export function peerNatRules(config: GatewayConfig, peer: PeerTunnel): Rule[] {
   return rules;
 }
 
+/** The comment prefix of the rule that is not a peer's. */
+export const WIREGUARD_RULE_OWNER = "wireguard";
+
+/**
+ * WireGuard's encrypted packets leave without DF (Don't Fragment), so a router in front of a
+ * smaller hop fragments them instead of dropping them: the tunnel then works across a path whose
+ * MTU is below the device's even when ICMP "fragmentation needed" never comes back (a PMTUD
+ * black hole). wireguard-go's socket sets DF (Linux's default for UDP); kernel WireGuard does not
+ * set it on IPv4, so the rule changes nothing there. Matched by the listen port, the gateway's
+ * other traffic keeps its DF. Measured in tests/netns/mtu-path.test.ts: without it, TCP through
+ * the tunnel stalls behind a 1280-byte hop whose router's ICMP is dropped; with it, 1 MiB passes.
+ */
+export function wireguardNoDfRule(config: Pick<GatewayConfig, "listenPort">): Rule {
+  const body = `udp sport ${config.listenPort} ip frag-off set ip frag-off & 0xbfff`;
+  return { chain: "output", body, id: `${WIREGUARD_RULE_OWNER}/no-df/${ruleHash(body)}` };
+}
+
 export function renderNatTable(config: GatewayConfig, options: Pick<GatewayOptions, "natTable">): NatTable {
-  const rules = [...config.peers]
-    .sort((a, b) => (a.clusterId < b.clusterId ? -1 : a.clusterId > b.clusterId ? 1 : 0))
-    .flatMap((peer) => peerNatRules(config, peer));
-  const chain = (name: Rule["chain"], hook: string) => [
+  const rules = [
+    wireguardNoDfRule(config),
+    ...[...config.peers]
+      .sort((a, b) => (a.clusterId < b.clusterId ? -1 : a.clusterId > b.clusterId ? 1 : 0))
+      .flatMap((peer) => peerNatRules(config, peer)),
+  ];
+  const chain = (name: Rule["chain"], type: string, hook: string) => [
     `  chain ${name} {`,
-    `    type nat hook ${name} priority ${hook}; policy accept;`,
+    `    type ${type} hook ${name} priority ${hook}; policy accept;`,
     ...rules.filter((r) => r.chain === name).map((r) => `    ${r.body} comment ${JSON.stringify(r.id)}`),
     "  }",
   ];
@@ -115,8 +136,9 @@ export function renderNatTable(config: GatewayConfig, options: Pick<GatewayOptio
     `table ip ${t} {}`,
     `delete table ip ${t}`,
     `table ip ${t} {`,
-    ...chain("prerouting", "dstnat"),
-    ...chain("postrouting", "srcnat"),
+    ...chain("prerouting", "nat", "dstnat"),
+    ...chain("postrouting", "nat", "srcnat"),
+    ...chain("output", "filter", "mangle"),
     "}",
     "",
   ].join("\n");

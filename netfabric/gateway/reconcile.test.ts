@@ -129,6 +129,7 @@ describe("gateway reconciler (in memory)", () => {
       "pod-dnat",
       "pod-snat",
       "masquerade",
+      "no-df",
     ]);
     expect((await reconciler.reconcile(config)).changes).toEqual([]);
   });

@@ -113,7 +113,7 @@ export function createGatewayReconciler(adapters: GatewayAdapters, options: Part
     const haveIds = have?.rules.map((r) => r.comment ?? `(no comment, handle ${r.handle})`) ?? [];
     const same =
       have !== undefined &&
-      have.chains.length === 2 &&
+      have.chains.length === 3 &&
       haveIds.length === want.ruleIds.length &&
       [...haveIds].sort().join("\n") === [...want.ruleIds].sort().join("\n");
     if (!same) {
