@@ -26,6 +26,7 @@ import { ServiceExportResource, type MetaCondition, type ServiceExport } from ".
 import { ServiceImportResource, type ServiceImport } from "../apis/multicluster/serviceimport.ts";
 import { NetworkConfigResource, type NetworkConfig } from "../apis/net/networkconfig.ts";
 import type { KubeClient } from "../kube/client.ts";
+import { KubeApiError } from "../kube/errors.ts";
 import { createEventRecorder } from "../kube/events.ts";
 import { createInformer, type Informer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
@@ -611,23 +612,62 @@ export function createMcsController(o: McsControllerOptions) {
     await client.mergePatch(ServiceExportResource, name, ns, { status: { conditions } }, "status");
   }
 
+  /** The MCS CRDs missing (a `helm upgrade`, which never installs CRDs): what to say, or undefined when served. */
+  async function missingCrds(): Promise<string | undefined> {
+    for (const res of [ServiceExportResource, ServiceImportResource, ExportedServiceResource]) {
+      try {
+        await client.list(res, { limit: 1 });
+      } catch (err) {
+        if (err instanceof KubeApiError && err.status === 404)
+          return `${res.plural}.${res.group} is not installed: the mcs controller waits for it (liqoctl install applies the chart's CRDs on upgrades; helm upgrade does not: kubectl apply -f chart/crds)`;
+        throw err;
+      }
+    }
+    return undefined;
+  }
+
   let resync: ReturnType<typeof setInterval> | undefined;
-  return {
-    async start(): Promise<void> {
-      for (const i of locals) i.start();
-      await Promise.all(locals.map((i) => i.waitForSync(120_000)));
-      queue.start();
+  let waiting: ReturnType<typeof setInterval> | undefined;
+  async function run(): Promise<void> {
+    for (const i of locals) i.start();
+    await Promise.all(locals.map((i) => i.waitForSync(120_000)));
+    queue.start();
+    refreshSoon();
+    while (refreshing) await refreshing;
+    enqueueAll();
+    resync = setInterval(() => {
       refreshSoon();
-      while (refreshing) await refreshing;
       enqueueAll();
-      resync = setInterval(() => {
-        refreshSoon();
-        enqueueAll();
-      }, o.resyncMs ?? 60_000);
+    }, o.resyncMs ?? 60_000);
+  }
+  let running = false;
+
+  return {
+    /** Resolves once the caches have synced; with the MCS CRDs absent, at once, and starts when they appear. */
+    async start(): Promise<void> {
+      const missing = await missingCrds();
+      if (!missing) {
+        running = true;
+        return run();
+      }
+      log.warn(missing);
+      waiting = setInterval(() => {
+        missingCrds()
+          .then((still) => {
+            if (still || running || stopped) return;
+            running = true;
+            if (waiting) clearInterval(waiting);
+            log.info("the MCS CRDs are installed; the mcs controller starts");
+            return run();
+          })
+          .catch((err) => log.warn("checking for the MCS CRDs failed", { err: (err as Error).message }));
+      }, 30_000);
     },
     async stop(): Promise<void> {
       stopped = true;
+      if (waiting) clearInterval(waiting);
       if (resync) clearInterval(resync);
+      if (!running) return;
       while (refreshing) await refreshing;
       await queue.shutdown();
       for (const ch of channels.values()) if (ch.direction === "outgoing") await ch.carriers.stop();

@@ -28,6 +28,8 @@ import type { ForeignClusterObject } from "../../core/peering/foreigncluster/ind
 let rig: TestRig;
 let rome: LiqoSide;
 let milan: LiqoSide;
+/** A second provider of rome: what it exports reaches rome, not milan (no transitive clusterset). */
+let naples: LiqoSide;
 const mcs: McsController[] = [];
 /** milan's tenant namespace for rome: where both meet. */
 let tenant: string;
@@ -43,13 +45,16 @@ type SvcExport = KubeObject & { status?: { conditions?: MetaCondition[] } };
 const FM = { fieldManager: "e2e" };
 
 beforeAll(async () => {
-  rig = await startTestRig({ clusters: 2, names: ["rome", "milan"], nodes: 1, overlappingPodCidrs: true });
-  [rome, milan] = await Promise.all([
+  rig = await startTestRig({ clusters: 3, names: ["rome", "milan", "naples"], nodes: 1, overlappingPodCidrs: true });
+  [rome, milan, naples] = await Promise.all([
     startLiqoSide(rig, "rome", {}, { provider: false }),
     startLiqoSide(rig, "milan", {}, { consumer: false }),
+    startLiqoSide(rig, "naples", {}, { consumer: false }),
   ]);
-  const r = await liqoctl(rome, ...(await generatedPeerCommand(milan)), "--timeout=180s");
-  if (r.code !== 0) throw new Error(`peering failed: ${r.err}`);
+  for (const provider of [milan, naples]) {
+    const r = await liqoctl(rome, ...(await generatedPeerCommand(provider)), "--timeout=180s");
+    if (r.code !== 0) throw new Error(`peering with ${provider.name} failed: ${r.err}`);
+  }
   tenant = (await findTenantNamespace(milan.client, rome.identity.clusterId))!.metadata.name!;
   await waitFor("milan to see the incoming peering established", async () => {
     const fc = (await milan.client.list<ForeignClusterObject>(ForeignClusterResource)).items.find(
@@ -57,12 +62,12 @@ beforeAll(async () => {
     );
     return cond(fc, "IncomingPeering")?.status === "Established" && fc?.status?.tenantNamespace?.local === tenant;
   });
-  for (const side of [rome, milan]) {
+  for (const side of [rome, milan, naples]) {
     const c = createMcsController({ client: side.client, localClusterId: side.identity.clusterId, resyncMs: 3000 });
     await c.start();
     mcs.push(c);
   }
-  for (const side of [rome, milan])
+  for (const side of [rome, milan, naples])
     for (const ns of ["shop", "solo"])
       await side.client.apply(
         Resources.namespaces,
@@ -75,6 +80,7 @@ afterAll(async () => {
   for (const c of mcs) await c.stop();
   await rome?.stop();
   await milan?.stop();
+  await naples?.stop();
   await rig?.down();
 });
 
@@ -257,6 +263,88 @@ describe("export and import both ways over a one-way peering", () => {
     );
     await milan.client.delete(NetworkConfigResource, nc.metadata.name!, "default");
   }, 90_000);
+});
+
+describe("headless, namespace sameness, three clusters", () => {
+  test("a headless Service is imported as Headless: no clusterset IP, a headless derived Service", async () => {
+    await deploy(milan.client, "shop", "db", [{ name: "pg", port: 5432 }], 1);
+    await milan.client.apply(
+      Resources.services,
+      {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "db-headless", namespace: "shop" },
+        spec: { clusterIP: "None", selector: { app: "db" }, ports: [{ name: "pg", port: 5432 }] },
+      },
+      FM,
+    );
+    await exportService(milan.client, "shop", "db-headless");
+    const si = await waitFor("rome's Headless import", async () => {
+      const si = await importOf(rome.client, "shop", "db-headless");
+      return si?.spec.type === "Headless" && clustersOf(si).length === 1 && si;
+    });
+    expect(si.spec.ips).toBeUndefined();
+    const derived = await rome.client.get<KubeObject & { spec: { clusterIP: string } }>(
+      Resources.services,
+      derivedServiceName("db-headless"),
+      "shop",
+    );
+    expect(derived.spec.clusterIP).toBe("None");
+    await milan.client.delete(ServiceExportResource, "db-headless", "shop");
+  }, 60_000);
+
+  test("a namespace only the exporter has: pushed, but imported in milan only once milan has the namespace (never created for a peer)", async () => {
+    await rome.client.apply(
+      Resources.namespaces,
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "late" } },
+      FM,
+    );
+    await deploy(rome.client, "late", "jobs", [{ name: "http", port: 80 }], 1);
+    await exportService(rome.client, "late", "jobs");
+    await waitFor("rome's push of late/jobs", () =>
+      milan.client.find(ExportedServiceResource, carrierName(rome.identity.clusterId, "late", "jobs"), tenant),
+    );
+    await waitFor(
+      "rome's export Ready",
+      async () => (await exportCondition(rome.client, "late", "jobs", "Ready"))?.status === "True",
+    );
+    expect(await milan.client.find(Resources.namespaces, "late")).toBeUndefined();
+    expect(await importOf(milan.client, "late", "jobs")).toBeUndefined();
+    await milan.client.apply(
+      Resources.namespaces,
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "late" } },
+      FM,
+    );
+    await waitFor(
+      "milan imports late/jobs once the namespace exists",
+      async () => clustersOf(await importOf(milan.client, "late", "jobs")).join() === rome.identity.clusterId,
+    );
+    await rome.client.delete(ServiceExportResource, "jobs", "late");
+  }, 60_000);
+
+  test("naples (rome's second provider) exports shop/cache: rome imports it, milan does not; rome's exports reach naples", async () => {
+    const cache = await deploy(naples.client, "shop", "cache", [{ name: "redis", port: 6379 }], 1);
+    await exportService(naples.client, "shop", "cache");
+    await waitFor(
+      "rome imports naples' cache",
+      async () =>
+        addressesFrom(await importedSlices(rome.client, "shop", "cache"), naples.identity.clusterId).join() ===
+        cache.join(),
+    );
+    await waitFor(
+      "naples imports rome's api",
+      async () => clustersOf(await importOf(naples.client, "shop", "api")).join() === rome.identity.clusterId,
+    );
+    // milan and naples are not peered: each sees only what its peer rome exports.
+    await waitFor("naples' export Ready, sent to rome only", async () => {
+      const c = await exportCondition(naples.client, "shop", "cache", "Ready");
+      return c?.status === "True" && c.message.includes(rome.identity.clusterId);
+    });
+    expect(await importOf(milan.client, "shop", "cache")).toBeUndefined();
+    expect(await importOf(naples.client, "shop", "web")).toBeUndefined();
+    await naples.client.delete(ServiceExportResource, "cache", "shop");
+    await waitFor("rome's cache import gone", async () => !(await importOf(rome.client, "shop", "cache")));
+  }, 60_000);
 });
 
 describe("conflicts (KEP: the oldest export wins)", () => {
