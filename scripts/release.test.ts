@@ -65,6 +65,8 @@ test("release.sh names its usage on a bad flag", async () => {
 test("CHANGELOG.md has a section for package.json's version (the tag workflow's release notes)", () => {
   const version = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version as string;
   const changelog = readFileSync(join(repo, "CHANGELOG.md"), "utf8");
-  const heading = changelog.match(new RegExp(`^## ${version.replace(/\./g, "\\.")} — (\\d{4}-\\d{2}-\\d{2})$`, "m"));
+  // Between releases main carries the next version with -dev, and its section is "unreleased".
+  const when = version.endsWith("-dev") ? "unreleased" : "\\d{4}-\\d{2}-\\d{2}";
+  const heading = changelog.match(new RegExp(`^## ${version.replace(/\./g, "\\.")} — (${when})$`, "m"));
   expect(heading?.[0]).toBeDefined();
 });

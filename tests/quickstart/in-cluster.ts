@@ -29,6 +29,10 @@ export interface InClusterOptions {
   /** More liqoctl install flags for milan (e.g. --set reflection.grantPeerPlugins=true). */
   milanInstallArgs?: string[];
   progress?: (message: string) => void;
+  /** The liqoctl that installs, peers and offloads (default: this checkout's); e.g. a previous release's. */
+  liqoctl?: string[];
+  /** More images for the nodes (a previous release's liqo image). */
+  extraImages?: { ref: string; archive: string }[];
 }
 
 export interface InClusterQuickstart {
@@ -46,12 +50,12 @@ export async function installInCluster(
   rig: Rig,
   c: RigCluster,
   labels: string,
-  o: { ha?: boolean; sharingPercentage?: number; extraArgs?: string[] } = {},
+  o: { ha?: boolean; sharingPercentage?: number; extraArgs?: string[]; liqoctl?: string[] } = {},
 ): Promise<void> {
   const apiServer = `https://${rig.network!.gateway}:${c.ports.apiserver}`;
   await run(
     [
-      ...liqoctl,
+      ...(o.liqoctl ?? liqoctl),
       "install",
       "generic",
       `--kubeconfig=${c.kubeconfig}`,
@@ -90,6 +94,7 @@ export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<
     dir: o.dir,
     owner: o.owner,
     progress: say,
+    extraImages: o.extraImages,
   });
   lap("clusters");
   const [romeC, milanC] = rig.clusters as [RigCluster, RigCluster];
@@ -108,13 +113,13 @@ export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<
   lap("install");
 
   say("peering: liqoctl generate peer-command on milan, the printed command run on rome (networking on, as in Liqo)");
-  await peerOutOfBand(romeC, milanC, say);
+  await peerOutOfBand(romeC, milanC, say, [], o.liqoctl);
   lap("peering");
 
   say("offloading namespace liqo-demo: liqoctl offload namespace liqo-demo");
   await rome.create(Resources.namespaces, { metadata: { name: "liqo-demo" } });
   await run(
-    [...liqoctl, "offload", "namespace", "liqo-demo", `--kubeconfig=${romeC.kubeconfig}`],
+    [...(o.liqoctl ?? liqoctl), "offload", "namespace", "liqo-demo", `--kubeconfig=${romeC.kubeconfig}`],
     "liqoctl offload namespace liqo-demo",
   );
 

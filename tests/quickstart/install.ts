@@ -108,9 +108,10 @@ export async function peerOutOfBand(
   provider: RigCluster,
   say: (m: string) => void,
   extra: string[] = [],
+  program: string[] = liqoctl,
 ): Promise<void> {
   const printed = await run(
-    [...liqoctl, "generate", "peer-command", "--only-command", `--kubeconfig=${provider.kubeconfig}`],
+    [...program, "generate", "peer-command", "--only-command", `--kubeconfig=${provider.kubeconfig}`],
     `liqoctl generate peer-command (${provider.name})`,
   );
   const generated = printed
@@ -121,7 +122,7 @@ export async function peerOutOfBand(
   const words = generated.split(/\s+/);
   say(`$ ${words.map((w, i) => (words[i - 1] === "--auth-token" ? "<token>" : w)).join(" ")}`);
   await run(
-    [...liqoctl, ...words.slice(1), ...extra, `--kubeconfig=${consumer.kubeconfig}`, "--timeout=600s"],
+    [...program, ...words.slice(1), ...extra, `--kubeconfig=${consumer.kubeconfig}`, "--timeout=600s"],
     `liqoctl peer out-of-band ${provider.name} (${consumer.name})`,
   );
 }

@@ -44,6 +44,8 @@ export interface RigOptions {
   /** The process that owns the rig: when it dies, the next rig start reaps it. 0: nobody (`rig up`). */
   owner?: number;
   progress?: Progress;
+  /** More image archives for the real nodes (e.g. the previous release's liqo image, tests/rig/previous-release.ts). */
+  extraImages?: { ref: string; archive: string }[];
 }
 
 export interface RigProcess {
@@ -179,7 +181,7 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
   }
   progress("building or locating the rig's binaries");
   const bin = await ensureRigBinaries();
-  const images = realNodes ? await ensureRigImages(progress) : [];
+  const images = realNodes ? [...(await ensureRigImages(progress)), ...(options.extraImages ?? [])] : [];
   mkdirSync(join(dir, "kubeconfigs"), { recursive: true });
   const rig: Rig = { dir, owner: options.owner ?? 0, kubeconfigDir: join(dir, "kubeconfigs"), bin, clusters: [] };
   try {
