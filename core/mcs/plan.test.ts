@@ -10,6 +10,7 @@ import {
   remapperFor,
   sameConditions,
   type ExportRecord,
+  type Remapper,
 } from "./plan.ts";
 import { flowOf } from "./policy.ts";
 import { stable } from "./stable.ts";
@@ -174,12 +175,36 @@ describe("remapping", () => {
   test("an overlapping pod CIDR is remapped as the fabric does (translateWith backward)", () => {
     const r = remapperFor({ remoteClusterId: MILAN, remote: remoteConfig(true) }, false);
     expect(r.ok && r.map("10.200.3.7")).toBe("10.210.3.7");
-    expect(r.ok && r.map("172.31.0.10")).toBe("172.31.0.10");
+  });
+  test("with the fabric, a peer's address outside its pod CIDR is dropped: it cannot point a name at ours", () => {
+    const r = remapperFor({ remoteClusterId: MILAN, remote: remoteConfig(true) }, false);
+    expect(r.ok && r.map("172.31.0.10")).toBeUndefined();
+    expect(r.ok && r.map("10.96.0.1")).toBeUndefined();
+  });
+  test("what is not an IP address is dropped everywhere", () => {
+    const r = remapperFor(undefined, false);
+    expect(r.ok && r.map("kubernetes.default")).toBeUndefined();
+    expect(r.ok && r.map("10.0.0.256")).toBeUndefined();
+    expect(r.ok && r.map("fd00::1")).toBe("fd00::1");
   });
   test("a NetworkConfig not processed yet: pending, with the reason", () => {
     const r = remapperFor({ remoteClusterId: MILAN, remote: remoteConfig(false) }, false);
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.reason).toContain("has not remapped");
+  });
+  test("importedSlices: an endpoint left with no address is dropped", () => {
+    const owner = { apiVersion: "multicluster.x-k8s.io/v1alpha1", kind: "ServiceImport", name: "web", uid: "u1" };
+    const bad = rec(MILAN, {
+      slices: [{ addressType: "IPv4", endpoints: [{ addresses: ["192.168.9.9"] }, { addresses: ["10.200.0.9"] }] }],
+    });
+    const [slice] = importedSlices(
+      "shop",
+      "web",
+      [bad],
+      new Map<string, Remapper>([[MILAN, remapperFor({ remoteClusterId: MILAN, remote: remoteConfig(true) }, false)]]),
+      owner,
+    ) as unknown as { endpoints: unknown[] }[];
+    expect(slice!.endpoints).toEqual([{ addresses: ["10.210.0.9"], conditions: {} }]);
   });
   test("importedSlices: labelled per KEP-1645, owned by the import, pending exporters left out", () => {
     const owner = { apiVersion: "multicluster.x-k8s.io/v1alpha1", kind: "ServiceImport", name: "web", uid: "u1" };
@@ -187,7 +212,7 @@ describe("remapping", () => {
       "shop",
       "web",
       [rec(ROME), rec(MILAN), rec(NAPLES)],
-      new Map([
+      new Map<string, Remapper>([
         [MILAN, remapperFor({ remoteClusterId: MILAN, remote: remoteConfig(true) }, false)],
         [NAPLES, remapperFor({ remoteClusterId: NAPLES, remote: remoteConfig(false) }, false)],
       ]),

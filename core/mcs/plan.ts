@@ -4,7 +4,7 @@
 // with each exporter's addresses remapped through the fabric's translation, and the ServiceExport's
 // conditions. No I/O: controller.ts reads the caches and writes what these functions answer.
 import type { TranslationSources } from "../../netfabric/manager/translation-watch.ts";
-import { TranslationError, translateWith } from "../../netfabric/manager/translation-watch.ts";
+import { translateWith } from "../../netfabric/manager/translation-watch.ts";
 import type { CarriedSlice, ExportedServiceSpec } from "../apis/multicluster/exportedservice.ts";
 import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL, ServiceExportReason } from "../apis/multicluster/group.ts";
 import type { MetaCondition } from "../apis/multicluster/serviceexport.ts";
@@ -231,13 +231,20 @@ export function mergeExports(records: readonly ExportRecord[]): MergedImport {
  * How an exporter's addresses read here. `sources` are the NetworkConfigs of the peering (see
  * netfabric/manager/translation-watch.ts): none at all means the peering has no network fabric, so
  * addresses pass unchanged; present but not processed means we cannot know yet (the exporter's
- * endpoints are left out until the network manager has remapped its networks). Addresses outside
- * the exporter's pod CIDR (host-network pods) pass unchanged.
+ * endpoints are left out until the network manager has remapped its networks). With the fabric, a
+ * peer's address outside its own pod CIDR is dropped (`map` answers undefined): a peer may point a
+ * clusterset name at its own pods only, never at addresses of ours or of a third cluster.
+ * Addresses that are not IP addresses are dropped everywhere (the API server would refuse the slice).
  */
-export type Remapper = { ok: true; map(ip: string): string } | { ok: false; reason: string };
+export type Remapper = { ok: true; map(ip: string): string | undefined } | { ok: false; reason: string };
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const IPV6 = /^[0-9a-fA-F:.]+$/;
+const isIp = (ip: string) => IPV4.test(ip) || (ip.includes(":") && IPV6.test(ip));
 
 export function remapperFor(sources: TranslationSources | undefined, local: boolean): Remapper {
-  if (local || !sources || (!sources.remote && !sources.local)) return { ok: true, map: (ip) => ip };
+  if (local || !sources || (!sources.remote && !sources.local))
+    return { ok: true, map: (ip) => (isIp(ip) ? ip : undefined) };
   if (!sources.remote?.status?.processed)
     return {
       ok: false,
@@ -248,9 +255,8 @@ export function remapperFor(sources: TranslationSources | undefined, local: bool
     map(ip) {
       try {
         return translateWith(sources, ip, "backward");
-      } catch (err) {
-        if (err instanceof TranslationError && err.code === "Invalid") return ip;
-        throw err;
+      } catch {
+        return undefined; // outside the peer's pod CIDR, or not an IPv4 address
       }
     },
   };
@@ -266,7 +272,7 @@ export function importedSlices(
 ): KubeObject[] {
   const out: KubeObject[] = [];
   for (const r of [...records].sort(byAge)) {
-    const remap = remappers.get(r.clusterId) ?? { ok: true as const, map: (ip: string) => ip };
+    const remap = remappers.get(r.clusterId) ?? remapperFor(undefined, false);
     if (!remap.ok) continue;
     r.spec.slices.forEach((s: CarriedSlice, i) => {
       out.push({
@@ -286,13 +292,15 @@ export function importedSlices(
         },
         addressType: s.addressType,
         ports: s.ports ?? [],
-        endpoints: s.endpoints.map((e) =>
-          clean({
-            addresses: e.addresses.map((a) => remap.map(a)),
-            conditions: clean({ ready: e.ready, serving: e.serving, terminating: e.terminating }),
-            hostname: e.hostname,
-          }),
-        ),
+        endpoints: s.endpoints
+          .map((e) =>
+            clean({
+              addresses: e.addresses.map((a) => remap.map(a)).filter((a): a is string => a !== undefined),
+              conditions: clean({ ready: e.ready, serving: e.serving, terminating: e.terminating }),
+              hostname: e.hostname,
+            }),
+          )
+          .filter((e) => e.addresses.length > 0),
       } as KubeObject);
     });
   }
