@@ -6,13 +6,19 @@
 // changes; deleting one drains it (its pods rescheduled elsewhere) before its Node goes; all of a
 // peering's nodes share one virtual kubelet, so reflection happens once.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { ShadowPodResource, VirtualNodeResource, type VirtualNodeCr } from "../../core/apis/index.ts";
+import {
+  ForeignClusterResource,
+  ShadowPodResource,
+  VirtualNodeResource,
+  type VirtualNodeCr,
+} from "../../core/apis/index.ts";
 import { parseQuantity } from "../../core/kube/quantity.ts";
 import { NamespaceMappingStrategy } from "../../core/apis/index.ts";
 import { remoteNamespaceName, tenantNamespaceName } from "../../core/offloading/names.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { waitFor } from "../support/wait.ts";
+import { watchWrites } from "../support/watch-writes.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
 
 let rig: TestRig;
@@ -244,6 +250,14 @@ describe("VirtualNodes of one peering", () => {
       const p = await rome.client.find<Pod>(Resources.pods, "on-gone", "vn-demo");
       return p?.spec.nodeName === "milan-gone" && p.status?.phase === "Running" ? p : undefined;
     });
+    // The peering stays Established in every write while the controller restarts (a restarted one
+    // used to write Pending, StartingVirtualKubelet then WaitingForVirtualNode, until its first probe).
+    const writes = await watchWrites(rome.client, ForeignClusterResource, (fc) => {
+      const c = (
+        fc.status as { peeringConditions?: { type: string; status: string; reason?: string }[] } | undefined
+      )?.peeringConditions?.find((x) => x.type === "OutgoingPeering");
+      return `${c?.status} ${c?.reason}`;
+    });
     await rome.restartConsumer(async () => {
       // While nothing runs: milan-gone's VirtualNode goes without its drain (finalizer removed by hand).
       await rome.client.mergePatch(VirtualNodeResource, "milan-gone", tenant, { metadata: { finalizers: null } });
@@ -262,6 +276,7 @@ describe("VirtualNodes of one peering", () => {
       rome.fc.peers()[0]?.extraNodes?.some((n) => n.name === "milan-blue" && n.ready),
     );
     expect((await condition("milan-blue", "NodeReady")).status).toBe("True");
+    expect((await writes.stop()).filter((w) => !w.startsWith("Established "))).toEqual([]);
     // on-blue was adopted, not re-created, and still reports Running.
     const after = {
       shadow: (await milan.client.find(ShadowPodResource, "on-blue", remoteNs))?.metadata.uid,

@@ -323,6 +323,8 @@ describe("fabric on two clusters with overlapping pod CIDRs", () => {
     expect(leader).toMatchObject({
       mtu: 1440,
       deviceKind: "userspace",
+      // This machine's kernel has no WireGuard module: the gateway says it runs wireguard-go.
+      wireguardImplementation: "userspace",
       exposure: { endpoint: `${rome.publicIp}:${PORT}`, via: "Flag" },
     });
     const [link] = await createIp(runner, rome.gw).json<{ mtu: number }>(["link", "show", "dev", rome.device]);

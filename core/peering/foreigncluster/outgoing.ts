@@ -178,6 +178,15 @@ export async function outgoing(ctx: ReconcileContext, st: StatusWriter, auth: Au
   await reportEstablished(p, vk, resources);
 }
 
+/** How long a restarted controller keeps an Established peering so while its virtual kubelet's first probes run. */
+export const RESTART_GRACE_MS = 30_000;
+
+const outgoingStatus = (st: StatusWriter) =>
+  st.fc.status?.peeringConditions?.find((c) => c.type === "OutgoingPeering")?.status;
+
+/** Within the grace after a restart of an Established peering (see PeerRuntime.resumedAt). */
+const resuming = (rt: PeerRuntime) => rt.resumedAt !== undefined && Date.now() - rt.resumedAt < RESTART_GRACE_MS;
+
 /** Writes that the peering waits (OutgoingPeering Pending) and re-queues after retryMs. */
 async function pending(p: OutgoingPeering, reason: string, message: string, retryMs: number): Promise<never> {
   p.st.set({ type: "OutgoingPeering", status: "Pending", reason, message });
@@ -376,13 +385,18 @@ async function startPeerKubelet(
   const { ctx, st, auth, rt } = p;
   const { cfg, log } = ctx;
   const remoteName = auth.remote.clusterName;
-  st.set({
-    type: "OutgoingPeering",
-    status: "Pending",
-    reason: "StartingVirtualKubelet",
-    message: `offer of ${remoteName} accepted; starting the virtual kubelet (node liqo-${remoteName})`,
-  });
-  await st.flush();
+  // Established before this process started (a restart): the virtual node is still there and Ready,
+  // so the condition stays as it is while the kubelet starts again.
+  if (outgoingStatus(st) === "Established") rt.resumedAt = Date.now();
+  else {
+    st.set({
+      type: "OutgoingPeering",
+      status: "Pending",
+      reason: "StartingVirtualKubelet",
+      message: `offer of ${remoteName} accepted; starting the virtual kubelet (node liqo-${remoteName})`,
+    });
+    await st.flush();
+  }
   const ipTranslator = await peerTranslator(ctx, st, rt, auth.remote.clusterID);
   // One registry serves every peering's virtual kubelet: each gets a view labelled with its peer.
   rt.metrics ??= cfg.registry ? peerRegistry(cfg.registry, auth.remote.clusterID) : undefined;
@@ -473,6 +487,7 @@ async function markOfferCreated(p: OutgoingPeering, offer: Offer): Promise<void>
 /** Ensures the virtual node is Ready; waits for it otherwise. */
 async function waitForVirtualNode(p: OutgoingPeering, vk: VirtualKubelet): Promise<void> {
   const node = vk.node.status();
+  if (!node.ready && resuming(p.rt)) throw new RetryAfterError(1000, "WaitingForVirtualNode");
   if (!node.ready)
     await pending(
       p,

@@ -27,6 +27,12 @@ export interface PeerRuntime {
   remote: KubeClient;
   replicator?: CrdReplicator;
   vk?: VirtualKubelet;
+  /**
+   * When this process started the virtual kubelet for a peering that was already Established (a
+   * restart: an upgrade, a rescheduled pod): until then plus RESTART_GRACE_MS, the condition stays
+   * Established while the new kubelet probes the provider, instead of blinking Pending.
+   */
+  resumedAt?: number;
   /** The virtual kubelet's view of the shared metrics registry (peer-registry.ts), closed with it. */
   metrics?: PeerRegistry;
   /** The network fabric's translation watcher feeding the virtual kubelet (networking enabled). */
