@@ -32,6 +32,7 @@ import { createInformer, type Informer } from "../kube/informer.ts";
 import { Resources, type KubeObject } from "../kube/resources.ts";
 import { createWorkQueue } from "../kube/workqueue.ts";
 import { silentLogger, type Logger } from "../log.ts";
+import type { Registry } from "../metrics/index.ts";
 import { readIdentity, peerClient as defaultPeerClient } from "../peering/foreigncluster/secrets.ts";
 import type { TranslationSources } from "../../netfabric/manager/translation-watch.ts";
 import { networkConfigRole } from "../../netfabric/manager/forge.ts";
@@ -63,6 +64,8 @@ export interface McsControllerOptions {
   /** For tests: how a client of the provider is made from the stored identity. */
   peerClient?: (kubeconfig: string, proxyUrl?: string) => KubeClient;
   workers?: number;
+  /** Where liqo_mcs_* gauges are registered (computed at scrape time from the caches). */
+  registry?: Registry;
 }
 
 type Carrier = ExportedService & KubeObject;
@@ -642,7 +645,59 @@ export function createMcsController(o: McsControllerOptions) {
   }
   let running = false;
 
+  const ours = () => imports.list().filter((i) => i.metadata.labels?.[MANAGED_BY_LABEL] === MCS_MANAGER);
+  const validity = (e: SvcExport) => e.status?.conditions?.find((c) => c.type === "Valid")?.status ?? "Unknown";
+  o.registry?.callbackGauge({
+    name: "liqo_mcs_service_exports",
+    help: "ServiceExports in this cluster, by their Valid condition (True, False, Unknown: not reconciled yet).",
+    labelNames: ["valid"] as const,
+    collect: () => {
+      const counts = new Map<string, number>();
+      for (const e of exports.list()) counts.set(validity(e), (counts.get(validity(e)) ?? 0) + 1);
+      return [...counts].map(([valid, value]) => ({ labels: { valid }, value }));
+    },
+  });
+  o.registry?.callbackGauge({
+    name: "liqo_mcs_service_imports",
+    help: "ServiceImports the mcs controller keeps in this cluster.",
+    collect: () => ours().length,
+  });
+  o.registry?.callbackGauge({
+    name: "liqo_mcs_peer_channels",
+    help: "Tenant namespaces through which services are exchanged with a peer, by peer, direction of the peering and whether exports and imports flow.",
+    labelNames: ["remote_cluster_id", "direction", "export", "import"] as const,
+    collect: () =>
+      [...channels.values()].map((c) => ({
+        labels: {
+          remote_cluster_id: c.peer,
+          direction: c.direction,
+          export: String(c.flow.export),
+          import: String(c.flow.import),
+        },
+        value: 1,
+      })),
+  });
+
   return {
+    /** The admin API's view: whether it runs, the channels open, the exports and imports here. */
+    status: () => ({
+      state: running ? "running" : stopped ? "stopped" : "waiting for the MCS CRDs",
+      defaultPolicy: policy,
+      channels: [...channels.values()].map((c) => ({
+        peer: c.peer,
+        direction: c.direction,
+        namespace: c.namespace,
+        export: c.flow.export,
+        import: c.flow.import,
+      })),
+      exports: exports.list().map((e) => ({ key: `${e.metadata.namespace}/${e.metadata.name}`, valid: validity(e) })),
+      imports: ours().map((i) => ({
+        key: `${i.metadata.namespace}/${i.metadata.name}`,
+        type: i.spec?.type,
+        ips: i.spec?.ips ?? [],
+        clusters: (i.status?.clusters ?? []).map((c) => c.cluster),
+      })),
+    }),
     /** Resolves once the caches have synced; with the MCS CRDs absent, at once, and starts when they appear. */
     async start(): Promise<void> {
       const missing = await missingCrds();

@@ -151,11 +151,16 @@ export default defineCommand({
           clusterLabels,
         })),
       });
-    if (wanted.includes("mcs"))
-      running.push({
-        name: "mcs",
-        ...createMcsController({ client, localClusterId: args["cluster-id"], logger: log, defaultPolicy: mcsPolicy }),
-      });
+    const mcs = wanted.includes("mcs")
+      ? createMcsController({
+          client,
+          localClusterId: args["cluster-id"],
+          logger: log,
+          defaultPolicy: mcsPolicy,
+          registry,
+        })
+      : undefined;
+    if (mcs) running.push({ name: "mcs", start: mcs.start, stop: mcs.stop });
     if (wanted.includes("discovery"))
       running.push({ name: "discovery", ...discoveryController(args, { client, registry, logger: log }) });
     if (wanted.includes("searchdomain"))
@@ -192,6 +197,7 @@ export default defineCommand({
           })),
         leader: () =>
           leadership ? { enabled: true, ...leadership.elector.status() } : { enabled: false, leader: true },
+        ...(mcs ? { mcs: () => mcs.status() } : {}),
       },
       checks: {
         // A standby is ready: it is healthy, just not leading (otherwise an HA rollout never completes).

@@ -18,6 +18,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import type { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { carrierName, createMcsController, derivedServiceName, type McsController } from "../../core/mcs/index.ts";
+import { createRegistry, type Registry } from "../../core/metrics/index.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { cond } from "../support/peering.ts";
@@ -31,6 +32,8 @@ let milan: LiqoSide;
 /** A second provider of rome: what it exports reaches rome, not milan (no transitive clusterset). */
 let naples: LiqoSide;
 const mcs: McsController[] = [];
+/** rome's metrics registry (rome's controller is mcs[0]). */
+let romeMetrics: Registry;
 /** milan's tenant namespace for rome: where both meet. */
 let tenant: string;
 
@@ -62,8 +65,14 @@ beforeAll(async () => {
     );
     return cond(fc, "IncomingPeering")?.status === "Established" && fc?.status?.tenantNamespace?.local === tenant;
   });
+  romeMetrics = createRegistry();
   for (const side of [rome, milan, naples]) {
-    const c = createMcsController({ client: side.client, localClusterId: side.identity.clusterId, resyncMs: 3000 });
+    const c = createMcsController({
+      client: side.client,
+      localClusterId: side.identity.clusterId,
+      resyncMs: 3000,
+      ...(side === rome ? { registry: romeMetrics } : {}),
+    });
     await c.start();
     mcs.push(c);
   }
@@ -263,6 +272,24 @@ describe("export and import both ways over a one-way peering", () => {
     );
     await milan.client.delete(NetworkConfigResource, nc.metadata.name!, "default");
   }, 90_000);
+});
+
+describe("what the controller shows", () => {
+  test("rome's admin view and metrics: one outgoing channel per provider, its imports and exports", async () => {
+    const status = mcs[0]!.status();
+    expect(status.state).toBe("running");
+    expect(status.channels.map((c) => `${c.peer}/${c.direction}/${c.export}/${c.import}`).sort()).toEqual(
+      [`${milan.identity.clusterId}/outgoing/true/true`, `${naples.identity.clusterId}/outgoing/true/true`].sort(),
+    );
+    expect(status.imports.map((i) => i.key)).toContain("shop/web");
+    expect(status.exports).toContainEqual({ key: "shop/api", valid: "True" });
+    const text = await romeMetrics.expose();
+    expect(text).toContain(
+      `liqo_mcs_peer_channels{remote_cluster_id="${milan.identity.clusterId}",direction="outgoing",export="true",import="true"} 1`,
+    );
+    expect(text).toContain('liqo_mcs_service_exports{valid="True"} 1');
+    expect(text).toMatch(/liqo_mcs_service_imports [1-9]/);
+  });
 });
 
 describe("headless, namespace sameness, three clusters", () => {
