@@ -43,6 +43,7 @@ import {
   importedSlices,
   invalidExport,
   mergeExports,
+  peerExports,
   remapperFor,
   sameConditions,
   type ExportRecord,
@@ -324,22 +325,18 @@ export function createMcsController(o: McsControllerOptions) {
 
   /** The peers' exports of ns/name, one per peer, from the channels whose flow lets them in. */
   function gather(ns: string, name: string): ExportRecord[] {
-    const out: ExportRecord[] = [];
-    const seen = new Set<string>([self]);
-    const ordered = [...channels.values()].sort((a, b) => (a.direction < b.direction ? 1 : -1));
-    for (const ch of ordered) {
-      if (!ch.flow.import || seen.has(ch.peer)) continue;
-      for (const c of ch.carriers.list()) {
-        if (c.metadata.namespace !== ch.namespace) continue;
-        if (c.metadata.labels?.[EXPORTED_SERVICE_ORIGIN_LABEL] === self) continue;
-        if (c.spec?.serviceNamespace !== ns || c.spec?.serviceName !== name) continue;
-        if (ExportedServiceKind.issues(c).length) continue; // malformed: as if absent
-        out.push({ clusterId: ch.peer, spec: c.spec });
-        seen.add(ch.peer);
-        break;
-      }
-    }
-    return out;
+    return peerExports(
+      self,
+      ns,
+      name,
+      [...channels.values()].map((c) => ({
+        peer: c.peer,
+        direction: c.direction,
+        namespace: c.namespace,
+        import: c.flow.import,
+        carriers: c.carriers.list(),
+      })),
+    );
   }
 
   async function removeImport(ns: string, name: string): Promise<void> {
@@ -464,6 +461,7 @@ export function createMcsController(o: McsControllerOptions) {
 
     // The import's status: the exporting clusters, and Ready.
     const now = new Date().toISOString();
+    if (pending.length) events.warning(si, "EndpointsPending", pending.join("; "));
     const conditions = [
       pending.length
         ? condition(si.status?.conditions, "Ready", "False", "Pending", pending.join("; "), undefined, now)
@@ -516,6 +514,8 @@ export function createMcsController(o: McsControllerOptions) {
         conflicts = await applyImport(ns, name, records);
       } catch (err) {
         importError = (err as Error).message;
+        const si = imports.get(key);
+        if (si) events.warning(si, "ImportFailed", importError);
       }
     }
 

@@ -7,6 +7,7 @@ import {
   importedSlices,
   invalidExport,
   mergeExports,
+  peerExports,
   remapperFor,
   sameConditions,
   type ExportRecord,
@@ -224,6 +225,60 @@ describe("remapping", () => {
     expect(milan.metadata.labels["multicluster.kubernetes.io/service-name"]).toBe("web");
     expect(milan.metadata.labels["kubernetes.io/service-name"]).toBe(derivedServiceName("web"));
     expect(milan.metadata.labels["endpointslice.kubernetes.io/managed-by"]).toBe("mcs.liqo.io");
+  });
+});
+
+describe("peerExports: what the peers export, from the tenant namespaces", () => {
+  const carrier = (ns: string, origin: string, over: Partial<ExportedServiceSpec> = {}) => ({
+    apiVersion: "multicluster.liqo.io/v1alpha1",
+    kind: "ExportedService",
+    metadata: { name: `x-${origin}`, namespace: ns, labels: { "multicluster.liqo.io/origin-cluster-id": origin } },
+    spec: spec(over),
+  });
+  test("attributed to the channel's peer whatever the label says; ours skipped; other services ignored", () => {
+    const got = peerExports(ROME, "shop", "web", [
+      {
+        peer: MILAN,
+        direction: "incoming",
+        namespace: "tenant-milan",
+        import: true,
+        carriers: [
+          carrier("tenant-milan", ROME),
+          carrier("tenant-milan", NAPLES, { serviceName: "other" }),
+          carrier("tenant-milan", NAPLES), // a consumer claiming to be naples is still milan
+        ],
+      },
+    ]);
+    expect(got.map((r) => r.clusterId)).toEqual([MILAN]);
+  });
+  test("peered both ways: one export per peer, the outgoing channel's", () => {
+    const got = peerExports(ROME, "shop", "web", [
+      {
+        peer: MILAN,
+        direction: "incoming",
+        namespace: "a",
+        import: true,
+        carriers: [carrier("a", MILAN, { exportedAt: "2026-03-03T00:00:00Z" })],
+      },
+      { peer: MILAN, direction: "outgoing", namespace: "b", import: true, carriers: [carrier("b", MILAN)] },
+    ]);
+    expect(got).toHaveLength(1);
+    expect(got[0]!.spec.exportedAt).toBe("2026-01-01T00:00:00Z");
+  });
+  test("a peer whose policy forbids imports, a carrier of another namespace and a malformed one give nothing", () => {
+    expect(
+      peerExports(ROME, "shop", "web", [
+        { peer: MILAN, direction: "outgoing", namespace: "b", import: false, carriers: [carrier("b", MILAN)] },
+        { peer: NAPLES, direction: "outgoing", namespace: "c", import: true, carriers: [carrier("elsewhere", NAPLES)] },
+        {
+          peer: "d4a0c0de-0000-4aab-a6b4-6984389bac56",
+          direction: "incoming",
+          namespace: "d",
+          import: true,
+          carriers: [{ ...carrier("d", "x"), spec: { ...spec(), type: "Sometimes" as never } }],
+        },
+      ]),
+    ).toEqual([]);
   });
 });
 

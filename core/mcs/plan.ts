@@ -5,7 +5,12 @@
 // conditions. No I/O: controller.ts reads the caches and writes what these functions answer.
 import type { TranslationSources } from "../../netfabric/manager/translation-watch.ts";
 import { translateWith } from "../../netfabric/manager/translation-watch.ts";
-import type { CarriedSlice, ExportedServiceSpec } from "../apis/multicluster/exportedservice.ts";
+import {
+  EXPORTED_SERVICE_ORIGIN_LABEL,
+  ExportedServiceKind,
+  type CarriedSlice,
+  type ExportedServiceSpec,
+} from "../apis/multicluster/exportedservice.ts";
 import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL, ServiceExportReason } from "../apis/multicluster/group.ts";
 import type { MetaCondition } from "../apis/multicluster/serviceexport.ts";
 import type { McsServicePort } from "../apis/multicluster/serviceimport.ts";
@@ -112,6 +117,47 @@ function clean<T extends object>(o: T): T {
 export interface ExportRecord {
   clusterId: string;
   spec: ExportedServiceSpec;
+}
+
+/** One tenant namespace shared with a peer, as the reader sees it. */
+export interface ChannelView {
+  peer: string;
+  direction: "outgoing" | "incoming";
+  namespace: string;
+  /** Whether this cluster imports what the peer exports (mcs.liqo.io/peer-policy). */
+  import: boolean;
+  carriers: readonly { metadata: KubeObject["metadata"]; spec?: unknown }[];
+}
+
+/**
+ * The peers' exports of one service, one per peer. An ExportedService is attributed to the peer of
+ * the channel it sits in, never to its labels (a consumer cannot pass its services off as its
+ * provider's); ours (origin label = this cluster) are skipped, malformed ones ignored. Peered both
+ * ways, the two tenant namespaces carry the same exports: the outgoing one is read first.
+ */
+export function peerExports(
+  self: string,
+  namespace: string,
+  name: string,
+  channels: readonly ChannelView[],
+): ExportRecord[] {
+  const out: ExportRecord[] = [];
+  const seen = new Set<string>([self]);
+  const ordered = [...channels].sort((a, b) => (a.direction === b.direction ? 0 : a.direction === "outgoing" ? -1 : 1));
+  for (const ch of ordered) {
+    if (!ch.import || seen.has(ch.peer)) continue;
+    for (const c of ch.carriers) {
+      if (c.metadata.namespace !== ch.namespace) continue;
+      if (c.metadata.labels?.[EXPORTED_SERVICE_ORIGIN_LABEL] === self) continue;
+      const spec = c.spec as ExportedServiceSpec | undefined;
+      if (spec?.serviceNamespace !== namespace || spec?.serviceName !== name) continue;
+      if (ExportedServiceKind.issues(c).length) continue; // malformed: as if absent
+      out.push({ clusterId: ch.peer, spec });
+      seen.add(ch.peer);
+      break;
+    }
+  }
+  return out;
 }
 
 export interface Conflict {
