@@ -20,6 +20,7 @@ import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { carrierName, createMcsController, derivedServiceName, type McsController } from "../../core/mcs/index.ts";
 import { createRegistry, type Registry } from "../../core/metrics/index.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
+import { startRole } from "../quickstart/roles.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { cond } from "../support/peering.ts";
 import { waitFor } from "../support/wait.ts";
@@ -34,6 +35,8 @@ let naples: LiqoSide;
 const mcs: McsController[] = [];
 /** rome's metrics registry (rome's controller is mcs[0]). */
 let romeMetrics: Registry;
+/** naples runs MCS as users do: `liqo controller-manager --controllers=mcs`, a process; its admin API. */
+let naplesAdmin: string;
 /** milan's tenant namespace for rome: where both meet. */
 let tenant: string;
 
@@ -66,7 +69,17 @@ beforeAll(async () => {
     return cond(fc, "IncomingPeering")?.status === "Established" && fc?.status?.tenantNamespace?.local === tenant;
   });
   romeMetrics = createRegistry();
-  for (const side of [rome, milan, naples]) {
+  const naplesCluster = rig.clusters.find((c) => c.name === "naples")!;
+  naplesAdmin = (
+    await startRole(rig, "naples/controller-manager", [
+      "controller-manager",
+      `--kubeconfig=${naplesCluster.kubeconfig}`,
+      `--cluster-id=${naples.identity.clusterId}`,
+      "--cluster-name=naples",
+      "--controllers=mcs",
+    ])
+  ).admin;
+  for (const side of [rome, milan]) {
     const c = createMcsController({
       client: side.client,
       localClusterId: side.identity.clusterId,
@@ -289,6 +302,17 @@ describe("what the controller shows", () => {
     );
     expect(text).toContain('liqo_mcs_service_exports{valid="True"} 1');
     expect(text).toMatch(/liqo_mcs_service_imports [1-9]/);
+  });
+
+  test("naples' controller manager process serves the same view: an incoming channel from rome", async () => {
+    const view = (await (await fetch(`${naplesAdmin}/views/mcs`)).json()) as {
+      state: string;
+      defaultPolicy: string;
+      channels: { peer: string; direction: string }[];
+    };
+    expect(view.state).toBe("running");
+    expect(view.defaultPolicy).toBe("ExportAndImport");
+    expect(view.channels.map((c) => `${c.peer}/${c.direction}`)).toEqual([`${rome.identity.clusterId}/incoming`]);
   });
 });
 
