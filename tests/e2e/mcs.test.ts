@@ -509,6 +509,27 @@ describe("a peer whose policy forbids imports gets nothing", () => {
     });
     await waitFor("rome imports only-milan again", async () => !!(await importOf(rome.client, "solo", "only-milan")));
   }, 90_000);
+
+  test("rome marks milan ImportOnly: rome's pushes leave milan's tenant namespace and milan's imports of them go", async () => {
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, {
+      metadata: { annotations: { "mcs.liqo.io/peer-policy": "ImportOnly" } },
+    });
+    await waitFor(
+      "rome's push of shop/api withdrawn",
+      async () =>
+        !(await milan.client.find(
+          ExportedServiceResource,
+          carrierName(rome.identity.clusterId, "shop", "api"),
+          tenant,
+        )),
+    );
+    await waitFor("milan's import of shop/api gone", async () => !(await importOf(milan.client, "shop", "api")));
+    expect(!!(await importOf(rome.client, "solo", "only-milan"))).toBe(true);
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, {
+      metadata: { annotations: { "mcs.liqo.io/peer-policy": null } },
+    });
+    await waitFor("milan imports shop/api again", async () => !!(await importOf(milan.client, "shop", "api")));
+  }, 90_000);
 });
 
 describe("unexport", () => {
@@ -553,4 +574,30 @@ describe("unexport", () => {
         )),
     );
   }, 90_000);
+});
+
+describe("the end of a peering", () => {
+  test("rome unpeers naples: each loses the other's services, nothing of the exchange is left in naples", async () => {
+    await naples.client.apply(
+      ServiceExportResource,
+      {
+        apiVersion: "multicluster.x-k8s.io/v1alpha1",
+        kind: "ServiceExport",
+        metadata: { name: "cache", namespace: "shop" },
+      },
+      FM,
+    );
+    await waitFor("rome imports naples' cache", async () => !!(await importOf(rome.client, "shop", "cache")));
+    await waitFor("naples imports rome's api", async () => !!(await importOf(naples.client, "shop", "api")));
+    const naplesTenant = (await findTenantNamespace(naples.client, rome.identity.clusterId))!.metadata.name!;
+    const r = await liqoctl(rome, "unpeer", "naples", "--timeout=180s");
+    expect(r.code).toBe(0);
+    await waitFor("rome's cache import gone", async () => !(await importOf(rome.client, "shop", "cache")));
+    await waitFor("naples' api import gone", async () => !(await importOf(naples.client, "shop", "api")));
+    await waitFor(
+      "naples' tenant namespace for rome gone, with the ExportedServices in it",
+      async () => !(await naples.client.find(Resources.namespaces, naplesTenant)),
+    );
+    expect((await naples.client.list(ExportedServiceResource)).items).toEqual([]);
+  }, 240_000);
 });
