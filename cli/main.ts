@@ -31,6 +31,7 @@ export const main: AnyCommand = {
     peer: lazy(() => import("./commands/peer.ts")),
     unpeer: lazy(() => import("./commands/unpeer.ts")),
     status: lazy(() => import("./commands/status.ts")),
+    info: lazy(() => import("./commands/info.ts")),
     create: lazy(() => import("./commands/create.ts")),
     delete: lazy(() => import("./commands/delete.ts")),
     test: lazy(() => import("./commands/test.ts")),

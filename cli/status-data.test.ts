@@ -9,6 +9,7 @@ import { quotaStatus, type Offer } from "./quota-report.ts";
 import {
   discoveryStatus,
   identityStatus,
+  installationStatus,
   namespaceOverridesStatus,
   networkStatus,
   peeringsStatus,
@@ -18,7 +19,7 @@ import {
   virtualNodesStatus,
   type StatusInputs,
 } from "./status-data.ts";
-import { statusText } from "./status-text.ts";
+import { installationText, statusText } from "./status-text.ts";
 import type { VirtualNodeObject } from "./virtualnode.ts";
 
 const MILAN = "milan-id";
@@ -382,6 +383,7 @@ describe("status document", () => {
     requests: [],
     policy: undefined,
     namespaces: [],
+    workloads: { deployments: [], daemonSets: [] },
     ...over,
   });
 
@@ -390,6 +392,7 @@ describe("status document", () => {
       apiVersion: "liqoctl.liqo.io/v1alpha1",
       kind: "Status",
       clusterIdentity: { name: "rome", id: ROME, labels: {}, authUrl: "https://rome.example.org:6443" },
+      installation: { namespace: "liqo", version: null, healthy: true, components: [] },
       peerings: [],
       virtualNodes: [],
       discovery: {
@@ -441,6 +444,56 @@ describe("status document", () => {
     expect(text).toContain("\nmilan   milan-id     Pending    None");
     expect(text).toContain("Reflection policy: refused");
   });
+});
+
+describe("the installation's health", () => {
+  const workload = (name: string, version: string, ready: number, desired: number, kind: "d" | "ds" = "d") => ({
+    metadata: { name, labels: { "app.kubernetes.io/version": version } },
+    ...(kind === "d"
+      ? { spec: { replicas: desired }, status: { readyReplicas: ready || undefined } }
+      : { status: { numberReady: ready, desiredNumberScheduled: desired } }),
+  });
+
+  test("every workload ready: healthy, one version", () => {
+    const i = installationStatus(
+      "liqo",
+      [workload("liqo-gateway", "0.2.0", 1, 1), workload("liqo-auth", "0.2.0", 2, 2)],
+      [workload("liqo-route", "0.2.0", 3, 3, "ds")],
+    );
+    expect(i).toEqual({
+      namespace: "liqo",
+      version: "0.2.0",
+      healthy: true,
+      components: [
+        { name: "liqo-auth", kind: "Deployment", ready: 2, desired: 2, version: "0.2.0" },
+        { name: "liqo-gateway", kind: "Deployment", ready: 1, desired: 1, version: "0.2.0" },
+        { name: "liqo-route", kind: "DaemonSet", ready: 3, desired: 3, version: "0.2.0" },
+      ],
+    });
+    expect(installationText(i)).toBe("Installation: liqo 0.2.0 in namespace liqo: healthy (3 workloads ready)");
+  });
+
+  test("a workload short of ready pods (none ready: no readyReplicas at all) is named with the command to look at it; mixed versions say an upgrade rolls out", () => {
+    const i = installationStatus(
+      "liqo",
+      [workload("liqo-gateway", "0.1.0", 0, 1), workload("liqo-auth", "0.2.0", 1, 1)],
+      [workload("liqo-route", "0.2.0", 1, 2, "ds")],
+    );
+    expect(i.healthy).toBe(false);
+    expect(i.version).toBe("0.1.0, 0.2.0");
+    expect(installationText(i)).toBe(
+      [
+        "Installation: liqo 0.1.0, 0.2.0 in namespace liqo (an upgrade is rolling out): NOT healthy",
+        "  liqo-gateway (Deployment): 0 of 1 ready: kubectl -n liqo describe deployment liqo-gateway",
+        "  liqo-route (DaemonSet): 1 of 2 ready: kubectl -n liqo describe daemonset liqo-route",
+      ].join("\n"),
+    );
+  });
+
+  test("nothing installed says so", () =>
+    expect(installationText(installationStatus("liqo", [], []))).toBe(
+      "Installation: no liqo Deployment in namespace liqo (liqoctl install --help)",
+    ));
 });
 
 describe("status --output", () => {

@@ -126,10 +126,30 @@ export interface NamespaceOverrideStatus {
   error?: string;
 }
 
+/** One of liqo's Deployments or DaemonSets, and how many of its pods are ready. */
+export interface ComponentStatus {
+  name: string;
+  kind: "Deployment" | "DaemonSet";
+  ready: number;
+  desired: number;
+  /** Its app.kubernetes.io/version label (the chart's appVersion). */
+  version: string | null;
+}
+
+export interface InstallationStatus {
+  namespace: string;
+  /** The versions its workloads carry, one unless an upgrade is rolling out; null when none says. */
+  version: string | null;
+  /** Every workload has all its pods ready. */
+  healthy: boolean;
+  components: ComponentStatus[];
+}
+
 export interface StatusDocument {
   apiVersion: typeof STATUS_API_VERSION;
   kind: "Status";
   clusterIdentity: IdentityStatus;
+  installation: InstallationStatus;
   peerings: PeeringStatus[];
   virtualNodes: VirtualNodeStatus[];
   discovery: DiscoveryStatus;
@@ -139,6 +159,43 @@ export interface StatusDocument {
   reflectorPlugins: PluginStatus[];
   reflectionPolicy: PolicyStatus;
   namespaceOverrides: NamespaceOverrideStatus[];
+}
+
+export type Workload = KubeObject & {
+  spec?: { replicas?: number };
+  status?: { readyReplicas?: number; numberReady?: number; desiredNumberScheduled?: number };
+};
+
+/** liqo's workloads in its namespace (app.kubernetes.io/part-of=liqo) and whether each is ready. */
+export function installationStatus(
+  namespace: string,
+  deployments: Workload[],
+  daemonSets: Workload[],
+): InstallationStatus {
+  const version = (w: Workload) => w.metadata.labels?.["app.kubernetes.io/version"] ?? null;
+  const components: ComponentStatus[] = [
+    ...deployments.map((d) => ({
+      name: d.metadata.name!,
+      kind: "Deployment" as const,
+      ready: d.status?.readyReplicas ?? 0,
+      desired: d.spec?.replicas ?? 1,
+      version: version(d),
+    })),
+    ...daemonSets.map((d) => ({
+      name: d.metadata.name!,
+      kind: "DaemonSet" as const,
+      ready: d.status?.numberReady ?? 0,
+      desired: d.status?.desiredNumberScheduled ?? 0,
+      version: version(d),
+    })),
+  ].sort((a, b) => a.name.localeCompare(b.name));
+  const versions = [...new Set(components.map((c) => c.version).filter((v): v is string => !!v))].sort();
+  return {
+    namespace,
+    version: versions.join(", ") || null,
+    healthy: components.every((c) => c.ready >= c.desired),
+    components,
+  };
 }
 
 /** The name of the peering with this cluster ID, if any. */
@@ -336,6 +393,8 @@ export interface StatusInputs {
   requests: (ResourceRequest & KubeObject)[];
   policy: (KubeObject & { data?: Record<string, string> }) | undefined;
   namespaces: KubeObject[];
+  /** liqo's Deployments and DaemonSets in its namespace. */
+  workloads: { deployments: Workload[]; daemonSets: Workload[] };
 }
 
 export function statusDocument(i: StatusInputs): StatusDocument {
@@ -343,6 +402,7 @@ export function statusDocument(i: StatusInputs): StatusDocument {
     apiVersion: STATUS_API_VERSION,
     kind: "Status",
     clusterIdentity: identityStatus(i.identity, i.authUrl),
+    installation: installationStatus(i.namespace, i.workloads.deployments, i.workloads.daemonSets),
     peerings: peeringsStatus(i.fcs, i.nodes),
     virtualNodes: virtualNodesStatus(i.virtualNodes, i.fcs),
     discovery: discoveryStatus(i.discovery, i.searchDomains),

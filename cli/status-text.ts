@@ -6,6 +6,7 @@ import {
   peeringLabel,
   type DiscoveryStatus,
   type IdentityStatus,
+  type InstallationStatus,
   type NamespaceOverrideStatus,
   type NetworkStatus,
   type PeeringStatus,
@@ -29,6 +30,21 @@ export function identityText(me: IdentityStatus): string {
     `  labels:    ${labels}`,
     `  auth URL:  ${me.authUrl ?? "unknown (liqo auth has not recorded one)"}`,
   ].join("\n");
+}
+
+export function installationText(i: InstallationStatus): string {
+  const what = `liqo ${i.version ?? "(version unknown)"} in namespace ${i.namespace}`;
+  const rolling = i.version?.includes(",") ? " (an upgrade is rolling out)" : "";
+  if (!i.components.length)
+    return `Installation: no liqo Deployment in namespace ${i.namespace} (liqoctl install --help)`;
+  if (i.healthy) return `Installation: ${what}${rolling}: healthy (${i.components.length} workloads ready)`;
+  const lines = i.components
+    .filter((c) => c.ready < c.desired)
+    .map(
+      (c) =>
+        `  ${c.name} (${c.kind}): ${c.ready} of ${c.desired} ready: kubectl -n ${i.namespace} describe ${c.kind.toLowerCase()} ${c.name}`,
+    );
+  return [`Installation: ${what}${rolling}: NOT healthy`, ...lines].join("\n");
 }
 
 export function peeringsText(peerings: PeeringStatus[]): string {
@@ -142,7 +158,7 @@ export function namespaceOverridesText(overrides: NamespaceOverrideStatus[]): st
 /** The whole of liqoctl status's text, sections apart by a blank line (the two policy sections together). */
 export function statusText(s: StatusDocument): string {
   return [
-    identityText(s.clusterIdentity),
+    `${identityText(s.clusterIdentity)}\n${installationText(s.installation)}`,
     peeringsText(s.peerings),
     virtualNodesText(s.virtualNodes),
     discoveryText(s.discovery),

@@ -44,6 +44,7 @@ import {
   statusDocument,
   virtualNodesStatus,
   type StatusInputs,
+  type Workload,
 } from "../status-data.ts";
 import {
   discoveryText,
@@ -112,7 +113,7 @@ async function readQuotaInput(
 }
 
 /** Everything the status shows, read from the cluster; a list this user may not read counts as empty. */
-async function readStatusInputs(client: KubeClient, ns: string): Promise<StatusInputs> {
+export async function readStatusInputs(client: KubeClient, ns: string): Promise<StatusInputs> {
   const identity = await readClusterIdentity(client, ns);
   if (!identity)
     throw new CliError(
@@ -138,6 +139,11 @@ async function readStatusInputs(client: KubeClient, ns: string): Promise<StatusI
     ? await client.find<KubeObject>(Resources.services, GATEWAY_SERVICE_NAME, ns).catch(() => undefined)
     : undefined;
   const requests = await optional<ResourceRequest & KubeObject>(ResourceRequestResource);
+  const liqoWorkloads = (res: ResourceRef) =>
+    client.list<Workload>(res, { namespace: ns, labelSelector: "app.kubernetes.io/part-of=liqo" }).then(
+      (l) => l.items,
+      () => [] as Workload[],
+    );
   return {
     identity,
     authUrl,
@@ -153,6 +159,10 @@ async function readStatusInputs(client: KubeClient, ns: string): Promise<StatusI
     requests,
     policy: await client.find(Resources.configMaps, POLICY_CONFIGMAP, ns),
     namespaces: (await client.list<KubeObject>(Resources.namespaces)).items,
+    workloads: {
+      deployments: await liqoWorkloads(Resources.deployments),
+      daemonSets: await liqoWorkloads(Resources.daemonSets),
+    },
   };
 }
 

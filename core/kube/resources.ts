@@ -60,6 +60,7 @@ export const Resources = {
   persistentVolumes: ref("", "v1", "PersistentVolume", "persistentvolumes", false),
   endpointSlices: ref("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"),
   deployments: ref("apps", "v1", "Deployment", "deployments"),
+  daemonSets: ref("apps", "v1", "DaemonSet", "daemonsets"),
   replicaSets: ref("apps", "v1", "ReplicaSet", "replicasets"),
   ingresses: ref("networking.k8s.io", "v1", "Ingress", "ingresses"),
   networkPolicies: ref("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),

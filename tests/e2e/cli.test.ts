@@ -738,6 +738,24 @@ describe("against a rig cluster", () => {
       const xml = await liqoctl(["status", "-o", "xml", "--kubeconfig", kubeconfig], { program: [binary] });
       expect(xml.stderr).toContain("--output xml: use json or yaml");
       expect(xml.code).toBe(2);
+      expect(after.stdout).toContain("Installation: no liqo Deployment in namespace liqo (liqoctl install --help)");
+      // liqoctl info (Liqo 1.x's name): one field for a script, and what a wrong path or peer gets.
+      const info = (...a: string[]) => liqoctl(["info", ...a, "--kubeconfig", kubeconfig], { program: [binary] });
+      expect((await info("--get", "clusterIdentity.name")).stdout).toBe("rome\n");
+      expect(JSON.parse((await info("--get", "installation")).stdout)).toEqual({
+        namespace: "liqo",
+        version: null,
+        healthy: true,
+        components: [],
+      });
+      const wrong = await info("--get", "clusterIdentity.nme");
+      expect(wrong.stderr).toContain(
+        '--get clusterIdentity.nme: clusterIdentity has no field "nme"; its fields: name, id, labels, authUrl',
+      );
+      expect(wrong.code).toBe(2);
+      const nobody = await info("peer", "milan");
+      expect(nobody.stderr).toContain("no peering milan; peerings here: none");
+      expect(nobody.code).toBe(2);
       const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
       expect(version.stdout).toContain(
         "Server version: unknown (no liqo Deployment carries app.kubernetes.io/version) (cluster rome, id 0d4f6b1e-0000-4000-8000-000000000001)",
