@@ -51,7 +51,7 @@ import {
   type ServiceLike,
   type SliceLike,
 } from "./plan.ts";
-import { flowOf, type Flow, type PeerPolicy } from "./policy.ts";
+import { covers, flowOf, MCS_NAMESPACES_ANNOTATION, type Flow, type PeerPolicy } from "./policy.ts";
 import { stable } from "./stable.ts";
 
 export interface McsControllerOptions {
@@ -286,12 +286,14 @@ export function createMcsController(o: McsControllerOptions) {
     ns: string,
     name: string,
     local: ExportRecord | undefined,
-  ): Promise<{ peers: string[]; failures: string[] }> {
+  ): Promise<{ peers: string[]; failures: string[]; uncovered: string[] }> {
     const cname = carrierName(self, ns, name);
     const peers: string[] = [];
     const failures: string[] = [];
+    const uncovered: string[] = [];
     for (const ch of channels.values()) {
-      const want = ch.flow.export ? local : undefined;
+      if (ch.flow.export && !covers(ch.flow, ns)) uncovered.push(ch.peer);
+      const want = ch.flow.export && covers(ch.flow, ns) ? local : undefined;
       const have = ch.carriers.get(`${ch.namespace}/${cname}`);
       try {
         if (want) {
@@ -320,7 +322,11 @@ export function createMcsController(o: McsControllerOptions) {
         failures.push(`${ch.direction} peering with ${ch.peer} (namespace ${ch.namespace}): ${(err as Error).message}`);
       }
     }
-    return { peers: [...new Set(peers)], failures };
+    return {
+      peers: [...new Set(peers)],
+      failures,
+      uncovered: [...new Set(uncovered)].filter((p) => !peers.includes(p)),
+    };
   }
 
   /** The peers' exports of ns/name, one per peer, from the channels whose flow lets them in. */
@@ -333,7 +339,7 @@ export function createMcsController(o: McsControllerOptions) {
         peer: c.peer,
         direction: c.direction,
         namespace: c.namespace,
-        import: c.flow.import,
+        import: c.flow.import && covers(c.flow, ns),
         carriers: c.carriers.list(),
       })),
     );
@@ -502,7 +508,7 @@ export function createMcsController(o: McsControllerOptions) {
         spec: describeExport(ns, name, live.metadata.creationTimestamp ?? new Date().toISOString(), svc!, own),
       };
     }
-    const { peers, failures } = await publish(ns, name, local);
+    const { peers, failures, uncovered } = await publish(ns, name, local);
 
     const records = [...(local ? [local] : []), ...gather(ns, name)];
     const nsObj = namespaces.get(ns);
@@ -519,7 +525,7 @@ export function createMcsController(o: McsControllerOptions) {
       }
     }
 
-    if (live) await writeExportStatus(live, invalid, peers, failures, local ? conflicts : []);
+    if (live) await writeExportStatus(live, invalid, peers, failures, uncovered, local ? conflicts : []);
     if (importError) throw new Error(`importing ${key}: ${importError}`);
     if (failures.length) throw new Error(`exporting ${key}: ${failures.join("; ")}`);
   }
@@ -529,6 +535,7 @@ export function createMcsController(o: McsControllerOptions) {
     invalid: { reason: string; message: string } | undefined,
     peers: string[],
     failures: string[],
+    uncovered: string[],
     conflicts: string[],
   ): Promise<void> {
     const now = new Date().toISOString();
@@ -565,6 +572,10 @@ export function createMcsController(o: McsControllerOptions) {
           now,
         ),
       );
+      const notCovered = uncovered.length
+        ? `namespace ${ns} is not among those the peering with ${uncovered.sort().join(", ")} covers (its ForeignCluster's ${MCS_NAMESPACES_ANNOTATION}): add ${ns} there, or export from a covered namespace`
+        : "";
+      if (notCovered) events.warning(se, "NamespaceNotCovered", notCovered);
       conditions.push(
         failures.length
           ? condition(
@@ -576,17 +587,20 @@ export function createMcsController(o: McsControllerOptions) {
               gen,
               now,
             )
-          : condition(
-              prev,
-              ServiceExportCondition.Ready,
-              "True",
-              ServiceExportReason.Exported,
-              peers.length
-                ? `exported to ${peers.length} peer(s): ${peers.sort().join(", ")}`
-                : "exported; no peer receives it (no peering, or none whose mcs.liqo.io/peer-policy allows it)",
-              gen,
-              now,
-            ),
+          : notCovered && !peers.length
+            ? condition(prev, ServiceExportCondition.Ready, "False", "NamespaceNotCovered", notCovered, gen, now)
+            : condition(
+                prev,
+                ServiceExportCondition.Ready,
+                "True",
+                ServiceExportReason.Exported,
+                (peers.length
+                  ? `exported to ${peers.length} peer(s): ${peers.sort().join(", ")}`
+                  : "exported; no peer receives it (no peering, or none whose mcs.liqo.io/peer-policy allows it)") +
+                  (notCovered ? `; not to the others: ${notCovered}` : ""),
+                gen,
+                now,
+              ),
       );
       const split = conflicts.map((c) => c.split("\u0000") as [string, string]);
       conditions.push(
@@ -689,6 +703,7 @@ export function createMcsController(o: McsControllerOptions) {
         namespace: c.namespace,
         export: c.flow.export,
         import: c.flow.import,
+        ...(c.flow.namespaces ? { namespaces: c.flow.namespaces } : {}),
       })),
       exports: exports.list().map((e) => ({ key: `${e.metadata.namespace}/${e.metadata.name}`, valid: validity(e) })),
       imports: ours().map((i) => ({

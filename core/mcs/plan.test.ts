@@ -13,7 +13,7 @@ import {
   type ExportRecord,
   type Remapper,
 } from "./plan.ts";
-import { flowOf } from "./policy.ts";
+import { covers, flowOf } from "./policy.ts";
 import { stable } from "./stable.ts";
 
 const ROME = "53d11339-fc85-4741-a912-a3eda781a69e";
@@ -301,6 +301,14 @@ describe("conditions and policy", () => {
     const bad = flowOf({ "mcs.liqo.io/peer-policy": "yes" }, "ExportAndImport");
     expect(bad).toMatchObject({ export: false, import: false });
     expect(bad.invalid).toContain("treated as None");
+  });
+  test("namespace scoping: absent covers all, a list covers only its namespaces", () => {
+    expect(covers(flowOf(undefined, "ExportAndImport"), "shop")).toBe(true);
+    const scoped = flowOf({ "mcs.liqo.io/namespaces": "shop, solo" }, "ExportAndImport");
+    expect(scoped.namespaces).toEqual(["shop", "solo"]);
+    expect(covers(scoped, "solo")).toBe(true);
+    expect(covers(scoped, "kube-system")).toBe(false);
+    expect(covers(flowOf({ "mcs.liqo.io/namespaces": "" }, "ExportAndImport"), "shop")).toBe(false);
   });
   test("stable JSON ignores key order", () =>
     expect(stable({ b: 1, a: { d: 2, c: 3 } })).toBe(stable({ a: { c: 3, d: 2 }, b: 1 })));

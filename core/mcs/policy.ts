@@ -1,6 +1,8 @@
 // Which way MCS flows with each peer: a per-ForeignCluster annotation over the controller's
 // default (`--mcs-peer-policy`, chart value mcs.peerPolicy). Pure.
 export const MCS_POLICY_ANNOTATION = "mcs.liqo.io/peer-policy";
+/** Optional, per ForeignCluster: the only namespaces whose services are exchanged with that peer (comma-separated). */
+export const MCS_NAMESPACES_ANNOTATION = "mcs.liqo.io/namespaces";
 
 export const PEER_POLICIES = ["ExportAndImport", "ExportOnly", "ImportOnly", "None"] as const;
 export type PeerPolicy = (typeof PEER_POLICIES)[number];
@@ -10,7 +12,12 @@ export interface Flow {
   export: boolean;
   /** The peer's exports become ServiceImports here. */
   import: boolean;
+  /** When set, only these namespaces are exchanged with the peer, both ways. */
+  namespaces?: string[];
 }
+
+/** Whether a namespace's services are exchanged with the peer. */
+export const covers = (flow: Flow, namespace: string) => !flow.namespaces || flow.namespaces.includes(namespace);
 
 export function isPeerPolicy(s: string): s is PeerPolicy {
   return (PEER_POLICIES as readonly string[]).includes(s);
@@ -23,11 +30,17 @@ export function flowOf(
 ): Flow & { policy: PeerPolicy; invalid?: string } {
   const raw = annotations?.[MCS_POLICY_ANNOTATION];
   const policy: PeerPolicy = raw === undefined ? fallback : isPeerPolicy(raw) ? raw : "None";
-  const flow = {
+  const flow: Flow & { policy: PeerPolicy } = {
     policy,
     export: policy === "ExportAndImport" || policy === "ExportOnly",
     import: policy === "ExportAndImport" || policy === "ImportOnly",
   };
+  const scope = annotations?.[MCS_NAMESPACES_ANNOTATION];
+  if (scope !== undefined)
+    flow.namespaces = scope
+      .split(",")
+      .map((n) => n.trim())
+      .filter(Boolean);
   return raw !== undefined && !isPeerPolicy(raw)
     ? {
         ...flow,

@@ -532,6 +532,40 @@ describe("a peer whose policy forbids imports gets nothing", () => {
   }, 90_000);
 });
 
+describe("an export in a namespace the peering does not cover", () => {
+  test("rome scopes milan to shop: its export in solo reaches naples, not milan, and says why; milan's solo service leaves rome", async () => {
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, {
+      metadata: { annotations: { "mcs.liqo.io/namespaces": "shop" } },
+    });
+    await waitFor(
+      "rome's import of milan's solo/only-milan gone",
+      async () => !(await importOf(rome.client, "solo", "only-milan")),
+    );
+    await deploy(rome.client, "solo", "lonely", [{ name: "http", port: 80 }], 1);
+    await exportService(rome.client, "solo", "lonely");
+    const ready = await waitFor("the Ready condition naming the uncovered peering", async () => {
+      const c = await exportCondition(rome.client, "solo", "lonely", "Ready");
+      return c?.message.includes("not among those") && c;
+    });
+    expect(ready.status).toBe("True"); // naples covers every namespace
+    expect(ready.message).toContain(naples.identity.clusterId);
+    expect(ready.message).toContain(`the peering with ${milan.identity.clusterId} covers`);
+    expect(ready.message).toContain("mcs.liqo.io/namespaces");
+    await waitFor("naples imports solo/lonely", async () => !!(await importOf(naples.client, "solo", "lonely")));
+    expect(
+      await milan.client.find(ExportedServiceResource, carrierName(rome.identity.clusterId, "solo", "lonely"), tenant),
+    ).toBeUndefined();
+    expect(await importOf(milan.client, "solo", "lonely")).toBeUndefined();
+    // shop is still exchanged with milan.
+    expect(clustersOf(await importOf(milan.client, "shop", "api"))).toEqual([rome.identity.clusterId]);
+    await rome.client.delete(ServiceExportResource, "lonely", "solo");
+    await rome.client.mergePatch(ForeignClusterResource, "milan", undefined, {
+      metadata: { annotations: { "mcs.liqo.io/namespaces": null } },
+    });
+    await waitFor("rome imports only-milan again", async () => !!(await importOf(rome.client, "solo", "only-milan")));
+  }, 90_000);
+});
+
 describe("unexport", () => {
   test("deleting milan's ServiceExport removes milan's endpoints everywhere; the last unexport removes the import, its Service and slices", async () => {
     await milan.client.delete(ServiceExportResource, "web", "shop");
