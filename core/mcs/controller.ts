@@ -407,27 +407,43 @@ export function createMcsController(o: McsControllerOptions) {
     if (!si || stable(si.spec) !== stable(importSpec(ip ? [ip] : undefined)))
       si = await applyImportObject(ip ? [ip] : undefined);
     const owner = { apiVersion: `${MCS_GROUP}/v1alpha1`, kind: "ServiceImport", name, uid: si.metadata.uid! };
-    const svc = await client.apply<ServiceLike>(
-      Resources.services,
-      {
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: {
-          name: dname,
-          namespace: ns,
-          labels: { ...labels, [MCS_SERVICE_NAME_LABEL]: name },
-          ownerReferences: [{ ...owner, controller: true }],
-        },
-        spec: {
-          type: "ClusterIP",
-          ...(headless ? { clusterIP: "None" } : {}),
-          ports: merged.ports.map((p) => ({ ...p, protocol: p.protocol ?? "TCP", targetPort: p.port })),
-          sessionAffinity: headless ? "None" : merged.sessionAffinity,
-          ...(merged.sessionAffinityConfig && !headless ? { sessionAffinityConfig: merged.sessionAffinityConfig } : {}),
-        },
+    const wantSvc = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        name: dname,
+        namespace: ns,
+        labels: { ...labels, [MCS_SERVICE_NAME_LABEL]: name },
+        ownerReferences: [{ ...owner, controller: true }],
       },
-      { fieldManager: FIELD_MANAGER, force: true },
-    );
+      spec: {
+        type: "ClusterIP",
+        ...(headless ? { clusterIP: "None" } : {}),
+        ports: merged.ports.map((p) => ({ ...p, protocol: p.protocol ?? "TCP", targetPort: p.port })),
+        sessionAffinity: headless ? "None" : merged.sessionAffinity,
+        ...(merged.sessionAffinityConfig && !headless ? { sessionAffinityConfig: merged.sessionAffinityConfig } : {}),
+      },
+    };
+    // Skipped when the cached derived Service already says what we would write (the server adds
+    // defaults of its own: compared field by field on what we set).
+    const mine = (x: ServiceLike | typeof wantSvc) => {
+      const sp = (x.spec ?? {}) as Record<string, unknown> & { ports?: Record<string, unknown>[] };
+      return stable({
+        l: x.metadata.labels,
+        o: x.metadata.ownerReferences?.map((r) => r.uid),
+        h: sp.clusterIP === "None",
+        a: sp.sessionAffinity,
+        c: sp.sessionAffinityConfig ?? null,
+        p: (sp.ports ?? []).map((q) => [q.name ?? "", q.protocol, q.port, q.targetPort, q.appProtocol ?? ""]),
+      });
+    };
+    const svc =
+      derived && mine(derived) === mine(wantSvc)
+        ? derived
+        : await client.apply<ServiceLike>(Resources.services, wantSvc as KubeObject, {
+            fieldManager: FIELD_MANAGER,
+            force: true,
+          });
     const assigned = !headless && svc.spec?.clusterIP && svc.spec.clusterIP !== "None" ? svc.spec.clusterIP : undefined;
     if (assigned !== ip) si = await applyImportObject(assigned ? [assigned] : undefined);
 
