@@ -1130,6 +1130,60 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       expect(r.out).toContain("URI: /from-a-node");
     }, 300_000);
 
+    test("a client on the host (outside every node) reaches a NodePort Service of rome whose only endpoint runs in milan; with externalTrafficPolicy Local no rome node answers, as no endpoint is local", async () => {
+      // Only nginx-remote carries this label: the Service's one endpoint is the offloaded pod.
+      const labelled = await kubectl("rome", "label", "pod", "-n", "liqo-demo", "nginx-remote", "where=milan");
+      expect(labelled.code).toBe(0);
+      await q.rome.create(Resources.services, {
+        metadata: { name: "remote-only", namespace: "liqo-demo" },
+        spec: { type: "NodePort", selector: { where: "milan" }, ports: [{ port: 80, targetPort: 80 }] },
+      });
+      try {
+        const svc = await q.rome.get<KubeObject & { spec: { ports: { nodePort: number }[] } }>(
+          Resources.services,
+          "remote-only",
+          "liqo-demo",
+        );
+        const nodePort = svc.spec.ports[0]!.nodePort;
+        const curlHost = (ip: string): Promise<Exec> =>
+          (async () => {
+            const p = Bun.spawn(["curl", "-sS", "--max-time", "3", `http://${ip}:${nodePort}/from-the-host`], {
+              stdout: "pipe",
+              stderr: "pipe",
+            });
+            const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+            return { out, err, code: await p.exited };
+          })();
+        // Every rome node answers (kube-proxy sends it on to milan through the gateways).
+        for (const node of q.rig.clusters[0]!.realNodeStates!) {
+          const r = await until(
+            `curl from the host to ${node.name} (${node.ip}):${nodePort}`,
+            () => curlHost(node.ip),
+            /Server name: nginx-remote/,
+          );
+          expect(r.out).toContain("URI: /from-the-host");
+        }
+        // externalTrafficPolicy Local: only nodes with a local endpoint answer, and the endpoint is on
+        // the virtual node, where no kube-proxy runs: the NodePort is closed on every real node.
+        await q.rome.mergePatch(Resources.services, "remote-only", "liqo-demo", {
+          spec: { externalTrafficPolicy: "Local" },
+        });
+        const node = q.rig.clusters[0]!.realNodeStates![0]!;
+        let last: Exec | undefined;
+        await waitFor(
+          `the NodePort of ${node.name} closed with externalTrafficPolicy Local`,
+          async () => {
+            last = await curlHost(node.ip);
+            return last.code !== 0 ? true : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 1000, describe: () => last },
+        );
+      } finally {
+        await q.rome.delete(Resources.services, "remote-only", "liqo-demo");
+        await kubectl("rome", "label", "pod", "-n", "liqo-demo", "nginx-remote", "where-");
+      }
+    }, 300_000);
+
     test("10 MB both ways through the tunnel with the default MTUs, byte for byte", async () => {
       const remote = await q.rome.get<PodObject>(Resources.pods, "nginx-remote", "liqo-demo");
       // milan → rome: the offloaded container serves 10 MB of random bytes; rome's client reads them.
