@@ -26,6 +26,7 @@ import { cond } from "../support/peering.ts";
 import { waitFor } from "../support/wait.ts";
 import { generatedPeerCommand, liqoctl, startLiqoSide, type LiqoSide } from "./peering-rig.ts";
 import type { ForeignClusterObject } from "../../core/peering/foreigncluster/index.ts";
+import { peerClient, readIdentity } from "../../core/peering/foreigncluster/secrets.ts";
 
 let rig: TestRig;
 let rome: LiqoSide;
@@ -424,9 +425,14 @@ describe("conflicts (KEP: the oldest export wins)", () => {
       expect(si.spec.ports).toEqual([{ name: "http", protocol: "TCP", port: 80 }]);
       void other;
     }
-    const slices = await importedSlices(milan.client, "shop", "web");
-    expect(addressesFrom(slices, rome.identity.clusterId)).toHaveLength(romeWeb.length);
-    expect(addressesFrom(slices, milan.identity.clusterId)).toEqual(milanWeb);
+    // rome's EndpointSlice controller may list its pod a moment after the export: its endpoints follow.
+    await waitFor("both clusters' endpoints in milan's slices", async () => {
+      const slices = await importedSlices(milan.client, "shop", "web");
+      return (
+        addressesFrom(slices, rome.identity.clusterId).join() === romeWeb.join() &&
+        addressesFrom(slices, milan.identity.clusterId).join() === milanWeb.join()
+      );
+    });
   }, 120_000);
 });
 
@@ -483,6 +489,38 @@ describe("bad input", () => {
     );
     expect(badExport?.status).toBe(422);
     expect(badExport?.message).toContain("spec.exportedLabels");
+  });
+});
+
+describe("least privilege", () => {
+  test("rome's peer identity writes ExportedServices in its tenant namespace in milan, and nowhere else", async () => {
+    const fc = await rome.client.get<ForeignClusterObject>(ForeignClusterResource, "milan");
+    const identity = (await readIdentity(rome.client, fc.status!.tenantNamespace!.local!, milan.identity.clusterId))!;
+    expect(identity.remoteNamespace).toBe(tenant);
+    const peer = peerClient(identity.kubeconfig);
+    const carrier = (namespace: string) =>
+      ({
+        apiVersion: "multicluster.liqo.io/v1alpha1",
+        kind: "ExportedService",
+        metadata: { name: "probe", namespace },
+        spec: {
+          serviceNamespace: "shop",
+          serviceName: "probe",
+          exportedAt: "2026-01-01T00:00:00Z",
+          type: "ClusterSetIP",
+          ports: [],
+          slices: [],
+        },
+      }) as KubeObject;
+    const status = (p: Promise<unknown>) =>
+      p.then(
+        () => 200,
+        (err) => (err as KubeApiError).status,
+      );
+    expect(await status(peer.create(ExportedServiceResource, carrier("shop")))).toBe(403);
+    expect(await status(peer.list(ServiceImportResource, { namespace: "shop" }))).toBe(403);
+    expect(await status(peer.create(ExportedServiceResource, carrier(tenant)))).toBe(200);
+    await peer.delete(ExportedServiceResource, "probe", tenant);
   });
 });
 
