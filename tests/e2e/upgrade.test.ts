@@ -15,7 +15,7 @@ import { ForeignClusterResource, ShadowPodResource } from "../../core/apis/index
 import { findHelm } from "../../cli/install/helm.ts";
 import { chartCrds } from "../../cli/install/crd-upgrade.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { runInClusterQuickstart, virtualNodeAffinity, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { liqoctl, run } from "../quickstart/install.ts";
 import { currentVersion, ensurePreviousRelease, type PreviousRelease } from "../rig/previous-release.ts";
 import { reapOrphanRigs, rigDown } from "../rig/rig.ts";
@@ -97,15 +97,7 @@ function webDeployment(): KubeObject {
         metadata: { labels: { app: "web" } },
         spec: {
           containers: [{ name: "nginx", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent" }],
-          affinity: {
-            nodeAffinity: {
-              requiredDuringSchedulingIgnoredDuringExecution: {
-                nodeSelectorTerms: [
-                  { matchExpressions: [{ key: "liqo.io/type", operator: "In", values: ["virtual-node"] }] },
-                ],
-              },
-            },
-          },
+          affinity: virtualNodeAffinity("In"),
         },
       },
     },
@@ -123,15 +115,7 @@ function trafficPod(ip: string): KubeObject {
       containers: [
         { name: "curl", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent", command: ["sh", "-c", loop] },
       ],
-      affinity: {
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: {
-            nodeSelectorTerms: [
-              { matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] },
-            ],
-          },
-        },
-      },
+      affinity: virtualNodeAffinity("NotIn"),
     },
   } as KubeObject;
 }

@@ -163,17 +163,20 @@ export function clientPod(): KubeObject {
     metadata: { name: "curl", namespace: "liqo-demo" },
     spec: {
       containers: [{ name: "curl", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent" }],
-      affinity: {
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: {
-            nodeSelectorTerms: [
-              { matchExpressions: [{ key: "liqo.io/type", operator: "NotIn", values: ["virtual-node"] }] },
-            ],
-          },
-        },
-      },
+      affinity: virtualNodeAffinity("NotIn"),
     },
   } as KubeObject;
+}
+
+/** A pod's affinity for the virtual nodes (In: offloaded) or for the physical nodes (NotIn). */
+export function virtualNodeAffinity(operator: "In" | "NotIn") {
+  return {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{ matchExpressions: [{ key: "liqo.io/type", operator, values: ["virtual-node"] }] }],
+      },
+    },
+  };
 }
 
 /** Runs curl in rome's client pod; retries while the path is being set up, up to the deadline. */
