@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { allCrds } from "../../core/apis/crds.ts";
 import { CliError } from "../errors.ts";
-import { chartAppVersion, chartCrds, downgradeProblem, refuseDowngrade } from "./crd-upgrade.ts";
+import { chartAppVersion, chartCrds, downgradeProblem, isLiqoGroup, refuseDowngrade } from "./crd-upgrade.ts";
 
 const chart = resolve(import.meta.dir, "../../chart");
 
@@ -51,4 +51,9 @@ test("a downgrade is refused, naming both versions and the way back; anything el
   ] as const)
     expect(downgradeProblem(installed, next, "liqo")).toBeUndefined();
   expect(() => refuseDowngrade("1.0.0", "0.9.9", "liqo-system")).toThrow(CliError);
+});
+
+test("liqo's own API groups are the *.liqo.io ones; the MCS API's is another project's", () => {
+  for (const g of ["discovery.liqo.io", "multicluster.liqo.io", "liqo.io"]) expect(isLiqoGroup(g)).toBe(true);
+  for (const g of ["multicluster.x-k8s.io", "notliqo.io", "liqo.io.example.com"]) expect(isLiqoGroup(g)).toBe(false);
 });

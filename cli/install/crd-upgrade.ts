@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { installCrds, migrateStoredVersions, type StoredVersionMigration } from "../../core/apis/crds.ts";
 import type { CustomResourceDefinition } from "../../core/apis/define.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
+import { Resources } from "../../core/kube/resources.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { runHelm, type HelmTarget } from "./helm.ts";
 
@@ -39,19 +40,36 @@ export function chartCrds(chartDir: string): CustomResourceDefinition[] {
 
 export interface CrdUpgrade {
   applied: string[];
+  /** CRDs of other projects' groups already in the cluster (the MCS API's): left as they are. */
+  kept: string[];
   migrated: StoredVersionMigration[];
 }
 
-/** Applies the chart's CRDs, waits until each is Established, then migrates stored versions. */
+/** liqo's own API groups (*.liqo.io): liqoctl owns their CRDs and applies them on every upgrade. */
+export const isLiqoGroup = (group: string) => group === "liqo.io" || group.endsWith(".liqo.io");
+
+/**
+ * Applies the chart's CRDs, waits until each is Established, then migrates stored versions. A CRD
+ * of another project's group (the MCS API's ServiceExport and ServiceImport, which another
+ * implementation may have installed) is created when absent and otherwise left to its owner, as
+ * Helm's crds/ would.
+ */
 export async function upgradeCrds(client: KubeClient, chartDir: string): Promise<CrdUpgrade> {
-  const crds = chartCrds(chartDir);
+  const kept: string[] = [];
+  const crds: CustomResourceDefinition[] = [];
+  for (const crd of chartCrds(chartDir)) {
+    if (!isLiqoGroup(crd.spec.group) && (await client.find(Resources.customResourceDefinitions, crd.metadata.name)))
+      kept.push(crd.metadata.name);
+    else crds.push(crd);
+  }
   const applied = await installCrds(client, { crds, fieldManager: CRD_UPGRADE_FIELD_MANAGER, timeoutMs: 120_000 });
   const migrated: StoredVersionMigration[] = [];
-  for (const name of applied) {
-    const m = await migrateStoredVersions(client, name);
+  for (const crd of crds) {
+    if (!isLiqoGroup(crd.spec.group)) continue;
+    const m = await migrateStoredVersions(client, crd.metadata.name);
     if (m) migrated.push(m);
   }
-  return { applied, migrated };
+  return { applied, kept, migrated };
 }
 
 /** The chart's appVersion (the liqo version it installs); undefined when Chart.yaml cannot be read. */

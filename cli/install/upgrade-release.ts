@@ -48,8 +48,9 @@ async function applyChartCrds(client: KubeClient, chartDir: string): Promise<voi
     const moved = done.migrated.map(
       (m) => `${m.crd}: ${m.rewritten} objects rewritten from ${m.from.join(", ")} to ${m.to}`,
     );
+    const kept = done.kept.length ? `; left as installed (not liqo's): ${done.kept.join(", ")}` : "";
     spin.succeed(
-      `${done.applied.length} CRDs applied and Established${moved.length ? `; stored versions migrated: ${moved.join("; ")}` : ""}`,
+      `${done.applied.length} CRDs applied and Established${kept}${moved.length ? `; stored versions migrated: ${moved.join("; ")}` : ""}`,
     );
   } catch (err) {
     spin.fail("the chart's CRDs could not be applied: the release was not upgraded");

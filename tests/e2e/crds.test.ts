@@ -380,6 +380,28 @@ describe("an upgrade's CRDs (liqoctl install on an installed cluster: cli/instal
     expect((await upgradeCrds(client, chartWith(next))).migrated).toEqual([]);
   });
 
+  test("another project's CRD (the MCS API's) is created when absent and left to its owner when present", async () => {
+    const foreign = (extra: Record<string, unknown>) => {
+      const crd = widgetCrd([{ name: "v1alpha1", storage: true }], extra);
+      return {
+        ...crd,
+        metadata: { name: "widgets.upgrade.example.io" },
+        spec: { ...crd.spec, group: "upgrade.example.io" },
+      };
+    };
+    const first = await upgradeCrds(client, chartWith(foreign({})));
+    expect(first).toMatchObject({ applied: ["widgets.upgrade.example.io"], kept: [] });
+    // Another implementation owns it now (here: it changed the schema); liqo's chart does not overwrite it.
+    const theirs = foreign({ owner: { type: "string" } });
+    await client.apply(Resources.customResourceDefinitions, theirs, { fieldManager: "someone-else", force: true });
+    const next = await upgradeCrds(client, chartWith(foreign({ colour: { type: "string" } })));
+    expect(next).toMatchObject({ applied: [], kept: ["widgets.upgrade.example.io"], migrated: [] });
+    const live = await client.get<Crd>(Resources.customResourceDefinitions, "widgets.upgrade.example.io");
+    const schema = JSON.stringify(live.spec.versions[0]!.schema);
+    expect(schema).toContain("owner");
+    expect(schema).not.toContain("colour");
+  });
+
   test("a CRD the API server refuses stops the upgrade naming it, and leaves the served one as it was", async () => {
     const broken = widgetCrd([
       { name: "v1alpha1", storage: true },

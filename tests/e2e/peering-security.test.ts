@@ -226,6 +226,7 @@ describe("the identity a provider issues", () => {
     ]);
     const expect_ = {
       [tenant]: [
+        "exportedservices.multicluster.liqo.io",
         "namespaces",
         "networkconfigs.net.liqo.io",
         "networkconfigs.net.liqo.io/status",
