@@ -4,12 +4,14 @@
 import {
   ForeignClusterResource,
   NamespaceOffloadingResource,
+  ServiceImportResource,
   TENANT_NAMESPACE_LABEL,
   TENANT_NAMESPACE_PREFIX,
 } from "../../core/apis/index.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { KubeApiError } from "../../core/kube/errors.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
+import { MANAGED_BY_LABEL, MCS_MANAGER } from "../../core/mcs/names.ts";
 
 const admission = (kind: string, plural: string): ResourceRef => ({
   group: "admissionregistration.k8s.io",
@@ -75,6 +77,12 @@ export async function uninstallBlockers(client: KubeClient): Promise<string[]> {
 /** Deletes everything --purge removes; returns what it deleted ("kind/name"). */
 export async function purgeLiqo(client: KubeClient, namespace: string): Promise<string[]> {
   const deleted: string[] = [];
+  // The MCS API's CRDs stay (another implementation may use them), and so do the users'
+  // ServiceExports; the ServiceImports liqo derived go, their Services and EndpointSlices with them
+  // (owner references).
+  for (const si of await listOrEmpty(client, ServiceImportResource, `${MANAGED_BY_LABEL}=${MCS_MANAGER}`))
+    if (await client.delete(ServiceImportResource, si.metadata.name!, si.metadata.namespace))
+      deleted.push(`serviceimport/${si.metadata.namespace}/${si.metadata.name}`);
   const crds = (
     await listOrEmpty<KubeObject & { spec: { group: string } }>(client, Resources.customResourceDefinitions)
   ).filter((c) => c.spec.group === "liqo.io" || c.spec.group.endsWith(".liqo.io"));

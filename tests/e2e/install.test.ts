@@ -5,7 +5,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ForeignClusterResource, NamespaceOffloadingResource } from "../../core/apis/index.ts";
+import {
+  ForeignClusterResource,
+  NamespaceOffloadingResource,
+  ServiceExportResource,
+  ServiceImportResource,
+} from "../../core/apis/index.ts";
 import { sampleForeignCluster } from "../../core/apis/samples.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
@@ -365,9 +370,29 @@ describe("liqoctl uninstall", () => {
     await client.create(Resources.namespaces, {
       metadata: { name: "liqo-tenant-milan-3f1c2a", labels: { "discovery.liqo.io/tenant-namespace": "true" } },
     });
+    // The MCS API: liqo's derived ServiceImport goes, another implementation's and the user's
+    // ServiceExport stay, and so do the CRDs (not liqo's).
+    await client.create(Resources.namespaces, { metadata: { name: "mcs-demo" } });
+    const si = (name: string, managedBy: string) =>
+      client.create(ServiceImportResource, {
+        apiVersion: "multicluster.x-k8s.io/v1alpha1",
+        kind: "ServiceImport",
+        metadata: { name, namespace: "mcs-demo", labels: { "app.kubernetes.io/managed-by": managedBy } },
+        spec: { type: "ClusterSetIP", ports: [{ port: 80, protocol: "TCP" }] },
+      } as KubeObject);
+    await si("ours", "liqo-mcs");
+    await si("theirs", "submariner");
+    await client.create(ServiceExportResource, {
+      apiVersion: "multicluster.x-k8s.io/v1alpha1",
+      kind: "ServiceExport",
+      metadata: { name: "web", namespace: "mcs-demo" },
+    } as KubeObject);
     const r = await liqoctl(["uninstall", "--purge", ...kube(), "--timeout", "5m"]);
     expect(r.stderr).toContain("liqo purged");
     expect(r.code).toBe(0);
+    const imports = (await client.list(ServiceImportResource, { namespace: "mcs-demo" })).items;
+    expect(imports.map((i) => i.metadata.name)).toEqual(["theirs"]);
+    expect(await client.find(ServiceExportResource, "web", "mcs-demo")).toBeDefined();
     const crds = (
       await client.list<KubeObject & { spec: { group: string } }>(Resources.customResourceDefinitions)
     ).items.filter((c) => c.spec.group.endsWith("liqo.io"));
