@@ -29,6 +29,12 @@ export interface LeaderElectorOptions {
   leaseDurationMs?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
+  /**
+   * How long a replica that just started watches a released Lease before taking it (default two
+   * retry periods), so a standby already running takes over rather than racing it. 0 where no
+   * other replica can be standing by (a Deployment of one), which saves that wait on every restart.
+   */
+  standbyWaitMs?: number;
   logger?: Logger;
   /** Called when this replica becomes the holder; the returned promise is awaited before renewing. */
   onStartedLeading(): Promise<void> | void;
@@ -70,6 +76,7 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
   const leaseDurationMs = options.leaseDurationMs ?? 15_000;
   const renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
   const retryPeriodMs = options.retryPeriodMs ?? 2_000;
+  const standbyWaitMs = options.standbyWaitMs ?? 2 * retryPeriodMs;
   if (!(renewDeadlineMs < leaseDurationMs))
     throw new TypeError(
       `renew deadline (${renewDeadlineMs} ms) must be shorter than the lease duration (${leaseDurationMs} ms)`,
@@ -130,12 +137,12 @@ export function createLeaderElector(options: LeaderElectorOptions): LeaderElecto
     }
     observe(lease);
     const holder = lease.spec?.holderIdentity;
-    // A released Lease (no holder) goes at once to a replica that has watched the Lease for two
-    // retry periods; a newcomer (the deleted leader's replacement, a replica of a scale-up) waits
+    // A released Lease (no holder) goes at once to a replica that has watched the Lease for
+    // standbyWaitMs (two retry periods); a newcomer (the deleted leader's replacement, a replica of a scale-up) waits
     // until it has, so the standby that is already running takes over instead of racing it.
     const expired = holder
       ? Date.now() > observed!.at + (lease.spec?.leaseDurationSeconds ?? 0) * 1000
-      : Date.now() - firstSeen! >= 2 * retryPeriodMs;
+      : Date.now() - firstSeen! >= standbyWaitMs;
     const overdue = Date.now() - observed!.at > 1.5 * retryPeriodMs;
     let gone = false;
     if (holder && holder !== identity && !expired && overdue && options.holderGone) {

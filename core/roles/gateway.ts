@@ -86,6 +86,11 @@ export default defineCommand({
       description: "seconds the holder keeps trying to renew before it steps down",
     },
     "retry-period": { type: "string", default: "2", description: "seconds between Lease attempts" },
+    "standby-wait": {
+      type: "string",
+      description:
+        "seconds a starting replica watches a released Lease before taking it, so a running standby takes over first (default: two retry periods; the chart gives 0 to a single replica, which has no standby)",
+    },
     "resync-period": { type: "string", default: "5", description: "seconds between reconcile passes (drift repair)" },
     "persistent-keepalive": {
       type: "string",
@@ -132,6 +137,10 @@ export default defineCommand({
       durationMs: seconds("lease-duration"),
       renewDeadlineMs: seconds("renew-deadline"),
       retryPeriodMs: seconds("retry-period"),
+      standbyWaitMs: (() => {
+        const w = positive("standby-wait", args["standby-wait"], 0);
+        return w === undefined ? undefined : w * 1000;
+      })(),
     };
     if (!(lease.renewDeadlineMs < lease.durationMs && lease.retryPeriodMs < lease.renewDeadlineMs)) {
       throw new CliError(

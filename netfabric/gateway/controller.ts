@@ -75,7 +75,13 @@ export interface GatewayControllerOptions {
   nodeName?: string;
   /** The gateway's end of the in-cluster overlay. */
   overlay?: OverlayEnd;
-  lease?: { name?: string; durationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  lease?: {
+    name?: string;
+    durationMs?: number;
+    renewDeadlineMs?: number;
+    retryPeriodMs?: number;
+    standbyWaitMs?: number;
+  };
   intervalMs?: number;
   handshakeTimeoutMs?: number;
   /** Liqo's networking.securityMode; FullPodToPod (the default) watches nothing more and has no filter table. */
@@ -371,6 +377,7 @@ export function createGatewayController(o: GatewayControllerOptions) {
     leaseDurationMs: o.lease?.durationMs,
     renewDeadlineMs: o.lease?.renewDeadlineMs,
     retryPeriodMs: o.lease?.retryPeriodMs,
+    standbyWaitMs: o.lease?.standbyWaitMs,
     logger: log,
     // In a pod, a standby asks the holder's pod: a holder whose container died (SIGKILL, OOM, a
     // crash) is replaced at once, not after the lease duration, which cost ~30 s of traffic when a

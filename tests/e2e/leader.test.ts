@@ -330,3 +330,53 @@ describe("a standby that can tell the holder is gone", () => {
     expect(taken.spec.leaseTransitions).toBe(1);
   }, 90_000);
 });
+
+describe("a released Lease and a replica that just started (the gateway's Recreate rollout)", () => {
+  const electors: ReturnType<typeof createLeaderElector>[] = [];
+  afterAll(async () => {
+    for (const e of electors) await e.stop();
+  });
+
+  const released = (name: string) =>
+    client.create(Resources.leases, {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name, namespace: ns },
+      // What a holder leaves when it stops cleanly: no holder, the record of its last renewal.
+      spec: { holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(Date.now()) },
+    } as KubeObject);
+  const elector = (name: string, identity: string, standbyWaitMs?: number) => {
+    const e = createLeaderElector({
+      client,
+      namespace: ns,
+      name,
+      identity,
+      // Long periods: the default wait (two retry periods) would be 40 s.
+      leaseDurationMs: 60_000,
+      renewDeadlineMs: 40_000,
+      retryPeriodMs: 20_000,
+      standbyWaitMs,
+      onStartedLeading() {},
+      onStoppedLeading() {},
+    });
+    electors.push(e);
+    e.start();
+    return e;
+  };
+
+  test("with standbyWaitMs 0 (a single replica: no standby to prefer) it takes the Lease at its first attempt; by default it first watches for two retry periods", async () => {
+    await released("lone-replica");
+    await released("one-of-several");
+    const lone = elector("lone-replica", "gw-lone-1", 0);
+    const several = elector("one-of-several", "gw-new-1");
+    await waitFor("the single replica leading", async () => lone.isLeader(), { timeoutMs: 10_000 });
+    // The default one has read the Lease (its status shows the record) and stands by.
+    await waitFor("the other replica having read its Lease", async () => several.status().renewTime !== undefined, {
+      timeoutMs: 10_000,
+    });
+    expect(several.isLeader()).toBe(false);
+    const taken = await client.get<Lease>(Resources.leases, "lone-replica", ns);
+    expect(taken.spec?.holderIdentity).toBe("gw-lone-1");
+    expect((await client.get<Lease>(Resources.leases, "one-of-several", ns)).spec?.holderIdentity).toBe("");
+  }, 60_000);
+});
