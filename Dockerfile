@@ -1,6 +1,6 @@
 # The liqo image: one program (`bun cli/liqo.ts`), the role as the first argument, as the chart runs it:
 #   args: ["controller-manager", "--cluster-id", ...]
-# Build from the repository root: docker build -t ghcr.io/liqo-bun/liqo:0.1.0 .
+# Build from the repository root: docker build -t ghcr.io/liqo-bun/liqo:0.2.0-dev .
 # (Not built with docker on this repository's CI machine: it has no container engine; see docs/install.md.
 #  tests/e2e/dockerfile.test.ts checks that what it copies exists and its versions match package.json.
 #  `bun run build:image` (scripts/build-image.ts) builds the same image as an OCI archive from Debian
