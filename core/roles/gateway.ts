@@ -133,14 +133,12 @@ export default defineCommand({
       }
     }
     const seconds = (flag: string) => positive(flag, (args as Record<string, string>)[flag])! * 1000;
+    const standbyWait = positive("standby-wait", args["standby-wait"], 0);
     const lease = {
       durationMs: seconds("lease-duration"),
       renewDeadlineMs: seconds("renew-deadline"),
       retryPeriodMs: seconds("retry-period"),
-      standbyWaitMs: (() => {
-        const w = positive("standby-wait", args["standby-wait"], 0);
-        return w === undefined ? undefined : w * 1000;
-      })(),
+      standbyWaitMs: standbyWait === undefined ? undefined : standbyWait * 1000,
     };
     if (!(lease.renewDeadlineMs < lease.durationMs && lease.retryPeriodMs < lease.renewDeadlineMs)) {
       throw new CliError(

@@ -20,7 +20,7 @@ import { findHelm } from "../../cli/install/helm.ts";
 import { staleCrdFiles } from "../../scripts/chart-crds.ts";
 import { buildLiqoctl, hostTarget, linkKubectlPlugin } from "../../scripts/build-liqoctl.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
-import { currentVersion } from "../rig/previous-release.ts";
+import { checkoutVersion } from "../rig/images.ts";
 import { waitFor } from "../support/wait.ts";
 import { liqoctl, repoRoot, run } from "./liqoctl-run.ts";
 
@@ -709,7 +709,7 @@ describe("against a rig cluster", () => {
   test("the compiled binary reports client and server versions (not installed yet)", async () => {
     const r = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
     // The build compiles in the checkout's commit ("-dirty" with uncommitted changes).
-    const v = currentVersion().replace(/\./g, "\\.");
+    const v = checkoutVersion().replace(/\./g, "\\.");
     expect(r.stdout).toMatch(
       new RegExp(
         `^Client version: ${v} \\(commit [0-9a-f]{40}(-dirty)?, bun 1\\.4\\.5, linux/x64\\)\nServer version: not installed \\(no liqo in namespace liqo; liqoctl install --help\\)\n$`,
@@ -886,6 +886,6 @@ describe("against a rig cluster", () => {
     const ns = await client.get(Resources.namespaces, "liqo");
     expect(ns.metadata.labels?.["pod-security.kubernetes.io/enforce"]).toBe("privileged");
     const version = await liqoctl(["version", "--kubeconfig", kubeconfig], { program: [binary] });
-    expect(version.stdout).toContain(`Server version: ${currentVersion()} (cluster rome, id `);
+    expect(version.stdout).toContain(`Server version: ${checkoutVersion()} (cluster rome, id `);
   }, 600_000);
 });

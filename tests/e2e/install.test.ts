@@ -19,7 +19,7 @@ import { probeLoadBalancer } from "../../cli/install/load-balancer.ts";
 import { createInformer } from "../../core/kube/informer.ts";
 import type { Service } from "../../core/kube/types.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
-import { currentVersion } from "../rig/previous-release.ts";
+import { checkoutVersion } from "../rig/images.ts";
 import { waitFor } from "../support/wait.ts";
 import { liqoctl, run } from "./liqoctl-run.ts";
 
@@ -178,7 +178,7 @@ describe("liqoctl install", () => {
   test("version reports the installed server", async () => {
     const r = await liqoctl(["version", ...kube()]);
     expect(r.stdout).toContain(
-      `Server version: ${currentVersion()} (cluster rome, id ${(await client.get(Resources.namespaces, "kube-system")).metadata.uid})`,
+      `Server version: ${checkoutVersion()} (cluster rome, id ${(await client.get(Resources.namespaces, "kube-system")).metadata.uid})`,
     );
   });
 

@@ -17,9 +17,9 @@ import { chartCrds } from "../../cli/install/crd-upgrade.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { runInClusterQuickstart, virtualNodeAffinity, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { liqoctl, run } from "../quickstart/install.ts";
-import { currentVersion, ensurePreviousRelease, type PreviousRelease } from "../rig/previous-release.ts";
+import { ensurePreviousRelease, type PreviousRelease } from "../rig/previous-release.ts";
 import { reapOrphanRigs, rigDown } from "../rig/rig.ts";
-import { rigImageRefs } from "../rig/images.ts";
+import { checkoutVersion, rigImageRefs } from "../rig/images.ts";
 import { testRigRoot } from "../rig/testing.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { waitFor } from "../support/wait.ts";
@@ -306,18 +306,18 @@ test("liqoctl install upgrades milan then rome in place: same pods, UIDs and res
   const output: Record<string, string> = {};
   const took: Record<string, number> = {};
   const { samples, notWell, after } = await whileSampled(
-    `the upgrade ${prev.version} → ${currentVersion()}`,
+    `the upgrade ${prev.version} → ${checkoutVersion()}`,
     async () => {
       for (const name of ["milan", "rome"]) {
         const t0 = performance.now();
-        say(`$ liqoctl install generic --kubeconfig ${name}.kubeconfig   (${currentVersion()})`);
+        say(`$ liqoctl install generic --kubeconfig ${name}.kubeconfig   (${checkoutVersion()})`);
         output[name] = await run(
           [...liqoctl, "install", "generic", `--kubeconfig=${cluster(name).kubeconfig}`, "--timeout=10m"],
           `liqoctl install generic (${name}, the upgrade)`,
         );
         took[name] = (performance.now() - t0) / 1000;
       }
-      await installed(currentVersion());
+      await installed(checkoutVersion());
     },
   );
   console.log(`liqoctl install took ${took.milan!.toFixed(0)}s on milan, ${took.rome!.toFixed(0)}s on rome`);
@@ -342,11 +342,11 @@ test("liqoctl install upgrades milan then rome in place: same pods, UIDs and res
     [...liqoctl, "version", `--kubeconfig=${cluster("rome").kubeconfig}`],
     "liqoctl version (rome)",
   );
-  expect(version).toContain(`Server version: ${currentVersion()} (cluster rome`);
+  expect(version).toContain(`Server version: ${checkoutVersion()} (cluster rome`);
   // liqoctl info says the same to a script: the installed version, healthy, the peering with milan.
   const info = (...a: string[]) =>
     run([...liqoctl, "info", ...a, `--kubeconfig=${cluster("rome").kubeconfig}`], `liqoctl info ${a.join(" ")}`);
-  expect(await info("--get", "installation.version")).toBe(`${currentVersion()}\n`);
+  expect(await info("--get", "installation.version")).toBe(`${checkoutVersion()}\n`);
   expect(await info("--get", "installation.healthy")).toBe("true\n");
   expect(await info("peer", "milan", "--get", "peerings.0.outgoing")).toBe("Established\n");
 }, 1_200_000);

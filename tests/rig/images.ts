@@ -50,13 +50,14 @@ export const helloPackages = [
   "ca-certificates",
 ];
 
-const liqoVersion = () => JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version as string;
+/** This checkout's version (package.json's): the liqo image's tag, and the version an upgrade goes to. */
+export const checkoutVersion = () => JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version as string;
 
 export const rigImageRefs = {
   pause: "registry.k8s.io/pause:3.10",
   hello: "ghcr.io/liqo-bun/hello:0.1.0",
   coredns: `ghcr.io/liqo-bun/coredns:${rigVersions().COREDNS_VERSION}`,
-  liqo: `ghcr.io/liqo-bun/liqo:${liqoVersion()}`,
+  liqo: `ghcr.io/liqo-bun/liqo:${checkoutVersion()}`,
 } as const;
 export type RigImage = keyof typeof rigImageRefs;
 

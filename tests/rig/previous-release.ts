@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { RigError } from "./errors.ts";
-import { imageCacheDir, withLock } from "./images.ts";
+import { checkoutVersion, imageCacheDir, withLock } from "./images.ts";
 
 const repo = resolve(import.meta.dir, "../..");
 
@@ -59,13 +59,9 @@ function lockedPackages(dir: string): string {
   return JSON.stringify(rest);
 }
 
-export function currentVersion(): string {
-  return (JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { version: string }).version;
-}
-
 /** Finds (or builds, once) the previous release's sources and image. */
 export async function ensurePreviousRelease(say: (m: string) => void): Promise<PreviousRelease> {
-  const current = currentVersion();
+  const current = checkoutVersion();
   const entry = previousReleaseOf(changelogReleases(readFileSync(join(repo, "CHANGELOG.md"), "utf8")), current);
   if (!entry)
     throw new RigError(`CHANGELOG.md names no release older than package.json's ${current}: nothing to upgrade from`);
