@@ -7,6 +7,7 @@ import { createKubeClient } from "../kube/client.ts";
 import { createLogger } from "../log.ts";
 import { createRegistry, registerProcessMetrics } from "../metrics/index.ts";
 import { createMcsController, isPeerPolicy, PEER_POLICIES } from "../mcs/index.ts";
+import { createClustersetDns, splitAddress } from "../mcs/dns/index.ts";
 import { createNamespaceOffloadingController } from "../offloading/index.ts";
 import { parseClusterLabels } from "../peering/identity.ts";
 import { createShadowPodController, POD_SECURITY_LEVELS, type PodSecurityLevel } from "../shadowpod/controller.ts";
@@ -93,6 +94,12 @@ export default defineCommand({
       default: "ExportAndImport",
       description: `what the Multi-Cluster Services API exchanges with peers whose ForeignCluster has no mcs.liqo.io/peer-policy annotation: ${PEER_POLICIES.join(", ")} (mcs)`,
     },
+    "clusterset-dns-address": {
+      type: "string",
+      default: "",
+      description:
+        "host:port to answer DNS queries for the clusterset.local zone on (UDP and TCP), e.g. 0.0.0.0:5353; served by every replica, leader or not (default: off)",
+    },
     ...storageArgs,
     ...discoveryArgs,
     ...leaderElectionArgs,
@@ -110,6 +117,14 @@ export default defineCommand({
     const mcsPolicy = args["mcs-peer-policy"];
     if (!isPeerPolicy(mcsPolicy))
       throw new CliError(`--mcs-peer-policy "${mcsPolicy}" is not a policy; choose from ${PEER_POLICIES.join(", ")}`);
+    const dnsAddress = args["clusterset-dns-address"];
+    if (dnsAddress) {
+      try {
+        splitAddress(dnsAddress);
+      } catch (err) {
+        throw new CliError(`--clusterset-dns-address: ${(err as Error).message}`);
+      }
+    }
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
     const clusterLabels = clusterLabelsFlag(args["cluster-labels"]);
     if (wanted.includes("discovery")) discoveryTtl(args["discovery-ttl"]);
@@ -166,6 +181,9 @@ export default defineCommand({
     if (wanted.includes("searchdomain"))
       running.push({ name: "searchdomain", ...searchDomainController(args, { client, logger: log }) });
     if (storage) running.push({ name: "storage", ...storageController(storage, { client, logger: log }) });
+    // Not behind leader election: every replica answers, from its own caches.
+    const dns = dnsAddress ? createClustersetDns({ client, address: dnsAddress, logger: log, registry }) : undefined;
+    if (dns) await dns.start();
     const started = new Set<string>();
     const startAll = async () => {
       for (const c of running) {
@@ -210,6 +228,7 @@ export default defineCommand({
               .map((c) => c.name)
               .join(", ")}`,
           },
+        ...(dns ? { "clusterset-dns": dns.ready } : {}),
       },
     });
     if (leadership) leadership.elector.start();
@@ -222,6 +241,7 @@ export default defineCommand({
       if (leadership) await leadership.elector.stop();
       await admin.stop();
       await stopAll();
+      await dns?.stop();
     }
   },
 });
