@@ -6,6 +6,7 @@ import { defineCommand, type ArgsDef } from "citty";
 import type { AnyCommand } from "../command-def.ts";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { CliError, ExitCode } from "../errors.ts";
+import { configureClusterDns } from "../install/coredns.ts";
 import { detectAndDescribe } from "../install/run.ts";
 import { probeLoadBalancer } from "../install/load-balancer.ts";
 import { ensurePodSecurity, labelCommand } from "../install/pod-security.ts";
@@ -15,7 +16,7 @@ import { RELEASE, upgradeRelease } from "../install/upgrade-release.ts";
 import { providers, type Provider } from "../install/providers.ts";
 import { chartValues, helmInstallCommand, setFlagProblem, type InstallFlags } from "../install/values.ts";
 import { givenFlags, upgradeValues, valuesDiff } from "../install/upgrade-values.ts";
-import { info, parseDuration, repeatedFlag, spinner } from "../ui.ts";
+import { info, parseDuration, repeatedFlag, spinner, warn } from "../ui.ts";
 import { liqoVersion } from "../version.ts";
 
 export { RELEASE };
@@ -74,6 +75,11 @@ export const commonInstallArgs = {
     description: "install the chart from this directory instead of the one built into liqoctl",
   },
   set: { type: "string", description: "set a chart value, Helm syntax (key=value); repeatable" },
+  "skip-clusterset-dns": {
+    type: "boolean",
+    description:
+      "leave the cluster's CoreDNS alone: clusterset.local (the MCS API's names) is not forwarded to liqo (default: a server block in kube-system/coredns)",
+  },
   "only-output-values": {
     type: "boolean",
     description: "write the values file and stop, to install with helm yourself",
@@ -197,6 +203,17 @@ async function runInstall(provider: Provider, args: Args, rawArgs: string[]) {
     suffix: ` (cluster ${values.clusterName || "name generated"})`,
     client,
   });
+  if (!args["skip-clusterset-dns"]) {
+    // The release is in place whatever happens here: a DNS that cannot be edited is a warning.
+    try {
+      const r = await configureClusterDns(client, namespace);
+      (r.level === "warn" ? warn : info)(r.message);
+    } catch (err) {
+      warn(
+        `the cluster DNS could not be told to forward clusterset.local (${(err as Error).message}); liqoctl install again, or --skip-clusterset-dns`,
+      );
+    }
+  }
   info(
     previous
       ? "peerings, offloaded pods and reflected objects carry on across the upgrade; liqoctl status shows them"

@@ -5,8 +5,9 @@ import { defineCommand } from "citty";
 import { createKubeClient } from "../../core/kube/client.ts";
 import { CliError, ExitCode } from "../errors.ts";
 import { findHelm, helmError, releaseStatus, runHelm } from "../install/helm.ts";
+import { unconfigureClusterDns } from "../install/coredns.ts";
 import { liqoLeftovers, purgeLiqo, uninstallBlockers } from "../install/purge.ts";
-import { info, parseDuration, spinner } from "../ui.ts";
+import { info, parseDuration, spinner, warn } from "../ui.ts";
 import { RELEASE } from "./install.ts";
 
 export default defineCommand({
@@ -39,6 +40,15 @@ export default defineCommand({
       );
     }
     const helm = findHelm();
+    // Before the release goes: CoreDNS stops forwarding to a Service that is about to disappear.
+    try {
+      const undone = await unconfigureClusterDns(client);
+      if (undone) info(undone);
+    } catch (err) {
+      warn(
+        `the clusterset.local block could not be removed from ConfigMap kube-system/coredns (${(err as Error).message}): remove the lines between its "# BEGIN liqo clusterset.local" and "# END liqo clusterset.local" markers by hand`,
+      );
+    }
     if (await releaseStatus(helm, RELEASE, target)) {
       const spin = spinner(`Uninstalling liqo from namespace ${args.namespace}`);
       const r = await runHelm(
