@@ -58,6 +58,11 @@ export const REFLECTION_ORIGIN_LABEL = "virtualkubelet.liqo.io/origin";
 export const REFLECTION_DESTINATION_LABEL = "virtualkubelet.liqo.io/destination";
 /** Liqo's field manager for reflected objects. */
 export const REFLECTION_FIELD_MANAGER = "reflection.liqo.io";
+/**
+ * The provider's service continuity (core/continuity) marking a reflected EndpointSlice's endpoints
+ * not ready while its consumer is unreachable; the reflection engine leaves its fields alone.
+ */
+export const CONTINUITY_FIELD_MANAGER = "liqo-service-continuity";
 
 // Remote namespaces (pkg/consts/namespace_mapping.go).
 export const REMOTE_NAMESPACE_MANAGED_BY_ANNOTATION = "liqo.io/managed-by-namespace-map";

@@ -18,9 +18,27 @@ import { discoveryArgs, discoveryController, discoveryTtl, searchDomainControlle
 import { storageArgs, storageConfig, storageController } from "./storage-flags.ts";
 import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-flags.ts";
 import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
+import { createContinuityController } from "../continuity/controller.ts";
+import { DEFAULT_CONTINUITY_THRESHOLD_MS, parseThreshold } from "../continuity/threshold.ts";
+
+/** --service-continuity-threshold, checked before anything starts. */
+export function continuityThresholdFlag(text: string): number {
+  try {
+    return parseThreshold(text, "--service-continuity-threshold");
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
 
 /** Every controller, in start order; the default, as Liqo's controller manager runs them all. */
-export const CONTROLLERS = ["namespaceoffloading", "shadowpod", "resourcerequest", "foreigncluster", "mcs"] as const;
+export const CONTROLLERS = [
+  "namespaceoffloading",
+  "shadowpod",
+  "resourcerequest",
+  "foreigncluster",
+  "mcs",
+  "servicecontinuity",
+] as const;
 /** Run only when asked for: discovery needs the node's network (mDNS), so the chart runs it apart. */
 export const OPTIONAL_CONTROLLERS = ["discovery", "searchdomain"] as const;
 
@@ -100,6 +118,12 @@ export default defineCommand({
       description:
         "host:port to answer DNS queries for the clusterset.local zone on (UDP and TCP), e.g. 0.0.0.0:5353; served by every replica, leader or not (default: off)",
     },
+    "service-continuity-threshold": {
+      type: "string",
+      default: `${DEFAULT_CONTINUITY_THRESHOLD_MS / 1000}s`,
+      description:
+        "how long a peer may be unreachable before its endpoints are marked not ready: offloaded pods here (foreigncluster), the endpoints a consumer reflected here (servicecontinuity); e.g. 15s, 1m",
+    },
     ...storageArgs,
     ...discoveryArgs,
     ...leaderElectionArgs,
@@ -128,6 +152,7 @@ export default defineCommand({
     if (wanted.includes("resourcerequest")) sharingPercentageFlag(args);
     const clusterLabels = clusterLabelsFlag(args["cluster-labels"]);
     if (wanted.includes("discovery")) discoveryTtl(args["discovery-ttl"]);
+    const continuityThresholdMs = continuityThresholdFlag(args["service-continuity-threshold"]);
     const election = leaderElectionConfig(args);
     const storage = storageConfig(args);
     const log = createLogger({ role: "controller-manager" });
@@ -155,6 +180,10 @@ export default defineCommand({
         name: "resourcerequest",
         ...(await resourceRequestController(args, { client, registry, logger: log, storage, clusterLabels })),
       });
+    // Built before the ForeignCluster controller: its virtual kubelets read the tunnels' state from it.
+    const continuity = wanted.includes("servicecontinuity")
+      ? createContinuityController({ client, thresholdMs: continuityThresholdMs, logger: log, registry })
+      : undefined;
     if (wanted.includes("foreigncluster"))
       running.push({
         name: "foreigncluster",
@@ -164,6 +193,7 @@ export default defineCommand({
           logger: log,
           virtualStorageClass: storage?.virtualStorageClass,
           clusterLabels,
+          continuity: { thresholdMs: continuityThresholdMs, tunnelUnreachableSince: continuity?.unreachableSince },
         })),
       });
     const mcs = wanted.includes("mcs")
@@ -176,6 +206,7 @@ export default defineCommand({
         })
       : undefined;
     if (mcs) running.push({ name: "mcs", start: mcs.start, stop: mcs.stop });
+    if (continuity) running.push({ name: "servicecontinuity", start: continuity.start, stop: continuity.stop });
     if (wanted.includes("discovery"))
       running.push({ name: "discovery", ...discoveryController(args, { client, registry, logger: log }) });
     if (wanted.includes("searchdomain"))

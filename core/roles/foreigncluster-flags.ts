@@ -62,6 +62,8 @@ export async function foreignClusterController(
     virtualStorageClass?: string;
     /** --cluster-labels; without it, the labels kept with the cluster identity. */
     clusterLabels?: Record<string, string>;
+    /** Service continuity: the threshold, and the tunnels' state (the servicecontinuity controller). */
+    continuity?: { thresholdMs: number; tunnelUnreachableSince?: (remoteClusterId: string) => number | undefined };
   },
 ) {
   const files = [
@@ -99,6 +101,7 @@ export async function foreignClusterController(
       clusterLabels: o.clusterLabels ?? identity?.clusterLabels,
     },
     authUrl: args["auth-url"],
+    continuity: o.continuity,
     kubelet:
       cert && key && clientCA
         ? {

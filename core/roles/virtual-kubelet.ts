@@ -14,6 +14,7 @@ import { watchReflectionPolicy } from "../reflection/policy-watch.ts";
 import { startVirtualKubelet } from "../virtualkubelet/start.ts";
 import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../../netfabric/ipam/index.ts";
 import { adminArgs, adminSecurity, hostPort, keyValues, serveAdmin, untilSignal } from "./shared.ts";
+import { continuityThresholdFlag } from "./controller-manager.ts";
 
 function readPem(path: string, flag: string): string {
   if (!existsSync(path)) throw new CliError(`--${flag} ${path} does not exist`);
@@ -67,6 +68,12 @@ export default defineCommand({
       default: "3",
       description: "consecutive failed probes before the node turns NotReady",
     },
+    "service-continuity-threshold": {
+      type: "string",
+      default: "15s",
+      description:
+        "how long the remote cluster may be unreachable before the offloaded pods turn not Ready here (their endpoints leave Services); e.g. 15s, 1m",
+    },
     "remote-watch-idle": {
       type: "string",
       default: "30",
@@ -100,6 +107,7 @@ export default defineCommand({
     const failures = Number(args["health-failures"]);
     if (!(interval > 0) || !Number.isInteger(failures) || failures < 1)
       throw new CliError("--health-interval must be > 0 and --health-failures a whole number ≥ 1");
+    const continuityThresholdMs = continuityThresholdFlag(args["service-continuity-threshold"]);
     const watchIdle = Number(args["remote-watch-idle"]);
     if (!(watchIdle >= 0))
       throw new CliError(`--remote-watch-idle must be a number of seconds ≥ 0, got "${args["remote-watch-idle"]}"`);
@@ -136,6 +144,7 @@ export default defineCommand({
       clientCA,
       healthIntervalMs: interval * 1000,
       failureThreshold: failures,
+      continuityThresholdMs,
       translateIp,
       registry,
       logger: log,

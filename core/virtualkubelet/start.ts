@@ -42,6 +42,13 @@ export interface VirtualKubeletOptions {
   clientCA: string;
   healthIntervalMs?: number;
   failureThreshold?: number;
+  /** Service continuity (core/continuity): offloaded pods are not Ready once the provider is unreachable this long. */
+  continuityThresholdMs?: number;
+  /**
+   * When the tunnel to the provider stopped answering (its TunnelEndpoint, core/continuity), if it
+   * has: a data plane outage the API server probe cannot see counts as unreachable too.
+   */
+  tunnelUnreachableSince?: () => number | undefined;
   /** Remote pod IPs into what this cluster sees (a fixed remap, without the network fabric). */
   translateIp?: (ip: string) => string;
   /**
@@ -182,6 +189,8 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       stops.push(async () => {
         unsubscribe();
       });
+    /** Read once the virtual node exists (it is created after the offloader). */
+    let nodeUnreachableSince = (): number | undefined => undefined;
     const offloader = await createPodOffloader({
       local: o.local,
       remote: o.remote,
@@ -193,6 +202,9 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       translateIp,
       remoteNamespaceOf: (ns) => twins.get(ns),
       apiServerUrl: o.apiServerUrl,
+      // The API server's probes (the virtual node's health) and the tunnel's pings: the earlier outage.
+      remoteUnreachableSince: () => earliest(nodeUnreachableSince(), o.tunnelUnreachableSince?.()),
+      continuityThresholdMs: o.continuityThresholdMs,
     });
     const maps = createNamespaceMapController({
       local: o.local,
@@ -242,6 +254,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       logger: log,
     });
     await node.start();
+    nodeUnreachableSince = () => node.status().unreachableSince;
     stops.push(() => node.stop());
     const extras = new Map<string, { node: VirtualNode; spec: ExtraNode }>();
     let stopped = false;
@@ -367,4 +380,9 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
     await stopAll();
     throw err;
   }
+}
+
+/** The earlier of two times, either of which may be missing. */
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
 }

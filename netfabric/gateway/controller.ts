@@ -175,6 +175,8 @@ export function createGatewayController(o: GatewayControllerOptions) {
   let lastChanges: string[] = [];
   let lastError: string | undefined;
   let latencies = new Map<string, number | undefined>();
+  /** Per peer: when the current run of pings through the tunnel without an answer began (ms). */
+  let unanswered = new Map<string, number>();
   const configuredAt = new Map<string, number>();
   const reconciles = o.registry?.counter({
     name: "liqo_gateway_reconciles_total",
@@ -260,17 +262,35 @@ export function createGatewayController(o: GatewayControllerOptions) {
           nowMs: now,
           handshakeTimeoutMs: o.handshakeTimeoutMs ?? 60_000,
           latencyMs: latencies.get(peer.clusterId),
+          unreachableSinceMs: unanswered.get(peer.clusterId),
         });
         if (connection.status === "Error") events.warning(tep, "TunnelDown", connection.statusMessage!);
       }
       const want = { tunnelIFaceName: o.device, gatewayIP: o.overlay?.vtepIp, connection };
       const have = tep.status;
       if (have?.tunnelIFaceName === want.tunnelIFaceName && sameConnection(have?.connection, connection)) continue;
+      // A merge patch keeps map keys it does not name: the ones no longer reported are nulled.
+      const gone = Object.keys(have?.connection?.peerConfiguration ?? {}).filter(
+        (k) =>
+          !("peerConfiguration" in connection && connection.peerConfiguration && k in connection.peerConfiguration),
+      );
+      const patch = gone.length
+        ? {
+            ...want,
+            connection: {
+              ...connection,
+              peerConfiguration: {
+                ...Object.fromEntries(gone.map((k) => [k, null])),
+                ...("peerConfiguration" in connection ? connection.peerConfiguration : {}),
+              },
+            },
+          }
+        : want;
       await client.mergePatch(
         TunnelEndpointResource,
         tep.metadata.name!,
         tep.metadata.namespace,
-        { status: want },
+        { status: patch },
         "status",
       );
       log.info("tunnel status", { tunnelEndpoint: key, status: connection.status, message: connection.statusMessage });
@@ -339,6 +359,13 @@ export function createGatewayController(o: GatewayControllerOptions) {
         current.config.peers.map((p) => probeLatency(runner, o.netns, firstHost(p.remoteNatExternalCidr))),
       );
       latencies = new Map(current.config.peers.map((p, i) => [p.clusterId, rtts[i]]));
+      // When each peer's current run of unanswered pings began: what service continuity acts on.
+      const at = Date.now();
+      unanswered = new Map(
+        current.config.peers.flatMap((p, i) =>
+          rtts[i] === undefined ? [[p.clusterId, unanswered.get(p.clusterId) ?? at] as const] : [],
+        ),
+      );
       live = await device.client.get();
       await writeStatuses(current, live);
       reconciles?.inc({ outcome: "ok" });

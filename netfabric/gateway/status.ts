@@ -15,6 +15,12 @@ export interface TunnelObservation {
   handshakeTimeoutMs: number;
   /** Last measured round trip through the tunnel (ms), shown with the status. */
   latencyMs?: number;
+  /**
+   * When the current run of unanswered pings through the tunnel began (ms); undefined while the
+   * peer answers. Shown as peerConfiguration.unreachableSince: the provider's service continuity
+   * (core/continuity) marks the peer's reflected endpoints not ready from it.
+   */
+  unreachableSinceMs?: number;
 }
 
 export function connectionOf(o: TunnelObservation): NonNullable<TunnelEndpointStatus["connection"]> {
@@ -25,6 +31,8 @@ export function connectionOf(o: TunnelObservation): NonNullable<TunnelEndpointSt
   };
   if (lh > 0) peerConfiguration.latestHandshake = new Date(lh * 1000).toISOString();
   if (o.latencyMs !== undefined) peerConfiguration.latency = `${o.latencyMs}ms`;
+  if (o.unreachableSinceMs !== undefined)
+    peerConfiguration.unreachableSince = new Date(o.unreachableSinceMs).toISOString();
   const ageSec = lh > 0 ? Math.max(0, Math.round(o.nowMs / 1000 - lh)) : undefined;
   if (ageSec !== undefined && ageSec < REJECT_AFTER_TIME_SEC) {
     return {
@@ -58,6 +66,8 @@ export function sameConnection(a: TunnelEndpointStatus["connection"], b: TunnelE
       c.status === ConnectionStatus.Error ? c.statusMessage?.replace(/waited \d+ s/, "") : c.statusMessage,
       c.peerConfiguration?.endpoint,
       c.peerConfiguration?.allowedIPs,
+      // Set once when the pings stop, removed when one answers: both are news for service continuity.
+      c.peerConfiguration?.unreachableSince,
     ]);
   return strip(a) === strip(b);
 }

@@ -155,6 +155,16 @@ describe("connection status", () => {
     expect(sameConnection(a, b)).toBe(true);
     expect(sameConnection(a, connectionOf({ ...base, nowMs: 1 }))).toBe(false);
   });
+  test("pings through the tunnel going unanswered, and answered again, are written (service continuity)", () => {
+    const up = connectionOf({ ...base, live: live(1000), nowMs: 1_010_000 });
+    const dark = connectionOf({ ...base, live: live(1000), nowMs: 1_015_000, unreachableSinceMs: 1_012_000 });
+    expect(dark.status).toBe("Connected");
+    expect(dark.peerConfiguration!.unreachableSince).toBe(new Date(1_012_000).toISOString());
+    expect(up.peerConfiguration).not.toHaveProperty("unreachableSince");
+    expect(sameConnection(up, dark)).toBe(false);
+    const darker = connectionOf({ ...base, live: live(1000), nowMs: 1_020_000, unreachableSinceMs: 1_012_000 });
+    expect(sameConnection(dark, darker)).toBe(true);
+  });
 });
 
 describe("wg(8) adapter for the kernel module", () => {

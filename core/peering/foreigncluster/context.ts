@@ -48,6 +48,8 @@ export interface ControllerConfig {
   plugins?: PluginStore;
   /** What every virtual kubelet reflects, per kind (core/reflection/policy-watch.ts). */
   reflectionPolicy?: ReflectionPolicySource;
+  /** Service continuity (core/continuity): the threshold, and when a peer's tunnel stopped answering. */
+  continuity?: { thresholdMs: number; tunnelUnreachableSince?: (remoteClusterId: string) => number | undefined };
   now: () => Date;
 }
 

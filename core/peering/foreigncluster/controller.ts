@@ -65,6 +65,8 @@ export interface ForeignClusterControllerOptions {
    * the liqo namespace, core/reflection/policy-watch.ts); false: everything, fixed.
    */
   reflectionPolicy?: ReflectionPolicySource | false;
+  /** See ControllerConfig.continuity (default: the default threshold, the API server probe alone). */
+  continuity?: ControllerConfig["continuity"];
 }
 
 export interface ForeignClusterController {
@@ -110,6 +112,7 @@ export function createForeignClusterController(o: ForeignClusterControllerOption
     replicator: o.replicator,
     plugins,
     reflectionPolicy,
+    continuity: o.continuity,
     registry: o.registry,
     logger: log,
     ipTranslator: o.ipTranslator,

@@ -418,6 +418,10 @@ async function startPeerKubelet(
     apiServerUrl: kubelet.apiServerUrl,
     storage: storageFor(kubelet.virtualStorageClass, offer.spec.storageClasses),
     reflectionPolicy: cfg.reflectionPolicy,
+    continuityThresholdMs: cfg.continuity?.thresholdMs,
+    tunnelUnreachableSince: cfg.continuity?.tunnelUnreachableSince
+      ? () => cfg.continuity!.tunnelUnreachableSince!(auth.remote.clusterID)
+      : undefined,
   });
   rt.vk = vk;
   rt.resources = capacityKey(own);

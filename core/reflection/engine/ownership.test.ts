@@ -280,3 +280,31 @@ test("outermostFirstLast: inner pointers of removed ones dropped, later list ite
     ]),
   ).toEqual(["/spec/ports/10", "/spec/ports/2", "/spec/ports/0", "/data/a"]);
 });
+
+describe("service continuity's marks", () => {
+  test("its annotations on a reflected EndpointSlice are not taken away; its endpoints are", () => {
+    const a = {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: { name: "s" },
+      endpoints: [{ addresses: ["10.1.0.5"], conditions: { ready: true } }],
+    };
+    const o = {
+      ...a,
+      metadata: {
+        name: "s",
+        annotations: { "liqo.io/unreachable-since": "2026-11-28T17:00:00.000Z" },
+        managedFields: [
+          applied({}),
+          updated("liqo-service-continuity", {
+            "f:metadata": { "f:annotations": { ".": {}, "f:liqo.io/unreachable-since": {} } },
+            "f:endpoints": {},
+          }),
+        ],
+      },
+      endpoints: [{ addresses: ["10.1.0.5"], conditions: { ready: false } }],
+    };
+    const c = convergence(a, o, FM);
+    expect(c).toEqual({ apply: true, removals: [] });
+  });
+});

@@ -9,6 +9,7 @@
 // The destination's own control plane is left alone: the PV controller binds a reflected PVC
 // (spec.volumeName, bind annotations), the scheduler binds a pod, and taking those back would
 // fight them forever. Status (a subresource) is not part of a main-resource write either.
+import { CONTINUITY_FIELD_MANAGER } from "../../apis/labels.ts";
 import { isSubset } from "./subset.ts";
 
 /** What makes the destination equal to the answer: an apply, and/or JSON pointers to remove. */
@@ -29,8 +30,17 @@ export interface ManagedFieldsEntry {
 type FieldSet = { [key: string]: FieldSet };
 type Json = Record<string, unknown>;
 
-/** Managers of the destination's control plane: their fields are part of the object's life there. */
-const DESTINATION_CONTROLLERS: ReadonlySet<string> = new Set(["kube-controller-manager", "kube-scheduler", "kubelet"]);
+/**
+ * Managers of the destination's control plane: their fields are part of the object's life there.
+ * The provider's service continuity is one: its marks on a reflected EndpointSlice (annotations
+ * saying what it changed) must outlive our rewrite, or it would mark the slice again at once.
+ */
+const DESTINATION_CONTROLLERS: ReadonlySet<string> = new Set([
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kubelet",
+  CONTINUITY_FIELD_MANAGER,
+]);
 
 export function isEqual(c: Convergence): boolean {
   return !c.apply && c.removals.length === 0;

@@ -64,6 +64,8 @@ export interface RemoteHealth {
   /** Why it is unhealthy (the last error), shown in the Ready condition's message. */
   detail?: string;
   consecutiveFailures: number;
+  /** When the first probe of the current run of failures started (ms); undefined while it answers. */
+  failingSince?: number;
 }
 
 export function virtualNodeLabels(id: NodeIdentity): Record<string, string> {

@@ -27,6 +27,7 @@ export function createRemoteHealthProbe(options: RemoteHealthOptions): RemoteHea
     current: () => ({ ...state }),
     async probe() {
       const before = state.healthy;
+      const started = Date.now();
       try {
         // /version is served to every authenticated identity (system:public-info-viewer) and is
         // answered from memory, so it measures reachability, not load.
@@ -38,6 +39,7 @@ export function createRemoteHealthProbe(options: RemoteHealthOptions): RemoteHea
           healthy: failures < options.failureThreshold ? before : false,
           consecutiveFailures: failures,
           detail: (err as Error).message,
+          failingSince: state.failingSince ?? started,
         };
       }
       return { ...state, changed: state.healthy !== before };

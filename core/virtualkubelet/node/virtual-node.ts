@@ -64,6 +64,8 @@ export interface VirtualNodeStatus {
   running: boolean;
   ready: boolean;
   consecutiveFailures: number;
+  /** When the current run of failed probes began (ms); undefined while the remote answers. */
+  unreachableSince?: number;
   lastProbeError?: string;
   nodeUid?: string;
   lastLeaseRenew?: string;
@@ -264,6 +266,7 @@ export function createVirtualNode(options: VirtualNodeOptions): VirtualNode {
     const h = await health.probe();
     st.ready = h.healthy;
     st.consecutiveFailures = h.consecutiveFailures;
+    st.unreachableSince = h.failingSince;
     st.lastProbeError = h.detail;
     if (!h.changed) return;
     statusDirty = true;

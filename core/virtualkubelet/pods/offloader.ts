@@ -21,6 +21,8 @@ import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { apiServerAddress, remotePodSpec, remoteTokenSecret, tokenRequests, withoutTokenVolume } from "./forge.ts";
 import { issueTokens, type TokenWanted } from "./tokens.ts";
 import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
+import { markedUnreachable, unreachablePodStatus } from "../../continuity/pods.ts";
+import { DEFAULT_CONTINUITY_THRESHOLD_MS, pastThreshold } from "../../continuity/threshold.ts";
 
 export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
 /** On a ShadowPod: the virtual node its local pod is bound to (none: the peering's own node). */
@@ -80,6 +82,13 @@ export interface PodOffloaderOptions {
    * it they mount no token at all.
    */
   apiServerUrl?: string;
+  /**
+   * Service continuity (core/continuity): when the provider stopped answering (ms; undefined while
+   * it answers). Past continuityThresholdMs, the offloaded pods are not Ready here, so that their
+   * endpoints leave this cluster's Services until it answers again.
+   */
+  remoteUnreachableSince?: () => number | undefined;
+  continuityThresholdMs?: number;
 }
 
 export interface PodOffloader {
@@ -205,6 +214,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     transform: metadataAndStatus,
   });
   const pendingDelay = o.pendingStatusDelayMs ?? PENDING_STATUS_DELAY_MS;
+  const continuityThreshold = o.continuityThresholdMs ?? DEFAULT_CONTINUITY_THRESHOLD_MS;
+  let continuityTimer: ReturnType<typeof setInterval> | undefined;
   /** When each pod was first found Pending on both sides with a status still to write (see PENDING_STATUS_DELAY_MS). */
   const pendingSince = new Map<string, number>();
   /** local namespace → the twin namespace its remote informers follow. */
@@ -440,6 +451,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
 
   /** Renews an offloaded pod's token when due, then reflects its status; answers when to look at it again. */
   async function keepInSync(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
+    // The provider out of reach past the threshold: nothing remote can be done, the pod is not Ready.
+    if (providerDark()) return void (await reflectUnreachable(pod));
     const tokenDue = await renewTokenIfDue(pod, shadow);
     const statusDue = await reflectStatus(pod, shadow);
     return sooner(tokenDue, statusDue);
@@ -480,6 +493,35 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       .apply(
         Resources.pods,
         { apiVersion: "v1", kind: "Pod", metadata: { name, namespace: ns }, status },
+        { fieldManager: FIELD_MANAGER, force: true, subresource: "status" },
+      )
+      .catch((err) => {
+        if (err instanceof KubeApiError && err.notFound) return; // deleted meanwhile
+        throw err;
+      });
+  }
+
+  /** Whether the provider has been unreachable past the continuity threshold. */
+  function providerDark(): boolean {
+    return pastThreshold(o.remoteUnreachableSince?.(), Date.now(), continuityThreshold);
+  }
+
+  /** Turns the pod's Ready and ContainersReady False while the provider is unreachable (once). */
+  async function reflectUnreachable({ ns, name, local }: Offloadable): Promise<void> {
+    if (markedUnreachable(local.status)) return;
+    const since = o.remoteUnreachableSince?.() ?? Date.now();
+    const message = `cluster ${o.remoteClusterId} has not answered for ${Math.round((Date.now() - since) / 1000)} s (threshold ${continuityThreshold / 1000} s): the pod's state there is unknown, so it is not Ready here until the cluster answers again`;
+    pendingSince.delete(objectKey(local));
+    events.warning(local, "RemoteClusterUnreachable", message);
+    await o.local
+      .apply(
+        Resources.pods,
+        {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name, namespace: ns },
+          status: unreachablePodStatus(local.status ?? {}, message, new Date()),
+        },
         { fieldManager: FIELD_MANAGER, force: true, subresource: "status" },
       )
       .catch((err) => {
@@ -547,6 +589,31 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     return ns ? keyOf(ns, obj.metadata.name!) : undefined;
   };
   let watchNode: ((nodeName: string, patch?: PodPatch) => Promise<void>) | undefined;
+
+  /**
+   * Every pod is looked at again when the provider crosses the continuity threshold (its pods turn
+   * not Ready) and when it answers again (their remote status comes back): no remote event says so.
+   */
+  function watchContinuity() {
+    if (!o.remoteUnreachableSince) return;
+    let dark = false;
+    const check = () => {
+      const since = o.remoteUnreachableSince!();
+      const now = Date.now();
+      const past = pastThreshold(since, now, continuityThreshold);
+      if (past === dark) return;
+      dark = past;
+      if (past)
+        log.warn("provider unreachable past the threshold: offloaded pods not Ready", {
+          since,
+          thresholdMs: continuityThreshold,
+        });
+      else log.info("provider answers again: offloaded pods' status from it");
+      for (const p of localPods.list()) queue?.addFirst(objectKey(p));
+    };
+    // Every second: fine-grained enough next to health probes 5 s apart.
+    continuityTimer = setInterval(check, 1000);
+  }
   return {
     handle,
     async addNode(nodeName, patch) {
@@ -634,8 +701,10 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
       });
       await watchNode(o.nodeName);
       queue.start();
+      watchContinuity();
     },
     async stop() {
+      clearInterval(continuityTimer);
       await queue?.shutdown();
       await Promise.all([...[...nodes.values()].map((n) => n.pods.stop()), shadows.stop(), remotePods.stop()]);
       await plugin.close();
