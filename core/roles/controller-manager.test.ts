@@ -105,3 +105,20 @@ describe("liqo controller-manager --cluster-labels (Liqo's flag)", () => {
     expect(run.exitCode).toBe(2);
   });
 });
+
+describe("liqo controller-manager --clusterset-dns-address", () => {
+  test("an address that is not host:port fails at start, naming the flag and an example", () => {
+    const run = startWith("--clusterset-dns-address=5353");
+    expect(run.exitCode).not.toBe(0);
+    expect(run.stderr.toString()).toContain(
+      '--clusterset-dns-address: "5353" is not host:port (e.g. 0.0.0.0:5353 or [::]:5353)',
+    );
+  });
+
+  test("the chart passes it when clustersetDns is enabled (the default), on its port", () => {
+    const values = readFileSync(join(import.meta.dir, "../../chart/values.yaml"), "utf8");
+    expect(values).toMatch(/clustersetDns:\n\s+# [^\n]*\n\s+enabled: true\n\s+# [^\n]*\n\s+port: 5353/);
+    const template = readFileSync(join(import.meta.dir, "../../chart/templates/controller-manager.yaml"), "utf8");
+    expect(template).toContain('"--clusterset-dns-address" (printf "0.0.0.0:%d" (int $dns.port))');
+  });
+});

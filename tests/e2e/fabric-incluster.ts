@@ -24,6 +24,7 @@ import { testRigRoot } from "../rig/testing.ts";
 import { appDeployment } from "../support/deployment.ts";
 import { waitFor } from "../support/wait.ts";
 import { kubectlOn } from "../support/kubectl.ts";
+import { clustersetServices } from "./fabric-mcs.ts";
 import { blackHole, killPod, parseStream, recoveredAt, summarize } from "../chaos/traffic.ts";
 import { truthCell, untrue, watchTruth } from "../chaos/truth.ts";
 
@@ -96,6 +97,8 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   afterAll(async () => {
     if (q) await rigDown(q.rig.dir).catch(() => killRigNow(q.rig));
   }, 120_000);
+
+  clustersetServices(() => q, label);
 
   /** kubectl on the virtual node's pods reaches the real containers in milan. */
   function virtualKubeletOnRealContainers() {
