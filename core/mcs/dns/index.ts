@@ -42,8 +42,8 @@ export function createClustersetDns(o: ClustersetDnsOptions) {
     cache.start();
   };
 
-  o.registry?.callbackGauge({
-    name: "liqo_clusterset_dns_queries",
+  o.registry?.callbackCounter({
+    name: "liqo_clusterset_dns_queries_total",
     help: "Queries the clusterset.local DNS responder answered, by rcode, and packets it dropped (rcode dropped).",
     labelNames: ["rcode"] as const,
     collect: () => [...(server?.counts ?? [])].map(([rcode, value]) => ({ labels: { rcode }, value })),
