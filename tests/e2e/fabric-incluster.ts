@@ -25,6 +25,7 @@ import { appDeployment } from "../support/deployment.ts";
 import { waitFor } from "../support/wait.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { clustersetServices } from "./fabric-mcs.ts";
+import { serviceContinuity } from "./fabric-continuity.ts";
 import { blackHole, killPod, parseStream, recoveredAt, summarize } from "../chaos/traffic.ts";
 import { truthCell, untrue, watchTruth } from "../chaos/truth.ts";
 
@@ -99,6 +100,7 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
   }, 120_000);
 
   clustersetServices(() => q, label);
+  if (!overlapping) serviceContinuity(() => q, label);
 
   /** kubectl on the virtual node's pods reaches the real containers in milan. */
   function virtualKubeletOnRealContainers() {

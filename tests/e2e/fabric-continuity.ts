@@ -1,0 +1,226 @@
+// Service continuity on real nodes (issue 31 part 3): the quick start's Service liqo-demo has one
+// endpoint in rome (nginx-local) and one offloaded to milan (nginx-remote); milan has the reflected
+// Service, with its own endpoint (the offloaded pod) and the one rome reflected (nginx-local). With
+// the link between the clusters black-holed, rome's slice must show nginx-remote not ready and
+// milan's reflected slice nginx-local not ready within the threshold, so that streams of requests in
+// both clusters go only to what they can reach; once the link is back, everything is ready again as
+// before, nothing deleted or doubled, and the reflected slice is again what rome's reflection wrote.
+import { describe, expect, test } from "bun:test";
+import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { UNREACHABLE_SINCE_ANNOTATION } from "../../core/continuity/endpoints.ts";
+import { DEFAULT_CONTINUITY_THRESHOLD_MS } from "../../core/continuity/threshold.ts";
+import { blackHole, parseStream, summarize, type StreamSample } from "../chaos/traffic.ts";
+import type { InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { rigImageRefs } from "../rig/images.ts";
+import { kubectlOn } from "../support/kubectl.ts";
+import { waitFor } from "../support/wait.ts";
+
+type Endpoint = { addresses?: string[]; targetRef?: { name?: string }; conditions?: { ready?: boolean } };
+type Slice = KubeObject & { endpoints?: Endpoint[] | null };
+type PodObject = KubeObject & { status?: { phase?: string } };
+
+/** Slack past the threshold for the signal to be noticed (5 s probes and gateway passes) and written. */
+const SLACK_MS = 25_000;
+/** After both sides are marked: kube-proxy's turn, then the window in which nothing may fail. */
+const SETTLE_MS = 3000;
+const WINDOW_MS = 15_000;
+/** Failed requests allowed in that window, per stream (a request in flight when kube-proxy switched). */
+const ALLOWED_FAILURES = 1;
+
+export function serviceContinuity(quickstart: () => InClusterQuickstart, label: string): void {
+  describe(`service continuity (${label})`, () => {
+    test("the link black-holed: rome's endpoint in milan and milan's in rome go not ready within the threshold, streams in both clusters then reach only what they can; the link back: all ready again, the reflected slice as rome wrote it, nothing deleted or doubled", async () => {
+      const q = quickstart();
+      const kubectl = (cluster: string, ...args: string[]) => kubectlOn(q, cluster, ...args);
+      const twin = (
+        await q.milan.list<PodObject>(Resources.pods, { labelSelector: "liqo.io/managed-by=shadowpod" })
+      ).items.find((p) => p.metadata.name === "nginx-remote")!.metadata.namespace!;
+      const selector = { labelSelector: "kubernetes.io/service-name=liqo-demo" };
+      const romeSlices = async () =>
+        (await q.rome.list<Slice>(Resources.endpointSlices, { namespace: "liqo-demo", ...selector })).items;
+      const milanSlices = async () =>
+        (await q.milan.list<Slice>(Resources.endpointSlices, { namespace: twin, ...selector })).items;
+      const reflected = (slices: Slice[]) =>
+        slices.filter((s) => s.metadata.labels?.["liqo.io/managed-by"] === "reflection");
+      const endpoints = (slices: Slice[]) => slices.flatMap((s) => s.endpoints ?? []);
+      /** nginx-remote's endpoint in rome, and the endpoints rome reflected into milan: ready or not. */
+      const romeRemoteReady = async () =>
+        endpoints(await romeSlices()).find((e) => e.targetRef?.name === "nginx-remote")?.conditions?.ready;
+      const milanReflectedReady = async () => {
+        const eps = endpoints(reflected(await milanSlices()));
+        return eps.length ? eps.every((e) => e.conditions?.ready !== false) : undefined;
+      };
+      const uids = async () => ({
+        romePods: (await q.rome.list(Resources.pods, { namespace: "liqo-demo" })).items
+          .map((p) => p.metadata.uid)
+          .sort(),
+        romeSlices: (await romeSlices()).map((s) => s.metadata.uid).sort(),
+        milanPods: (await q.milan.list(Resources.pods, { namespace: twin })).items
+          .filter((p) => p.metadata.name !== "continuity-client")
+          .map((p) => p.metadata.uid)
+          .sort(),
+        milanSlices: (await milanSlices()).map((s) => s.metadata.uid).sort(),
+      });
+      const state = async () =>
+        JSON.stringify({ rome: endpoints(await romeSlices()), milan: await milanSlices() }, null, 1).slice(0, 4000);
+
+      // Both ready before anything happens, and the reflected slice as rome's reflection wrote it.
+      await waitFor(
+        "every endpoint of liqo-demo ready in rome and in milan",
+        async () => (await romeRemoteReady()) === true && (await milanReflectedReady()) === true,
+        { timeoutMs: 120_000, describe: state },
+      );
+      const reflectedBefore = reflected(await milanSlices()).map((s) => ({
+        name: s.metadata.name,
+        endpoints: s.endpoints,
+      }));
+      const before = await uids();
+
+      // A client in milan, next to the reflected Service (in the twin namespace: the peer's pods are
+      // what milan's network isolation lets talk to rome).
+      await q.milan.create(Resources.pods, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "continuity-client", namespace: twin },
+        spec: { containers: [{ name: "curl", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent" }] },
+      } as KubeObject);
+      await waitFor(
+        "milan's client pod Running",
+        async () =>
+          (await q.milan.find<PodObject>(Resources.pods, "continuity-client", twin))?.status?.phase === "Running",
+        { timeoutMs: 120_000 },
+      );
+      const streams = {
+        rome: { pod: ["-n", "liqo-demo", "curl"], url: "http://liqo-demo.liqo-demo.svc.cluster.local/" },
+        milan: { pod: ["-n", twin, "continuity-client"], url: `http://liqo-demo.${twin}.svc.cluster.local/` },
+      } as const;
+      const inPod = (cluster: "rome" | "milan", script: string) =>
+        kubectl(cluster, "exec", ...streams[cluster].pod, "--", "sh", "-c", script);
+      for (const cluster of ["rome", "milan"] as const) {
+        const loop = `while [ ! -f /tmp/cstop ]; do echo "$(date +%s%3N) $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 ${streams[cluster].url})" >> /tmp/cstream; sleep 0.2; done`;
+        const started = await inPod(
+          cluster,
+          `rm -f /tmp/cstream /tmp/cstop; (setsid sh -c '${loop.replace(/'/g, "'\\''")}' >/dev/null 2>&1 &); echo streaming`,
+        );
+        expect(started.out).toContain("streaming");
+      }
+      const samples = async (cluster: "rome" | "milan"): Promise<StreamSample[]> =>
+        parseStream((await inPod(cluster, "cat /tmp/cstream")).out);
+
+      let restore: (() => void) | undefined;
+      try {
+        const baselineFrom = Date.now();
+        await waitFor(
+          "10 answers in both streams",
+          async () =>
+            (await samples("rome")).filter((s) => s.at >= baselineFrom).length >= 10 &&
+            (await samples("milan")).filter((s) => s.at >= baselineFrom).length >= 10,
+          { timeoutMs: 60_000, intervalMs: 1000 },
+        );
+        const darkFrom = Date.now();
+        restore = blackHole(q.rig, "rome", "milan");
+        let romeAfter: number | undefined;
+        let milanAfter: number | undefined;
+        await waitFor(
+          "nginx-remote not ready in rome's slice and rome's endpoints not ready in milan's reflected slice",
+          async () => {
+            if (romeAfter === undefined && (await romeRemoteReady()) === false) romeAfter = Date.now() - darkFrom;
+            if (milanAfter === undefined && (await milanReflectedReady()) === false) milanAfter = Date.now() - darkFrom;
+            return romeAfter !== undefined && milanAfter !== undefined;
+          },
+          { timeoutMs: DEFAULT_CONTINUITY_THRESHOLD_MS + SLACK_MS, intervalMs: 500, describe: state },
+        );
+        const windowFrom = darkFrom + Math.max(romeAfter!, milanAfter!) + SETTLE_MS;
+        await Bun.sleep(Math.max(0, windowFrom + WINDOW_MS - Date.now()));
+        // Still not ready at the end of the window: nothing put them back while the link was dark.
+        expect({ rome: await romeRemoteReady(), milan: await milanReflectedReady() }).toEqual({
+          rome: false,
+          milan: false,
+        });
+        const markedDuring = reflected(await milanSlices()).every(
+          (s) => s.metadata.annotations?.[UNREACHABLE_SINCE_ANNOTATION] !== undefined,
+        );
+        restore();
+        restore = undefined;
+        const lightAt = Date.now();
+        let romeBack: number | undefined;
+        let milanBack: number | undefined;
+        await waitFor(
+          "every endpoint ready again, on both sides",
+          async () => {
+            if (romeBack === undefined && (await romeRemoteReady()) === true) romeBack = Date.now() - lightAt;
+            if (milanBack === undefined && (await milanReflectedReady()) === true) milanBack = Date.now() - lightAt;
+            return romeBack !== undefined && milanBack !== undefined;
+          },
+          { timeoutMs: 120_000, intervalMs: 500, describe: state },
+        );
+        // The reflected slice is again exactly what rome's reflection wrote: same endpoints, no marks.
+        const reflectedAfter = await waitFor(
+          "milan's reflected slice as before, without the continuity annotations",
+          async () => {
+            const now = reflected(await milanSlices());
+            const clean = now.every(
+              (s) => !Object.keys(s.metadata.annotations ?? {}).some((k) => k.startsWith("liqo.io/unr")),
+            );
+            return clean ? now.map((s) => ({ name: s.metadata.name, endpoints: s.endpoints })) : undefined;
+          },
+          { timeoutMs: 60_000, describe: state },
+        );
+        const quietFrom = Date.now();
+        await Bun.sleep(5000);
+        for (const cluster of ["rome", "milan"] as const) await inPod(cluster, "touch /tmp/cstop");
+        const seen = { rome: await samples("rome"), milan: await samples("milan") };
+        const phases = (s: StreamSample[]) => ({
+          baseline: summarize(s, baselineFrom, darkFrom),
+          untilMarked: summarize(s, darkFrom, windowFrom),
+          marked: summarize(s, windowFrom, lightAt),
+          afterRestore: summarize(s, quietFrom, quietFrom + 5000),
+        });
+        const rome = phases(seen.rome);
+        const milan = phases(seen.milan);
+        const line = (p: ReturnType<typeof summarize>) => `${p.requests} requests, ${p.failed} failed`;
+        console.log(
+          [
+            `service continuity (${label}), threshold ${DEFAULT_CONTINUITY_THRESHOLD_MS / 1000} s, link black-holed ${((lightAt - darkFrom) / 1000).toFixed(0)} s:`,
+            `  not ready after the black hole: nginx-remote in rome ${(romeAfter! / 1000).toFixed(1)} s, rome's endpoint in milan ${(milanAfter! / 1000).toFixed(1)} s`,
+            `  ready again after the link came back: in rome ${(romeBack! / 1000).toFixed(1)} s, in milan ${(milanBack! / 1000).toFixed(1)} s`,
+            ...(["rome", "milan"] as const).map((c) => {
+              const p = c === "rome" ? rome : milan;
+              return `  stream in ${c} (${streams[c].url}): baseline ${line(p.baseline)}; dark, until marked (+${SETTLE_MS / 1000} s) ${line(p.untilMarked)}; dark, marked ${line(p.marked)}; after the restore ${line(p.afterRestore)}`;
+            }),
+          ].join("\n"),
+        );
+        expect(markedDuring).toBe(true);
+        expect(reflectedAfter).toEqual(reflectedBefore);
+        expect(await uids()).toEqual(before);
+        for (const [c, p] of [
+          ["rome", rome],
+          ["milan", milan],
+        ] as const) {
+          expect({ stream: c, baselineFailed: p.baseline.failed }).toEqual({ stream: c, baselineFailed: 0 });
+          // The dark link cost requests until the endpoints were marked (the fault was real) ...
+          expect({ stream: c, failedUntilMarked: p.untilMarked.failed > 0 }).toEqual({
+            stream: c,
+            failedUntilMarked: true,
+          });
+          // ... and (almost) none once they were; enough requests went for that to mean something.
+          expect({ stream: c, requests: p.marked.requests >= 20, failed: p.marked.failed <= ALLOWED_FAILURES }).toEqual(
+            {
+              stream: c,
+              requests: true,
+              failed: true,
+            },
+          );
+          expect({ stream: c, failedAfterRestore: p.afterRestore.failed }).toEqual({
+            stream: c,
+            failedAfterRestore: 0,
+          });
+        }
+      } finally {
+        restore?.();
+        for (const cluster of ["rome", "milan"] as const) await inPod(cluster, "touch /tmp/cstop").catch(() => {});
+        await q.milan.delete(Resources.pods, "continuity-client", twin).catch(() => {});
+      }
+    }, 400_000);
+  });
+}
