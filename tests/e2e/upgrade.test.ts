@@ -15,6 +15,7 @@ import { ForeignClusterResource, ShadowPodResource } from "../../core/apis/index
 import { findHelm } from "../../cli/install/helm.ts";
 import { chartCrds } from "../../cli/install/crd-upgrade.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import type { Service } from "../../core/kube/types.ts";
 import { runInClusterQuickstart, virtualNodeAffinity, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { liqoctl, run } from "../quickstart/install.ts";
 import { ensurePreviousRelease, type PreviousRelease } from "../rig/previous-release.ts";
@@ -168,7 +169,15 @@ async function snapshot() {
         .items;
       reflected.push(...items.map((o) => `${res.kind}/${o.metadata.name} ${o.metadata.uid}`));
     }
+  // 0.1.0's chart fixed the gateway's node port; this one leaves it to Kubernetes, which keeps the
+  // allocated port when an update leaves it out: the tunnel's endpoint does not move.
+  const gatewayNodePorts = await Promise.all(
+    [q.rome, q.milan].map(
+      async (c) => (await c.get<Service>(Resources.services, "liqo-gateway", "liqo")).spec?.ports?.[0]?.nodePort,
+    ),
+  );
   return {
+    gatewayNodePorts,
     offloaded,
     shadowPods: shadows.map((s) => `${s.metadata.name} ${s.metadata.uid}`).sort(),
     remote,
