@@ -425,6 +425,8 @@ describe("chart", () => {
       // A reflection policy for a kind that has none, or a mode that does not exist.
       ["reflection.policy.pods=none", "/reflection/policy"],
       ["reflection.policy.secrets=some", "/reflection/policy/secrets"],
+      // Service continuity's threshold that is not a duration.
+      ["controllerManager.serviceContinuityThreshold=soon", "/controllerManager/serviceContinuityThreshold"],
     ]) {
       const r = await run([helm, "template", join(repoRoot, "chart"), ...chartSets, "--set", set!]);
       expect({ set, code: r.code, named: r.stderr.includes(key!) }).toEqual({ set, code: 1, named: true });
