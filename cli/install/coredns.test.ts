@@ -1,11 +1,17 @@
 import { describe, expect, test } from "bun:test";
+import type { KubeClient } from "../../core/kube/client.ts";
+import { KubeApiError } from "../../core/kube/errors.ts";
 import {
   BEGIN_MARKER,
   clustersetBlock,
+  configureClusterDns,
+  corefileDigest,
   corefileProblem,
   END_MARKER,
   foreignClustersetBlock,
   hasReload,
+  RESTART_ANNOTATION,
+  unconfigureClusterDns,
   withClustersetBlock,
   withoutClustersetBlock,
 } from "./coredns.ts";
@@ -128,5 +134,106 @@ describe("the Corefile edit", () => {
     expect(hasReload(kubeadm.replace("    reload\n", ""))).toBe(false);
     expect(hasReload(kubeadm.replace("    reload\n", "    # reload\n"))).toBe(false);
     expect(hasReload(kubeadm.replace("    reload\n", "    reload 10s\n"))).toBe(true);
+  });
+});
+
+/** An API server of three objects: what liqoctl reads and writes, and the writes it made. */
+function fakeCluster(o: { corefile?: string; clusterIP?: string; deployment?: boolean; conflict?: boolean }) {
+  const writes: { verb: string; name: string; body: unknown }[] = [];
+  let corefile = o.corefile;
+  const client = {
+    find: async (res: { plural: string }, name: string, ns: string) => {
+      if (res.plural === "services" && name === "liqo-clusterset-dns" && ns === "liqo" && o.clusterIP)
+        return { metadata: { name }, spec: { clusterIP: o.clusterIP } };
+      if (res.plural === "configmaps" && name === "coredns" && ns === "kube-system" && corefile !== undefined)
+        return { metadata: { name, namespace: ns, resourceVersion: "7" }, data: { Corefile: corefile, other: "kept" } };
+      if (res.plural === "deployments" && name === "coredns" && o.deployment) return { metadata: { name } };
+      return undefined;
+    },
+    replace: async (
+      _res: unknown,
+      obj: { metadata: { name: string; resourceVersion?: string }; data: { Corefile: string; other: string } },
+    ) => {
+      if (o.conflict) throw new KubeApiError("conflict", 409, "Conflict", "kube-system/coredns");
+      expect(obj.metadata.resourceVersion).toBe("7");
+      expect(obj.data.other).toBe("kept");
+      corefile = obj.data.Corefile;
+      writes.push({ verb: "replace", name: obj.metadata.name, body: obj.data.Corefile });
+      return obj;
+    },
+    mergePatch: async (_res: unknown, name: string, _ns: string, patch: unknown) => {
+      writes.push({ verb: "patch", name, body: patch });
+      return {};
+    },
+  } as unknown as KubeClient;
+  return { client, writes, corefile: () => corefile };
+}
+
+describe("configureClusterDns and unconfigureClusterDns", () => {
+  test("with reload: the block written, CoreDNS left to reload; again: nothing written; uninstall: the Corefile as before", async () => {
+    const c = fakeCluster({ corefile: kubeadm, clusterIP: "10.96.0.77", deployment: true });
+    const r = await configureClusterDns(c.client, "liqo");
+    expect(r).toEqual({
+      level: "info",
+      message:
+        "the cluster DNS (kube-system/coredns) forwards clusterset.local to liqo-clusterset-dns (10.96.0.77) (CoreDNS reloads it within a minute or two: its reload plugin)",
+    });
+    expect(c.writes.map((w) => w.verb)).toEqual(["replace"]);
+    expect(c.corefile()).toContain("forward . 10.96.0.77");
+    expect((await configureClusterDns(c.client, "liqo")).message).toBe(
+      "the cluster DNS already forwards clusterset.local to 10.96.0.77",
+    );
+    expect(c.writes.length).toBe(1);
+    expect(await unconfigureClusterDns(c.client)).toContain("no longer forwards clusterset.local");
+    expect(c.corefile()).toBe(kubeadm);
+    expect(await unconfigureClusterDns(c.client)).toBeUndefined();
+  });
+
+  test("without reload: the coredns Deployment restarted through its pod template", async () => {
+    const c = fakeCluster({ corefile: kubeadm.replace("    reload\n", ""), clusterIP: "10.96.0.77", deployment: true });
+    expect((await configureClusterDns(c.client, "liqo")).message).toContain("Deployment kube-system/coredns restarted");
+    const patch = c.writes.find((w) => w.verb === "patch")!;
+    expect(patch.name).toBe("coredns");
+    expect(patch.body).toEqual({
+      spec: { template: { metadata: { annotations: { [RESTART_ANNOTATION]: corefileDigest(c.corefile()!) } } } },
+    });
+  });
+
+  test("without reload nor Deployment: written, and the user told to restart the DNS", async () => {
+    const c = fakeCluster({ corefile: kubeadm.replace("    reload\n", ""), clusterIP: "10.96.0.77" });
+    expect((await configureClusterDns(c.client, "liqo")).message).toContain("restart your cluster DNS");
+  });
+
+  test("no Corefile: a warning with the block to add by hand, nothing written", async () => {
+    const c = fakeCluster({ clusterIP: "10.96.0.77", deployment: true });
+    const r = await configureClusterDns(c.client, "liqo");
+    expect(r.level).toBe("warn");
+    expect(r.message).toContain("no Corefile in ConfigMap kube-system/coredns");
+    expect(r.message).toContain(clustersetBlock("10.96.0.77"));
+    expect(c.writes).toEqual([]);
+  });
+
+  test("a user's clusterset.local block: a warning, the Corefile untouched", async () => {
+    const theirs = `${kubeadm}\nclusterset.local:53 {\n    forward . 10.1.1.1\n}\n`;
+    const c = fakeCluster({ corefile: theirs, clusterIP: "10.96.0.77", deployment: true });
+    const r = await configureClusterDns(c.client, "liqo");
+    expect(r.level).toBe("warn");
+    expect(r.message).toContain("already has a clusterset.local server block that liqo did not write; left unchanged");
+    expect(c.corefile()).toBe(theirs);
+  });
+
+  test("the DNS Service off (chart value): a warning naming the Service and the value", async () => {
+    const r = await configureClusterDns(fakeCluster({ corefile: kubeadm }).client, "liqo");
+    expect(r.level).toBe("warn");
+    expect(r.message).toContain(
+      "Service liqo/liqo-clusterset-dns has no ClusterIP (controllerManager.clustersetDns.enabled=false?)",
+    );
+  });
+
+  test("a concurrent edit (409): an error naming the ConfigMap and the fix", async () => {
+    const c = fakeCluster({ corefile: kubeadm, clusterIP: "10.96.0.77", conflict: true });
+    await expect(configureClusterDns(c.client, "liqo")).rejects.toThrow(
+      "ConfigMap kube-system/coredns changed while liqoctl edited it: run the command again",
+    );
   });
 });

@@ -91,7 +91,7 @@ describe("the clusterset.local server over UDP", () => {
     expect(await r.resolveSrv("_http._tcp.web.shop.svc.clusterset.local")).toEqual([
       { priority: 0, weight: 100, port: 80, name: "web.shop.svc.clusterset.local" },
     ]);
-    expect(r.resolve4("nope.shop.svc.clusterset.local")).rejects.toThrow();
+    await expect(r.resolve4("nope.shop.svc.clusterset.local")).rejects.toThrow();
   });
 
   test("rcodes: NXDOMAIN, REFUSED outside the zone or another class, NOTIMP for another opcode", async () => {
