@@ -23,6 +23,10 @@ import {
 } from "./endpoints.ts";
 import { crossesAt, pastThreshold } from "./threshold.ts";
 
+const SLICE_MANAGED_BY = "endpointslice.kubernetes.io/managed-by";
+/** What the endpointslices reflector sets on its copies (reflectors/endpointslices). */
+const REFLECTED_SLICE_MANAGER = "endpointslice.reflection.liqo.io";
+
 /** The key the gateway writes on a TunnelEndpoint's status.connection.peerConfiguration. */
 export const UNREACHABLE_SINCE_KEY = "unreachableSince";
 
@@ -58,7 +62,9 @@ export function createContinuityController(o: ContinuityControllerOptions) {
   const slices: Informer<EndpointSliceObject> = createInformer({
     client: o.client,
     resource: Resources.endpointSlices,
-    labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION}`,
+    // The reflected slices only: the EndpointSlice controller copies a reflected Service's labels onto
+    // the provider's own slices of it (its endpoints are the offloaded pods here, reachable).
+    labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY_REFLECTION},${SLICE_MANAGED_BY}=${REFLECTED_SLICE_MANAGER}`,
     logger: log,
   });
   o.registry?.callbackGauge({
@@ -82,7 +88,8 @@ export function createContinuityController(o: ContinuityControllerOptions) {
   async function handle(key: string): Promise<void> {
     const slice = slices.get(key);
     const origin = slice?.metadata.labels?.[LABEL_ORIGIN];
-    if (!slice || !origin) return;
+    // Reflection never sets owners: an owned slice is someone else's, whatever its labels say.
+    if (!slice || !origin || slice.metadata.ownerReferences?.length) return;
     const since = unreachableSince(origin);
     const at = now();
     const plan = planSlice(slice, since, pastThreshold(since, at, o.thresholdMs));

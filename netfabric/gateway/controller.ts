@@ -177,6 +177,8 @@ export function createGatewayController(o: GatewayControllerOptions) {
   let latencies = new Map<string, number | undefined>();
   /** Per peer: when the current run of pings through the tunnel without an answer began (ms). */
   let unanswered = new Map<string, number>();
+  /** Peers that answered a ping since this replica became active. */
+  const answered = new Set<string>();
   const configuredAt = new Map<string, number>();
   const reconciles = o.registry?.counter({
     name: "liqo_gateway_reconciles_total",
@@ -309,6 +311,8 @@ export function createGatewayController(o: GatewayControllerOptions) {
         device = await openDevice({ name: o.device, netns: o.netns, mode: o.wireguard ?? "auto", ip, runner });
         activeSince = Date.now();
         configuredAt.clear();
+        answered.clear();
+        unanswered = new Map();
         implementationShown = false;
         log.info("active: device opened", {
           device: o.device,
@@ -360,10 +364,17 @@ export function createGatewayController(o: GatewayControllerOptions) {
       );
       latencies = new Map(current.config.peers.map((p, i) => [p.clusterId, rtts[i]]));
       // When each peer's current run of unanswered pings began: what service continuity acts on.
+      // Only for a peer that answered since this replica became active: a tunnel still coming up
+      // (or a peer whose gateway does not answer pings at all) is not an outage of a working link.
       const at = Date.now();
+      current.config.peers.forEach((p, i) => {
+        if (rtts[i] !== undefined) answered.add(p.clusterId);
+      });
       unanswered = new Map(
         current.config.peers.flatMap((p, i) =>
-          rtts[i] === undefined ? [[p.clusterId, unanswered.get(p.clusterId) ?? at] as const] : [],
+          rtts[i] === undefined && answered.has(p.clusterId)
+            ? [[p.clusterId, unanswered.get(p.clusterId) ?? at] as const]
+            : [],
         ),
       );
       live = await device.client.get();
