@@ -40,8 +40,14 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
         (await q.rome.list<Slice>(Resources.endpointSlices, { namespace: "liqo-demo", ...selector })).items;
       const milanSlices = async () =>
         (await q.milan.list<Slice>(Resources.endpointSlices, { namespace: twin, ...selector })).items;
+      // The copies rome's reflection wrote: milan's own slice of the reflected Service carries the
+      // Service's labels too (liqo.io/managed-by=reflection among them), but it has an owner.
       const reflected = (slices: Slice[]) =>
-        slices.filter((s) => s.metadata.labels?.["liqo.io/managed-by"] === "reflection");
+        slices.filter(
+          (s) =>
+            s.metadata.labels?.["endpointslice.kubernetes.io/managed-by"] === "endpointslice.reflection.liqo.io" &&
+            !s.metadata.ownerReferences?.length,
+        );
       const endpoints = (slices: Slice[]) => slices.flatMap((s) => s.endpoints ?? []);
       /** nginx-remote's endpoint in rome, and the endpoints rome reflected into milan: ready or not. */
       const romeRemoteReady = async () =>
