@@ -50,7 +50,7 @@ describe("the Corefile edit", () => {
     expect(e.changed).toBe(true);
     expect(e.corefile.startsWith(kubeadm)).toBe(true);
     expect(e.corefile).toContain(
-      `${BEGIN_MARKER}\nclusterset.local:53 {\n    errors\n    cache 5\n    forward . 10.96.0.77\n}\n${END_MARKER}\n`,
+      `${BEGIN_MARKER}\nclusterset.local:53 {\n    errors\n    cache 5 {\n        denial 9984 1 1\n    }\n    forward . 10.96.0.77\n}\n${END_MARKER}\n`,
     );
     expect(corefileProblem(e.corefile)).toBeUndefined();
   });
