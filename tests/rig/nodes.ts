@@ -88,7 +88,7 @@ function requireRealNodeTools(): void {
  * parallel shards) each get their own bridge and /24: `ip link add` fails with "File exists" for
  * a bridge another rig took between our look and our claim, and the next index is tried.
  */
-export function claimRigNetwork(): RigNetwork {
+export function claimRigNetwork(owner: string): RigNetwork {
   requireRealNodeTools();
   raiseInotifyLimits();
   for (let i = 0; i < 64; i++) {
@@ -97,7 +97,11 @@ export function claimRigNetwork(): RigNetwork {
       stdout: "ignore",
       stderr: "pipe",
     });
-    if (res.exitCode === 0) return net;
+    if (res.exitCode === 0) {
+      // The rig's directory on the bridge: whoever tears a rig down checks it (rigNetworkIsOurs).
+      tryRun(["ip", "link", "set", "dev", net.bridge, "alias", owner]);
+      return net;
+    }
     const why = res.stderr.toString().trim();
     if (!/File exists/.test(why)) throw new RigError(`creating the rig bridge ${net.bridge} failed: ${why}`);
   }
@@ -117,6 +121,18 @@ function raiseInotifyLimits(): void {
     const path = `/proc/sys/fs/inotify/${key}`;
     if (existsSync(path) && Number(readFileSync(path, "utf8")) < min) writeFileSync(path, String(min));
   }
+}
+
+/**
+ * Whether the rig in `owner` may remove what is named after this bridge (its nodes' namespaces,
+ * cgroups and veths, the bridge itself): the bridge is gone, or it still carries that rig's alias.
+ * A rig whose start failed half-way, reaped later as an orphan, must not tear down the live rig
+ * that has claimed the same bridge since (same index, same names).
+ */
+export function rigNetworkIsOurs(net: RigNetwork, owner: string): boolean {
+  const path = `/sys/class/net/${net.bridge}/ifalias`;
+  if (!existsSync(path)) return true;
+  return readFileSync(path, "utf8").trim() === owner;
 }
 
 /** Addresses the claimed bridge and brings it up. */

@@ -1,7 +1,7 @@
 // The rig's own promises: nothing left behind, also when its owner dies; clear messages when a
 // port is taken, a binary is missing or a component does not come up.
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +9,7 @@ import { rigBinDir } from "./binaries.ts";
 import { prepareCluster, startCluster, stopCluster } from "./cluster.ts";
 import { RigError } from "./errors.ts";
 import { allocatePorts, portIsFree } from "./ports.ts";
+import { claimRigNetwork, removeRigNetworkNow, rigNetworkIsOurs } from "./nodes.ts";
 import { isAlive } from "./process.ts";
 import { loadRig, reapOrphanRigs, rigDown, rigProcesses, rigUp } from "./rig.ts";
 import { startTestRig, testRigRoot } from "./testing.ts";
@@ -69,6 +70,43 @@ describe("rig lifecycle", () => {
     await waitFor("every orphaned component to be gone", () => pids.every((p) => !isAlive(p)), { timeoutMs: 30_000 });
     expect(existsSync(dir!)).toBe(false);
   }, 300_000);
+});
+
+describe("rigs side by side", () => {
+  test("reaping a dead rig that recorded a bridge another rig has claimed since leaves that rig's bridge, namespaces and cgroups alone", async () => {
+    const root = mkdtempSync(join(scratch, "reap-"));
+    const live = join(root, "live");
+    const net = claimRigNetwork(live);
+    try {
+      // A rig that died half-way with the same bridge recorded (its own start freed it, then the
+      // live one claimed it), and a node namespace of the live rig by that bridge's naming.
+      const netns = `lrig${net.index}-rome-node-1`;
+      Bun.spawnSync(["ip", "netns", "add", netns]);
+      const dead = join(root, "dead");
+      mkdirSync(dead);
+      const deadRig = {
+        dir: dead,
+        owner: 2 ** 22 + 1, // above pid_max's default: never a live process
+        kubeconfigDir: join(dead, "kubeconfigs"),
+        bin: rigBinDir(),
+        clusters: [],
+        network: net,
+      };
+      writeFileSync(join(dead, "rig.json"), JSON.stringify(deadRig));
+      expect(rigNetworkIsOurs(net, dead)).toBe(false);
+      expect(rigNetworkIsOurs(net, live)).toBe(true);
+      expect(await reapOrphanRigs(root)).toContain(dead);
+      expect(existsSync(dead)).toBe(false);
+      expect(existsSync(`/sys/class/net/${net.bridge}`)).toBe(true);
+      expect(existsSync(`/var/run/netns/${netns}`)).toBe(true);
+      Bun.spawnSync(["ip", "netns", "del", netns]);
+      // Once the bridge is gone, nobody holds its names: a dead rig's leftovers are cleaned up.
+      removeRigNetworkNow(net);
+      expect(rigNetworkIsOurs(net, dead)).toBe(true);
+    } finally {
+      removeRigNetworkNow(net);
+    }
+  });
 });
 
 describe("clear messages", () => {

@@ -23,6 +23,7 @@ import {
   prepareRealNode,
   removeHostRoutingNow,
   removeRigNetworkNow,
+  rigNetworkIsOurs,
   stopRealNodeNow,
 } from "./nodes.ts";
 import type { RigNetwork } from "./node-config.ts";
@@ -186,7 +187,7 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
   const rig: Rig = { dir, owner: options.owner ?? 0, kubeconfigDir: join(dir, "kubeconfigs"), bin, clusters: [] };
   try {
     if (realNodes) {
-      rig.network = claimRigNetwork();
+      rig.network = claimRigNetwork(dir);
       saveRig(rig);
       progress(
         `real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`,
@@ -310,6 +311,10 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
     rmSync(dir, { recursive: true, force: true });
     return [];
   }
+  if (!networkIsOurs(rig)) {
+    killRigNow(rig);
+    return rig.clusters.map((c) => c.name);
+  }
   const phases = new PhaseClock(`the rig in ${dir}`);
   // liqo's processes first: they talk to the clusters, which must outlive them.
   await Promise.all((rig.extras ?? []).map((p) => killGroup(p.pid)));
@@ -335,12 +340,20 @@ export async function rigDown(dir: string = defaultRigDir()): Promise<string[]> 
   return rig.clusters.map((c) => c.name);
 }
 
+/** Whether the bridge this rig recorded is still its own (see rigNetworkIsOurs). */
+function networkIsOurs(rig: Rig): boolean {
+  return !rig.network || rigNetworkIsOurs(rig.network, rig.dir);
+}
+
 /** Stops every process of a rig at once, synchronously: for exit and signal handlers. */
 export function killRigNow(rig: Rig) {
-  for (const c of rig.clusters) for (const n of c.realNodeStates ?? []) stopRealNodeNow(n);
+  // Another rig holds this bridge now: only this rig's own processes go, by pid; the names (node
+  // namespaces, cgroups, veths, the bridge) are the other rig's.
+  const ours = networkIsOurs(rig);
+  if (ours) for (const c of rig.clusters) for (const n of c.realNodeStates ?? []) stopRealNodeNow(n);
   for (const p of rigProcesses(rig)) killGroupNow(p.pid);
-  if (rig.network) removeRigNetworkNow(rig.network);
-  for (const c of rig.clusters) if (c.hostRouting) removeHostRoutingNow(c.hostRouting);
+  if (rig.network && ours) removeRigNetworkNow(rig.network);
+  if (ours) for (const c of rig.clusters) if (c.hostRouting) removeHostRoutingNow(c.hostRouting);
   rmSync(rig.dir, { recursive: true, force: true });
 }
 
