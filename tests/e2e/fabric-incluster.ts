@@ -17,6 +17,7 @@ import { liqoctl } from "../quickstart/install.ts";
 import { findHelm } from "../../cli/install/helm.ts";
 import { addressSeenByPeer } from "../../cli/test-network/run.ts";
 import { rigImageRefs } from "../rig/images.ts";
+import { RIG_LB_CLASS, startRigLoadBalancer } from "../rig/load-balancer.ts";
 import { stopRealNodeNow } from "../rig/nodes.ts";
 import { rigDown, killRigNow } from "../rig/rig.ts";
 import { reapOrphanRigs } from "../rig/rig.ts";
@@ -1135,13 +1136,25 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
       expect(r.out).toContain("URI: /from-a-node");
     }, 300_000);
 
-    test("a client on the host (outside every node) reaches a NodePort Service of rome whose only endpoint runs in milan; with externalTrafficPolicy Local no rome node answers, as no endpoint is local", async () => {
+    test("a client on the host (outside every node) reaches a NodePort and a LoadBalancer Service of rome whose only endpoint runs in milan; with externalTrafficPolicy Local neither answers, as no endpoint is local", async () => {
       // Only nginx-remote carries this label: the Service's one endpoint is the offloaded pod.
       const labelled = await kubectl("rome", "label", "pod", "-n", "liqo-demo", "nginx-remote", "where=milan");
       expect(labelled.code).toBe(0);
       await q.rome.create(Resources.services, {
         metadata: { name: "remote-only", namespace: "liqo-demo" },
         spec: { type: "NodePort", selector: { where: "milan" }, ports: [{ port: 80, targetPort: 80 }] },
+      });
+      // The rig's load balancer (a host route to a rome node, as MetalLB's layer 3 mode would) for the
+      // LoadBalancer Service of the same endpoint.
+      const lb = startRigLoadBalancer(q.rig, "rome", q.rome);
+      await q.rome.create(Resources.services, {
+        metadata: { name: "remote-lb", namespace: "liqo-demo" },
+        spec: {
+          type: "LoadBalancer",
+          loadBalancerClass: RIG_LB_CLASS,
+          selector: { where: "milan" },
+          ports: [{ port: 80, targetPort: 80 }],
+        },
       });
       try {
         const svc = await q.rome.get<KubeObject & { spec: { ports: { nodePort: number }[] } }>(
@@ -1168,11 +1181,39 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
           );
           expect(r.out).toContain("URI: /from-the-host");
         }
+        // The load balancer's address, port 80, answered the same way.
+        const lbAddress = await waitFor(
+          "the rig's load balancer address on Service liqo-demo/remote-lb",
+          async () =>
+            (
+              await q.rome.get<KubeObject & { status?: { loadBalancer?: { ingress?: { ip?: string }[] } } }>(
+                Resources.services,
+                "remote-lb",
+                "liqo-demo",
+              )
+            ).status?.loadBalancer?.ingress?.[0]?.ip,
+          { timeoutMs: 30_000, intervalMs: 500 },
+        );
+        expect(lbAddress).toBe(lb.addressOf("liqo-demo/remote-lb")!);
+        const curlLb = async (): Promise<Exec> => {
+          const p = Bun.spawn(["curl", "-sS", "--max-time", "3", `http://${lbAddress}/from-a-load-balancer`], {
+            stdout: "pipe",
+            stderr: "pipe",
+          });
+          const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
+          return { out, err, code: await p.exited };
+        };
+        const viaLb = await until(
+          `curl from the host to ${lbAddress}:80 (LoadBalancer)`,
+          curlLb,
+          /Server name: nginx-remote/,
+        );
+        expect(viaLb.out).toContain("URI: /from-a-load-balancer");
         // externalTrafficPolicy Local: only nodes with a local endpoint answer, and the endpoint is on
-        // the virtual node, where no kube-proxy runs: the NodePort is closed on every real node.
-        await q.rome.mergePatch(Resources.services, "remote-only", "liqo-demo", {
-          spec: { externalTrafficPolicy: "Local" },
-        });
+        // the virtual node, where no kube-proxy runs: the NodePort is closed on every real node, and
+        // the load balancer's address leads nowhere.
+        for (const name of ["remote-only", "remote-lb"])
+          await q.rome.mergePatch(Resources.services, name, "liqo-demo", { spec: { externalTrafficPolicy: "Local" } });
         const node = q.rig.clusters[0]!.realNodeStates![0]!;
         let last: Exec | undefined;
         await waitFor(
@@ -1183,7 +1224,17 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
           },
           { timeoutMs: 60_000, intervalMs: 1000, describe: () => last },
         );
+        await waitFor(
+          `${lbAddress}:80 (LoadBalancer) not answered with externalTrafficPolicy Local`,
+          async () => {
+            last = await curlLb();
+            return last.code !== 0 ? true : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 1000, describe: () => last },
+        );
       } finally {
+        await lb.stop();
+        await q.rome.delete(Resources.services, "remote-lb", "liqo-demo");
         await q.rome.delete(Resources.services, "remote-only", "liqo-demo");
         await kubectl("rome", "label", "pod", "-n", "liqo-demo", "nginx-remote", "where-");
       }
