@@ -7,11 +7,26 @@ import {
   conditionSeries,
   podsByPhase,
   registerVirtualKubeletMetrics,
+  unreachablePods,
   type NodeView,
   type VirtualKubeletMetricsSource,
 } from "./metrics.ts";
 
 const pod = (phase?: string) => ({ status: phase === undefined ? {} : { phase } });
+
+describe("unreachablePods", () => {
+  test("counts the pods service continuity holds not Ready, not others", () => {
+    const notReady = (reason: string) => ({
+      status: {
+        phase: "Running",
+        conditions: ["Ready", "ContainersReady"].map((type) => ({ type, status: "False", reason })),
+      },
+    });
+    expect(
+      unreachablePods([notReady("RemoteClusterUnreachable"), notReady("ContainersNotReady"), pod("Running")]),
+    ).toBe(1);
+  });
+});
 
 describe("podsByPhase", () => {
   test("every phase present, zeros included; no phase yet is Pending; an unheard-of phase is Unknown", () => {

@@ -3,6 +3,8 @@
 // watch, the offloader's pod informers). In the controller manager each peering's kubelet writes
 // through a peer view of the registry (core/peering/foreigncluster/peer-registry.ts), which adds
 // remote_cluster_id to every series.
+import { markedUnreachable } from "../continuity/pods.ts";
+import type { PodStatus } from "../kube/types.ts";
 import type { LabeledValue, Registry } from "../metrics/index.ts";
 import type { NodeCondition } from "./node/forge.ts";
 
@@ -43,7 +45,7 @@ export interface VirtualKubeletMetricsSource {
   /** The virtual nodes this kubelet runs now (none once it is stopped). */
   nodes(): readonly NodeView[];
   /** The local pods bound to those nodes. */
-  pods(): readonly { status?: { phase?: string } }[];
+  pods(): readonly { status?: PodStatus }[];
 }
 
 export function registerVirtualKubeletMetrics(registry: Registry, src: VirtualKubeletMetricsSource): void {
@@ -65,4 +67,14 @@ export function registerVirtualKubeletMetrics(registry: Registry, src: VirtualKu
     labelNames: ["phase"] as const,
     collect: () => [...podsByPhase(src.pods())].map(([phase, value]) => ({ labels: { phase }, value })),
   });
+  registry.callbackGauge({
+    name: "liqo_offloaded_pods_unreachable",
+    help: "Offloaded pods held not Ready because the peer has been unreachable past the service continuity threshold.",
+    collect: () => unreachablePods(src.pods()),
+  });
+}
+
+/** How many pods service continuity holds not Ready (RemoteClusterUnreachable). */
+export function unreachablePods(pods: readonly { status?: PodStatus }[]): number {
+  return pods.filter((p) => markedUnreachable(p.status)).length;
 }
