@@ -12,15 +12,15 @@
 // wireguard-go (the image's /usr/bin/wireguard-go, put first on the gateways' PATH), then with the
 // module build the image ships in /usr/local/bin (its default): before and after; then once more
 // with a CPU request on the gateways (Burstable instead of BestEffort).
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { formatIpv4, parseCidr } from "../../netfabric/ipam/ipv4.ts";
 import { dockerfileRuntime, wireguardGoBinary } from "../../scripts/build-image.ts";
-import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { benchQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
@@ -118,14 +118,7 @@ async function gatewaysWith(
 const row = (what: string, t: Throughput) =>
   `  ${what.padEnd(58)} ${t.gbps.toFixed(3).padStart(7)} Gbit/s  RTT ${t.rttMs.toFixed(3)} ms  retransmits ${String(t.retransmits).padStart(6)}  receiver's UDP buffer drops ${String(t.udpRcvbufErrors ?? "-").padStart(6)}`;
 
-const root = join(tmpdir(), "liqo-rig-bench");
-mkdirSync(root, { recursive: true });
-const q = await runInClusterQuickstart({
-  dir: mkdtempSync(join(root, "rig-")),
-  owner: process.pid,
-  progress: (m) => console.error(`[bench] ${m}`),
-});
-process.on("exit", () => killRigNow(q.rig));
+const q = await benchQuickstart();
 try {
   const rome = q.rig.clusters[0]!.realNodeStates!;
   const milan = q.rig.clusters[1]!.realNodeStates!;

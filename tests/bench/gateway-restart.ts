@@ -1,20 +1,8 @@
-// What a gateway restart costs the traffic between two clusters, and what the gateways' node ports
-// have to do with it, side by side in one run (printed, never asserted) on the in-cluster quick
-// start. A stream of requests from rome's client pod to the liqo-demo Service (nginx-remote, in
-// milan), one every 0.1 s with a 1 s timeout; `kubectl rollout restart deployment/liqo-gateway` in
-// milan, three times per layout:
-//   distinct node ports   the chart's default: Kubernetes allocates each cluster's gateway node port
-//   one node port on both milan's gateway Service patched to rome's node port (the chart's fixed
-//                         30871 until 0.2.0 gave every cluster the same one)
-// For each restart: the requests lost, the gaps (runs of failed requests) and the longest one.
-import { mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { TunnelEndpointResource, type TunnelEndpoint } from "../../core/apis/net/tunnelendpoint.ts";
 import { Resources } from "../../core/kube/resources.ts";
 import type { Service } from "../../core/kube/types.ts";
 import { parseStream, recoveredAt, type StreamSample } from "../chaos/traffic.ts";
-import { runInClusterQuickstart } from "../quickstart/in-cluster.ts";
+import { benchQuickstart } from "../quickstart/in-cluster.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { waitFor } from "../support/wait.ts";
@@ -49,14 +37,7 @@ export function cleanUntil(samples: StreamSample[], after: number, n: number): n
   return undefined;
 }
 
-const root = join(tmpdir(), "liqo-rig-bench");
-mkdirSync(root, { recursive: true });
-const q = await runInClusterQuickstart({
-  dir: mkdtempSync(join(root, "rig-")),
-  owner: process.pid,
-  progress: (m) => console.error(`[bench] ${m}`),
-});
-process.on("exit", () => killRigNow(q.rig));
+const q = await benchQuickstart();
 const kubectl = (cluster: string, ...args: string[]) => kubectlOn(q, cluster, ...args);
 const must = async (cluster: string, ...args: string[]) => {
   const r = await kubectl(cluster, ...args);

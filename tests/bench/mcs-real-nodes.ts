@@ -1,17 +1,6 @@
-// The MCS API on real nodes (printed, never asserted), on the in-cluster quick start:
-//   1. ServiceExport created in milan → its clusterset.local name resolves in a pod in rome
-//      (getent through rome's CoreDNS, polled every 100 ms inside the pod): p50/p99 over R exports.
-//      Includes CoreDNS' negative cache: a pod that asked before the import existed waits up to
-//      the zone's SOA minimum (1 s) after it appears.
-//   2. Requests per second from a pod in rome, a new TCP connection each (curl, Connection: close),
-//      through the clusterset name (endpoints in rome and milan) and through the local Service.
-// BENCH_MCS_EXPORTS (default 10) and BENCH_MCS_REQUESTS (default 300) scale them.
-import { mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { ServiceExportResource } from "../../core/apis/multicluster/serviceexport.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
-import { runInClusterQuickstart, virtualNodeAffinity } from "../quickstart/in-cluster.ts";
+import { benchQuickstart, virtualNodeAffinity } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { kubectlOn } from "../support/kubectl.ts";
@@ -47,14 +36,7 @@ const serviceExport = (name: string): KubeObject => ({
   metadata: { name, namespace: NS },
 });
 
-const root = join(tmpdir(), "liqo-rig-bench");
-mkdirSync(root, { recursive: true });
-const q = await runInClusterQuickstart({
-  dir: mkdtempSync(join(root, "rig-")),
-  owner: process.pid,
-  progress: (m) => console.error(`[bench] ${m}`),
-});
-process.on("exit", () => killRigNow(q.rig));
+const q = await benchQuickstart();
 const inRome = (script: string) => kubectlOn(q, "rome", "exec", "-n", NS, "echo-rome", "--", "sh", "-c", script);
 try {
   for (const [c, k] of [

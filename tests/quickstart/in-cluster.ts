@@ -4,11 +4,13 @@
 // liqo-demo namespace offloaded, the hello-world app with one pod on a physical node and one on the
 // virtual node, and then real traffic: from a pod in rome, curl to nginx-remote's pod address and
 // to the liqo-demo Service by DNS name, answered by the container running in milan.
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createKubeClient, type KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { rigImageRefs } from "../rig/images.ts";
-import { rigUp, type Rig } from "../rig/rig.ts";
+import { killRigNow, rigUp, type Rig } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
 import { liqoctl, peerOutOfBand, run, runQuickstartMain } from "./install.ts";
 
@@ -156,6 +158,19 @@ export async function runInClusterQuickstart(o: InClusterOptions = {}): Promise<
 }
 
 /** A pod on a physical node of rome with curl, to reach the app from inside the cluster. */
+/** A benchmark's own in-cluster quick start, under $TMPDIR/liqo-rig-bench, killed when the process exits. */
+export async function benchQuickstart(): Promise<InClusterQuickstart> {
+  const root = join(tmpdir(), "liqo-rig-bench");
+  mkdirSync(root, { recursive: true });
+  const q = await runInClusterQuickstart({
+    dir: mkdtempSync(join(root, "rig-")),
+    owner: process.pid,
+    progress: (m) => console.error(`[bench] ${m}`),
+  });
+  process.on("exit", () => killRigNow(q.rig));
+  return q;
+}
+
 export function clientPod(): KubeObject {
   return {
     apiVersion: "v1",
