@@ -9,13 +9,13 @@ import { UNREACHABLE_REASON } from "../../core/continuity/pods.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import type { Pod } from "../../core/kube/types.ts";
-import { createShadowPodController, type ShadowPodController } from "../../core/shadowpod/controller.ts";
+import type { ShadowPodController } from "../../core/shadowpod/controller.ts";
 import { createPodOffloader, type PodOffloader } from "../../core/virtualkubelet/pods/offloader.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { namespace } from "../support/namespace.ts";
 import { waitFor } from "../support/wait.ts";
-import { guardKwokDeletes } from "./offloading-rig.ts";
+import { guardKwokDeletes, virtualNodeStandIn } from "./offloading-rig.ts";
 
 const ids = { localClusterId: "rome-cluster-id", remoteClusterId: "milan-cluster-id" };
 const nodeName = "liqo-milan";
@@ -46,14 +46,7 @@ beforeAll(async () => {
   await guardKwokDeletes(milan);
   await namespace(rome, "demo");
   await namespace(milan, "demo-rome");
-  await rome.create(Resources.nodes, {
-    metadata: {
-      name: nodeName,
-      labels: { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": ids.remoteClusterId },
-    },
-  });
-  provider = createShadowPodController({ client: milan });
-  await provider.start();
+  provider = await virtualNodeStandIn(rome, milan, nodeName, ids.remoteClusterId);
   offloader = await createPodOffloader({
     local: rome,
     remote: milan,

@@ -10,6 +10,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { tenantNamespaceName, uniqueName } from "../../core/offloading/index.ts";
 import { ensureClusterIdentity } from "../../core/peering/identity.ts";
+import { createShadowPodController, type ShadowPodController } from "../../core/shadowpod/controller.ts";
 import { startRole } from "../quickstart/roles.ts";
 import { freePort } from "../rig/ports.ts";
 import { isAlive, killGroupNow } from "../rig/process.ts";
@@ -166,6 +167,27 @@ export async function guardKwokDeletes(client: KubeClient): Promise<void> {
 }
 
 /** The `liqo virtual-kubelet` arguments for a provider; `via` replaces kubeconfigs and the kubelet address. */
+/**
+ * A stand-in for the virtual node in the consumer (the virtual kubelet's node controller makes the
+ * real one) and the provider's ShadowPod controller, started: what a pod offloader test runs against.
+ */
+export async function virtualNodeStandIn(
+  consumer: KubeClient,
+  provider: KubeClient,
+  nodeName: string,
+  remoteClusterId: string,
+): Promise<ShadowPodController> {
+  await consumer.create(Resources.nodes, {
+    metadata: {
+      name: nodeName,
+      labels: { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": remoteClusterId },
+    },
+  });
+  const shadowPods = createShadowPodController({ client: provider });
+  await shadowPods.start();
+  return shadowPods;
+}
+
 export function virtualKubeletArgs(
   r: Pick<OffloadingRig, "rig" | "consumer">,
   p: ClusterInfo,

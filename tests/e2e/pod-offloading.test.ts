@@ -7,7 +7,6 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createReflectionEngine, type ReflectionEngine } from "../../core/reflection/engine/engine.ts";
 import {
-  createShadowPodController,
   podFor,
   podSecurityLabelFor,
   POD_SECURITY_ENFORCE_LABEL,
@@ -17,7 +16,7 @@ import { RECREATIONS_ANNOTATION } from "../../core/apis/labels.ts";
 import { createPodOffloader, OFFLOADING_BACKOFF, type PodOffloader } from "../../core/virtualkubelet/pods/offloader.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
-import { guardKwokDeletes } from "./offloading-rig.ts";
+import { guardKwokDeletes, virtualNodeStandIn } from "./offloading-rig.ts";
 import { inCidr } from "../support/cidr.ts";
 import { waitFor } from "../support/wait.ts";
 import { namespace } from "../support/namespace.ts";
@@ -81,15 +80,7 @@ beforeAll(async () => {
     [milan, "demo-rome"],
   ] as const)
     await namespace(c, ns);
-  // A stand-in for the virtual node (the virtual kubelet's node controller makes the real one).
-  await rome.create(Resources.nodes, {
-    metadata: {
-      name: nodeName,
-      labels: { "liqo.io/type": "virtual-node", "liqo.io/remote-cluster-id": ids.remoteClusterId },
-    },
-  });
-  provider = createShadowPodController({ client: milan });
-  await provider.start();
+  provider = await virtualNodeStandIn(rome, milan, nodeName, ids.remoteClusterId);
   // The secrets reflector runs too: it must leave the pods' token Secrets (no local source) alone.
   engine = createReflectionEngine({ local: rome, remote: milan, ...ids });
   await engine.addPlugin(await builtinWasm("secrets"), { trust: "builtin", source: "builtin:secrets" });
