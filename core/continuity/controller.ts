@@ -37,6 +37,18 @@ export function unreachableSinceOf(tep: TunnelEndpoint): number | undefined {
   return Number.isFinite(ms) ? ms : undefined;
 }
 
+/**
+ * When a peer stopped answering through the tunnel (ms), from the TunnelEndpoints: the earliest
+ * outage among the peer's (one per peer, normally), undefined while any of them answers. No
+ * TunnelEndpoint (a peering without networking): nothing says the peer is gone. The MCS importer
+ * reads it too (core/mcs).
+ */
+export function peerUnreachableSince(teps: readonly TunnelEndpoint[], clusterId: string): number | undefined {
+  const found = teps.filter((t) => t.spec?.clusterID === clusterId).map(unreachableSinceOf);
+  if (!found.length || found.some((s) => s === undefined)) return undefined;
+  return Math.min(...(found as number[]));
+}
+
 export interface ContinuityControllerOptions {
   client: KubeClient;
   thresholdMs: number;
@@ -75,15 +87,7 @@ export function createContinuityController(o: ContinuityControllerOptions) {
   let queue: WorkQueue | undefined;
 
   /** The earliest outage among the peer's TunnelEndpoints (one per peer, normally). */
-  function unreachableSince(clusterId: string): number | undefined {
-    const found = teps
-      .list()
-      .filter((t) => t.spec?.clusterID === clusterId)
-      .map(unreachableSinceOf);
-    // No TunnelEndpoint (a peering without networking): nothing says the peer is gone.
-    if (!found.length || found.some((s) => s === undefined)) return undefined;
-    return Math.min(...(found as number[]));
-  }
+  const unreachableSince = (clusterId: string) => peerUnreachableSince(teps.list(), clusterId);
 
   async function handle(key: string): Promise<void> {
     const slice = slices.get(key);

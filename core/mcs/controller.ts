@@ -19,12 +19,16 @@ import {
 import {
   MCS_GROUP,
   MCS_SERVICE_NAME_LABEL,
+  MCS_SOURCE_CLUSTER_LABEL,
   ServiceExportCondition,
   ServiceExportReason,
 } from "../apis/multicluster/group.ts";
 import { ServiceExportResource, type MetaCondition, type ServiceExport } from "../apis/multicluster/serviceexport.ts";
 import { ServiceImportResource, type ServiceImport } from "../apis/multicluster/serviceimport.ts";
 import { NetworkConfigResource, type NetworkConfig } from "../apis/net/networkconfig.ts";
+import { TunnelEndpointResource, type TunnelEndpoint } from "../apis/net/tunnelendpoint.ts";
+import { peerUnreachableSince, unreachableSinceOf } from "../continuity/controller.ts";
+import { DEFAULT_CONTINUITY_THRESHOLD_MS } from "../continuity/threshold.ts";
 import type { KubeClient } from "../kube/client.ts";
 import { KubeApiError } from "../kube/errors.ts";
 import { createEventRecorder } from "../kube/events.ts";
@@ -46,6 +50,7 @@ import {
   peerExports,
   remapperFor,
   sameConditions,
+  unreachableExporters,
   type ExportRecord,
   type Remapper,
   type ServiceLike,
@@ -67,6 +72,11 @@ export interface McsControllerOptions {
   workers?: number;
   /** Where liqo_mcs_* gauges are registered (computed at scrape time from the caches). */
   registry?: Registry;
+  /**
+   * Service continuity (--service-continuity-threshold, default 15 s): an exporter whose tunnel has
+   * been dark this long has its imported endpoints marked not ready until it answers again.
+   */
+  continuityThresholdMs?: number;
 }
 
 type Carrier = ExportedService & KubeObject;
@@ -89,6 +99,11 @@ interface Channel {
 const FIELD_MANAGER = MCS_MANAGER;
 const established = (fc: FC, type: string) =>
   fc.status?.peeringConditions?.some((c) => c.type === type && c.status === "Established") ?? false;
+/** An outgoing peering whose virtual node went NotReady (the provider out of reach): still a peering. */
+const waitingForNode = (fc: FC) =>
+  fc.status?.peeringConditions?.some(
+    (c) => c.type === "OutgoingPeering" && c.status === "Pending" && c.reason === "WaitingForVirtualNode",
+  ) ?? false;
 
 export function createMcsController(o: McsControllerOptions) {
   const self = o.localClusterId;
@@ -97,6 +112,7 @@ export function createMcsController(o: McsControllerOptions) {
   const events = createEventRecorder(client, "liqo-mcs", log);
   const policy = o.defaultPolicy ?? "ExportAndImport";
   const makePeerClient = o.peerClient ?? defaultPeerClient;
+  const thresholdMs = o.continuityThresholdMs ?? DEFAULT_CONTINUITY_THRESHOLD_MS;
 
   const exports = createInformer<SvcExport>({ client, resource: ServiceExportResource, logger: log });
   const imports = createInformer<SvcImport>({ client, resource: ServiceImportResource, logger: log });
@@ -111,6 +127,8 @@ export function createMcsController(o: McsControllerOptions) {
   const fcs = createInformer<FC>({ client, resource: ForeignClusterResource, logger: log });
   const configs = createInformer<NetworkConfig & KubeObject>({ client, resource: NetworkConfigResource, logger: log });
   const localCarriers = createInformer<Carrier>({ client, resource: ExportedServiceResource, logger: log });
+  // What the active gateway says of each peer's tunnel (unreachableSince), as service continuity reads it.
+  const teps = createInformer<TunnelEndpoint & KubeObject>({ client, resource: TunnelEndpointResource, logger: log });
   const locals: Informer<KubeObject>[] = [
     exports,
     imports,
@@ -120,6 +138,7 @@ export function createMcsController(o: McsControllerOptions) {
     fcs,
     configs,
     localCarriers,
+    teps,
   ] as unknown as Informer<KubeObject>[];
 
   const channels = new Map<string, Channel>();
@@ -171,6 +190,14 @@ export function createMcsController(o: McsControllerOptions) {
   };
   namespaces.on({ add: nsChanged, update: (_, n) => nsChanged(n), delete: nsChanged });
   configs.on({ add: () => enqueueAll(), update: () => enqueueAll(), delete: () => enqueueAll() });
+  // The gateway rewrites its status every pass: only a change of reachability matters here.
+  teps.on({
+    add: () => enqueueAll(),
+    update: (a, b) => {
+      if (unreachableSinceOf(a) !== unreachableSinceOf(b)) enqueueAll();
+    },
+    delete: () => enqueueAll(),
+  });
   fcs.on({ add: () => refreshSoon(), update: () => refreshSoon(), delete: () => refreshSoon() });
 
   // Channels are re-read one refresh at a time; a change during one runs another after it.
@@ -213,7 +240,9 @@ export function createMcsController(o: McsControllerOptions) {
           flow,
           identity: tenant,
         });
-      if (established(fc, "OutgoingPeering")) {
+      // An open channel stays open while the provider is out of reach: its exports stay imported
+      // (service continuity marks them not ready), rather than deleted until it answers again.
+      if (established(fc, "OutgoingPeering") || (channels.has(`${peer}/outgoing`) && waitingForNode(fc))) {
         const identity = await readIdentity(client, tenant, peer);
         if (!identity) continue;
         const stamp = `${identity.remoteNamespace}\n${identity.kubeconfig}\n${fc.spec.foreignProxyUrl ?? ""}`;
@@ -455,7 +484,17 @@ export function createMcsController(o: McsControllerOptions) {
       remappers.set(r.clusterId, m);
       if (!m.ok) pending.push(m.reason);
     }
-    const desired = importedSlices(ns, name, records, remappers, owner);
+    // Service continuity: the endpoints of an exporter dark past the threshold kept, not ready.
+    const at = Date.now();
+    const { unreachable, recheckAt } = unreachableExporters(
+      self,
+      records,
+      (peer) => peerUnreachableSince(teps.list(), peer),
+      at,
+      thresholdMs,
+    );
+    if (recheckAt !== undefined) queue.addAfter(key, recheckAt - at);
+    const desired = importedSlices(ns, name, records, remappers, owner, unreachable);
     const names = new Set(desired.map((d) => d.metadata.name));
     const body = (s: KubeObject) => {
       const x = s as SliceLike;
@@ -470,6 +509,14 @@ export function createMcsController(o: McsControllerOptions) {
     for (const d of desired) {
       const have = slices.get(`${ns}/${d.metadata.name}`);
       if (have && body(have) === body(d)) continue;
+      const source = d.metadata.labels?.[MCS_SOURCE_CLUSTER_LABEL];
+      if (source && unreachable.has(source))
+        log.warn("exporter unreachable past the service continuity threshold: its endpoints imported not ready", {
+          key,
+          slice: d.metadata.name,
+          peer: source,
+          thresholdMs,
+        });
       await client.apply(Resources.endpointSlices, d, { fieldManager: FIELD_MANAGER, force: true });
     }
     for (const s of slices.list())

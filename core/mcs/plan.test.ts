@@ -9,6 +9,7 @@ import {
   mergeExports,
   peerExports,
   remapperFor,
+  unreachableExporters,
   sameConditions,
   type ExportRecord,
   type Remapper,
@@ -225,6 +226,71 @@ describe("remapping", () => {
     expect(milan.metadata.labels["multicluster.kubernetes.io/service-name"]).toBe("web");
     expect(milan.metadata.labels["kubernetes.io/service-name"]).toBe(derivedServiceName("web"));
     expect(milan.metadata.labels["endpointslice.kubernetes.io/managed-by"]).toBe("mcs.liqo.io");
+  });
+});
+
+describe("service continuity for imports: an exporter dark past the threshold", () => {
+  const owner = { apiVersion: "multicluster.x-k8s.io/v1alpha1", kind: "ServiceImport", name: "web", uid: "u1" };
+  const THRESHOLD = 15_000;
+  const DARK_AT = 1_000_000;
+  const records = [
+    rec(ROME),
+    rec(MILAN, {
+      slices: [{ addressType: "IPv4", endpoints: [{ addresses: ["10.200.0.7"], ready: true, serving: true }] }],
+    }),
+    rec(NAPLES, { slices: [{ addressType: "IPv4", endpoints: [{ addresses: ["10.200.0.9"] }] }] }),
+  ];
+  /** rome's view at `now`: milan's tunnel dark since DARK_AT (or answering), naples answering. */
+  const plan = (now: number, milanDark = true) => {
+    const { unreachable, recheckAt } = unreachableExporters(
+      ROME,
+      records,
+      (peer) => (peer === MILAN && milanDark ? DARK_AT : undefined),
+      now,
+      THRESHOLD,
+    );
+    const slices = importedSlices("shop", "web", records, new Map(), owner, unreachable) as unknown as {
+      metadata: { labels: Record<string, string> };
+      endpoints: { addresses: string[]; conditions: Record<string, boolean> }[];
+    }[];
+    const of = (peer: string) =>
+      slices
+        .filter((s) => s.metadata.labels["multicluster.kubernetes.io/source-cluster"] === peer)
+        .flatMap((s) => s.endpoints);
+    return { unreachable, recheckAt, count: slices.length, rome: of(ROME), milan: of(MILAN), naples: of(NAPLES) };
+  };
+  const reachable = plan(DARK_AT, false);
+
+  test("past the threshold: milan's endpoints kept, ready false (serving as exported); nothing else changes", () => {
+    const p = plan(DARK_AT + THRESHOLD);
+    expect([...p.unreachable]).toEqual([MILAN]);
+    expect(p.recheckAt).toBeUndefined();
+    expect(p.count).toBe(3);
+    expect(p.milan).toEqual([{ addresses: ["10.200.0.7"], conditions: { ready: false, serving: true } }]);
+    expect(p.rome).toEqual(reachable.rome);
+    expect(p.naples).toEqual(reachable.naples);
+    expect(p.naples).toEqual([{ addresses: ["10.200.0.9"], conditions: {} }]);
+  });
+
+  test("before the threshold: as exported, and a look again when it is crossed", () => {
+    const p = plan(DARK_AT + THRESHOLD - 1);
+    expect(p.unreachable.size).toBe(0);
+    expect(p.recheckAt).toBe(DARK_AT + THRESHOLD);
+    expect(p.milan).toEqual([{ addresses: ["10.200.0.7"], conditions: { ready: true, serving: true } }]);
+  });
+
+  test("milan answers again: its endpoints are what it exported", () => {
+    expect(plan(DARK_AT + THRESHOLD).milan[0]!.conditions.ready).toBe(false);
+    const back = plan(DARK_AT + 60_000, false);
+    expect(back.unreachable.size).toBe(0);
+    expect(back.recheckAt).toBeUndefined();
+    expect(back.milan).toEqual([{ addresses: ["10.200.0.7"], conditions: { ready: true, serving: true } }]);
+    expect(back).toEqual(reachable);
+  });
+
+  test("our own export is never marked, whatever a TunnelEndpoint says", () => {
+    const { unreachable } = unreachableExporters(ROME, records, () => DARK_AT, DARK_AT + THRESHOLD, THRESHOLD);
+    expect([...unreachable].sort()).toEqual([MILAN, NAPLES].sort());
   });
 });
 

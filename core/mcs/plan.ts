@@ -14,6 +14,7 @@ import {
 import { MCS_SERVICE_NAME_LABEL, MCS_SOURCE_CLUSTER_LABEL, ServiceExportReason } from "../apis/multicluster/group.ts";
 import type { MetaCondition } from "../apis/multicluster/serviceexport.ts";
 import type { McsServicePort } from "../apis/multicluster/serviceimport.ts";
+import { crossesAt, pastThreshold } from "../continuity/threshold.ts";
 import type { KubeObject } from "../kube/resources.ts";
 import {
   derivedServiceName,
@@ -308,18 +309,49 @@ export function remapperFor(sources: TranslationSources | undefined, local: bool
   };
 }
 
-/** The imported EndpointSlices of one service: each exporter's slices, addresses remapped, labelled per KEP-1645. */
+/**
+ * Service continuity for imports: the exporters (ourselves aside) whose tunnel has been dark longer
+ * than `thresholdMs` at `now` (`since`: when a peer stopped answering, undefined while it answers or
+ * has no network fabric), and when to look again because one still under the threshold crosses it.
+ */
+export function unreachableExporters(
+  self: string,
+  records: readonly ExportRecord[],
+  since: (clusterId: string) => number | undefined,
+  now: number,
+  thresholdMs: number,
+): { unreachable: Set<string>; recheckAt?: number } {
+  const unreachable = new Set<string>();
+  let recheckAt: number | undefined;
+  for (const r of records) {
+    if (r.clusterId === self) continue;
+    const s = since(r.clusterId);
+    if (pastThreshold(s, now, thresholdMs)) unreachable.add(r.clusterId);
+    const due = crossesAt(s, now, thresholdMs);
+    if (due !== undefined && (recheckAt === undefined || due < recheckAt)) recheckAt = due;
+  }
+  return recheckAt === undefined ? { unreachable } : { unreachable, recheckAt };
+}
+
+/**
+ * The imported EndpointSlices of one service: each exporter's slices, addresses remapped, labelled
+ * per KEP-1645. `unreachable`: the exporters whose tunnel has been dark longer than the service
+ * continuity threshold; their endpoints are kept, with conditions.ready false, until they answer
+ * again (then they are what the exporter said, since they are planned from its export each time).
+ */
 export function importedSlices(
   namespace: string,
   name: string,
   records: readonly ExportRecord[],
   remappers: ReadonlyMap<string, Remapper>,
   owner: { apiVersion: string; kind: string; name: string; uid: string },
+  unreachable: ReadonlySet<string> = new Set(),
 ): KubeObject[] {
   const out: KubeObject[] = [];
   for (const r of [...records].sort(byAge)) {
     const remap = remappers.get(r.clusterId) ?? remapperFor(undefined, false);
     if (!remap.ok) continue;
+    const dark = unreachable.has(r.clusterId);
     r.spec.slices.forEach((s: CarriedSlice, i) => {
       out.push({
         apiVersion: "discovery.k8s.io/v1",
@@ -342,7 +374,7 @@ export function importedSlices(
           .map((e) =>
             clean({
               addresses: e.addresses.map((a) => remap.map(a)).filter((a): a is string => a !== undefined),
-              conditions: clean({ ready: e.ready, serving: e.serving, terminating: e.terminating }),
+              conditions: clean({ ready: dark ? false : e.ready, serving: e.serving, terminating: e.terminating }),
               hostname: e.hostname,
             }),
           )

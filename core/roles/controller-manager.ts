@@ -122,7 +122,7 @@ export default defineCommand({
       type: "string",
       default: `${DEFAULT_CONTINUITY_THRESHOLD_MS / 1000}s`,
       description:
-        "how long a peer may be unreachable before its endpoints are marked not ready: offloaded pods here (foreigncluster), the endpoints a consumer reflected here (servicecontinuity); e.g. 15s, 1m",
+        "how long a peer may be unreachable before its endpoints are marked not ready: offloaded pods here (foreigncluster), the endpoints a consumer reflected here (servicecontinuity), the endpoints imported from an exporting peer (mcs); e.g. 15s, 1m",
     },
     ...storageArgs,
     ...discoveryArgs,
@@ -203,6 +203,7 @@ export default defineCommand({
           logger: log,
           defaultPolicy: mcsPolicy,
           registry,
+          continuityThresholdMs,
         })
       : undefined;
     if (mcs) running.push({ name: "mcs", start: mcs.start, stop: mcs.stop });

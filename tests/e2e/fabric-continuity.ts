@@ -5,7 +5,12 @@
 // milan's reflected slice nginx-local not ready within the threshold, so that streams of requests in
 // both clusters go only to what they can reach; once the link is back, everything is ready again as
 // before, nothing deleted or doubled, and the reflected slice is again what rome's reflection wrote.
-import { describe, expect, test } from "bun:test";
+// In the same dark window, the MCS importer: a Service exported from both clusters (fabric-mcs.ts's
+// echo pods), whose endpoints rome imported from milan must go not ready too, so that requests from
+// rome to its clusterset name are answered by rome alone, and be ready again once the link is back.
+import { afterAll, describe, expect, test } from "bun:test";
+import { ForeignClusterResource } from "../../core/apis/discovery/foreigncluster.ts";
+import { ServiceExportResource } from "../../core/apis/multicluster/serviceexport.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { UNREACHABLE_SINCE_ANNOTATION } from "../../core/continuity/endpoints.ts";
 import { DEFAULT_CONTINUITY_THRESHOLD_MS } from "../../core/continuity/threshold.ts";
@@ -14,6 +19,7 @@ import type { InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { kubectlOn } from "../support/kubectl.ts";
 import { waitFor } from "../support/wait.ts";
+import { echoExport, echoPod, echoService } from "./fabric-mcs.ts";
 
 type Endpoint = { addresses?: string[]; targetRef?: { name?: string }; conditions?: { ready?: boolean } };
 type Slice = KubeObject & { endpoints?: Endpoint[] | null };
@@ -26,9 +32,16 @@ const SETTLE_MS = 3000;
 const WINDOW_MS = 15_000;
 /** Failed requests allowed in that window, per stream (a request in flight when kube-proxy switched). */
 const ALLOWED_FAILURES = 1;
+/** Where echo is exported from both clusters (a namespace of its own in each, as fabric-mcs.ts does). */
+const MCS_NS = "mcs-continuity";
+const MCS_NAME = `echo.${MCS_NS}.svc.clusterset.local`;
 
 export function serviceContinuity(quickstart: () => InClusterQuickstart, label: string): void {
   describe(`service continuity (${label})`, () => {
+    afterAll(async () => {
+      const q = quickstart();
+      for (const k of [q.rome, q.milan]) await k.delete(Resources.namespaces, MCS_NS).catch(() => {});
+    });
     test("the link black-holed: rome's endpoint in milan and milan's in rome go not ready within the threshold, streams in both clusters then reach only what they can; the link back: all ready again, the reflected slice as rome wrote it, nothing deleted or doubled", async () => {
       const q = quickstart();
       const kubectl = (cluster: string, ...args: string[]) => kubectlOn(q, cluster, ...args);
@@ -67,8 +80,50 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
           .sort(),
         milanSlices: (await milanSlices()).map((s) => s.metadata.uid).sort(),
       });
+      // echo exported from both clusters; what rome imported of it from milan.
+      const milanId = (
+        await q.rome.list<KubeObject & { spec: { clusterIdentity: { clusterID: string } } }>(ForeignClusterResource)
+      ).items[0]!.spec.clusterIdentity.clusterID;
+      const romeImported = async () =>
+        (
+          await q.rome.list<Slice>(Resources.endpointSlices, {
+            namespace: MCS_NS,
+            labelSelector: `multicluster.kubernetes.io/service-name=echo,multicluster.kubernetes.io/source-cluster=${milanId}`,
+          })
+        ).items;
+      const importedReady = async () => {
+        const eps = endpoints(await romeImported());
+        return eps.length ? eps.every((e) => e.conditions?.ready !== false) : undefined;
+      };
+      const mcsReady = (async () => {
+        for (const c of ["rome", "milan"] as const) {
+          await q[c].create(Resources.namespaces, { metadata: { name: MCS_NS } });
+          await q[c].create(Resources.pods, echoPod(c, MCS_NS));
+          await q[c].create(Resources.services, echoService(MCS_NS));
+          await q[c].create(ServiceExportResource, echoExport(MCS_NS));
+        }
+        for (const c of ["rome", "milan"] as const)
+          await waitFor(
+            `${c}: pod ${MCS_NS}/echo-${c} Running`,
+            async () => (await q[c].find<PodObject>(Resources.pods, `echo-${c}`, MCS_NS))?.status?.phase === "Running",
+            { timeoutMs: 120_000 },
+          );
+        await waitFor(
+          "rome: echo's endpoint imported from milan, ready",
+          async () => (await importedReady()) === true,
+          {
+            timeoutMs: 120_000,
+            intervalMs: 500,
+          },
+        );
+      })();
+      mcsReady.catch(() => {}); // awaited below, before the black hole
       const state = async () =>
-        JSON.stringify({ rome: endpoints(await romeSlices()), milan: await milanSlices() }, null, 1).slice(0, 4000);
+        JSON.stringify(
+          { rome: endpoints(await romeSlices()), milan: await milanSlices(), imported: await romeImported() },
+          null,
+          1,
+        ).slice(0, 5000);
 
       // Both ready before anything happens, and the reflected slice as rome's reflection wrote it.
       await waitFor(
@@ -112,6 +167,9 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
       }
       const samples = async (cluster: "rome" | "milan"): Promise<StreamSample[]> =>
         parseStream((await inPod(cluster, "cat /tmp/cstream")).out);
+      // From rome's echo pod to the clusterset name: which pod answered each request (none: failed).
+      const inEcho = (script: string) => kubectl("rome", "exec", "-n", MCS_NS, "echo-rome", "--", "sh", "-c", script);
+      const mcsSamples = async () => parseStream((await inEcho("cat /tmp/mstream")).out);
 
       let restore: (() => void) | undefined;
       try {
@@ -123,25 +181,52 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
             (await samples("milan")).filter((s) => s.at >= baselineFrom).length >= 10,
           { timeoutMs: 60_000, intervalMs: 1000 },
         );
+        await mcsReady;
+        const importedBefore = (await romeImported()).map((s) => ({ uid: s.metadata.uid, endpoints: s.endpoints }));
+        const mcsLoop = `while [ ! -f /tmp/mstop ]; do t=$(date +%s%3N); s=$(curl -s --max-time 2 http://${MCS_NAME}/ | grep -o 'Server name: [a-z-]*' | cut -d' ' -f3); echo "$t \${s:-none}" >> /tmp/mstream; sleep 0.2; done`;
+        const mcsStarted = await inEcho(
+          `rm -f /tmp/mstream /tmp/mstop; (setsid sh -c '${mcsLoop.replace(/'/g, "'\\''")}' >/dev/null 2>&1 &); echo streaming`,
+        );
+        expect(mcsStarted.out).toContain("streaming");
+        const mcsFrom = Date.now();
+        let mcsSeen: StreamSample[] = [];
+        await waitFor(
+          `10 answers from rome to ${MCS_NAME}, echo-milan among them`,
+          async () => {
+            mcsSeen = (await mcsSamples()).filter((s) => s.at >= mcsFrom);
+            return mcsSeen.length >= 10 && mcsSeen.some((s) => s.code === "echo-milan");
+          },
+          { timeoutMs: 30_000, intervalMs: 1000, describe: () => mcsSeen },
+        );
         const darkFrom = Date.now();
         restore = blackHole(q.rig, "rome", "milan");
         let romeAfter: number | undefined;
         let milanAfter: number | undefined;
+        let mcsAfter: number | undefined;
         await waitFor(
-          "nginx-remote not ready in rome's slice and rome's endpoints not ready in milan's reflected slice",
+          "nginx-remote not ready in rome's slice, rome's endpoints not ready in milan's reflected slice, milan's endpoint of echo not ready in rome's import",
           async () => {
             if (romeAfter === undefined && (await romeRemoteReady()) === false) romeAfter = Date.now() - darkFrom;
             if (milanAfter === undefined && (await milanReflectedReady()) === false) milanAfter = Date.now() - darkFrom;
-            return romeAfter !== undefined && milanAfter !== undefined;
+            if (mcsAfter === undefined && (await importedReady()) === false) mcsAfter = Date.now() - darkFrom;
+            return romeAfter !== undefined && milanAfter !== undefined && mcsAfter !== undefined;
           },
           { timeoutMs: DEFAULT_CONTINUITY_THRESHOLD_MS + SLACK_MS, intervalMs: 500, describe: state },
         );
-        const windowFrom = darkFrom + Math.max(romeAfter!, milanAfter!) + SETTLE_MS;
+        const windowFrom = darkFrom + Math.max(romeAfter!, milanAfter!, mcsAfter!) + SETTLE_MS;
         await Bun.sleep(Math.max(0, windowFrom + WINDOW_MS - Date.now()));
-        // Still not ready at the end of the window: nothing put them back while the link was dark.
-        expect({ rome: await romeRemoteReady(), milan: await milanReflectedReady() }).toEqual({
+        // Still not ready at the end of the window: nothing put them back while the link was dark;
+        // the imported slice is the same object, its endpoint kept (not ready, not deleted).
+        expect({
+          rome: await romeRemoteReady(),
+          milan: await milanReflectedReady(),
+          mcs: await importedReady(),
+          importedSlices: (await romeImported()).map((s) => s.metadata.uid),
+        }).toEqual({
           rome: false,
           milan: false,
+          mcs: false,
+          importedSlices: importedBefore.map((s) => s.uid),
         });
         const markedDuring = reflected(await milanSlices()).every(
           (s) => s.metadata.annotations?.[UNREACHABLE_SINCE_ANNOTATION] !== undefined,
@@ -151,12 +236,14 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
         const lightAt = Date.now();
         let romeBack: number | undefined;
         let milanBack: number | undefined;
+        let mcsBack: number | undefined;
         await waitFor(
           "every endpoint ready again, on both sides",
           async () => {
             if (romeBack === undefined && (await romeRemoteReady()) === true) romeBack = Date.now() - lightAt;
             if (milanBack === undefined && (await milanReflectedReady()) === true) milanBack = Date.now() - lightAt;
-            return romeBack !== undefined && milanBack !== undefined;
+            if (mcsBack === undefined && (await importedReady()) === true) mcsBack = Date.now() - lightAt;
+            return romeBack !== undefined && milanBack !== undefined && mcsBack !== undefined;
           },
           { timeoutMs: 120_000, intervalMs: 500, describe: state },
         );
@@ -175,7 +262,28 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
         const quietFrom = Date.now();
         await Bun.sleep(5000);
         for (const cluster of ["rome", "milan"] as const) await inPod(cluster, "touch /tmp/cstop");
+        await inEcho("touch /tmp/mstop");
         const seen = { rome: await samples("rome"), milan: await samples("milan") };
+        const importedAfter = (await romeImported()).map((s) => ({ uid: s.metadata.uid, endpoints: s.endpoints }));
+        // The clusterset stream, per phase: requests, failed (no answer), answered by milan.
+        const mcsAll = await mcsSamples();
+        const mcsPhase = (from: number, to: number) => {
+          const w = mcsAll.filter((s) => s.at >= from && s.at < to);
+          return {
+            requests: w.length,
+            failed: w.filter((s) => s.code === "none").length,
+            milan: w.filter((s) => s.code === "echo-milan").length,
+            other: w.filter((s) => !["none", "echo-milan", "echo-rome"].includes(s.code)).length,
+          };
+        };
+        const mcs = {
+          baseline: mcsPhase(mcsFrom, darkFrom),
+          untilMarked: mcsPhase(darkFrom, windowFrom),
+          marked: mcsPhase(windowFrom, lightAt),
+          afterRestore: mcsPhase(quietFrom, quietFrom + 5000),
+        };
+        const mcsLine = (p: ReturnType<typeof mcsPhase>) =>
+          `${p.requests} requests, ${p.failed} failed, ${p.milan} answered by milan`;
         const phases = (s: StreamSample[]) => ({
           baseline: summarize(s, baselineFrom, darkFrom),
           untilMarked: summarize(s, darkFrom, windowFrom),
@@ -188,8 +296,9 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
         console.log(
           [
             `service continuity (${label}), threshold ${DEFAULT_CONTINUITY_THRESHOLD_MS / 1000} s, link black-holed ${((lightAt - darkFrom) / 1000).toFixed(0)} s:`,
-            `  not ready after the black hole: nginx-remote in rome ${(romeAfter! / 1000).toFixed(1)} s, rome's endpoint in milan ${(milanAfter! / 1000).toFixed(1)} s`,
-            `  ready again after the link came back: in rome ${(romeBack! / 1000).toFixed(1)} s, in milan ${(milanBack! / 1000).toFixed(1)} s`,
+            `  not ready after the black hole: nginx-remote in rome ${(romeAfter! / 1000).toFixed(1)} s, rome's endpoint in milan ${(milanAfter! / 1000).toFixed(1)} s, milan's endpoint of echo imported in rome ${(mcsAfter! / 1000).toFixed(1)} s`,
+            `  ready again after the link came back: in rome ${(romeBack! / 1000).toFixed(1)} s, in milan ${(milanBack! / 1000).toFixed(1)} s, echo's import in rome ${(mcsBack! / 1000).toFixed(1)} s`,
+            `  stream in rome (http://${MCS_NAME}/): baseline ${mcsLine(mcs.baseline)}; dark, until marked (+${SETTLE_MS / 1000} s) ${mcsLine(mcs.untilMarked)}; dark, marked ${mcsLine(mcs.marked)}; after the restore ${mcsLine(mcs.afterRestore)}`,
             ...(["rome", "milan"] as const).map((c) => {
               const p = c === "rome" ? rome : milan;
               return `  stream in ${c} (${streams[c].url}): baseline ${line(p.baseline)}; dark, until marked (+${SETTLE_MS / 1000} s) ${line(p.untilMarked)}; dark, marked ${line(p.marked)}; after the restore ${line(p.afterRestore)}`;
@@ -197,6 +306,20 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
           ].join("\n"),
         );
         expect(markedDuring).toBe(true);
+        // The import: the same slices with milan's endpoint as it exported it; the clusterset stream
+        // reached milan before, only rome (at most one failure) once marked, milan again after.
+        expect(importedAfter).toEqual(importedBefore);
+        expect(mcs.baseline.failed).toBe(0);
+        expect(mcs.baseline.milan).toBeGreaterThan(0);
+        expect({ requests: mcs.marked.requests >= 20, failed: mcs.marked.failed <= ALLOWED_FAILURES }).toEqual({
+          requests: true,
+          failed: true,
+        });
+        expect({ milan: mcs.marked.milan, other: mcs.marked.other }).toEqual({ milan: 0, other: 0 });
+        expect({ failed: mcs.afterRestore.failed, milanAnswers: mcs.afterRestore.milan > 0 }).toEqual({
+          failed: 0,
+          milanAnswers: true,
+        });
         expect(reflectedAfter).toEqual(reflectedBefore);
         expect(await uids()).toEqual(before);
         for (const [c, p] of [
@@ -225,6 +348,7 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
       } finally {
         restore?.();
         for (const cluster of ["rome", "milan"] as const) await inPod(cluster, "touch /tmp/cstop").catch(() => {});
+        await inEcho("touch /tmp/mstop").catch(() => {});
         await q.milan.delete(Resources.pods, "continuity-client", twin).catch(() => {});
       }
     }, 400_000);

@@ -24,29 +24,31 @@ type PodObject = KubeObject & { status?: { phase?: string; podIP?: string } };
 type Import = ServiceImport & KubeObject;
 
 /** An nginx whose page names its pod (`Server name: echo-<cluster>`), on a physical node, with curl and dig. */
-const echoPod = (cluster: Cluster): KubeObject =>
+export const echoPod = (cluster: Cluster, ns = NS): KubeObject =>
   ({
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name: `echo-${cluster}`, namespace: NS, labels: { app: SVC } },
+    metadata: { name: `echo-${cluster}`, namespace: ns, labels: { app: SVC } },
     spec: {
       containers: [{ name: "echo", image: rigImageRefs.hello, imagePullPolicy: "IfNotPresent" }],
       affinity: virtualNodeAffinity("NotIn"),
     },
   }) as KubeObject;
 
-const service: KubeObject = {
-  apiVersion: "v1",
-  kind: "Service",
-  metadata: { name: SVC, namespace: NS },
-  spec: { selector: { app: SVC }, ports: [{ name: "http", port: 80, targetPort: 80, protocol: "TCP" }] },
-} as KubeObject;
+/** The Service `echo` in front of the echo pods, and its ServiceExport. */
+export const echoService = (ns = NS): KubeObject =>
+  ({
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: SVC, namespace: ns },
+    spec: { selector: { app: SVC }, ports: [{ name: "http", port: 80, targetPort: 80, protocol: "TCP" }] },
+  }) as KubeObject;
 
-const serviceExport: KubeObject = {
+export const echoExport = (ns = NS): KubeObject => ({
   apiVersion: "multicluster.x-k8s.io/v1alpha1",
   kind: "ServiceExport",
-  metadata: { name: SVC, namespace: NS },
-};
+  metadata: { name: SVC, namespace: ns },
+});
 
 export function clustersetServices(get: () => InClusterQuickstart, label: string): void {
   const client = (c: Cluster) => (c === "rome" ? get().rome : get().milan);
@@ -88,8 +90,8 @@ export function clustersetServices(get: () => InClusterQuickstart, label: string
         const k = client(c);
         await k.create(Resources.namespaces, { metadata: { name: NS } });
         await k.create(Resources.pods, echoPod(c));
-        await k.create(Resources.services, service);
-        await k.create(ServiceExportResource, serviceExport);
+        await k.create(Resources.services, echoService());
+        await k.create(ServiceExportResource, echoExport());
       }
       await Promise.all(
         CLUSTERS.map((c) =>
