@@ -188,13 +188,17 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
           `rm -f /tmp/mstream /tmp/mstop; (setsid sh -c '${mcsLoop.replace(/'/g, "'\\''")}' >/dev/null 2>&1 &); echo streaming`,
         );
         expect(mcsStarted.out).toContain("streaming");
-        const mcsFrom = Date.now();
+        // The baseline starts at milan's first answer: kube-proxy has programmed the import by then.
+        let mcsFrom = 0;
         let mcsSeen: StreamSample[] = [];
         await waitFor(
-          `10 answers from rome to ${MCS_NAME}, echo-milan among them`,
+          `10 answers from rome to ${MCS_NAME} since echo-milan first answered`,
           async () => {
-            mcsSeen = (await mcsSamples()).filter((s) => s.at >= mcsFrom);
-            return mcsSeen.length >= 10 && mcsSeen.some((s) => s.code === "echo-milan");
+            mcsSeen = await mcsSamples();
+            const first = mcsSeen.find((s) => s.code === "echo-milan");
+            if (!first) return false;
+            mcsFrom = first.at;
+            return mcsSeen.filter((s) => s.at >= mcsFrom).length >= 10;
           },
           { timeoutMs: 30_000, intervalMs: 1000, describe: () => mcsSeen },
         );
@@ -298,7 +302,12 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
             `service continuity (${label}), threshold ${DEFAULT_CONTINUITY_THRESHOLD_MS / 1000} s, link black-holed ${((lightAt - darkFrom) / 1000).toFixed(0)} s:`,
             `  not ready after the black hole: nginx-remote in rome ${(romeAfter! / 1000).toFixed(1)} s, rome's endpoint in milan ${(milanAfter! / 1000).toFixed(1)} s, milan's endpoint of echo imported in rome ${(mcsAfter! / 1000).toFixed(1)} s`,
             `  ready again after the link came back: in rome ${(romeBack! / 1000).toFixed(1)} s, in milan ${(milanBack! / 1000).toFixed(1)} s, echo's import in rome ${(mcsBack! / 1000).toFixed(1)} s`,
-            `  stream in rome (http://${MCS_NAME}/): baseline ${mcsLine(mcs.baseline)}; dark, until marked (+${SETTLE_MS / 1000} s) ${mcsLine(mcs.untilMarked)}; dark, marked ${mcsLine(mcs.marked)}; after the restore ${mcsLine(mcs.afterRestore)}`,
+            `  stream in rome (http://${MCS_NAME}/): until milan first answered ${
+              mcsAll
+                .filter((x) => x.at < mcsFrom)
+                .map((x) => x.code)
+                .join(" ") || "nothing"
+            }; baseline ${mcsLine(mcs.baseline)}; dark, until marked (+${SETTLE_MS / 1000} s) ${mcsLine(mcs.untilMarked)}; dark, marked ${mcsLine(mcs.marked)}; after the restore ${mcsLine(mcs.afterRestore)}`,
             ...(["rome", "milan"] as const).map((c) => {
               const p = c === "rome" ? rome : milan;
               return `  stream in ${c} (${streams[c].url}): baseline ${line(p.baseline)}; dark, until marked (+${SETTLE_MS / 1000} s) ${line(p.untilMarked)}; dark, marked ${line(p.marked)}; after the restore ${line(p.afterRestore)}`;
