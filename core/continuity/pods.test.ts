@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { markedUnreachable, UNREACHABLE_REASON, unreachablePodStatus } from "./pods.ts";
+import { holdNotReady, markedUnreachable, UNREACHABLE_REASON, unreachablePodStatus } from "./pods.ts";
 
 const now = new Date("2026-11-28T17:00:00Z");
 const running = {
@@ -46,4 +46,23 @@ describe("markedUnreachable", () => {
   test("what unreachablePodStatus made is", () =>
     expect(markedUnreachable(unreachablePodStatus(running, "m", now))).toBe(true));
   test("no status is not", () => expect(markedUnreachable(undefined)).toBe(false));
+});
+
+describe("holdNotReady", () => {
+  const remote = {
+    ...running,
+    phase: "Failed",
+    conditions: [...running.conditions, { type: "Probe", status: "True" }],
+  };
+  test("the provider's status flows (phase, other conditions), Ready and ContainersReady held False", () => {
+    const out = holdNotReady(remote, running, "m", now);
+    expect(out.phase).toBe("Failed");
+    expect(out.conditions!.find((c) => c.type === "Probe")?.status).toBe("True");
+    expect(markedUnreachable(out)).toBe(true);
+  });
+  test("conditions already held keep their message and time: an unchanged remote status writes nothing", () => {
+    const first = holdNotReady(running, running, "dark for 16 s", now);
+    const again = holdNotReady(running, first, "dark for 40 s", new Date("2026-11-28T17:01:00Z"));
+    expect(again).toEqual(first);
+  });
 });

@@ -30,6 +30,23 @@ function notReady(c: Condition, message: string, now: Date): Condition {
   };
 }
 
+/**
+ * The provider's status for the local pod while the provider is dark past the threshold: everything
+ * as the provider last said (its API server may still answer when only the tunnel is down, and a
+ * pod that ends there must end here too), with Ready and ContainersReady held False. The ones the
+ * local pod already holds False are kept as they are (message and time), so an unchanged remote
+ * status writes nothing.
+ */
+export function holdNotReady(remote: PodStatus, local: PodStatus | undefined, message: string, now: Date): PodStatus {
+  const held = markedUnreachable(local) ? local?.conditions : undefined;
+  const fresh = unreachablePodStatus(remote, message, now);
+  if (!held) return fresh;
+  return {
+    ...fresh,
+    conditions: fresh.conditions?.map((c) => (TYPES.includes(c.type) ? (held.find((h) => h.type === c.type) ?? c) : c)),
+  };
+}
+
 /** Whether the status already says the provider is unreachable (nothing to write). */
 export function markedUnreachable(status: PodStatus | undefined): boolean {
   return TYPES.every((t) =>

@@ -110,6 +110,31 @@ describe("service continuity in the virtual kubelet (consumer side)", () => {
     );
     expect(containersReady?.status).toBe("False");
 
+    // Only the tunnel is down here (milan's API server answers): what milan says of the pod keeps
+    // coming (a pod that ends there must end here too), with Ready held False.
+    const remotePod = await milan.get<Pod>(Resources.pods, "web", "demo-rome");
+    await milan.mergePatch(
+      Resources.pods,
+      "web",
+      "demo-rome",
+      {
+        status: {
+          conditions: [
+            ...(remotePod.status?.conditions ?? []),
+            { type: "example.com/Probe", status: "True", lastTransitionTime: new Date().toISOString() },
+          ],
+        },
+      },
+      "status",
+    );
+    await waitFor("milan's new condition on the pod in rome while dark", async () =>
+      (await rome.get<Pod>(Resources.pods, "web", "demo")).status?.conditions?.some(
+        (c) => c.type === "example.com/Probe" && c.status === "True",
+      ),
+    );
+    expect((await ready("web"))?.status).toBe("False");
+    expect((await slicesReady()).join()).toBe("false");
+
     // The provider answers: the remote status comes back.
     unreachableSince = undefined;
     await waitFor("the pod Ready again", async () => (await ready("web"))?.status === "True");

@@ -21,7 +21,7 @@ import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { apiServerAddress, remotePodSpec, remoteTokenSecret, tokenRequests, withoutTokenVolume } from "./forge.ts";
 import { issueTokens, type TokenWanted } from "./tokens.ts";
 import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
-import { markedUnreachable, unreachablePodStatus } from "../../continuity/pods.ts";
+import { holdNotReady, markedUnreachable, unreachablePodStatus } from "../../continuity/pods.ts";
 import { DEFAULT_CONTINUITY_THRESHOLD_MS, pastThreshold } from "../../continuity/threshold.ts";
 
 export const LOCAL_NAMESPACE_ANNOTATION = "liqo.io/local-namespace";
@@ -451,10 +451,11 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
 
   /** Renews an offloaded pod's token when due, then reflects its status; answers when to look at it again. */
   async function keepInSync(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
-    // The provider out of reach past the threshold: nothing remote can be done, the pod is not Ready.
-    if (providerDark()) return void (await reflectUnreachable(pod));
+    // The provider out of reach past the threshold: its pods are not Ready here. What its API server
+    // still says (only the tunnel may be down) keeps flowing; nothing is written there meanwhile.
+    if (providerDark()) return reflectStatus(pod, shadow, true);
     const tokenDue = await renewTokenIfDue(pod, shadow);
-    const statusDue = await reflectStatus(pod, shadow);
+    const statusDue = await reflectStatus(pod, shadow, false);
     return sooner(tokenDue, statusDue);
   }
 
@@ -472,8 +473,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   }
 
   /** Writes the remote pod's status on the local pod; answers when a held-back Pending status is due. */
-  async function reflectStatus(pod: Offloadable, shadow: KubeObject): Promise<number | undefined> {
+  async function reflectStatus(pod: Offloadable, shadow: KubeObject, dark: boolean): Promise<number | undefined> {
     const { key, ns, name, local, remote, ctx } = pod;
+    if (dark && !remote) return void (await reflectUnreachable(pod));
     if (!remote) {
       // The provider is (re)creating it, or its quota holds it back: then the user sees why.
       const quota = (shadow as ShadowPodWithQuota).status?.quota;
@@ -484,9 +486,15 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
     const back = await plugin.backward(remote, local, withRestarts);
     if (back.decision !== "apply") return undefined;
-    const status = (back.object as Pod).status ?? {};
+    let status = (back.object as Pod).status ?? {};
+    if (dark) {
+      const marking = !markedUnreachable(local.status);
+      status = holdNotReady(status, local.status, unreachableMessage(), new Date());
+      if (marking && !Bun.deepEquals(status, local.status))
+        events.warning(local, "RemoteClusterUnreachable", unreachableMessage());
+    }
     if (Bun.deepEquals(status, local.status)) return void pendingSince.delete(key);
-    const heldUntil = pendingHeldUntil(key, status, local);
+    const heldUntil = dark ? undefined : pendingHeldUntil(key, status, local);
     if (heldUntil !== undefined) return heldUntil;
     pendingSince.delete(key);
     await o.local
@@ -506,11 +514,16 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     return pastThreshold(o.remoteUnreachableSince?.(), Date.now(), continuityThreshold);
   }
 
-  /** Turns the pod's Ready and ContainersReady False while the provider is unreachable (once). */
+  function unreachableMessage(): string {
+    const since = o.remoteUnreachableSince?.() ?? Date.now();
+    return `cluster ${o.remoteClusterId} has not answered for ${Math.round((Date.now() - since) / 1000)} s (threshold ${continuityThreshold / 1000} s): the pod's state there is unknown, so it is not Ready here until the cluster answers again`;
+  }
+
+  /** Turns the pod's Ready and ContainersReady False while the provider is unreachable (once), from
+   * the local status alone: no remote pod to read. */
   async function reflectUnreachable({ ns, name, local }: Offloadable): Promise<void> {
     if (markedUnreachable(local.status)) return;
-    const since = o.remoteUnreachableSince?.() ?? Date.now();
-    const message = `cluster ${o.remoteClusterId} has not answered for ${Math.round((Date.now() - since) / 1000)} s (threshold ${continuityThreshold / 1000} s): the pod's state there is unknown, so it is not Ready here until the cluster answers again`;
+    const message = unreachableMessage();
     pendingSince.delete(objectKey(local));
     events.warning(local, "RemoteClusterUnreachable", message);
     await o.local
