@@ -142,7 +142,9 @@ async function portForward(pod: string, port: number) {
     for await (const c of proc.stderr) err += new TextDecoder().decode(c);
   })();
   const reader = proc.stdout.getReader();
-  const deadline = Date.now() + 20_000;
+  // kubectl prints the local port once the virtual kubelet's stream is up: seconds, more under load
+  // (20 s was not always enough with two shards of in-cluster tests beside it).
+  const deadline = Date.now() + 60_000;
   let local = 0;
   while (!local && Date.now() < deadline) {
     const chunk = await Promise.race([reader.read(), Bun.sleep(1000).then(() => undefined)]);
