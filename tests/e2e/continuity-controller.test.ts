@@ -16,7 +16,7 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { convergence, isEqual } from "../../core/reflection/engine/ownership.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
-import { waitFor } from "../support/wait.ts";
+import { holdsFor, waitFor } from "../support/wait.ts";
 
 const NS = "demo-rome";
 const ROME = "rome-cluster-id";
@@ -125,8 +125,12 @@ describe("service continuity controller (provider side)", () => {
   test("an outage within the threshold marks nothing; past it, every endpoint is not ready with what it was kept; the provider's own slice is left alone", async () => {
     const since = Date.now();
     await gatewaySays(since);
-    await Bun.sleep(THRESHOLD_MS / 2);
-    expect(await readies()).toEqual([true, false]);
+    await holdsFor(
+      "the slice as written within the threshold",
+      async () => Bun.deepEquals(await readies(), [true, false]),
+      THRESHOLD_MS / 2,
+      { describe: readies },
+    );
     await waitFor("the slice marked", async () => (await marks()).since !== undefined, {
       timeoutMs: 20_000,
       describe: slice,
@@ -146,8 +150,12 @@ describe("service continuity controller (provider side)", () => {
 
   test("the consumer's reflection rewriting the slice in the same outage: its answer stands, not marked again, and the engine sees it equal (its marks are not removals)", async () => {
     await milan.apply(Resources.endpointSlices, answer, { fieldManager: ENGINE, force: true });
-    await Bun.sleep(THRESHOLD_MS * 1.5);
-    expect(await readies()).toEqual([true, false]);
+    await holdsFor(
+      "the consumer's rewrite standing, not marked again",
+      async () => Bun.deepEquals(await readies(), [true, false]),
+      THRESHOLD_MS * 1.5,
+      { describe: readies },
+    );
     expect((await marks()).since).toBeDefined();
     expect(isEqual(convergence(answer, (await slice()) as KubeObject, ENGINE))).toBe(true);
   }, 60_000);

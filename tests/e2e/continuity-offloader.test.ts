@@ -14,7 +14,7 @@ import { createPodOffloader, type PodOffloader } from "../../core/virtualkubelet
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
 import { namespace } from "../support/namespace.ts";
-import { waitFor } from "../support/wait.ts";
+import { holdsFor, waitFor } from "../support/wait.ts";
 import { guardKwokDeletes, virtualNodeStandIn } from "./offloading-rig.ts";
 
 const ids = { localClusterId: "rome-cluster-id", remoteClusterId: "milan-cluster-id" };
@@ -96,8 +96,12 @@ describe("service continuity in the virtual kubelet (consumer side)", () => {
 
     // Unreachable, within the threshold: nothing changes yet.
     unreachableSince = Date.now();
-    await Bun.sleep(THRESHOLD_MS / 2);
-    expect((await ready("web"))?.status).toBe("True");
+    await holdsFor(
+      "the pod Ready within the threshold",
+      async () => (await ready("web"))?.status === "True",
+      THRESHOLD_MS / 2,
+      { describe: () => ready("web") },
+    );
     const notReady = await waitFor("the pod not Ready past the threshold", async () => {
       const c = await ready("web");
       return c?.status === "False" ? c : undefined;

@@ -18,7 +18,7 @@ import { blackHole, parseStream, summarize, type StreamSample } from "../chaos/t
 import type { InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
 import { kubectlOn } from "../support/kubectl.ts";
-import { waitFor } from "../support/wait.ts";
+import { holdsFor, waitFor } from "../support/wait.ts";
 import { echoExport, echoPod, echoService } from "./fabric-mcs.ts";
 
 type Endpoint = { addresses?: string[]; targetRef?: { name?: string }; conditions?: { ready?: boolean } };
@@ -218,9 +218,17 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
           { timeoutMs: DEFAULT_CONTINUITY_THRESHOLD_MS + SLACK_MS, intervalMs: 500, describe: state },
         );
         const windowFrom = darkFrom + Math.max(romeAfter!, milanAfter!, mcsAfter!) + SETTLE_MS;
-        await Bun.sleep(Math.max(0, windowFrom + WINDOW_MS - Date.now()));
-        // Still not ready at the end of the window: nothing put them back while the link was dark;
-        // the imported slice is the same object, its endpoint kept (not ready, not deleted).
+        // Not ready all through the window the streams are counted in: nothing put them back while the
+        // link was dark; then the imported slice is the same object, its endpoint kept (not deleted).
+        await holdsFor(
+          "every endpoint of the dark peer not ready",
+          async () =>
+            (await romeRemoteReady()) === false &&
+            (await milanReflectedReady()) === false &&
+            (await importedReady()) === false,
+          Math.max(0, windowFrom + WINDOW_MS - Date.now()),
+          { intervalMs: 1000, describe: state },
+        );
         expect({
           rome: await romeRemoteReady(),
           milan: await milanReflectedReady(),
@@ -264,7 +272,16 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
           { timeoutMs: 60_000, describe: state },
         );
         const quietFrom = Date.now();
-        await Bun.sleep(5000);
+        // The after-restore window of the streams: every endpoint stays ready through it.
+        await holdsFor(
+          "every endpoint ready after the restore",
+          async () =>
+            (await romeRemoteReady()) === true &&
+            (await milanReflectedReady()) === true &&
+            (await importedReady()) === true,
+          5000,
+          { intervalMs: 1000, describe: state },
+        );
         for (const cluster of ["rome", "milan"] as const) await inPod(cluster, "touch /tmp/cstop");
         await inEcho("touch /tmp/mstop");
         const seen = { rome: await samples("rome"), milan: await samples("milan") };

@@ -28,3 +28,26 @@ export async function waitFor<T>(
     await Bun.sleep(options.intervalMs ?? 100);
   }
 }
+
+/**
+ * The other half: a condition that must stay true for a while (nothing happens within a threshold,
+ * a state holds through a window). Checked every interval until `forMs` has passed; the first
+ * sample where it does not hold fails with what was seen and when.
+ */
+export async function holdsFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  forMs: number,
+  options: Pick<WaitOptions, "intervalMs" | "describe"> = {},
+): Promise<void> {
+  const start = Date.now();
+  while (true) {
+    if (!(await check())) {
+      const state = options.describe ? `; state: ${JSON.stringify(await options.describe())}` : "";
+      throw new Error(`${what} stopped holding after ${Date.now() - start}ms of ${forMs}ms${state}`);
+    }
+    const left = start + forMs - Date.now();
+    if (left <= 0) return;
+    await Bun.sleep(Math.min(options.intervalMs ?? 200, left));
+  }
+}
