@@ -35,6 +35,8 @@ const ALLOWED_FAILURES = 1;
 /** Where echo is exported from both clusters (a namespace of its own in each, as fabric-mcs.ts does). */
 const MCS_NS = "mcs-continuity";
 const MCS_NAME = `echo.${MCS_NS}.svc.clusterset.local`;
+/** Each request of the streams gives up after this long (curl --max-time, in seconds). */
+const REQUEST_TIMEOUT_S = 2;
 
 export function serviceContinuity(quickstart: () => InClusterQuickstart, label: string): void {
   describe(`service continuity (${label})`, () => {
@@ -158,7 +160,7 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
       const inPod = (cluster: "rome" | "milan", script: string) =>
         kubectl(cluster, "exec", ...streams[cluster].pod, "--", "sh", "-c", script);
       for (const cluster of ["rome", "milan"] as const) {
-        const loop = `while [ ! -f /tmp/cstop ]; do echo "$(date +%s%3N) $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 ${streams[cluster].url})" >> /tmp/cstream; sleep 0.2; done`;
+        const loop = `while [ ! -f /tmp/cstop ]; do echo "$(date +%s%3N) $(curl -s -o /dev/null -w '%{http_code}' --max-time ${REQUEST_TIMEOUT_S} ${streams[cluster].url})" >> /tmp/cstream; sleep 0.2; done`;
         const started = await inPod(
           cluster,
           `rm -f /tmp/cstream /tmp/cstop; (setsid sh -c '${loop.replace(/'/g, "'\\''")}' >/dev/null 2>&1 &); echo streaming`,
@@ -183,7 +185,7 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
         );
         await mcsReady;
         const importedBefore = (await romeImported()).map((s) => ({ uid: s.metadata.uid, endpoints: s.endpoints }));
-        const mcsLoop = `while [ ! -f /tmp/mstop ]; do t=$(date +%s%3N); s=$(curl -s --max-time 2 http://${MCS_NAME}/ | grep -o 'Server name: [a-z-]*' | cut -d' ' -f3); echo "$t \${s:-none}" >> /tmp/mstream; sleep 0.2; done`;
+        const mcsLoop = `while [ ! -f /tmp/mstop ]; do t=$(date +%s%3N); s=$(curl -s --max-time ${REQUEST_TIMEOUT_S} http://${MCS_NAME}/ | grep -o 'Server name: [a-z-]*' | cut -d' ' -f3); echo "$t \${s:-none}" >> /tmp/mstream; sleep 0.2; done`;
         const mcsStarted = await inEcho(
           `rm -f /tmp/mstream /tmp/mstop; (setsid sh -c '${mcsLoop.replace(/'/g, "'\\''")}' >/dev/null 2>&1 &); echo streaming`,
         );
@@ -192,17 +194,20 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
         let mcsFrom = 0;
         let mcsSeen: StreamSample[] = [];
         await waitFor(
-          `10 answers from rome to ${MCS_NAME} since echo-milan first answered`,
+          `20 answers from rome to ${MCS_NAME} since echo-milan first answered`,
           async () => {
             mcsSeen = await mcsSamples();
             const first = mcsSeen.find((s) => s.code === "echo-milan");
             if (!first) return false;
             mcsFrom = first.at;
-            return mcsSeen.filter((s) => s.at >= mcsFrom).length >= 10;
+            return mcsSeen.filter((s) => s.at >= mcsFrom).length >= 20;
           },
           { timeoutMs: 30_000, intervalMs: 1000, describe: () => mcsSeen },
         );
         const darkFrom = Date.now();
+        // A sample is stamped when its request starts: one that started in the last request timeout
+        // before the black hole may be cut by it, so the baselines end that much earlier.
+        const baselineTo = darkFrom - REQUEST_TIMEOUT_S * 1000;
         restore = blackHole(q.rig, "rome", "milan");
         let romeAfter: number | undefined;
         let milanAfter: number | undefined;
@@ -298,7 +303,7 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
           };
         };
         const mcs = {
-          baseline: mcsPhase(mcsFrom, darkFrom),
+          baseline: mcsPhase(mcsFrom, baselineTo),
           untilMarked: mcsPhase(darkFrom, windowFrom),
           marked: mcsPhase(windowFrom, lightAt),
           afterRestore: mcsPhase(quietFrom, quietFrom + 5000),
@@ -306,7 +311,7 @@ export function serviceContinuity(quickstart: () => InClusterQuickstart, label: 
         const mcsLine = (p: ReturnType<typeof mcsPhase>) =>
           `${p.requests} requests, ${p.failed} failed, ${p.milan} answered by milan`;
         const phases = (s: StreamSample[]) => ({
-          baseline: summarize(s, baselineFrom, darkFrom),
+          baseline: summarize(s, baselineFrom, baselineTo),
           untilMarked: summarize(s, darkFrom, windowFrom),
           marked: summarize(s, windowFrom, lightAt),
           afterRestore: summarize(s, quietFrom, quietFrom + 5000),
