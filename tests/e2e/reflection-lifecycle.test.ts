@@ -204,6 +204,12 @@ describe("every built-in kind, created to deleted", () => {
   });
 
   test("Service: cluster IP and node ports left to the peer", async () => {
+    // The peer allocates its own node port, at random: 31090 taken there first, a copy that carried
+    // the source's port would be refused, and one the peer allocated cannot equal it by chance.
+    await remote.create(Resources.services, {
+      metadata: { name: "holds-31090", namespace: RNS },
+      spec: { type: "NodePort", selector: { app: "none" }, ports: [{ port: 80, nodePort: 31090 }] },
+    });
     await local.create(Resources.services, {
       metadata: { name: "web", namespace: LNS },
       spec: { type: "NodePort", selector: { app: "web" }, ports: [{ port: 80, targetPort: 8080, nodePort: 31090 }] },
