@@ -6,7 +6,9 @@
 //   2. Pod start latency with real containers, offloaded (virtual node) vs local: p50/p99 over N pods.
 //   3. liqoctl install → all liqo pods Ready (from the quick start), and the memory of every liqo pod
 //      idle and with M offloaded pods running.
-// BENCH_PODS (default 50) and BENCH_OFFLOADED (default 100) scale 2 and 3.
+// BENCH_PODS (default 50) and BENCH_OFFLOADED (default 100) scale 2 and 3. BENCH_PARTS (e.g.
+// "start", default "throughput,start,memory") runs only some of them. Part 2 also prints where each
+// offloaded pod's start went, step by step (pod-timeline.ts).
 import { mkdtempSync, mkdirSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,11 +20,14 @@ import { podMemory } from "../rig/pod-memory.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
 import { handMadeTunnel } from "./hand-made-tunnel.ts";
+import { LOCAL_STEPS, OFFLOADED_STEPS, phases, recordTimeline, stampPod, type TimelineSource } from "./pod-timeline.ts";
 import { percentile } from "./stats.ts";
+import { ShadowPodResource } from "../../core/apis/virtualkubelet/shadowpod.ts";
 import { kubectlOut } from "../support/kubectl.ts";
 
 const podsPerSide = Number(process.env.BENCH_PODS ?? 50);
 const offloadedPods = Number(process.env.BENCH_OFFLOADED ?? 100);
+const parts = new Set((process.env.BENCH_PARTS ?? "throughput,start,memory").split(","));
 type PodObject = KubeObject & {
   status?: {
     phase?: string;
@@ -97,7 +102,19 @@ async function startLatencies(
   prefix: string,
   n: number,
   spec: Record<string, unknown>,
+  timeline?: { steps: typeof LOCAL_STEPS },
 ): Promise<number[]> {
+  const consumer = { created: "created", scheduled: "scheduled", ready: "ready" } as const;
+  const provider = { created: "remoteCreated", scheduled: "remoteScheduled", ready: "remoteReady" } as const;
+  const sources: TimelineSource[] = [
+    { client: q.rome, res: Resources.pods, namespace: "liqo-demo", stamp: (m, o, at) => stampPod(m, o, at, consumer) },
+  ];
+  if (timeline?.steps === OFFLOADED_STEPS)
+    sources.push(
+      { client: q.milan, res: ShadowPodResource, stamp: (m, _o, at) => void (m.shadow ??= at) },
+      { client: q.milan, res: Resources.pods, stamp: (m, o, at) => stampPod(m, o, at, provider) },
+    );
+  const recorder = timeline ? await recordTimeline(prefix, sources) : undefined;
   for (let i = 0; i < n; i++) await q.rome.create(Resources.pods, pod(`${prefix}-${i}`, spec, ["sleep", "infinity"]));
   const pods = await waitFor(
     `${n} ${prefix} pods Ready`,
@@ -112,6 +129,14 @@ async function startLatencies(
     },
     { timeoutMs: 900_000, intervalMs: 1000 },
   );
+  if (recorder && timeline) {
+    await recorder.stop();
+    console.log(`  ${prefix}: where the time went, ms (p50 / p99 over the pods; watch events on the host's clock)`);
+    for (const { step, ms } of phases(recorder.marks.values(), timeline.steps))
+      console.log(
+        `    ${step.padEnd(46)} ${ms.length ? `${p(ms, 50).toFixed(0).padStart(6)} / ${p(ms, 99).toFixed(0).padStart(6)}` : "     —"}  (n=${ms.length})`,
+      );
+  }
   return pods.map(
     (p) =>
       (Date.parse(p.status!.conditions!.find((c) => c.type === "Ready")!.lastTransitionTime!) -
@@ -175,55 +200,63 @@ try {
       },
     },
   };
-  const rome = q.rig.clusters[0]!.realNodeStates!;
-  const milan = q.rig.clusters[1]!.realNodeStates!;
-  await q.rome.create(Resources.pods, pod("bench-client", { nodeName: rome[0]!.name }, ["sleep", "infinity"]));
-  await q.rome.create(Resources.pods, pod("bench-local-server", { nodeName: rome[1]!.name }, ["iperf3", "-s"]));
-  await q.rome.create(Resources.pods, pod("bench-remote-server", onVirtual, ["iperf3", "-s"]));
-  await running(q, "bench-client");
-  const localServer = await running(q, "bench-local-server");
-  const remoteServer = await running(q, "bench-remote-server");
-  const sameCluster = await measure(q, localServer.status!.podIP!);
-  const fabric = await measure(q, remoteServer.status!.podIP!);
-  // The same wireguard-go build as the gateways (the image's, from its Go module).
-  const wireguardGo = await wireguardGoBinary(
-    join(homedir(), ".cache/liqo-bun/image"),
-    dockerfileRuntime().wireguardGo,
-    (m) => console.error(`[bench] ${m}`),
-  );
-  const byHand = await handMadeTunnel(
-    { netns: rome[0]!.netns, ip: rome[0]!.ip },
-    { netns: milan[0]!.netns, ip: milan[0]!.ip },
-    wireguardGo,
-  );
-  console.log("TCP throughput (iperf3 10 s) and RTT (ping, 20 probes):");
-  console.log(
-    `  rome pod → rome pod, other node        ${sameCluster.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${sameCluster.rttMs.toFixed(3)} ms`,
-  );
-  console.log(
-    `  rome pod → milan pod, liqo's fabric     ${fabric.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${fabric.rttMs.toFixed(3)} ms`,
-  );
-  console.log(
-    `  rome node → milan node, wireguard-go    ${byHand.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${byHand.rttMs.toFixed(3)} ms`,
-  );
-  console.log(
-    `  fabric ÷ same cluster: ${(fabric.gbps / sameCluster.gbps).toFixed(3)}   fabric ÷ hand-made tunnel: ${(fabric.gbps / byHand.gbps).toFixed(3)}`,
-  );
+  if (parts.has("throughput")) {
+    const rome = q.rig.clusters[0]!.realNodeStates!;
+    const milan = q.rig.clusters[1]!.realNodeStates!;
+    await q.rome.create(Resources.pods, pod("bench-client", { nodeName: rome[0]!.name }, ["sleep", "infinity"]));
+    await q.rome.create(Resources.pods, pod("bench-local-server", { nodeName: rome[1]!.name }, ["iperf3", "-s"]));
+    await q.rome.create(Resources.pods, pod("bench-remote-server", onVirtual, ["iperf3", "-s"]));
+    await running(q, "bench-client");
+    const localServer = await running(q, "bench-local-server");
+    const remoteServer = await running(q, "bench-remote-server");
+    const sameCluster = await measure(q, localServer.status!.podIP!);
+    const fabric = await measure(q, remoteServer.status!.podIP!);
+    // The same wireguard-go build as the gateways (the image's, from its Go module).
+    const wireguardGo = await wireguardGoBinary(
+      join(homedir(), ".cache/liqo-bun/image"),
+      dockerfileRuntime().wireguardGo,
+      (m) => console.error(`[bench] ${m}`),
+    );
+    const byHand = await handMadeTunnel(
+      { netns: rome[0]!.netns, ip: rome[0]!.ip },
+      { netns: milan[0]!.netns, ip: milan[0]!.ip },
+      wireguardGo,
+    );
+    console.log("TCP throughput (iperf3 10 s) and RTT (ping, 20 probes):");
+    console.log(
+      `  rome pod → rome pod, other node        ${sameCluster.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${sameCluster.rttMs.toFixed(3)} ms`,
+    );
+    console.log(
+      `  rome pod → milan pod, liqo's fabric     ${fabric.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${fabric.rttMs.toFixed(3)} ms`,
+    );
+    console.log(
+      `  rome node → milan node, wireguard-go    ${byHand.gbps.toFixed(2).padStart(6)} Gbit/s  RTT ${byHand.rttMs.toFixed(3)} ms`,
+    );
+    console.log(
+      `  fabric ÷ same cluster: ${(fabric.gbps / sameCluster.gbps).toFixed(3)}   fabric ÷ hand-made tunnel: ${(fabric.gbps / byHand.gbps).toFixed(3)}`,
+    );
+  }
 
   // 2. Start latency.
-  const local = await startLatencies(q, "start-local", podsPerSide, notVirtual);
-  const offloaded = await startLatencies(q, "start-offloaded", podsPerSide, onVirtual);
-  console.log(`pod start (created → Ready), real containers: local ${fmt(local)}`);
-  console.log(`                                         offloaded ${fmt(offloaded)}`);
-  console.log(
-    `  offloaded ÷ local: p50 ${(p(offloaded, 50) / p(local, 50)).toFixed(2)}×  p99 ${(p(offloaded, 99) / p(local, 99)).toFixed(2)}×`,
-  );
+  let started = 0;
+  if (parts.has("start")) {
+    const local = await startLatencies(q, "start-local", podsPerSide, notVirtual, { steps: LOCAL_STEPS });
+    const offloaded = await startLatencies(q, "start-offloaded", podsPerSide, onVirtual, { steps: OFFLOADED_STEPS });
+    console.log(`pod start (created → Ready), real containers: local ${fmt(local)}`);
+    console.log(`                                         offloaded ${fmt(offloaded)}`);
+    console.log(
+      `  offloaded ÷ local: p50 ${(p(offloaded, 50) / p(local, 50)).toFixed(2)}×  p99 ${(p(offloaded, 99) / p(local, 99)).toFixed(2)}×`,
+    );
+    started = podsPerSide;
+  }
 
   // 3. Memory with offloaded pods running.
-  const more = Math.max(0, offloadedPods - podsPerSide);
-  await startLatencies(q, "load", more, onVirtual);
-  console.log(`liqo pods with ${podsPerSide + more} offloaded pods running (and ${podsPerSide + 3} local):`);
-  for (const r of await liqoMemory(q)) console.log(r);
+  if (parts.has("memory")) {
+    const more = Math.max(0, offloadedPods - started);
+    await startLatencies(q, "load", more, onVirtual);
+    console.log(`liqo pods with ${started + more} offloaded pods running (and ${started + 3} local):`);
+    for (const r of await liqoMemory(q)) console.log(r);
+  }
 } finally {
   await rigDown(q.rig.dir).catch(() => killRigNow(q.rig));
 }
