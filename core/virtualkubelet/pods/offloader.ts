@@ -19,7 +19,7 @@ import { createEventRecorder } from "../../kube/events.ts";
 import { isOwnedBy } from "../../reflection/finish.ts";
 import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { apiServerAddress, remotePodSpec, remoteTokenSecret, tokenRequests, withoutTokenVolume } from "./forge.ts";
-import { issueTokens, type TokenWanted } from "./tokens.ts";
+import { issueTokens, type IssuedToken, type TokenWanted } from "./tokens.ts";
 import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
 import { holdNotReady, markedUnreachable, unreachablePodStatus } from "../../continuity/pods.ts";
 import { DEFAULT_CONTINUITY_THRESHOLD_MS, pastThreshold } from "../../continuity/threshold.ts";
@@ -386,6 +386,13 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   /** Creates the pod's ShadowPod, then its token Secret; answers when the token is due again. */
   async function createShadowPod(pod: Offloadable): Promise<number | undefined> {
     const { key, local, ctx } = pod;
+    // The origin token is asked for while the plugin answers, and its Secret written right after
+    // the ShadowPod (whose UID owns it), so that it is there before the provider's kubelet mounts
+    // it: a kubelet that finds it missing retries with a doubling back-off, which cost offloaded
+    // pods 6 s at the median in a burst of 50 when the token was asked for after the ShadowPod.
+    const tokens = tokenRequests(local, address);
+    const issuing = tokens ? issueTokens(o.local, local, tokens.serviceAccount, tokens.tokens) : undefined;
+    issuing?.catch(() => {}); // reported by renewToken, or dropped with a pod not offloaded
     const decision = await plugin.forward(withoutTokenVolume(local), null, ctx);
     if (decision.decision !== "apply") {
       log.info("pod not offloaded", { key, reason: decision.reason });
@@ -394,10 +401,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const out = decision.object as Pod;
     warnHostNamespacesDropped(pod);
     const created = await writeShadowPod(pod, out);
-    // After the ShadowPod, whose UID owns the Secret: the provider's kubelet waits for a missing
-    // Secret volume, and it usually exists before the pod is even scheduled.
-    const tokens = tokenRequests(local, address);
-    return created && tokens ? renewToken(pod, tokens, created.metadata.uid!) : undefined;
+    return created && tokens ? renewToken(pod, tokens, created.metadata.uid!, issuing) : undefined;
   }
 
   /** Warns (an Event on the pod) that the host namespaces it asked for are not offloaded with it. */
@@ -564,11 +568,12 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     { key, name, local, remoteNs }: Offloadable,
     wanted: { serviceAccount: string; tokens: TokenWanted[] },
     shadowUid: string,
+    issuing?: Promise<IssuedToken>,
   ): Promise<number | undefined> {
     const { serviceAccount } = wanted;
     let due: number;
     try {
-      const t = await issueTokens(o.local, local, serviceAccount, wanted.tokens);
+      const t = await (issuing ?? issueTokens(o.local, local, serviceAccount, wanted.tokens));
       await o.remote.apply(
         Resources.secrets,
         remoteTokenSecret(local, remoteNs, o.localClusterId, { name, uid: shadowUid }, t),
