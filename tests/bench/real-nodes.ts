@@ -9,14 +9,14 @@
 // BENCH_PODS (default 50) and BENCH_OFFLOADED (default 100) scale 2 and 3. BENCH_PARTS (e.g.
 // "start", default "throughput,start,memory") runs only some of them. Part 2 also prints where each
 // offloaded pod's start went, step by step (pod-timeline.ts).
-import { mkdtempSync, mkdirSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { dockerfileRuntime, wireguardGoBinary } from "../../scripts/build-image.ts";
 import { runInClusterQuickstart, type InClusterQuickstart } from "../quickstart/in-cluster.ts";
 import { rigImageRefs } from "../rig/images.ts";
-import { podMemory } from "../rig/pod-memory.ts";
+import { podMemory, podProcesses } from "../rig/pod-memory.ts";
 import { killRigNow, rigDown } from "../rig/rig.ts";
 import { waitFor } from "../support/wait.ts";
 import { handMadeTunnel } from "./hand-made-tunnel.ts";
@@ -145,6 +145,51 @@ async function startLatencies(
   );
 }
 
+/**
+ * CPU seconds used so far by the whole machine (/proc/stat: all but idle and iowait) and by liqo's
+ * pods in both clusters (their processes' utime + stime): read before and after a burst, they say
+ * how much of the two cores the burst's own work took, and how much of that was liqo's.
+ */
+async function cpuSeconds(q: InClusterQuickstart): Promise<{ machine: number; liqo: number }> {
+  const ticks = 100; // USER_HZ
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const machine = (f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!) / ticks;
+  let liqo = 0;
+  for (const [name, client] of [
+    ["rome", q.rome],
+    ["milan", q.milan],
+  ] as const) {
+    const netns = q.rig.clusters.find((c) => c.name === name)!.realNodeStates!.map((n) => n.netns);
+    for (const p of (await client.list<PodObject>(Resources.pods, { namespace: "liqo" })).items)
+      for (const { pid } of podProcesses(p.metadata.uid!, netns) ?? []) {
+        try {
+          // After the command's closing parenthesis: state is field 3, utime and stime fields 14 and 15.
+          const rest = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+          liqo += (Number(rest[11]) + Number(rest[12])) / ticks;
+        } catch {
+          /* exited meanwhile */
+        }
+      }
+  }
+  return { machine, liqo };
+}
+
+/** A burst's CPU: its wall time, the machine's busy share of two cores' worth, liqo's pods' share. */
+async function measureCpu<T>(q: InClusterQuickstart, f: () => Promise<T>): Promise<[T, string]> {
+  const cores = navigator.hardwareConcurrency;
+  const before = await cpuSeconds(q);
+  const t0 = performance.now();
+  const out = await f();
+  const wall = (performance.now() - t0) / 1000;
+  const after = await cpuSeconds(q);
+  const machine = after.machine - before.machine;
+  const liqo = after.liqo - before.liqo;
+  return [
+    out,
+    `${wall.toFixed(1)} s; the machine busy ${machine.toFixed(1)} of ${(wall * cores).toFixed(1)} CPU-s (${((100 * machine) / (wall * cores)).toFixed(0)}%), liqo's pods ${liqo.toFixed(1)} CPU-s (${((100 * liqo) / (wall * cores)).toFixed(0)}%)`,
+  ];
+}
+
 async function liqoMemory(q: InClusterQuickstart): Promise<string[]> {
   const rows: string[] = [];
   for (const [name, client] of [
@@ -240,10 +285,16 @@ try {
   // 2. Start latency.
   let started = 0;
   if (parts.has("start")) {
-    const local = await startLatencies(q, "start-local", podsPerSide, notVirtual, { steps: LOCAL_STEPS });
-    const offloaded = await startLatencies(q, "start-offloaded", podsPerSide, onVirtual, { steps: OFFLOADED_STEPS });
+    const [local, localCpu] = await measureCpu(q, () =>
+      startLatencies(q, "start-local", podsPerSide, notVirtual, { steps: LOCAL_STEPS }),
+    );
+    const [offloaded, offloadedCpu] = await measureCpu(q, () =>
+      startLatencies(q, "start-offloaded", podsPerSide, onVirtual, { steps: OFFLOADED_STEPS }),
+    );
     console.log(`pod start (created → Ready), real containers: local ${fmt(local)}`);
     console.log(`                                         offloaded ${fmt(offloaded)}`);
+    console.log(`  the local burst: ${localCpu}`);
+    console.log(`  the offloaded burst: ${offloadedCpu}`);
     console.log(
       `  offloaded ÷ local: p50 ${(p(offloaded, 50) / p(local, 50)).toFixed(2)}×  p99 ${(p(offloaded, 99) / p(local, 99)).toFixed(2)}×`,
     );
