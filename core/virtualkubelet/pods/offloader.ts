@@ -388,8 +388,8 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     const { key, local, ctx } = pod;
     // The origin token is asked for while the plugin answers, and its Secret written right after
     // the ShadowPod (whose UID owns it), so that it is there before the provider's kubelet mounts
-    // it: a kubelet that finds it missing retries with a doubling back-off, which cost offloaded
-    // pods 6 s at the median in a burst of 50 when the token was asked for after the ShadowPod.
+    // it: a kubelet that finds it missing retries with a doubling back-off (in a burst of 20, at
+    // least 4 pods found it missing when the token was asked for after the ShadowPod; 1 of 21 since).
     const tokens = tokenRequests(local, address);
     const issuing = tokens ? issueTokens(o.local, local, tokens.serviceAccount, tokens.tokens) : undefined;
     issuing?.catch(() => {}); // reported by renewToken, or dropped with a pod not offloaded
