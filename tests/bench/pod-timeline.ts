@@ -45,7 +45,7 @@ export function phases(marks: Iterable<Marks>, steps: [string, Stamp, Stamp][]):
   }));
 }
 
-/** Stamps what a pod (or ShadowPod) event shows: `created` on first sight, then scheduled and Ready. */
+/** Stamps what a pod event shows: `created` on first sight, then scheduled and Ready. */
 export function stampPod(m: Marks, o: PodLike, at: number, names: { created: Stamp; scheduled: Stamp; ready: Stamp }) {
   m[names.created] ??= at;
   if (o.spec?.nodeName) m[names.scheduled] ??= at;
@@ -56,7 +56,6 @@ export interface TimelineSource {
   client: KubeClient;
   res: ResourceRef;
   namespace?: string;
-  labelSelector?: string;
   stamp: (m: Marks, o: PodLike, at: number) => void;
 }
 
@@ -69,11 +68,7 @@ export async function recordTimeline(prefix: string, sources: TimelineSource[]) 
   const marks = new Map<string, Marks>();
   const abort = new AbortController();
   const listed = await Promise.all(
-    sources.map(
-      async (s) =>
-        (await s.client.list(s.res, { namespace: s.namespace, labelSelector: s.labelSelector })).metadata
-          .resourceVersion,
-    ),
+    sources.map(async (s) => (await s.client.list(s.res, { namespace: s.namespace })).metadata.resourceVersion),
   );
   const loops = sources.map(async (s, i) => {
     let resourceVersion = listed[i];
@@ -81,7 +76,6 @@ export async function recordTimeline(prefix: string, sources: TimelineSource[]) 
       try {
         for await (const ev of s.client.watch<PodLike>(s.res, {
           namespace: s.namespace,
-          labelSelector: s.labelSelector,
           resourceVersion,
           allowWatchBookmarks: true,
           signal: abort.signal,
@@ -98,8 +92,7 @@ export async function recordTimeline(prefix: string, sources: TimelineSource[]) 
       } catch (err) {
         if (abort.signal.aborted) break;
         console.error(`[bench] timeline watch of ${s.res.plural} re-opened: ${(err as Error).message}`);
-        resourceVersion = (await s.client.list(s.res, { namespace: s.namespace, labelSelector: s.labelSelector }))
-          .metadata.resourceVersion;
+        resourceVersion = (await s.client.list(s.res, { namespace: s.namespace })).metadata.resourceVersion;
       }
     }
   });

@@ -102,14 +102,14 @@ async function startLatencies(
   prefix: string,
   n: number,
   spec: Record<string, unknown>,
-  timeline?: { steps: typeof LOCAL_STEPS },
+  timeline?: "local" | "offloaded",
 ): Promise<number[]> {
   const consumer = { created: "created", scheduled: "scheduled", ready: "ready" } as const;
   const provider = { created: "remoteCreated", scheduled: "remoteScheduled", ready: "remoteReady" } as const;
   const sources: TimelineSource[] = [
     { client: q.rome, res: Resources.pods, namespace: "liqo-demo", stamp: (m, o, at) => stampPod(m, o, at, consumer) },
   ];
-  if (timeline?.steps === OFFLOADED_STEPS)
+  if (timeline === "offloaded")
     sources.push(
       { client: q.milan, res: ShadowPodResource, stamp: (m, _o, at) => void (m.shadow ??= at) },
       { client: q.milan, res: Resources.pods, stamp: (m, o, at) => stampPod(m, o, at, provider) },
@@ -129,10 +129,13 @@ async function startLatencies(
     },
     { timeoutMs: 900_000, intervalMs: 1000 },
   );
-  if (recorder && timeline) {
+  if (recorder) {
     await recorder.stop();
     console.log(`  ${prefix}: where the time went, ms (p50 / p99 over the pods; watch events on the host's clock)`);
-    for (const { step, ms } of phases(recorder.marks.values(), timeline.steps))
+    for (const { step, ms } of phases(
+      recorder.marks.values(),
+      timeline === "offloaded" ? OFFLOADED_STEPS : LOCAL_STEPS,
+    ))
       console.log(
         `    ${step.padEnd(46)} ${ms.length ? `${p(ms, 50).toFixed(0).padStart(6)} / ${p(ms, 99).toFixed(0).padStart(6)}` : "     —"}  (n=${ms.length})`,
       );
@@ -155,22 +158,16 @@ async function cpuSeconds(q: InClusterQuickstart): Promise<{ machine: number; li
   const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
   const machine = (f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!) / ticks;
   let liqo = 0;
-  for (const [name, client] of [
-    ["rome", q.rome],
-    ["milan", q.milan],
-  ] as const) {
-    const netns = q.rig.clusters.find((c) => c.name === name)!.realNodeStates!.map((n) => n.netns);
-    for (const p of (await client.list<PodObject>(Resources.pods, { namespace: "liqo" })).items)
-      for (const { pid } of podProcesses(p.metadata.uid!, netns) ?? []) {
-        try {
-          // After the command's closing parenthesis: state is field 3, utime and stime fields 14 and 15.
-          const rest = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-          liqo += (Number(rest[11]) + Number(rest[12])) / ticks;
-        } catch {
-          /* exited meanwhile */
-        }
+  for (const { pod, netns } of await liqoPods(q))
+    for (const { pid } of podProcesses(pod.metadata.uid!, netns) ?? []) {
+      try {
+        // After the command's closing parenthesis: state is field 3, utime and stime fields 14 and 15.
+        const rest = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+        liqo += (Number(rest[11]) + Number(rest[12])) / ticks;
+      } catch {
+        /* exited meanwhile */
       }
-  }
+    }
   return { machine, liqo };
 }
 
@@ -190,21 +187,25 @@ async function measureCpu<T>(q: InClusterQuickstart, f: () => Promise<T>): Promi
   ];
 }
 
-async function liqoMemory(q: InClusterQuickstart): Promise<string[]> {
-  const rows: string[] = [];
-  for (const [name, client] of [
+/** Every liqo pod of both clusters, with the network namespaces of its cluster's real nodes. */
+async function liqoPods(q: InClusterQuickstart): Promise<{ cluster: string; pod: PodObject; netns: string[] }[]> {
+  const out: { cluster: string; pod: PodObject; netns: string[] }[] = [];
+  for (const [cluster, client] of [
     ["rome", q.rome],
     ["milan", q.milan],
   ] as const) {
-    const netns = q.rig.clusters.find((c) => c.name === name)!.realNodeStates!.map((n) => n.netns);
-    for (const p of (await client.list<PodObject>(Resources.pods, { namespace: "liqo" })).items) {
-      const m = podMemory(p.metadata.uid!, netns);
-      rows.push(
-        `  ${name.padEnd(6)} ${p.metadata.name!.padEnd(44)} ${String(m?.rssMiB ?? "?").padStart(4)} MiB RSS  ${String(m?.cgroupRssMiB ?? "?").padStart(4)} MiB anon`,
-      );
-    }
+    const netns = q.rig.clusters.find((c) => c.name === cluster)!.realNodeStates!.map((n) => n.netns);
+    for (const pod of (await client.list<PodObject>(Resources.pods, { namespace: "liqo" })).items)
+      out.push({ cluster, pod, netns });
   }
-  return rows;
+  return out;
+}
+
+async function liqoMemory(q: InClusterQuickstart): Promise<string[]> {
+  return (await liqoPods(q)).map(({ cluster, pod, netns }) => {
+    const m = podMemory(pod.metadata.uid!, netns);
+    return `  ${cluster.padEnd(6)} ${pod.metadata.name!.padEnd(44)} ${String(m?.rssMiB ?? "?").padStart(4)} MiB RSS  ${String(m?.cgroupRssMiB ?? "?").padStart(4)} MiB anon`;
+  });
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
@@ -286,10 +287,10 @@ try {
   let started = 0;
   if (parts.has("start")) {
     const [local, localCpu] = await measureCpu(q, () =>
-      startLatencies(q, "start-local", podsPerSide, notVirtual, { steps: LOCAL_STEPS }),
+      startLatencies(q, "start-local", podsPerSide, notVirtual, "local"),
     );
     const [offloaded, offloadedCpu] = await measureCpu(q, () =>
-      startLatencies(q, "start-offloaded", podsPerSide, onVirtual, { steps: OFFLOADED_STEPS }),
+      startLatencies(q, "start-offloaded", podsPerSide, onVirtual, "offloaded"),
     );
     console.log(`pod start (created → Ready), real containers: local ${fmt(local)}`);
     console.log(`                                         offloaded ${fmt(offloaded)}`);
@@ -305,7 +306,17 @@ try {
   if (parts.has("memory")) {
     const more = Math.max(0, offloadedPods - started);
     await startLatencies(q, "load", more, onVirtual);
-    console.log(`liqo pods with ${started + more} offloaded pods running (and ${started + 3} local):`);
+    // Counted, not inferred: which parts ran decides what else is running in liqo-demo.
+    const virtual = new Set(
+      (await q.rome.list(Resources.nodes, { labelSelector: "liqo.io/type=virtual-node" })).items.map(
+        (n) => n.metadata.name,
+      ),
+    );
+    const demo = (
+      await q.rome.list<KubeObject & { spec?: { nodeName?: string } }>(Resources.pods, { namespace: "liqo-demo" })
+    ).items;
+    const offloadedNow = demo.filter((x) => virtual.has(x.spec?.nodeName ?? "")).length;
+    console.log(`liqo pods with ${offloadedNow} offloaded pods running (and ${demo.length - offloadedNow} local):`);
     for (const r of await liqoMemory(q)) console.log(r);
   }
 } finally {
