@@ -2,9 +2,8 @@
 # The test command: set-up, the linter, then every test (unit, real-cluster e2e, network namespaces).
 # The files run in LIQO_TEST_SHARDS (default 3) bun test processes side by side, balanced by the
 # times in tests/durations.json: the in-cluster files wait on clusters much of the time, so several
-# at once beat one after the other even on 2 cores. The whole suite on this 2-core machine
-# (2026-12-07, 2,737 tests, 0 failed): 48 min 18 s and 43 min 19 s in three processes (two fresh clones),
-# 58 min 20 s in two (the session before).
+# at once beat one after the other even on 2 cores (the measured times: docs/ARCHITECTURE.md, "Tests and
+# benchmarks").
 # Arguments (file filters) run one bun test process over them, as `bun test` would.
 # LIQO_SAVE_DURATIONS=1 rewrites tests/durations.json with this run's times.
 set -uo pipefail
