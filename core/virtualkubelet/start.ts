@@ -57,6 +57,8 @@ export interface VirtualKubeletOptions {
    * endpoints reflected to the provider. Takes precedence over translateIp.
    */
   ipTranslator?: IpTranslator;
+  /** Why ipTranslator cannot translate the provider's pod IPs now, if so: their status waits (pods/offloader.ts). */
+  translationPending?: () => string | undefined;
   registry?: Registry;
   logger?: Logger;
   /** The local API server as the remote cluster's pods reach it (https URL): see pods/forge.ts. */
@@ -200,6 +202,7 @@ export async function startVirtualKubelet(o: VirtualKubeletOptions): Promise<Vir
       podsWasm: await builtinWasm("pods"),
       logger: log,
       translateIp,
+      translationPending: o.translationPending,
       remoteNamespaceOf: (ns) => twins.get(ns),
       apiServerUrl: o.apiServerUrl,
       // The API server's probes (the virtual node's health) and the tunnel's pings: the earlier outage.

@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { createIpam, type Ipam } from "../ipam/index.ts";
 import { natMappingSpec, remoteNetworkConfigStatus } from "./forge.ts";
 import {
+  backwardPending,
   endpointRequestKey,
   requestedEndpoints,
   translateWith,
@@ -110,6 +111,17 @@ describe("what the watcher cannot answer is a clear error", () => {
   });
   test("errors are TranslationErrors", () => {
     expect(() => translateWith({ remoteClusterId: "x" }, "10.0.0.1", "backward")).toThrow(TranslationError);
+  });
+  test("pending says when the peer's pod IPs cannot be translated, with translateWith's reason", () => {
+    expect(backwardPending(sources)).toBeUndefined();
+    for (const s of [
+      { ...sources, remote: undefined },
+      { ...sources, remote: { ...sources.remote!, status: { processed: false } } },
+    ]) {
+      const why = backwardPending(s);
+      expect(why).toContain("cluster milan has no networks here yet");
+      expect(() => translateWith(s, "10.200.0.1", "backward")).toThrow(why!);
+    }
   });
 });
 

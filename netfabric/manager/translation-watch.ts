@@ -53,6 +53,14 @@ export function requestedEndpoints(annotations: Record<string, string> | undefin
     .map((k) => k.slice(ENDPOINT_REQUEST_PREFIX.length));
 }
 
+const notProcessed = (id: string) =>
+  `cluster ${id} has no networks here yet: its NetworkConfig is missing or not processed`;
+
+/** Pure: why backward translation (the peer's pod IPs into ours) is impossible now, if it is. */
+export function backwardPending(s: TranslationSources): string | undefined {
+  return s.remote?.status?.processed ? undefined : notProcessed(s.remoteClusterId);
+}
+
 /** Pure: one translation from the sources; throws TranslationError naming what is missing. */
 export function translateWith(s: TranslationSources, ip: string, direction: Direction): string {
   const id = s.remoteClusterId;
@@ -61,8 +69,7 @@ export function translateWith(s: TranslationSources, ip: string, direction: Dire
     direction === "backward" ? `pod IP from cluster ${id}` : `endpoint IP reflected to ${id}`,
   );
   const remote = s.remote;
-  if (!remote?.status?.processed)
-    throw new TranslationError(`cluster ${id} has no networks here yet: its NetworkConfig is missing or not processed`);
+  if (!remote?.status?.processed) throw new TranslationError(notProcessed(id));
   const remotePod = parseCidr(remote.spec.podCIDR, "remote podCIDR");
   const podHere = parseCidr(natOf(remote.status.podCIDRNAT ?? "", remote.spec.podCIDR), "remote podCIDRNAT");
   if (direction === "backward") {
@@ -104,6 +111,12 @@ export interface TranslationWatcher {
   stop(): Promise<void>;
   synced(): boolean;
   sources(): TranslationSources;
+  /**
+   * Why the peer's pod IPs cannot be translated now (its NetworkConfig missing or not processed
+   * here), or undefined when they can. translateIp passes such an address through unchanged: a
+   * pod's status must wait instead, or this cluster routes the peer's address as one of its own.
+   */
+  pending(): string | undefined;
   /** Called when the peer's NetworkConfigs or NatMapping change, i.e. answers may have changed:
    * whoever reflected with an address passed through re-queues. Returns an unsubscribe. */
   onChange(listener: () => void): () => void;
@@ -188,6 +201,7 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
     },
     synced: () => configs.synced && mappings.synced,
     sources,
+    pending: () => backwardPending(sources()),
     onChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -390,7 +390,18 @@ export function fabricSuite(overlapping: boolean, ha = false): void {
         waitFor(what, async () => recoveredAt(await samples(), from), {
           timeoutMs: 300_000,
           intervalMs: 2000,
-          describe: async () => (await samples()).filter((s) => s.at >= from).slice(-10),
+          // The stream's last answers, and what rome says of the pod behind the Service.
+          describe: async () => {
+            const pod = await q.rome.find<PodObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+              Resources.pods,
+              "nginx-remote",
+              "liqo-demo",
+            );
+            return {
+              stream: (await samples()).filter((s) => s.at >= from).slice(-10),
+              romePod: { podIP: pod?.status?.podIP, conditions: pod?.status?.conditions },
+            };
+          },
         });
       let restore: (() => void) | undefined;
       try {

@@ -237,8 +237,11 @@ describe("conflicts and removal", () => {
       metadata: { name: "clash", labels: { owner: "someone-else" } },
     });
     await offload("clash", { namespaceMappingStrategy: "EnforceSameName" });
-    const o = await waitPhase("clash", "SomeFailed");
-    expect(condition(o, "milan", "Ready")?.reason).toBe("RemoteNamespaceCreated");
+    // SomeFailed as soon as naples fails, maybe before milan's twin is there: wait for that too.
+    const o = await waitFor("milan's twin of clash created", async () => {
+      const x = await waitPhase("clash", "SomeFailed");
+      return condition(x, "milan", "Ready")?.reason === "RemoteNamespaceCreated" ? x : undefined;
+    });
     expect(condition(o, "naples", "Ready")).toMatchObject({ status: "False", reason: "CreationLoopBackOff" });
     expect(condition(o, "naples", "Ready")?.message).toContain(`NamespaceMap ${tenant("naples")}/${mapName("naples")}`);
     expect((await getMap("naples")).status?.currentMapping?.clash).toEqual({

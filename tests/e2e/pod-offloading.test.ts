@@ -32,8 +32,15 @@ const ids = { localClusterId: "rome-cluster-id", remoteClusterId: "milan-cluster
 const nodeName = "liqo-milan";
 const vkIp = "127.0.0.42";
 const twins = new Map([["demo", "demo-rome"]]);
-// milan's pods (10.101.0.0/16) are seen from rome through a remapped 10.201.0.0/16.
-const translateIp = (ip: string) => ip.replace(/^10\.101\./, "10.201.");
+// milan's pods (10.101.0.0/16) are seen from rome through a remapped 10.201.0.0/16. Like the
+// fabric's translation watcher, the translation can be pending (an address then passes through
+// unchanged) and can change (the offloader is then told to look at every pod again).
+const translation = { remapTo: "10.201.", pending: undefined as string | undefined, asked: 0 };
+const translateIp = (ip: string) => (translation.pending ? ip : ip.replace(/^10\.101\./, translation.remapTo));
+const translationPending = () => {
+  translation.asked++;
+  return translation.pending;
+};
 // kwok runs no container: the address only has to reach the remote pod's environment.
 const originApiServer = "https://203.0.113.10:6443";
 
@@ -60,6 +67,7 @@ async function startOffloader() {
     nodeName,
     virtualKubeletIp: vkIp,
     translateIp,
+    translationPending,
     remoteNamespaceOf: (ns) => twins.get(ns),
     podsWasm: await builtinWasm("pods"),
     apiServerUrl: originApiServer,
@@ -185,6 +193,48 @@ describe("pod offloading through ShadowPods", () => {
     await waitFor("the ShadowPod to be gone", async () => !(await milan.find(ShadowPodResource, "web", "demo-rome")));
     await waitFor("the remote pod to be gone", async () => !(await milan.find(Resources.pods, "web", "demo-rome")));
     await waitFor("the local pod to be gone", async () => !(await rome.find(Resources.pods, "web", "demo")));
+  });
+
+  test("while the translation is pending the pod's status waits instead of showing the provider's own IP; then the translated IP, and a changed translation re-maps it", async () => {
+    translation.pending = "milan's NetworkConfig is not processed";
+    try {
+      await rome.create(Resources.pods, pod("held", "demo"));
+      const remote = await waitFor("the remote pod to run", async () => {
+        const p = await milan.find<Pod>(Resources.pods, "held", "demo-rome");
+        return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
+      });
+      // The offloader has looked at the running remote pod at least twice since (it asks each time),
+      // or (the defect) already wrote a status.
+      const askedBefore = translation.asked;
+      await waitFor(
+        "the offloader to look at the running pod twice",
+        async () =>
+          translation.asked >= askedBefore + 2 || (await rome.get<Pod>(Resources.pods, "held", "demo")).status?.podIP,
+      );
+      const waiting = await rome.get<Pod>(Resources.pods, "held", "demo");
+      expect({ podIP: waiting.status?.podIP, phase: waiting.status?.phase }).toEqual({
+        podIP: undefined,
+        phase: "Pending",
+      });
+      translation.pending = undefined;
+      const shown = await waitFor("the translated IP on the local pod", async () => {
+        const p = await rome.get<Pod>(Resources.pods, "held", "demo");
+        return p.status?.podIP ? p : undefined;
+      });
+      expect(shown.status!.podIP).toBe(translateIp(remote.status!.podIP));
+      expect(shown.status!.phase).toBe("Running");
+      // A remap (the network manager mapped milan anew) reaches pods whose remote side did not change.
+      translation.remapTo = "10.202.";
+      offloader.resyncAll();
+      await waitFor("the pod's IP re-mapped", async () => {
+        const p = await rome.get<Pod>(Resources.pods, "held", "demo");
+        return p.status?.podIP === remote.status!.podIP.replace(/^10\.101\./, "10.202.");
+      });
+    } finally {
+      translation.pending = undefined;
+      translation.remapTo = "10.201.";
+      await rome.delete(Resources.pods, "held", "demo", { gracePeriodSeconds: 0 });
+    }
   });
 
   test("a pod forced onto the virtual node in a namespace that is not offloaded stays Pending with OffloadingBackOff", async () => {

@@ -415,6 +415,7 @@ async function startPeerKubelet(
     registry: rt.metrics,
     logger: log,
     ipTranslator,
+    translationPending: rt.translation?.pending,
     apiServerUrl: kubelet.apiServerUrl,
     storage: storageFor(kubelet.virtualStorageClass, offer.spec.storageClasses),
     reflectionPolicy: cfg.reflectionPolicy,
@@ -438,13 +439,15 @@ async function startPeerKubelet(
 /** Ensures what was reflected untranslated is reflected again once the fabric's mappings change. */
 function reflectAgainOnNewMappings(rt: PeerRuntime, vk: VirtualKubelet): void {
   // An address the fabric could not translate yet (a third cluster's endpoint waiting for its
-  // external-CIDR address) was reflected as is; when the mappings change, reflect again.
+  // external-CIDR address) was reflected as is; when the mappings change, reflect again. The
+  // offloaded pods' IPs too: a remap changes what they are here.
   // A burst of mapping changes (one per allocated address) re-queues everything once, not per change.
   let requeueSoon: ReturnType<typeof setTimeout> | undefined;
   rt.translation?.onChange?.(() => {
     requeueSoon ??= setTimeout(() => {
       requeueSoon = undefined;
       vk.engine.requeueAll();
+      vk.offloader.resyncAll();
     }, 200);
   });
 }

@@ -36,7 +36,13 @@ export interface PeerRuntime {
   /** The virtual kubelet's view of the shared metrics registry (peer-registry.ts), closed with it. */
   metrics?: PeerRegistry;
   /** The network fabric's translation watcher feeding the virtual kubelet (networking enabled). */
-  translation?: { translateIp: IpTranslator; stop(): Promise<void>; onChange?(listener: () => void): () => void };
+  translation?: {
+    translateIp: IpTranslator;
+    /** Why the peer's pod IPs cannot be translated now (translation-watch.ts), if so. */
+    pending?(): string | undefined;
+    stop(): Promise<void>;
+    onChange?(listener: () => void): () => void;
+  };
   /** JSON of the capacity the virtual node was last given, to spot a changed offer. */
   resources?: string;
   /** The provider's whole offer (its VirtualNodes take their share of it, virtualnodes.ts), and its name. */

@@ -35,6 +35,8 @@ export const API_SERVER_TOKEN_FAILED = "ApiServerTokenFailed";
 const TOKEN_RETRY_MS = 30_000;
 const FIELD_MANAGER = "liqo-virtual-kubelet";
 const DEFAULT_WORKERS = 24;
+/** How soon a pod whose IP could not be translated is looked at again (a changed translation re-queues it sooner). */
+const TRANSLATION_RETRY_MS = 2000;
 /**
  * A remote pod that is still Pending while the local one is Pending too usually has little to
  * tell (just created, scheduled, containers being created): such a status is written only once it
@@ -72,6 +74,13 @@ export interface PodOffloaderOptions {
   /** The pods reflector's wasm (reflectors/index.ts builtinWasm("pods")). */
   podsWasm: Uint8Array;
   translateIp?: IpTranslator;
+  /**
+   * Why translateIp cannot translate the provider's pod IPs now, if so (the fabric's NetworkConfigs
+   * not processed yet, e.g. while the network manager restarts). translateIp then passes an address
+   * through unchanged; with overlapping pod CIDRs that is one of this cluster's own, so a pod's status
+   * waits for the translation instead of showing it.
+   */
+  translationPending?: () => string | undefined;
   logger?: Logger;
   workers?: number;
   /** See PENDING_STATUS_DELAY_MS. */
@@ -97,6 +106,8 @@ export interface PodOffloader {
   handle(key: string): Promise<void>;
   /** Re-examines every pod of a namespace, e.g. when its offloading starts or stops. */
   resyncNamespace(namespace: string): void;
+  /** Re-examines every pod, e.g. when the fabric's translation of the provider's pod IPs changed. */
+  resyncAll(): void;
   /**
    * Offloads the pods bound to one more virtual node of this peering too; `patch` is what changes
    * in their remote copies (VirtualNode offloadingPatch). Calling it again updates the patch, for
@@ -336,6 +347,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   async function finishDeletion({ key, ns, name, local, remoteNs, shadow, remote, ours }: Observed) {
     pendingSince.delete(key);
     tokenRefresh.delete(key);
+    waitingForTranslation.delete(key);
     if (shadow && ours && !shadow.metadata.deletionTimestamp) {
       const grace = local?.metadata.deletionGracePeriodSeconds as number | undefined;
       // The remote pod first, with the user's grace period; then the ShadowPod, so it is not re-created.
@@ -487,6 +499,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         await backOff(local, `cluster ${o.remoteClusterId}: ${quota.message}`);
       return undefined;
     }
+    if (remote.status?.podIP && untranslatable(key)) return Date.now() + TRANSLATION_RETRY_MS;
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
     const back = await plugin.backward(remote, local, withRestarts);
     if (back.decision !== "apply") return undefined;
@@ -511,6 +524,22 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         if (err instanceof KubeApiError && err.notFound) return; // deleted meanwhile
         throw err;
       });
+  }
+
+  /** Pods whose status waits for the translation of their IP, each logged once. */
+  const waitingForTranslation = new Set<string>();
+  /** Whether the provider's pod IPs cannot be translated now: then the pod's status waits. */
+  function untranslatable(key: string): boolean {
+    const why = o.translationPending?.();
+    if (!why) {
+      waitingForTranslation.delete(key);
+      return false;
+    }
+    if (!waitingForTranslation.has(key)) {
+      waitingForTranslation.add(key);
+      log.warn("pod status held back: its IP cannot be translated yet", { pod: key, reason: why });
+    }
+    return true;
   }
 
   /** Whether the provider has been unreachable past the continuity threshold. */
@@ -661,6 +690,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     pods: () => localPods.list(),
     get synced() {
       return localPods.synced && shadows.synced && remotePods.synced;
+    },
+    resyncAll() {
+      for (const p of localPods.list()) queue?.add(objectKey(p));
     },
     resyncNamespace(namespace) {
       follow(namespace);
