@@ -216,6 +216,15 @@ describe("pod offloading through ShadowPods", () => {
         podIP: undefined,
         phase: "Pending",
       });
+      const said = await waitFor("a PodIPNotTranslated Event on the pod", async () =>
+        (
+          await rome.list<Event>(Resources.events, {
+            namespace: "demo",
+            fieldSelector: `involvedObject.uid=${waiting.metadata.uid}`,
+          })
+        ).items.find((e) => e.reason === "PodIPNotTranslated"),
+      );
+      expect(said.message).toContain("milan's NetworkConfig is not processed");
       translation.pending = undefined;
       const shown = await waitFor("the translated IP on the local pod", async () => {
         const p = await rome.get<Pod>(Resources.pods, "held", "demo");

@@ -499,7 +499,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         await backOff(local, `cluster ${o.remoteClusterId}: ${quota.message}`);
       return undefined;
     }
-    if (remote.status?.podIP && untranslatable(key)) return Date.now() + TRANSLATION_RETRY_MS;
+    if (remote.status?.podIP && untranslatable(key, local)) return Date.now() + TRANSLATION_RETRY_MS;
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
     const back = await plugin.backward(remote, local, withRestarts);
     if (back.decision !== "apply") return undefined;
@@ -529,7 +529,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   /** Pods whose status waits for the translation of their IP, each logged once. */
   const waitingForTranslation = new Set<string>();
   /** Whether the provider's pod IPs cannot be translated now: then the pod's status waits. */
-  function untranslatable(key: string): boolean {
+  function untranslatable(key: string, local: Pod): boolean {
     const why = o.translationPending?.();
     if (!why) {
       waitingForTranslation.delete(key);
@@ -538,6 +538,9 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     if (!waitingForTranslation.has(key)) {
       waitingForTranslation.add(key);
       log.warn("pod status held back: its IP cannot be translated yet", { pod: key, reason: why });
+      // A pod that never had an IP here would sit Pending without a word: its Events say why.
+      if (!local.status?.podIP)
+        events.warning(local, "PodIPNotTranslated", `status held back until its IP can be translated: ${why}`);
     }
     return true;
   }
