@@ -27,6 +27,8 @@ let provider: ShadowPodController;
 let offloader: PodOffloader;
 /** When the provider stopped answering, as the virtual kubelet would say. */
 let unreachableSince: number | undefined;
+/** Why the fabric cannot translate the provider's pod IPs now, as its translation watcher would say. */
+let translationPending: string | undefined;
 
 const ready = async (name: string) =>
   (await rome.get<Pod>(Resources.pods, name, "demo")).status?.conditions?.find((c) => c.type === "Ready");
@@ -57,6 +59,7 @@ beforeAll(async () => {
     podsWasm: await builtinWasm("pods"),
     remoteUnreachableSince: () => unreachableSince,
     continuityThresholdMs: THRESHOLD_MS,
+    translationPending: () => translationPending,
   });
   await offloader.start();
 }, 600_000);
@@ -144,5 +147,27 @@ describe("service continuity in the virtual kubelet (consumer side)", () => {
     await waitFor("the pod Ready again", async () => (await ready("web"))?.status === "True");
     await waitFor("its endpoint ready again", async () => (await slicesReady()).join() === "true");
     expect(await uids()).toEqual(before);
+  }, 120_000);
+
+  test("the provider's pod IPs untranslatable (status held back) and the provider dark: the pod leaves the Services all the same; both over: Ready with its IP", async () => {
+    const ipBefore = (await rome.get<Pod>(Resources.pods, "web", "demo")).status?.podIP;
+    expect(ipBefore).toBeDefined();
+    translationPending = "milan's NetworkConfig is not processed";
+    try {
+      unreachableSince = Date.now();
+      const notReady = await waitFor("the pod not Ready past the threshold", async () => {
+        const c = await ready("web");
+        return c?.status === "False" ? c : undefined;
+      });
+      expect(notReady.reason).toBe(UNREACHABLE_REASON);
+      await waitFor("its endpoint not ready", async () => (await slicesReady()).join() === "false");
+      // Held back: the IP shown is the one from before, never an untranslated one.
+      expect((await rome.get<Pod>(Resources.pods, "web", "demo")).status?.podIP).toBe(ipBefore);
+    } finally {
+      unreachableSince = undefined;
+      translationPending = undefined;
+    }
+    await waitFor("the pod Ready again", async () => (await ready("web"))?.status === "True");
+    await waitFor("its endpoint ready again", async () => (await slicesReady()).join() === "true");
   }, 120_000);
 });

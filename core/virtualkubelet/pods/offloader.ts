@@ -499,7 +499,11 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
         await backOff(local, `cluster ${o.remoteClusterId}: ${quota.message}`);
       return undefined;
     }
-    if (remote.status?.podIP && untranslatable(key, local)) return Date.now() + TRANSLATION_RETRY_MS;
+    if (remote.status?.podIP && untranslatable(key, local)) {
+      // Held back, but past the continuity threshold the pod still leaves this cluster's Services.
+      if (dark) await reflectUnreachable(pod);
+      return Date.now() + TRANSLATION_RETRY_MS;
+    }
     const withRestarts = { ...ctx, remoteRestarts: Number(shadow.metadata.annotations?.[RECREATIONS_ANNOTATION] ?? 0) };
     const back = await plugin.backward(remote, local, withRestarts);
     if (back.decision !== "apply") return undefined;
