@@ -100,6 +100,9 @@ interface Runner {
   close(): Promise<void>;
 }
 
+/** A drop-in batch cut at its budget runs once more, on a fresh worker, with this many times the budget. */
+export const DROPIN_RETRY_BUDGET_FACTOR = 10;
+
 const shapeOk = (o: KubeObject | null) => o === null || (typeof o === "object" && typeof o.metadata?.name === "string");
 
 /** The memo's key for a call: the source object's name (memo.ts compares the payload itself). */
@@ -187,10 +190,10 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
   // starting or reporting its manifest is terminated there, never stalling this thread.
   let dropin: WorkerRunner | undefined;
   let read: { manifest: Manifest; name: string };
+  const startMs = options.startTimeoutMs ?? Math.max(5_000, budgetMs * 10);
   if (trust === "dropin") {
     const label = options.label ?? "(unloaded)";
     checkExports(module, label);
-    const startMs = options.startTimeoutMs ?? Math.max(5_000, budgetMs * 10);
     dropin = await WorkerRunner.create(bytes, bindings, { ...options, startTimeoutMs: startMs, label });
     try {
       const { abi, raw } = await dropin.manifest(label, startMs);
@@ -229,15 +232,23 @@ export async function loadPlugin(wasm: Uint8Array | ArrayBuffer, options: LoadOp
       close: () => inst.close(),
     };
   } else {
-    const worker = dropin!;
+    let worker = dropin!;
+    const label = options.label ?? name;
     runner = {
-      run: (fn, calls, budget, setCurrent) =>
-        worker.run(
-          fn,
-          calls.map((c) => c.payload),
-          budget,
-          setCurrent,
-        ),
+      async run(fn, calls, budget, setCurrent) {
+        const payloads = calls.map((c) => c.payload);
+        const outs = await worker.run(fn, payloads, budget, setCurrent);
+        if (worker.dead === null) return outs;
+        // Its worker was cut at the budget. A loaded node can stall a thread that long, so the batch
+        // runs once more on a fresh worker with DROPIN_RETRY_BUDGET_FACTOR × the budget before the
+        // plugin is quarantined: one that loops is caught all the same.
+        const first = worker.dead;
+        log.warn("drop-in plugin ran past its time budget; once more on a fresh worker", { budgetMs: budget });
+        worker = await WorkerRunner.create(bytes, bindings, { ...options, startTimeoutMs: startMs, label });
+        const again = await worker.run(fn, payloads, budget * DROPIN_RETRY_BUDGET_FACTOR, setCurrent);
+        if (worker.dead === null) return again;
+        return again.map(() => ({ trap: `timeout: ${first}; again on a fresh worker: ${worker.dead}` }));
+      },
       stats: () => worker.stats(),
       close: () => worker.close(),
     };

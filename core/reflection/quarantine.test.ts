@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ensureBuilt, wasmPath } from "../../reflectors/build.ts";
 import { PluginError } from "./errors.ts";
-import { loadPlugin, type Trust } from "./host.ts";
+import { DROPIN_RETRY_BUDGET_FACTOR, loadPlugin, type Trust } from "./host.ts";
 import { BUILTIN_OVERRUNS_TO_QUARANTINE } from "./main-runner.ts";
 import { validatePlugin } from "./validate.ts";
 
@@ -9,7 +9,7 @@ const fixture = (name: string) => Bun.file(wasmPath(`fixture-${name}`)).bytes();
 const ctx = { localClusterId: "home", remoteClusterId: "far", localNamespace: "a", remoteNamespace: "a-far" };
 const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "cfg", namespace: "a" }, data: { k: "v" } };
 // Build (if stale) at load time: compiling takes longer than a test's time limit.
-await ensureBuilt(["fixture-misbehave", "fixture-badjson", "fixture-wrongabi", "networkpolicy"]);
+await ensureBuilt(["fixture-misbehave", "fixture-badjson", "fixture-wrongabi", "fixture-stallonce", "networkpolicy"]);
 const misbehave = await fixture("misbehave");
 
 async function expectQuarantine(trust: Trust, mode: string, code: string, reason: RegExp) {
@@ -70,6 +70,50 @@ describe("quarantine", () => {
     expect(ticks).toBeGreaterThan(0); // the event loop kept running during the loop
     expect(p.state).toBe("quarantined");
     await p.close();
+  });
+  describe("dropin: a batch cut at the budget runs once more on a fresh worker", () => {
+    /** The ConfigMap whose presence makes the stallonce fixture loop (its lookup of a/stall). */
+    const stallMarker = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "stall", namespace: "a" } };
+    test("stalled once (as a loaded node can): the fresh worker answers, and the plugin is not quarantined", async () => {
+      let stalls = 1;
+      const asked: string[] = [];
+      const p = await loadPlugin(await fixture("stallonce"), {
+        trust: "dropin",
+        budgetMs: 100,
+        lookup: (req) => {
+          asked.push(req.name);
+          return stalls-- > 0 ? stallMarker : null;
+        },
+      });
+      try {
+        expect((await p.forward(cm, null, ctx)).decision).toBe("apply");
+        expect(p.state).toBe("ready");
+        // The first worker asked and looped; the fresh one asked again and answered.
+        expect(asked).toEqual(["stall", "stall"]);
+        const next = { ...cm, metadata: { ...cm.metadata, name: "cfg2" } };
+        expect((await p.forward(next, null, ctx)).decision).toBe("apply");
+      } finally {
+        await p.close();
+      }
+    });
+    test("stalled again on the fresh worker: quarantined, naming both budgets", async () => {
+      const p = await loadPlugin(await fixture("stallonce"), {
+        trust: "dropin",
+        budgetMs: 100,
+        lookup: () => stallMarker,
+      });
+      try {
+        const err = await p.forward(cm, null, ctx).catch((e) => e);
+        expect(err.code).toBe("timeout");
+        expect(err.message).toContain("ran past its 100 ms budget");
+        expect(err.message).toContain(
+          `again on a fresh worker: a batch of 1 call(s) ran past its ${100 * DROPIN_RETRY_BUDGET_FACTOR} ms budget`,
+        );
+        expect(p.state).toBe("quarantined");
+      } finally {
+        await p.close();
+      }
+    });
   });
   test("invalid JSON output → invalid-output", async () => {
     const p = await loadPlugin(await fixture("badjson"), { trust: "builtin" });

@@ -180,6 +180,11 @@ export class WorkerRunner {
     return { calls: this.#calls, recycles: 0, memoryBytes: 0 };
   }
 
+  /** Why this worker takes no more calls (a batch past its budget, or closed); null while it does. */
+  get dead(): string | null {
+    return this.#dead;
+  }
+
   async close(): Promise<void> {
     this.#dead ??= "closed";
     this.#worker.terminate();
