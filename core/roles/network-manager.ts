@@ -12,6 +12,7 @@ import { createLogger } from "../log.ts";
 import { createRegistry } from "../metrics/index.ts";
 import {
   createNetworkManager,
+  type NetworkManager,
   networkManagerViews,
   parsePeers,
   PeersFileError,
@@ -105,10 +106,22 @@ export default defineCommand({
       .filter(Boolean);
     const source = peersSource(args.peers, args["peers-file"]);
     const peersFile = args["peers-file"];
-    const peers = source === "file" ? readPeersFile(peersFile!) : [];
+    let peers = source === "file" ? readPeersFile(peersFile!) : [];
     const client = createKubeClient({ kubeconfig: args.kubeconfig, context: args.context });
     const registry = createRegistry();
-    let manager;
+    let manager: NetworkManager | undefined;
+    // The ForeignClusters are listed before the manager's first reconcile: started with no peers,
+    // it would tear down every peering it finds (TunnelEndpoint, networks, NetworkConfigs) and
+    // build it again a moment later, a tunnel flap on every restart.
+    const fcs =
+      source === "file"
+        ? undefined
+        : watchForeignClusterPeers({
+            client,
+            logger: log,
+            onPeers: (next) => (manager ? manager.setPeers(next) : (peers = next)),
+          });
+    await fcs?.start();
     try {
       manager = createNetworkManager({
         client,
@@ -132,7 +145,7 @@ export default defineCommand({
 
     let peersError: string | undefined;
     let stopWatching: () => void | Promise<void>;
-    if (source === "file") {
+    if (!fcs) {
       stopWatching = watchConfigFile(peersFile!, () => {
         try {
           manager.setPeers(readPeersFile(peersFile!));
@@ -142,11 +155,7 @@ export default defineCommand({
           log.error("peers file rejected; keeping the previous peers", { err });
         }
       });
-    } else {
-      const fcs = watchForeignClusterPeers({ client, logger: log, onPeers: (next) => manager.setPeers(next) });
-      await fcs.start();
-      stopWatching = () => fcs.stop();
-    }
+    } else stopWatching = () => fcs.stop();
 
     const server = await serveAdmin({
       args,

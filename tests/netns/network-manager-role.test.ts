@@ -17,8 +17,10 @@ import {
   type NatMapping,
   type NetworkConfig,
 } from "../../core/apis/index.ts";
+import { TunnelEndpointResource } from "../../core/apis/net/tunnelendpoint.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
-import { Resources } from "../../core/kube/resources.ts";
+import { createInformer } from "../../core/kube/informer.ts";
+import { objectKey, Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { createLogger } from "../../core/log.ts";
 import { contains, parseCidr, parseIpv4 } from "../../netfabric/ipam/index.ts";
 import {
@@ -118,6 +120,25 @@ const exchange = () =>
     { client: milan, id: ID.milan, tenant: TENANT.milan },
   ]);
 
+/** rome's `liqo network-manager`, following the ForeignClusters. */
+const romeRoleArgs = () => [
+  "network-manager",
+  "--kubeconfig",
+  rig.clusters[0]!.kubeconfig,
+  "--liqo-namespace",
+  "liqo",
+  "--pod-cidr",
+  rig.clusters[0]!.podCIDR,
+  "--service-cidr",
+  rig.clusters[0]!.serviceCIDR,
+  "--external-cidr",
+  EXTERNAL,
+  "--gateway-endpoint",
+  "172.18.0.2:5871",
+  "--admin-address",
+  "127.0.0.1:0",
+];
+
 async function runRole(args: string[]): Promise<{ code: number; stderr: string }> {
   const p = Bun.spawn([join(root, "node_modules/.bin/bun"), "cli/liqo.ts", "network-manager", ...args], {
     cwd: root,
@@ -140,23 +161,7 @@ beforeAll(async () => {
   await namespace(milan, TENANT.milan);
   await keySecret(rome, keys.rome.publicKey);
   await keySecret(milan, keys.milan.publicKey);
-  role = await startRole([
-    "network-manager",
-    "--kubeconfig",
-    rig.clusters[0]!.kubeconfig,
-    "--liqo-namespace",
-    "liqo",
-    "--pod-cidr",
-    rig.clusters[0]!.podCIDR,
-    "--service-cidr",
-    rig.clusters[0]!.serviceCIDR,
-    "--external-cidr",
-    EXTERNAL,
-    "--gateway-endpoint",
-    "172.18.0.2:5871",
-    "--admin-address",
-    "127.0.0.1:0",
-  ]);
+  role = await startRole(romeRoleArgs());
   milanManager = createNetworkManager({
     client: milan,
     liqoNamespace: "liqo",
@@ -269,6 +274,55 @@ describe("liqo network-manager follows the ForeignClusters", () => {
     );
     expect((await natMapping())!.spec.clusterMappings[bad]).toBeUndefined();
   }, 120_000);
+
+  test("SIGKILLed and started again, the role keeps milan's NetworkConfigs, TunnelEndpoint and remap: nothing deleted or re-created", async () => {
+    const state = async () => {
+      const configs = (await rome.list<NetworkConfig>(NetworkConfigResource)).items;
+      return {
+        configs: configs.map((c) => `${objectKey(c)} ${c.metadata.uid} ${c.status?.podCIDRNAT}`).sort(),
+        tunnels: (
+          await rome.list(TunnelEndpointResource, { labelSelector: `${CLUSTER_ID_LABEL}=${ID.milan}` })
+        ).items.map((t) => `${objectKey(t)} ${t.metadata.uid}`),
+      };
+    };
+    const before = await waitFor(
+      "both NetworkConfigs processed and milan's TunnelEndpoint in rome",
+      async () => {
+        await exchange();
+        const st = await state();
+        return st.configs.length === 2 && !st.configs.some((c) => c.endsWith("undefined")) && st.tunnels.length === 1
+          ? st
+          : undefined;
+      },
+      { timeoutMs: 120_000, describe: state },
+    );
+    // Every deletion in rome from here on, as a watch sees it.
+    const deleted: string[] = [];
+    const watches = [NetworkConfigResource, TunnelEndpointResource].map((resource) => {
+      const inf = createInformer<KubeObject>({ client: rome, resource });
+      inf.on({ delete: (o) => deleted.push(`${o.kind ?? resource.kind} ${objectKey(o)}`) });
+      inf.start();
+      return inf;
+    });
+    try {
+      await Promise.all(watches.map((w) => w.waitForSync()));
+      await role.kill("SIGKILL");
+      role = await startRole(romeRoleArgs());
+      // The new process has listed the ForeignClusters and reconciled milan (its peers view says so).
+      await waitFor(
+        "the restarted role's peer milan Ready",
+        async () => {
+          await exchange(); // a re-created NetworkConfig (the defect) gets processed, so the deletions show below
+          const peers = await view<{ clusterId: string; phase: string }[]>(role.url, "peers");
+          return peers.some((p) => p.clusterId === ID.milan && p.phase === "Ready");
+        },
+        { timeoutMs: 60_000, describe: () => view(role.url, "peers") },
+      );
+      expect({ deleted, after: await state() }).toEqual({ deleted: [], after: before });
+    } finally {
+      await Promise.all(watches.map((w) => w.stop()));
+    }
+  }, 200_000);
 
   test("deleting the ForeignCluster releases milan's networks, NetworkConfig and NatMapping", async () => {
     await rome.delete(ForeignClusterResource, "milan");
