@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { createIpam, type Ipam } from "../ipam/index.ts";
 import { natMappingSpec, remoteNetworkConfigStatus } from "./forge.ts";
 import {
+  backwardKey,
   backwardPending,
   endpointRequestKey,
   requestedEndpoints,
@@ -111,6 +112,19 @@ describe("what the watcher cannot answer is a clear error", () => {
   });
   test("errors are TranslationErrors", () => {
     expect(() => translateWith({ remoteClusterId: "x" }, "10.0.0.1", "backward")).toThrow(TranslationError);
+  });
+  test("backwardKey changes with the peer's NetworkConfig (pod CIDR, processed, remap), not with the NatMapping", () => {
+    const k = backwardKey(sources);
+    expect(backwardKey({ ...sources, natMapping: undefined })).toBe(k);
+    expect(backwardKey({ ...sources, local: undefined })).toBe(k);
+    const remote = sources.remote!;
+    for (const changed of [
+      { ...remote, spec: { ...remote.spec, podCIDR: "10.99.0.0/16" } },
+      { ...remote, status: { ...remote.status, processed: false } },
+      { ...remote, status: { ...remote.status, podCIDRNAT: "10.98.0.0/16" } },
+      undefined,
+    ])
+      expect(backwardKey({ ...sources, remote: changed as typeof remote })).not.toBe(k);
   });
   test("pending says when the peer's pod IPs cannot be translated, with translateWith's reason", () => {
     expect(backwardPending(sources)).toBeUndefined();

@@ -61,6 +61,15 @@ export function backwardPending(s: TranslationSources): string | undefined {
   return s.remote?.status?.processed ? undefined : notProcessed(s.remoteClusterId);
 }
 
+/**
+ * Pure: what backward translation depends on (the peer's NetworkConfig: its pod CIDR and where we
+ * put it), as a string that changes exactly when those do. NatMapping entries do not enter it.
+ */
+export function backwardKey(s: TranslationSources): string {
+  const r = s.remote;
+  return JSON.stringify([r?.spec?.podCIDR, r?.status?.processed, r?.status?.podCIDRNAT]);
+}
+
 /** Pure: one translation from the sources; throws TranslationError naming what is missing. */
 export function translateWith(s: TranslationSources, ip: string, direction: Direction): string {
   const id = s.remoteClusterId;
@@ -117,6 +126,8 @@ export interface TranslationWatcher {
    * pod's status must wait instead, or this cluster routes the peer's address as one of its own.
    */
   pending(): string | undefined;
+  /** backwardKey of the current sources: a change means the peer's pod IPs translate differently. */
+  backwardKey(): string;
   /** Called when the peer's NetworkConfigs or NatMapping change, i.e. answers may have changed:
    * whoever reflected with an address passed through re-queues. Returns an unsubscribe. */
   onChange(listener: () => void): () => void;
@@ -202,6 +213,7 @@ export function createTranslationWatcher(o: TranslationWatcherOptions): Translat
     synced: () => configs.synced && mappings.synced,
     sources,
     pending: () => backwardPending(sources()),
+    backwardKey: () => backwardKey(sources()),
     onChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

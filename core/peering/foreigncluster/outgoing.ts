@@ -440,13 +440,18 @@ async function startPeerKubelet(
 function reflectAgainOnNewMappings(rt: PeerRuntime, vk: VirtualKubelet): void {
   // An address the fabric could not translate yet (a third cluster's endpoint waiting for its
   // external-CIDR address) was reflected as is; when the mappings change, reflect again. The
-  // offloaded pods' IPs too: a remap changes what they are here.
+  // offloaded pods only when their IPs translate differently (the peer's NetworkConfig), not on
+  // every NatMapping entry: that would re-examine every pod for each third-cluster endpoint.
   // A burst of mapping changes (one per allocated address) re-queues everything once, not per change.
   let requeueSoon: ReturnType<typeof setTimeout> | undefined;
+  let backward = rt.translation?.backwardKey?.();
   rt.translation?.onChange?.(() => {
     requeueSoon ??= setTimeout(() => {
       requeueSoon = undefined;
       vk.engine.requeueAll();
+      const now = rt.translation?.backwardKey?.();
+      if (now === backward) return;
+      backward = now;
       vk.offloader.resyncAll();
     }, 200);
   });

@@ -40,6 +40,8 @@ export interface PeerRuntime {
     translateIp: IpTranslator;
     /** Why the peer's pod IPs cannot be translated now (translation-watch.ts), if so. */
     pending?(): string | undefined;
+    /** Changes exactly when the peer's pod IPs translate differently (translation-watch.ts). */
+    backwardKey?(): string;
     stop(): Promise<void>;
     onChange?(listener: () => void): () => void;
   };
