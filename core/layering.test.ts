@@ -162,3 +162,36 @@ describe("shared pieces live in the lowest layer that needs them", () => {
     expect(circle((f) => (f.startsWith("cli/") ? f : undefined))).toBeUndefined();
   });
 });
+
+/** Specifiers of @kubernetes/client-node a file loads when it is loaded: static value imports (not `import type`) and re-exports. */
+function eagerClientNode(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(
+    /^\s*(import|export)\s+(type\s+)?[^;]*?\bfrom\s*["'](@kubernetes\/client-node[^"']*)["']/gm,
+  )) {
+    if (!m[2]) out.push(m[3]!);
+  }
+  for (const m of text.matchAll(/^\s*import\s*["'](@kubernetes\/client-node[^"']*)["']/gm)) out.push(m[1]!);
+  return out;
+}
+
+describe("@kubernetes/client-node stays light", () => {
+  test("the scan sees a value import and leaves a type import out", () => {
+    expect(
+      eagerClientNode(
+        `import type { KubeConfig } from "@kubernetes/client-node";\nimport {\n  KubeConfig,\n} from "@kubernetes/client-node";\nimport "@kubernetes/client-node/dist/gen/index.js";`,
+      ),
+    ).toEqual(["@kubernetes/client-node", "@kubernetes/client-node/dist/gen/index.js"]);
+  });
+
+  test("no product file loads its KubeConfig module (every generated API class, ~30 MiB per process): only config_types", () => {
+    const eager = sources()
+      .filter((f) => !f.endsWith(".test.ts"))
+      .flatMap((f) =>
+        eagerClientNode(readFileSync(join(root, f), "utf8"))
+          .filter((spec) => spec !== "@kubernetes/client-node/dist/config_types.js")
+          .map((spec) => `${f} -> ${spec}`),
+      );
+    expect(eager).toEqual([]);
+  });
+});

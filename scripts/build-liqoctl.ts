@@ -132,8 +132,9 @@ export async function buildLiqoctl(
     // worker-runner.ts's new URL("./worker.ts", import.meta.url) points in a compiled program.
     entrypoints: [join(root, "cli/main.ts"), join(root, "core/reflection/worker.ts")],
     naming: { entry: "[name].[ext]" },
-    // Code splitting keeps each lazily imported command (and @kubernetes/client-node behind it) in
-    // its own chunk, parsed only when used: without it `version --client` parses the whole bundle.
+    // Code splitting keeps each lazily imported command (and client-node's KubeConfig, loaded only
+    // for an auth-provider user) in its own chunk, parsed only when used: without it `version
+    // --client` parses the whole bundle.
     splitting: true,
     bytecode: true,
     format: "esm",

@@ -19,7 +19,7 @@ export async function serverVersion(o: {
   namespace: string;
 }): Promise<ServerVersion> {
   // Loaded here, not at the top: `version --client` must start as fast as an empty program, and
-  // the Kubernetes client (with @kubernetes/client-node) is most of liqoctl's code to parse.
+  // the Kubernetes client is much of liqoctl's code to parse.
   const { createKubeClient } = await import("../../core/kube/client.ts");
   const { CLUSTER_ID_CONFIGMAP, CLUSTER_ID_KEY, CLUSTER_NAME_KEY } = await import("../../core/peering/identity.ts");
   const client = createKubeClient({ kubeconfig: o.kubeconfig, context: o.context });

@@ -3,7 +3,7 @@
 // cached per token so a scrape costs no API request within the TTL; an API server that cannot
 // answer gives 503, never metrics.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "../kube/kubeconfig.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -2,7 +2,7 @@
 // whose watch cache is (re)initializing. The real API server case is in tests/e2e (CRDs listed
 // right after they are established).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "./kubeconfig.ts";
 import { createKubeClient } from "./client.ts";
 import { KubeApiError } from "./errors.ts";
 import { Resources } from "./resources.ts";

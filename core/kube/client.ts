@@ -1,7 +1,7 @@
 // A thin Kubernetes REST client on Bun's fetch. The kubeconfig (and its auth plug-ins) comes from
 // @kubernetes/client-node; requests go through Bun's own TLS options, which carry the CA and the
 // client certificate on Bun (client-node 2.x's undici dispatcher silently drops them).
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "./kubeconfig.ts";
 import { readFileSync } from "node:fs";
 import { apiErrorFromStatus, KubeApiError, transportError, type StatusBody } from "./errors.ts";
 import { loadKubeConfig, type KubeConfigOptions, type LoadedKubeConfig } from "./config.ts";
@@ -167,6 +167,20 @@ export class KubeClient {
       },
     };
     return this.connection;
+  }
+
+  /**
+   * The server, headers (the current credential's included) and TLS material of a request this
+   * client does not model: a stream kept open, an upgrade, another rendering.
+   */
+  async endpoint(): Promise<{ server: string; headers: Record<string, string>; tls: Connection["tls"] }> {
+    const conn = this.conn();
+    const credential = await this.credential();
+    return {
+      server: this.server,
+      headers: { ...conn.headers, ...credential.headers },
+      tls: credential.cert ? { ...conn.tls, cert: credential.cert, key: credential.key } : conn.tls,
+    };
   }
 
   /**

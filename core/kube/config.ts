@@ -2,12 +2,12 @@
 // (the first file to define a name or current-context wins), else ~/.kube/config; then --context.
 // When none of those applies inside a pod (KUBERNETES_SERVICE_HOST/PORT set), the pod's
 // ServiceAccount is used, as client-go's rest.InClusterConfig (see incluster.ts).
-import { KubeConfig } from "@kubernetes/client-node";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, resolve } from "node:path";
 import { KubeConfigError } from "./errors.ts";
 import { IN_CLUSTER_CONTEXT, inClusterAvailable, loadInClusterConfig } from "./incluster.ts";
+import { KubeConfig } from "./kubeconfig.ts";
 
 export interface KubeConfigOptions {
   /** Like kubectl's --kubeconfig: one file, which must exist. */
@@ -194,7 +194,7 @@ export function loadKubeConfig(options: KubeConfigOptions = {}): LoadedKubeConfi
   merged["current-context"] = context;
   const kc = new KubeConfig();
   try {
-    kc.loadFromString(JSON.stringify(merged));
+    kc.loadFromObject(merged);
   } catch (err) {
     throw new KubeConfigError(`kubeconfig ${where} cannot be used: ${(err as Error).message}`, { cause: err });
   }

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "./kubeconfig.ts";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -4,7 +4,7 @@
 // - a token file (kubectl's `tokenFile`, the pod's projected token) is re-read when it changes;
 // - a static token, basic auth or another auth provider is what the kubeconfig says.
 // The TLS material that does not rotate (CA, server name) stays with the client.
-import type { KubeConfig, User } from "@kubernetes/client-node";
+import type { KubeConfig, User } from "./kubeconfig.ts";
 import { readFileSync, statSync } from "node:fs";
 import { KubeConfigError } from "./errors.ts";
 import { InClusterKubeConfig } from "./incluster.ts";
@@ -244,10 +244,8 @@ function kubeconfigSource(kc: KubeConfig, user: User | null): CredentialSource {
         };
       }
       if (!user?.authProvider) return { headers: {} };
-      const opts: { headers?: Record<string, string> } = {};
-      await kc.applyToHTTPSOptions(opts as never);
-      const auth = Object.entries(opts.headers ?? {}).find(([k]) => k.toLowerCase() === "authorization");
-      return { headers: auth ? { authorization: String(auth[1]) } : {} };
+      const auth = await kc.authProviderHeader();
+      return { headers: auth ? { authorization: auth } : {} };
     },
     rejected() {},
     refreshes: 0,

@@ -2,10 +2,10 @@
 // KUBERNETES_SERVICE_HOST/PORT, the pod's ServiceAccount token, CA and namespace from its mounted
 // directory. The kubelet rotates projected tokens (they expire after an hour), so the token is not
 // read once: every request checks the file and re-reads it when it changed.
-import { KubeConfig } from "@kubernetes/client-node";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfigError } from "./errors.ts";
+import { KubeConfig } from "./kubeconfig.ts";
 
 /** Where the kubelet mounts the ServiceAccount; LIQO_SERVICEACCOUNT_DIR overrides it (tests, sidecars). */
 export const DEFAULT_SERVICEACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "../kube/kubeconfig.ts";
 import { createAdminApp, type AdminApp } from "../admin/index.ts";
 import { createKubeClient } from "../kube/client.ts";
 import { createRegistry, parsePrometheusText } from "../metrics/index.ts";

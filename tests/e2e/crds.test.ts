@@ -44,12 +44,11 @@ type Crd = CustomResourceDefinition & { status?: { conditions?: { type: string; 
 async function getTable(
   path: string,
 ): Promise<{ columnDefinitions: { name: string; priority: number }[]; rows: { cells: unknown[] }[] }> {
-  const opts: { ca?: Buffer; cert?: Buffer; key?: Buffer; headers?: Record<string, string> } = {};
-  await client.kc.applyToHTTPSOptions(opts as never);
-  const res = await fetch(client.server + path, {
-    headers: { ...opts.headers, accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
-    tls: { ca: opts.ca, cert: opts.cert, key: opts.key },
-  } as RequestInit);
+  const { server, headers, tls } = await client.endpoint();
+  const res = await fetch(server + path, {
+    headers: { ...headers, accept: "application/json;as=Table;v=v1;g=meta.k8s.io" },
+    tls,
+  });
   const body = await res.text();
   expect({ status: res.status, body: res.ok ? "" : body }).toEqual({ status: 200, body: "" });
   return JSON.parse(body);

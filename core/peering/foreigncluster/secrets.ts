@@ -1,7 +1,7 @@
 // The two Secrets a consumer keeps per peer: the pre-shared token `liqoctl peer out-of-band` writes
 // in the liqo namespace (Liqo's remote-token-<clusterID>), and the identity the provider issued for
 // it (a kubeconfig) in the local tenant namespace; plus the client built from that identity.
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "../../kube/kubeconfig.ts";
 import { AUTH_TOKEN_LABEL, DISCOVERY_CLUSTER_ID_LABEL } from "../../apis/index.ts";
 import { createKubeClient, type KubeClient } from "../../kube/client.ts";
 import { KubeApiError } from "../../kube/errors.ts";

@@ -5,7 +5,7 @@
 // server sends: SYN_STREAMs, stdin DATA, then an empty DATA frame with FIN (spdystream's Close()).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import net from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "../../kube/kubeconfig.ts";
 import type { ServerWebSocket } from "bun";
 import { createKubeClient, type KubeClient } from "../../kube/client.ts";
 import { silentLogger } from "../../log.ts";

@@ -5,37 +5,17 @@ import type { KubeClient } from "../../kube/client.ts";
 export interface RemoteEndpoint {
   server: string;
   headers: Record<string, string>;
-  tls: { ca?: Buffer; cert?: Buffer; key?: Buffer; rejectUnauthorized?: boolean };
+  tls: { ca?: Buffer; cert?: string | Buffer; key?: string | Buffer; rejectUnauthorized?: boolean };
 }
 
-const cache = new WeakMap<KubeClient, Promise<RemoteEndpoint>>();
-
-export function remoteEndpoint(client: KubeClient): Promise<RemoteEndpoint> {
-  let found = cache.get(client);
-  if (!found) {
-    found = (async () => {
-      const opts: {
-        ca?: Buffer;
-        cert?: Buffer;
-        key?: Buffer;
-        rejectUnauthorized?: boolean;
-        headers?: Record<string, string>;
-        auth?: string;
-      } = {};
-      await client.kc.applyToHTTPSOptions(opts as never);
-      const headers: Record<string, string> = { "user-agent": "liqo-virtual-kubelet" };
-      for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = String(v);
-      if (opts.auth) headers.authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
-      return {
-        server: client.server,
-        headers,
-        tls: { ca: opts.ca, cert: opts.cert, key: opts.key, rejectUnauthorized: opts.rejectUnauthorized },
-      };
-    })();
-    found.catch(() => cache.delete(client));
-    cache.set(client, found);
-  }
-  return found;
+/** The remote client's server, headers and TLS material, its current credential included (an exec plug-in's, a rotated token). */
+export async function remoteEndpoint(client: KubeClient): Promise<RemoteEndpoint> {
+  const { server, headers, tls } = await client.endpoint();
+  return {
+    server,
+    headers: { ...headers, "user-agent": "liqo-virtual-kubelet" },
+    tls: { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized },
+  };
 }
 
 export function podPath(namespace: string, name: string, sub: string): string {
