@@ -1,7 +1,7 @@
 // A loaded kubeconfig: its clusters, users and contexts and the current context. The entries are
 // read by @kubernetes/client-node's own config_types (the same fields, defaults and errors as its
 // KubeConfig), but its KubeConfig class is not imported here: its module loads every generated API
-// class, about 40 MiB of RSS in each process for API clients this project does not use (measured by
+// class, 27–31 MiB of RSS in each role's process for API clients this project does not use (measured by
 // tests/bench/kubeconfig-memory.ts). Only a user with an auth-provider (OIDC, Azure, GCP) loads it,
 // on its first request, to run client-node's authenticators.
 import type { KubeConfig as ClientNodeKubeConfig } from "@kubernetes/client-node";

@@ -40,7 +40,11 @@ function beforeTree(): string {
     );
   const dir = join(work, "before");
   mkdirSync(dir);
-  execFileSync("sh", ["-c", `git archive ${added}^ core | tar -x -C ${dir}`], { cwd: root });
+  execFileSync(
+    "sh",
+    ["-c", `git archive ${added}^ core netfabric reflectors plugins cli package.json | tar -x -C ${dir}`],
+    { cwd: root },
+  );
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   return dir;
 }
