@@ -158,6 +158,17 @@ describe("shared pieces live in the lowest layer that needs them", () => {
     expect(circle(folderBelow("netfabric"))).toBeUndefined();
   });
 
+  test("a role's module imports no other role's (what two roles share is in shared.ts and the *-flags.ts files)", () => {
+    const roleFile = (f: string) =>
+      f.startsWith("core/roles/") &&
+      !/\/(shared|[a-z-]+-flags|admin-views[a-z-]*)\.ts$/.test(f) &&
+      !f.endsWith(".test.ts");
+    const across = [...graph].flatMap(([f, deps]) =>
+      roleFile(f) ? deps.filter((d) => roleFile(d) && d !== f).map((d) => `${f} -> ${d}`) : [],
+    );
+    expect(across).toEqual([]);
+  });
+
   test("no file of cli imports itself through others (what peer and peer in-band share is in cli/peering.ts)", () => {
     expect(circle((f) => (f.startsWith("cli/") ? f : undefined))).toBeUndefined();
   });

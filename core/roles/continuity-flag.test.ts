@@ -3,7 +3,8 @@
 // too: tests/e2e/cli.test.ts).
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import controllerManager, { continuityThresholdFlag } from "./controller-manager.ts";
+import controllerManager from "./controller-manager.ts";
+import { continuityThresholdFlag } from "./shared.ts";
 
 const liqo = (role: string, ...flags: string[]) =>
   Bun.spawnSync([process.execPath, join(import.meta.dir, "../../cli/liqo.ts"), role, "--cluster-id=x", ...flags], {

@@ -17,18 +17,9 @@ import { resourceRequestArgs, resourceRequestController, sharingPercentageFlag }
 import { discoveryArgs, discoveryController, discoveryTtl, searchDomainController } from "./discovery-flags.ts";
 import { storageArgs, storageConfig, storageController } from "./storage-flags.ts";
 import { electLeader, leaderElectionArgs, leaderElectionConfig } from "./leader-flags.ts";
-import { adminArgs, adminSecurity, serveAdmin, untilSignal } from "./shared.ts";
+import { adminArgs, adminSecurity, continuityThresholdFlag, serveAdmin, untilSignal } from "./shared.ts";
 import { createContinuityController } from "../continuity/controller.ts";
-import { DEFAULT_CONTINUITY_THRESHOLD_MS, parseThreshold } from "../continuity/threshold.ts";
-
-/** --service-continuity-threshold, checked before anything starts. */
-export function continuityThresholdFlag(text: string): number {
-  try {
-    return parseThreshold(text, "--service-continuity-threshold");
-  } catch (err) {
-    throw new CliError((err as Error).message);
-  }
-}
+import { DEFAULT_CONTINUITY_THRESHOLD_MS } from "../continuity/threshold.ts";
 
 /** Every controller, in start order; the default, as Liqo's controller manager runs them all. */
 export const CONTROLLERS = [

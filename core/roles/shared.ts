@@ -2,6 +2,7 @@
 // readiness and the cluster views), waiting for a signal.
 import { existsSync, readFileSync, watch, type FSWatcher } from "node:fs";
 import { CliError } from "../cli-errors.ts";
+import { parseThreshold } from "../continuity/threshold.ts";
 import {
   AdminConfigError,
   createAdminApp,
@@ -23,6 +24,15 @@ import { createKubeClient, type KubeClient } from "../kube/client.ts";
 import type { Logger } from "../log.ts";
 import type { Registry } from "../metrics/index.ts";
 import { clusterViews } from "./admin-views-cluster.ts";
+
+/** --service-continuity-threshold, checked before anything starts. */
+export function continuityThresholdFlag(text: string): number {
+  try {
+    return parseThreshold(text, "--service-continuity-threshold");
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+}
 
 /** host:port (an IPv6 host in brackets) into the host to bind or dial, brackets off, and the port. */
 export function hostPort(value: string, flag: string): { host: string; port: number } {

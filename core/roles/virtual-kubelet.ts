@@ -13,8 +13,15 @@ import { parseReflectionPolicy, ReflectionPolicyError, type ReflectionPolicy } f
 import { watchReflectionPolicy } from "../reflection/policy-watch.ts";
 import { startVirtualKubelet } from "../virtualkubelet/start.ts";
 import { contains, formatIpv4, parseCidr, parseIpv4, remapIp, type Cidr } from "../../netfabric/ipam/index.ts";
-import { adminArgs, adminSecurity, hostPort, keyValues, serveAdmin, untilSignal } from "./shared.ts";
-import { continuityThresholdFlag } from "./controller-manager.ts";
+import {
+  adminArgs,
+  adminSecurity,
+  continuityThresholdFlag,
+  hostPort,
+  keyValues,
+  serveAdmin,
+  untilSignal,
+} from "./shared.ts";
 
 function readPem(path: string, flag: string): string {
   if (!existsSync(path)) throw new CliError(`--${flag} ${path} does not exist`);
