@@ -4,7 +4,7 @@
 // peak RSS and CPU-seconds of the virtual kubelet and the controller managers at 100 and 1,000
 // offloaded pods (10,000 when the machine can); status propagation latency (remote pod Running →
 // local pod Running) as p50/p99.
-import { cpSync, readFileSync, existsSync } from "node:fs";
+import { cpSync } from "node:fs";
 import { join } from "node:path";
 import { createInformer } from "../../core/kube/informer.ts";
 import type { KubeClient } from "../../core/kube/client.ts";
@@ -14,6 +14,8 @@ import { startOffloadingRig } from "../e2e/offloading-rig.ts";
 import { roleBunFlags } from "../quickstart/roles.ts";
 import { loadRig, rigProcesses } from "../rig/rig.ts";
 import { heading, row, summarize } from "./stats.ts";
+import { processUsage } from "./procstat.ts";
+import { bigNode } from "./kwok-node.ts";
 import { appDeployment } from "../support/deployment.ts";
 import { waitFor } from "../support/wait.ts";
 import type { Event } from "../../core/kube/types.ts";
@@ -40,50 +42,13 @@ const r = await startOffloadingRig([
 const rome = r.consumer.client;
 const milan = r.providers[0]!.client;
 
-/** A kwok node big enough for the largest run, so capacity never decides the timings. */
-async function bigNode(client: KubeClient, name: string) {
-  await client.create(Resources.nodes, {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: {
-      name,
-      annotations: { "kwok.x-k8s.io/node": "fake" },
-      labels: { "kubernetes.io/hostname": name, type: "kwok", bench: "big" },
-    },
-    spec: {},
-    status: {
-      capacity: { cpu: "2000", memory: "8Ti", pods: "20000" },
-      allocatable: { cpu: "2000", memory: "8Ti", pods: "20000" },
-      nodeInfo: {
-        architecture: "amd64",
-        operatingSystem: "linux",
-        kubeletVersion: "fake",
-        kubeProxyVersion: "fake",
-        containerRuntimeVersion: "kwok",
-      },
-    },
-  } as KubeObject);
-}
-
 function procOf(name: string): number {
   const rig = loadRig(r.rig.dir)!;
   const p = rig.extras?.find((x) => x.name === name);
   if (!p) throw new Error(`no process ${name} in the rig`);
   return p.pid;
 }
-function usage(pid: number) {
-  if (!existsSync(`/proc/${pid}/stat`)) return { cpuS: NaN, peakMiB: NaN, rssMiB: NaN };
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
-    .replace(/^.*\) /, "")
-    .split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14, 15 of stat)
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (field: string) => {
-    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
-    return m ? Number(m[1]) / 1024 : NaN;
-  };
-  return { cpuS: ticks / 100, peakMiB: kib("VmHWM"), rssMiB: kib("VmRSS") };
-}
+const usage = processUsage;
 
 // When this process first saw each pod pass each stage, by pod name: where offloading spends time.
 const stages = [

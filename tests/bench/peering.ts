@@ -13,7 +13,7 @@
 //    providers' sides run in this process.
 //
 // Usage: bun tests/bench/peering.ts [--rounds 3] [--hub 10]   (0 skips a part)
-import { readFileSync } from "node:fs";
+import { processUsage } from "./procstat.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
 import { findTenantNamespace } from "../../core/peering/auth/index.ts";
 import {
@@ -73,9 +73,8 @@ async function rounds(n: number) {
 
 /** VmRSS and VmHWM (the kernel's peak RSS) of a process, in MiB. */
 function memoryOf(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = (key: string) => Number(status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"))?.[1] ?? NaN);
-  return { rss: kb("VmRSS") / 1024, peak: kb("VmHWM") / 1024 };
+  const u = processUsage(pid);
+  return { rss: u.rssMiB, peak: u.peakMiB };
 }
 
 type Node = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
