@@ -1,4 +1,4 @@
-# The liqo image: one program (`bun --smol cli/liqo.ts`), the role as the first argument, as the chart runs it:
+# The liqo image: one program (`bun cli/liqo.ts`), the role as the first argument, as the chart runs it:
 #   args: ["controller-manager", "--cluster-id", ...]
 # Build from the repository root: docker build -t ghcr.io/liqo-bun/liqo:0.2.0-dev .
 # (Not built with docker on this repository's CI machine: it has no container engine; see docs/install.md.
@@ -39,8 +39,4 @@ COPY --from=build /liqo /liqo
 # The chart runs non-network roles as uid 1000 with a read-only root file system; in a pod the
 # roles use the in-cluster configuration (the mounted ServiceAccount), no kubeconfig.
 USER 1000
-# --smol: Bun's smaller heap, collected more often. At 3,000 offloaded pods it held the virtual
-# kubelet to 116 MiB of RSS instead of 131, for 11% more CPU-seconds and the same offloading time
-# (tests/bench/offloading.ts; docs/offloading.md). The processes tests/quickstart/roles.ts starts take
-# the same flags from here.
-ENTRYPOINT ["bun", "--smol", "cli/liqo.ts"]
+ENTRYPOINT ["bun", "cli/liqo.ts"]

@@ -100,7 +100,6 @@ describe("command lines in the docs", () => {
       "```",
       "```console",
       "$ bun run liqo gateway --lease-duration 15s",
-      "$ bun --smol cli/liqo.ts webhook --address :9443",
       "```",
     ].join("\n");
     const found = docCommands("x.md", md, roles).map((c) => [c.line, c.tree, c.words.join(" ")]);
@@ -113,7 +112,6 @@ describe("command lines in the docs", () => {
       [6, "liqoctl", "version"],
       [9, "liqoctl", "test network cluster --basic --timeout 5m --image <a liqo image>"],
       [17, "liqo", "gateway --lease-duration 15s"],
-      [18, "liqo", "webhook --address :9443"],
     ]);
     // A bracketed phrase in a synopsis is prose; a bracketed flag is checked.
     const shell = docCommands(

@@ -92,12 +92,6 @@ function programOf(
   if (w[0] === "$") w = w.slice(1);
   while (w.length && /^[A-Z_][A-Z0-9_]*=/.test(w[0]!)) w = w.slice(1);
   if (w[0] === "sudo") w = w.slice(1);
-  // Bun's own flags before the script (`bun --smol cli/liqo.ts`, as the image runs it).
-  if (/(^|\/)bun$/.test(w[0] ?? "")) {
-    let i = 1;
-    while (/^--[a-z]/.test(w[i] ?? "")) i++;
-    w = [w[0]!, ...w.slice(i)];
-  }
   const [a, b, c] = w;
   if (a === "liqoctl" || /^(\S*\/)?liqoctl-(linux|darwin)-(x64|arm64)$/.test(a ?? ""))
     return { program: a!, tree: "liqoctl", rest: w.slice(1) };

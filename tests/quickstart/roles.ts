@@ -6,22 +6,8 @@ import { freePort } from "../rig/ports.ts";
 import { isAlive, spawnDetached, tailFile } from "../rig/process.ts";
 import { addRigProcess, type Rig } from "../rig/rig.ts";
 import { RigError } from "../rig/errors.ts";
-import { dockerfileRuntime } from "../../scripts/build-image.ts";
 
 const liqo = join(import.meta.dir, "../../cli/liqo.ts");
-/**
- * The Bun flags the image runs every role with (its ENTRYPOINT between `bun` and `cli/liqo.ts`, e.g.
- * --smol), so a role measured here behaves as in a pod. LIQO_ROLE_BUN_FLAGS (space-separated, empty
- * for none) replaces them: how a bench measures without them, in another run.
- */
-export function roleBunFlags(env = process.env): string[] {
-  if (env.LIQO_ROLE_BUN_FLAGS !== undefined) return env.LIQO_ROLE_BUN_FLAGS.split(/\s+/).filter(Boolean);
-  const entrypoint = dockerfileRuntime().entrypoint;
-  const script = entrypoint.indexOf("cli/liqo.ts");
-  if (entrypoint[0] !== "bun" || script < 1)
-    throw new RigError(`Dockerfile: ENTRYPOINT ${JSON.stringify(entrypoint)} does not run \`bun [flags] cli/liqo.ts\``);
-  return entrypoint.slice(1, script);
-}
 
 export async function startRole(
   rig: Rig,
@@ -31,11 +17,7 @@ export async function startRole(
   const adminPort = await freePort();
   mkdirSync(join(rig.dir, "logs"), { recursive: true });
   const log = join(rig.dir, "logs", `${name.replace("/", "-")}.log`);
-  const pid = spawnDetached(
-    process.execPath,
-    [...roleBunFlags(), liqo, ...args, `--admin-address=127.0.0.1:${adminPort}`],
-    log,
-  );
+  const pid = spawnDetached(process.execPath, [liqo, ...args, `--admin-address=127.0.0.1:${adminPort}`], log);
   addRigProcess(rig.dir, { name, pid, log });
   const admin = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 120_000;

@@ -163,7 +163,7 @@ describe("the archives", () => {
       [rigImageRefs.pause]: { Entrypoint: ["/pause"], User: "65535:65535" },
       [rigImageRefs.hello]: { Cmd: ["nginx", "-g", "daemon off;"], User: "0:0" },
       [rigImageRefs.coredns]: { Entrypoint: ["/coredns"], Cmd: ["-conf", "/etc/coredns/Corefile"], User: "0:0" },
-      [rigImageRefs.liqo]: { Entrypoint: ["bun", "--smol", "cli/liqo.ts"], User: "1000", WorkingDir: "/liqo" },
+      [rigImageRefs.liqo]: { Entrypoint: ["bun", "cli/liqo.ts"], User: "1000", WorkingDir: "/liqo" },
     };
     for (const i of images)
       expect({ ref: i.ref, ...(await imageConfig(i.archive)) }).toMatchObject({ ref: i.ref, ...expected[i.ref] });
