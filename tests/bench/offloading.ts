@@ -11,7 +11,6 @@ import type { KubeClient } from "../../core/kube/client.ts";
 import { ShadowPodResource } from "../../core/apis/index.ts";
 import { Resources, type KubeObject, type ResourceRef } from "../../core/kube/resources.ts";
 import { startOffloadingRig } from "../e2e/offloading-rig.ts";
-import { roleBunFlags } from "../quickstart/roles.ts";
 import { loadRig, rigProcesses } from "../rig/rig.ts";
 import { heading, row, summarize } from "./stats.ts";
 import { processUsage } from "./procstat.ts";
@@ -180,8 +179,7 @@ function cpuReport(what: string, before: Map<string, number>, after: Map<string,
 }
 
 function report(pods: number) {
-  const flags = roleBunFlags().join(" ") || "no flags";
-  heading(`resources at ${pods} offloaded pods (peak RSS since start; CPU-seconds cumulative; roles: bun ${flags})`);
+  heading(`resources at ${pods} offloaded pods (peak RSS since start; CPU-seconds cumulative)`);
   for (const [who, name] of [
     ["virtual kubelet (rome)", "rome/virtual-kubelet-milan"],
     ["controller-manager (rome)", "rome/controller-manager"],
