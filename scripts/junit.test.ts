@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { junitFailures, junitFiles } from "./junit.ts";
+import { hookTimes, junitFailures, junitFiles, junitTests } from "./junit.ts";
 
 // The report is bun's own, written by a real `bun test` run of files that fail in the ways the suite can:
 // a top-level hook (which bun names only "(unnamed)"), a hook in a describe block, and a test.
@@ -48,6 +48,18 @@ describe("outer", () => {
         .sort(),
     ).toEqual(["hook.test.ts", "nested.test.ts"]);
     expect(junitFiles(report).every((f) => Number.isFinite(f.seconds) && f.seconds >= 0)).toBe(true);
+    // Every test that ran, by file and full name; the failed hooks bun lists as "(unnamed)" are not tests.
+    const tests = junitTests(report);
+    expect(tests.map((t) => `${t.file} | ${t.name}`).sort()).toEqual([
+      "nested.test.ts | outer > fails",
+      "nested.test.ts | outer > passes",
+    ]);
+    expect(tests.every((t) => Number.isFinite(t.seconds) && t.seconds >= 0)).toBe(true);
+    expect(
+      hookTimes(report)
+        .map((h) => h.file)
+        .sort(),
+    ).toEqual(["hook.test.ts", "nested.test.ts"]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -59,4 +71,27 @@ test("a report without failures has none", () => {
       '<testsuites><testsuite name="a" file="a.test.ts"><testcase name="t" classname="" time="0.1" file="a.test.ts" /></testsuite></testsuites>',
     ),
   ).toEqual([]);
+});
+
+test("hook time: a file's time less its tests', the files spending most outside their tests first", () => {
+  const report = [
+    "<testsuites>",
+    '  <testsuite name="a.test.ts" file="a.test.ts" tests="2" time="10">',
+    '    <testcase name="one" classname="" time="1" file="a.test.ts" />',
+    '    <testcase name="two &amp; more" classname="block" time="2" file="a.test.ts" />',
+    "  </testsuite>",
+    '  <testsuite name="b.test.ts" file="b.test.ts" tests="1" time="30">',
+    '    <testcase name="only" classname="" time="29.5" file="b.test.ts" />',
+    '    <testcase name="(unnamed)" classname="" time="0" file="b.test.ts"><failure>hook</failure></testcase>',
+    "  </testsuite>",
+    '  <testsuite name="c.test.ts" file="c.test.ts" tests="0" time="4">',
+    "  </testsuite>",
+    "</testsuites>",
+  ].join("\n");
+  expect(junitTests(report).map((t) => t.name)).toEqual(["one", "block > two & more", "only"]);
+  expect(hookTimes(report)).toEqual([
+    { file: "a.test.ts", seconds: 10, tests: 3, hooks: 7 },
+    { file: "c.test.ts", seconds: 4, tests: 0, hooks: 4 },
+    { file: "b.test.ts", seconds: 30, tests: 29.5, hooks: 0.5 },
+  ]);
 });

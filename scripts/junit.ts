@@ -1,4 +1,4 @@
-// bun test's JUnit report, read: per-file times and failures.
+// bun test's JUnit report, read: per-file and per-test times, and failures.
 
 export interface JunitFailure {
   file: string;
@@ -43,4 +43,38 @@ export function junitFiles(report: string): { file: string; seconds: number }[] 
     file: unescapeXml(m[1]!),
     seconds: Number(m[2]),
   }));
+}
+
+/**
+ * Every test that ran, with its file, name (describe blocks joined by " > ") and time (hooks not
+ * included). Bun lists a failed hook as a testcase named "(unnamed)": that is a hook, not a test.
+ */
+export function junitTests(report: string): { file: string; name: string; seconds: number }[] {
+  const re = /<testcase name="([^"]*)" classname="([^"]*)" time="([\d.]+)" file="([^"]*)"/g;
+  return [...report.matchAll(re)]
+    .filter((m) => m[1] !== "(unnamed)")
+    .map((m) => ({
+      file: unescapeXml(m[4]!),
+      name: [m[2], m[1]]
+        .filter(Boolean)
+        .map((s) => unescapeXml(s!))
+        .join(" > "),
+      seconds: Number(m[3]),
+    }));
+}
+
+/**
+ * Where each file's time went: its tests, and the rest, which is its hooks (beforeAll: the clusters
+ * it starts, liqo installed, peered; afterAll: torn down). The files that spend most outside their
+ * tests first: what sharing clusters between files would save.
+ */
+export function hookTimes(report: string): { file: string; seconds: number; tests: number; hooks: number }[] {
+  const inTests = new Map<string, number>();
+  for (const t of junitTests(report)) inTests.set(t.file, (inTests.get(t.file) ?? 0) + t.seconds);
+  return junitFiles(report)
+    .map((f) => {
+      const tests = inTests.get(f.file) ?? 0;
+      return { file: f.file, seconds: f.seconds, tests, hooks: Math.max(0, f.seconds - tests) };
+    })
+    .sort((a, b) => b.hooks - a.hooks);
 }

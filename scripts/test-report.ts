@@ -1,9 +1,9 @@
 // Reads bun test's JUnit reports (one per shard) and prints, at the end of the run where CI's log
-// keeps it: the test files that took longest (their hooks included), then every failure with its
-// file and message. A failed hook shows as "(unnamed)" in bun's own summary; here it is named by its file.
+// keeps it: the test files that took longest (their hooks included), the files that spend most in
+// their hooks (set-up and teardown), the slowest tests, then every failure with its file and message. A failed hook shows as "(unnamed)" in bun's own summary; here it is named by its file.
 // With --durations <file>, also writes every file's time there (what scripts/test-plan.ts balances shards by).
 import { readFileSync, writeFileSync } from "node:fs";
-import { junitFailures, junitFiles } from "./junit.ts";
+import { hookTimes, junitFailures, junitFiles, junitTests } from "./junit.ts";
 
 const args = process.argv.slice(2);
 const durationsAt = args.indexOf("--durations");
@@ -21,6 +21,17 @@ const files = reports
 const total = files.reduce((s, f) => s + f.seconds, 0);
 console.log(`\nslowest test files (of ${files.length}, ${Math.round(total)} s in all):`);
 for (const f of files.slice(0, count)) console.log(`${f.seconds.toFixed(1).padStart(8)} s  ${f.file}`);
+// Set-up and teardown (clusters started, liqo installed, peered) against the tests themselves: what
+// sharing clusters between files could save, and which tests are worth shortening.
+const hooks = reports.flatMap(hookTimes).sort((a, b) => b.hooks - a.hooks);
+const hooksTotal = hooks.reduce((s, h) => s + h.hooks, 0);
+console.log(`\nfiles by time outside their tests (hooks: set-up, teardown; ${Math.round(hooksTotal)} s in all):`);
+for (const h of hooks.slice(0, Math.min(count, 10)))
+  console.log(`${h.hooks.toFixed(1).padStart(8)} s  ${h.file.replace(/^\.\//, "")} (tests ${h.tests.toFixed(1)} s)`);
+const tests = reports.flatMap(junitTests).sort((a, b) => b.seconds - a.seconds);
+console.log(`\nslowest tests (of ${tests.length}):`);
+for (const t of tests.slice(0, Math.min(count, 10)))
+  console.log(`${t.seconds.toFixed(1).padStart(8)} s  ${t.file.replace(/^\.\//, "")} > ${t.name.slice(0, 140)}`);
 
 if (durationsOut) {
   const byFile = Object.fromEntries(
