@@ -1,6 +1,7 @@
 // Reads bun test's JUnit reports (one per shard) and prints, at the end of the run where CI's log
 // keeps it: the test files that took longest (their hooks included), the files that spend most in
-// their hooks (set-up and teardown), the slowest tests, then every failure with its file and message. A failed hook shows as "(unnamed)" in bun's own summary; here it is named by its file.
+// their hooks (set-up and teardown), the slowest tests, then every failure with its file and
+// message. A failed hook shows as "(unnamed)" in bun's own summary; here it is named by its file.
 // With --durations <file>, also writes every file's time there (what scripts/test-plan.ts balances shards by).
 import { readFileSync, writeFileSync } from "node:fs";
 import { hookTimes, junitFailures, junitFiles, junitTests } from "./junit.ts";

@@ -2,6 +2,7 @@
 // decides a timing: kwok marks pods bound to it Running without containers.
 import type { KubeClient } from "../../core/kube/client.ts";
 import { Resources, type KubeObject } from "../../core/kube/resources.ts";
+import { KWOK_NODE_INFO } from "../rig/cluster.ts";
 
 /** A kwok node big enough for the largest run, so capacity never decides the timings. */
 export async function bigNode(client: KubeClient, name: string) {
@@ -17,13 +18,7 @@ export async function bigNode(client: KubeClient, name: string) {
     status: {
       capacity: { cpu: "2000", memory: "8Ti", pods: "20000" },
       allocatable: { cpu: "2000", memory: "8Ti", pods: "20000" },
-      nodeInfo: {
-        architecture: "amd64",
-        operatingSystem: "linux",
-        kubeletVersion: "fake",
-        kubeProxyVersion: "fake",
-        containerRuntimeVersion: "kwok",
-      },
+      nodeInfo: KWOK_NODE_INFO,
     },
   } as KubeObject);
 }

@@ -47,7 +47,6 @@ function procOf(name: string): number {
   if (!p) throw new Error(`no process ${name} in the rig`);
   return p.pid;
 }
-const usage = processUsage;
 
 // When this process first saw each pod pass each stage, by pod name: where offloading spends time.
 const stages = [
@@ -167,7 +166,7 @@ function cpuOfAll(): Map<string, number> {
   const rig = loadRig(r.rig.dir)!;
   return new Map(
     rigProcesses(rig).map(
-      (p) => [p.cluster === "-" ? p.component : `${p.cluster}/${p.component}`, usage(p.pid).cpuS] as const,
+      (p) => [p.cluster === "-" ? p.component : `${p.cluster}/${p.component}`, processUsage(p.pid).cpuS] as const,
     ),
   );
 }
@@ -185,7 +184,7 @@ function report(pods: number) {
     ["controller-manager (rome)", "rome/controller-manager"],
     ["controller-manager (milan, ShadowPods)", "milan/controller-manager"],
   ]) {
-    const u = usage(procOf(name!));
+    const u = processUsage(procOf(name!));
     row(`${who}: peak RSS`, u.peakMiB, "MiB");
     row(`${who}: RSS now`, u.rssMiB, "MiB");
     row(`${who}: CPU`, u.cpuS, "CPU-s");

@@ -71,12 +71,6 @@ async function rounds(n: number) {
   }
 }
 
-/** VmRSS and VmHWM (the kernel's peak RSS) of a process, in MiB. */
-function memoryOf(pid: number): { rss: number; peak: number } {
-  const u = processUsage(pid);
-  return { rss: u.rssMiB, peak: u.peakMiB };
-}
-
 type Node = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
 const ready = (n: Node) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 
@@ -100,16 +94,13 @@ async function hub(n: number) {
     // Providers one at a time: each start lists and watches on its own cluster.
     for (const name of names) providers.push(await startLiqoSide(rigOf(name), name, {}, { consumer: false }));
     const commands = await Promise.all(providers.map((p) => generatedPeerCommand(p)));
-    const idle = memoryOf(pid);
-    console.log(`hub: controller manager (pid ${pid}) before peering: RSS ${idle.rss.toFixed(0)} MiB`);
+    const idle = processUsage(pid);
+    console.log(`hub: controller manager (pid ${pid}) before peering: RSS ${idle.rssMiB.toFixed(0)} MiB`);
 
-    let peak = idle.rss;
+    let peak = idle.rssMiB;
     const sampler = setInterval(() => {
-      try {
-        peak = Math.max(peak, memoryOf(pid).rss);
-      } catch {
-        /* exited: reported below */
-      }
+      const rss = processUsage(pid).rssMiB; // NaN once it exited: reported below
+      if (!Number.isNaN(rss)) peak = Math.max(peak, rss);
     }, 250);
     t = performance.now();
     const exits = commands.map((args, i) =>
@@ -129,11 +120,11 @@ async function hub(n: number) {
     const allReady = performance.now() - t;
     const done = await Promise.all(exits);
     clearInterval(sampler);
-    const after = memoryOf(pid);
+    const after = processUsage(pid);
     console.log(`hub: ${n} providers, first liqoctl peer out-of-band -> all ${n} virtual nodes Ready: ${s(allReady)}`);
     console.log(`hub: liqoctl exits: first ${s(Math.min(...done))}, last ${s(Math.max(...done))}`);
     console.log(
-      `hub: controller manager RSS: peak ${Math.max(peak, after.rss).toFixed(0)} MiB sampled, ${after.peak.toFixed(0)} MiB VmHWM, ${after.rss.toFixed(0)} MiB now (${idle.rss.toFixed(0)} MiB before peering)`,
+      `hub: controller manager RSS: peak ${Math.max(peak, after.rssMiB).toFixed(0)} MiB sampled, ${after.peakMiB.toFixed(0)} MiB VmHWM, ${after.rssMiB.toFixed(0)} MiB now (${idle.rssMiB.toFixed(0)} MiB before peering)`,
     );
   } finally {
     for (const p of providers) await p.stop();

@@ -394,6 +394,15 @@ export async function startAndWait(
   await waitHealthy(c, component, () => healthChecks[component](c), timeoutMs);
 }
 
+/** What every kwok node of the rig reports as its node info. */
+export const KWOK_NODE_INFO = {
+  architecture: "amd64",
+  operatingSystem: "linux",
+  kubeletVersion: "fake",
+  kubeProxyVersion: "fake",
+  containerRuntimeVersion: "kwok",
+};
+
 export function fakeNode(c: ClusterState, i: number): KubeObject {
   const name = `${c.name}-worker-${i + 1}`;
   return {
@@ -416,13 +425,7 @@ export function fakeNode(c: ClusterState, i: number): KubeObject {
       // A mid-size cloud worker: 8 vCPU, 32 GiB, the default 110 pods.
       capacity: { cpu: "8", memory: "32Gi", pods: "110", "ephemeral-storage": "100Gi" },
       allocatable: { cpu: "7800m", memory: "31Gi", pods: "110", "ephemeral-storage": "95Gi" },
-      nodeInfo: {
-        architecture: "amd64",
-        operatingSystem: "linux",
-        kubeletVersion: "fake",
-        kubeProxyVersion: "fake",
-        containerRuntimeVersion: "kwok",
-      },
+      nodeInfo: KWOK_NODE_INFO,
     },
   };
 }

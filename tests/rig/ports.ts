@@ -31,7 +31,7 @@ export function portWindow(low = ephemeralLow()): { from: number; to: number } {
 /** Where ports handed out are reserved, one file per port naming the process: shared by every
  * process on the machine (the suite's shards, their rigs), so two never get the same port. */
 export function portReservations(env = process.env): string {
-  return join(env.LIQO_RIG_PORTS ?? join(tmpdir(), "liqo-rig-ports"));
+  return env.LIQO_RIG_PORTS ?? join(tmpdir(), "liqo-rig-ports");
 }
 
 /** Reserves a port for this process: false when a live process holds it. A dead holder's is taken over. */
@@ -80,15 +80,12 @@ export function portIsFree(port: number, host = "127.0.0.1"): Promise<boolean> {
   });
 }
 
-/** Ports from a fixed base (stable kubeconfigs), each checked free; or kernel-chosen ones. */
+/** Ports from a fixed base (stable kubeconfigs), each checked free; or freePort's. */
 export async function allocatePorts(count: number, base?: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < count; i++) {
     if (base === undefined) {
-      let port: number;
-      do port = await freePort();
-      while (out.includes(port));
-      out.push(port);
+      out.push(await freePort()); // never one this process was handed before
       continue;
     }
     const port = base + i;
