@@ -1,4 +1,7 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { localVirtualVolume, remoteVirtualVolume, type Claim } from "../core/storage/forge.ts";
 import {
   fabricRefusal,
@@ -6,8 +9,11 @@ import {
   moveRefusal,
   peersCrossed,
   podsUsing,
+  receiverScript,
   recreatedClaim,
+  sourceScript,
   temporaryClaim,
+  verifiedDigest,
 } from "./storage-move.ts";
 
 const claim: Claim = {
@@ -138,5 +144,70 @@ describe("fabricRefusal", () => {
     expect(r).toContain("Nothing was changed");
     expect(r).toContain("liqoctl test network milan");
     expect(r).not.toContain("Connected");
+  });
+});
+
+describe("the copy scripts, run here (tar, sha256sum) on folders in place of the volumes", () => {
+  const root = mkdtempSync(join(tmpdir(), "liqo-move-"));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  const folder = (name: string) => {
+    const dir = join(root, name);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  };
+  const receive = async (source: string, data: string, expectDigest?: string) => {
+    const p = Bun.spawn([process.execPath, "-e", receiverScript], {
+      env: { ...process.env, SOURCE: source, DATA: data, ...(expectDigest && { EXPECT: expectDigest }) },
+      stdout: "pipe",
+    });
+    const out = await new Response(p.stdout).text();
+    return { code: await p.exited, last: out.trim().split("\n").at(-1) ?? "" };
+  };
+
+  test("the receiver gets every file and names the digest; given the first copy's digest, a source holding other files is refused", async () => {
+    const src = folder("src");
+    mkdirSync(join(src, "sub"));
+    writeFileSync(join(src, "blob"), crypto.getRandomValues(new Uint8Array(200_000)));
+    writeFileSync(join(src, "sub", "f"), "hi\n");
+    // A free port: the source script listens on PORT.
+    const probe = Bun.serve({ port: 0, fetch: () => new Response() });
+    const port = probe.port;
+    probe.stop(true);
+    const server = Bun.spawn([process.execPath, "-e", sourceScript], {
+      env: { ...process.env, DATA: src, PORT: String(port) },
+      stdout: "pipe",
+    });
+    try {
+      const reader = server.stdout.getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toContain(`serving ${src}`);
+      const source = `http://127.0.0.1:${port}`;
+
+      const first = await receive(source, folder("a"));
+      expect(first.code).toBe(0);
+      expect(first.last).toMatch(/^verified 2 files, digest [0-9a-f]{64}$/);
+      const digest = verifiedDigest(first.last)!;
+      expect(readFileSync(join(root, "a", "blob"))).toEqual(readFileSync(join(src, "blob")));
+      expect(readFileSync(join(root, "a", "sub", "f"), "utf8")).toBe("hi\n");
+
+      const same = await receive(source, folder("b"), digest);
+      expect(same).toEqual({ code: 0, last: first.last });
+
+      // The source lost a file meanwhile (as a volume replaced by an empty one would).
+      rmSync(join(src, "sub", "f"));
+      const other = await receive(source, folder("c"), digest);
+      expect(other.code).toBe(5);
+      expect(other.last).toContain("does not hold the files the first copy verified");
+      // Without the digest, the copy of what is there passes: the check is what catches it.
+      expect((await receive(source, folder("d"))).code).toBe(0);
+    } finally {
+      server.kill();
+      await server.exited;
+    }
+  });
+
+  test("verifiedDigest reads the receiver's last line only", () => {
+    expect(verifiedDigest(`verified 3 files, digest ${"a".repeat(64)}`)).toBe("a".repeat(64));
+    expect(verifiedDigest("verified 3 files")).toBeUndefined();
+    expect(verifiedDigest("error: checksums differ")).toBeUndefined();
   });
 });

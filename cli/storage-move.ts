@@ -130,25 +130,32 @@ export function recreatedClaim(claim: Claim): Claim {
   };
 }
 
-const SUMS = "cd /data && find . -type f -print0 | sort -z | xargs -0 -r sha256sum";
+// DATA and PORT are for the unit tests, which run both scripts on the test machine.
+const SUMS = 'cd "$DATA" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum';
 
 /** Serves /tar (the volume), /sums (SHA-256 of every file), /size (bytes) on 8080. */
 export const sourceScript = `
-const sh = async (c) => { const p = Bun.spawn(["sh", "-c", c]); return await new Response(p.stdout).text(); };
-Bun.serve({ port: 8080, idleTimeout: 0, async fetch(req) {
+const dir = process.env.DATA || "/data";
+const sh = async (c) => { const p = Bun.spawn(["sh", "-c", c], { env: { ...process.env, DATA: dir } }); return await new Response(p.stdout).text(); };
+Bun.serve({ port: Number(process.env.PORT || 8080), idleTimeout: 0, async fetch(req) {
   const path = new URL(req.url).pathname;
   if (path === "/sums") return new Response(await sh(${JSON.stringify(SUMS)}));
-  if (path === "/size") return new Response((await sh("du -sb /data")).split("\\t")[0]);
-  if (path === "/tar") return new Response(Bun.spawn(["tar", "-C", "/data", "-cf", "-", "."]).stdout);
+  if (path === "/size") return new Response((await sh("du -sb " + dir)).split("\\t")[0]);
+  if (path === "/tar") return new Response(Bun.spawn(["tar", "-C", dir, "-cf", "-", "."]).stdout);
   return new Response("ok");
 } });
-console.log("serving /data");
+console.log("serving " + dir);
 `;
 
-/** Fetches the source's tar into /data, prints progress, then compares sums: exit 0 only when equal. */
+/**
+ * Fetches the source's tar into /data, prints progress, then compares sums: exit 0 only when
+ * equal, and, given EXPECT (the digest the first copy printed), only when the source still holds
+ * the files that copy verified. The last line names the digest of the list of sums.
+ */
 export const receiverScript = `
 const base = process.env.SOURCE;
-const sh = async (c) => { const p = Bun.spawn(["sh", "-c", c]); return await new Response(p.stdout).text(); };
+const dir = process.env.DATA || "/data";
+const sh = async (c) => { const p = Bun.spawn(["sh", "-c", c], { env: { ...process.env, DATA: dir } }); return await new Response(p.stdout).text(); };
 let size;
 for (let i = 0; ; i++) {
   // Bounded: a connection to a Service whose rules are not there yet can hang for minutes.
@@ -156,7 +163,7 @@ for (let i = 0; ; i++) {
   catch (err) { if (i > 300) { console.log("error: the source never answered: " + err.message); process.exit(4); } await Bun.sleep(1000); }
 }
 const res = await fetch(base + "/tar");
-const tar = Bun.spawn(["tar", "-C", "/data", "-xf", "-"], { stdin: "pipe" });
+const tar = Bun.spawn(["tar", "-C", dir, "-xf", "-"], { stdin: "pipe" });
 let n = 0, last = 0;
 for await (const chunk of res.body) {
   tar.stdin.write(chunk); n += chunk.length;
@@ -168,7 +175,12 @@ console.log("progress " + n + " " + size);
 const want = await (await fetch(base + "/sums")).text();
 const got = await sh(${JSON.stringify(SUMS)});
 if (want !== got) { console.log("error: checksums differ"); process.exit(3); }
-console.log("verified " + got.split("\\n").filter(Boolean).length + " files");
+const digest = new Bun.CryptoHasher("sha256").update(got).digest("hex");
+if (process.env.EXPECT && process.env.EXPECT !== digest) {
+  console.log("error: the source does not hold the files the first copy verified (digest " + digest + ", expected " + process.env.EXPECT + ")");
+  process.exit(5);
+}
+console.log("verified " + got.split("\\n").filter(Boolean).length + " files, digest " + digest);
 `;
 
 const virtualToleration = { key: "virtual-node.liqo.io/not-allowed", operator: "Exists" };
@@ -219,9 +231,10 @@ export function receiverPod(
   claim: string,
   node: string,
   service: string,
+  expect?: string,
 ): KubeObject {
   const pod = copyPod(name, ns, image, claim, receiverScript, {
-    env: [{ name: "SOURCE", value: `http://${service}:8080` }],
+    env: [{ name: "SOURCE", value: `http://${service}:8080` }, ...(expect ? [{ name: "EXPECT", value: expect }] : [])],
   });
   (pod.spec as Record<string, unknown>).affinity = {
     nodeAffinity: {
@@ -240,6 +253,11 @@ export function sourceService(name: string, ns: string, pod: string): KubeObject
     metadata: { name, namespace: ns },
     spec: { selector: { "liqo.io/move": pod }, ports: [{ port: 8080, targetPort: 8080 }] },
   } as KubeObject;
+}
+
+/** The digest a receiver's last line names (of the list of sums it verified). */
+export function verifiedDigest(line: string): string | undefined {
+  return /^verified \d+ files, digest ([0-9a-f]{64})$/.exec(line)?.[1];
 }
 
 /** The last progress line of a receiver's log: bytes copied of the total. */

@@ -21,6 +21,7 @@ import {
   sourcePod,
   sourceService,
   temporaryClaim,
+  verifiedDigest,
 } from "../storage-move.ts";
 import { preflight } from "../test-network/preflight.ts";
 import { info, parseDuration, spinner } from "../ui.ts";
@@ -38,13 +39,24 @@ async function waitGone(client: KubeClient, res: typeof Resources.pods, name: st
 /** One copy, claim → claim, the receiver on `node`; resolves with the receiver's last line or throws with its log. */
 async function copy(
   client: KubeClient,
-  o: { ns: string; from: string; to: string; node: string; image: string; tag: string; deadline: number; what: string },
+  o: {
+    ns: string;
+    from: string;
+    to: string;
+    node: string;
+    image: string;
+    tag: string;
+    deadline: number;
+    what: string;
+    /** The digest the first copy verified: the second refuses a source that holds other files. */
+    expect?: string;
+  },
 ) {
   const src = `liqo-move-src-${o.tag}`;
   const dst = `liqo-move-dst-${o.tag}`;
   await client.create(Resources.services, sourceService(src, o.ns, src));
   await client.create(Resources.pods, sourcePod(src, o.ns, o.image, o.from));
-  await client.create(Resources.pods, receiverPod(dst, o.ns, o.image, o.to, o.node, src));
+  await client.create(Resources.pods, receiverPod(dst, o.ns, o.image, o.to, o.node, src, o.expect));
   const spin = spinner(`${o.what}: starting the copy pods`);
   try {
     while (true) {
@@ -193,17 +205,20 @@ const moveVolume = defineCommand({
         );
       throw err;
     }
+    let digest: string | undefined;
     try {
-      await copy(client, {
-        ns,
-        from: args.name,
-        to: temp,
-        node: args.node,
-        image,
-        tag: `${tag}-a`,
-        deadline,
-        what: `copy of ${key} to ${args.node}`,
-      });
+      digest = verifiedDigest(
+        await copy(client, {
+          ns,
+          from: args.name,
+          to: temp,
+          node: args.node,
+          image,
+          tag: `${tag}-a`,
+          deadline,
+          what: `copy of ${key} to ${args.node}`,
+        }),
+      );
     } catch (err) {
       await client.delete(Resources.persistentVolumeClaims, temp, ns).catch(() => false);
       info(`${key} is untouched; the temporary claim is deleted`);
@@ -224,6 +239,7 @@ const moveVolume = defineCommand({
         tag: `${tag}-b`,
         deadline,
         what: `filling ${key} on ${args.node}`,
+        expect: digest,
       });
     } catch (err) {
       info(

@@ -87,6 +87,8 @@ export const STORAGE_PROVISIONER = "liqo.io/storage";
 export const STORAGE_AVAILABLE_LABEL = "storage.liqo.io/available";
 /** On a virtual node that offers storage: the provider's class its new claims get. */
 export const STORAGE_CLASS_ANNOTATION = "storage.liqo.io/storage-class";
+/** On a provider's copy of a claim: the UID of the consumer's claim it was made for (a claim made again gets a new copy). */
+export const ORIGIN_CLAIM_UID_ANNOTATION = "storage.liqo.io/origin-claim-uid";
 export const VIRTUAL_PVC_NAMESPACE_LABEL = "storage.liqo.io/virtual-pvc-namespace";
 export const VIRTUAL_PVC_NAME_LABEL = "storage.liqo.io/virtual-pvc-name";
 

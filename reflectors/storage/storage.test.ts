@@ -97,6 +97,27 @@ describe("storage: what stays home", () => {
       expect((await plugin.forward(obj, null, c)).decision).toBe(remotePvc(obj, null, c).decision);
     }
   });
+  test("a copy names the claim it was made for (its UID)", () => {
+    expect(claim.metadata?.annotations?.["storage.liqo.io/origin-claim-uid"]).toBe(pvc.metadata!.uid!);
+  });
+  test("a copy of an earlier claim of that name (deleted and made again) goes, never reused", async () => {
+    const again = { ...pvc, metadata: { ...pvc.metadata, uid: "made-again" } } as KubeObject;
+    const d = await plugin.forward(again, claim, ctx);
+    expect(d).toMatchObject({ decision: "delete", reason: expect.stringContaining("an earlier claim of that name") });
+    expect(remotePvc(again, claim, ctx).decision).toBe("delete");
+    // Once it is gone, the new claim gets its own copy.
+    const fresh = (await plugin.forward(again, null, ctx)) as { object: KubeObject };
+    expect(fresh.object.metadata?.annotations?.["storage.liqo.io/origin-claim-uid"]).toBe("made-again");
+  });
+  test("a copy made before copies named their claim is adopted: marked, not deleted", async () => {
+    const annotations = { ...claim.metadata!.annotations };
+    delete annotations["storage.liqo.io/origin-claim-uid"];
+    const unmarked = { ...claim, metadata: { ...claim.metadata, annotations } } as KubeObject;
+    const d = (await plugin.forward(pvc, unmarked, ctx)) as { decision: string; object: KubeObject };
+    expect(d.decision).toBe("apply");
+    expect(d.object.metadata?.annotations?.["storage.liqo.io/origin-claim-uid"]).toBe(pvc.metadata!.uid!);
+    expect(remotePvc(pvc, unmarked, ctx)).toEqual(d);
+  });
   test("a local claim deleted deletes the remote one", async () => {
     const remote = (await plugin.forward(pvc, null, ctx)) as { object: KubeObject };
     expect((await plugin.forward(null, remote.object, ctx)).decision).toBe("delete");

@@ -1,3 +1,4 @@
+import { ORIGIN_CLAIM_UID_ANNOTATION } from "../../core/apis/labels.ts";
 import { baseRemote } from "../../core/reflection/objects.ts";
 import { forwardGuards, without, type Twin } from "../twin-helpers.ts";
 
@@ -21,6 +22,11 @@ export const remotePvc: Twin = (local, remote, ctx) => {
     if (node !== undefined && remote) return { decision: "delete", reason: "the claim is placed on another node" };
     return { decision: "skip", reason: "not bound to this virtual node" };
   }
+  const uid = local!.metadata?.uid;
+  // A copy of an earlier claim of that name goes first (its volume is that claim's); an unmarked one is adopted.
+  const madeFor = remote?.metadata?.annotations?.[ORIGIN_CLAIM_UID_ANNOTATION];
+  if (remote && madeFor !== undefined && uid !== undefined && madeFor !== uid)
+    return { decision: "delete", reason: "the copy belongs to an earlier claim of that name" };
   // A claim's class is immutable: a copy keeps the class it was made with.
   const kept = (remote?.spec as { storageClassName?: unknown } | undefined)?.storageClassName;
   const storageClass = typeof kept === "string" ? kept : ctx.storageClass;
@@ -28,6 +34,8 @@ export const remotePvc: Twin = (local, remote, ctx) => {
   const out = baseRemote(local!, ctx);
   if (out.metadata!.annotations)
     out.metadata!.annotations = without(out.metadata!.annotations, LOCAL_BINDING_ANNOTATIONS);
+  if (uid !== undefined)
+    out.metadata!.annotations = { ...out.metadata!.annotations, [ORIGIN_CLAIM_UID_ANNOTATION]: uid };
   return {
     decision: "apply",
     reason: "",

@@ -12,7 +12,7 @@ import {
   POD_SECURITY_ENFORCE_LABEL,
   type ShadowPodController,
 } from "../../core/shadowpod/controller.ts";
-import { RECREATIONS_ANNOTATION } from "../../core/apis/labels.ts";
+import { ORIGIN_CLAIM_UID_ANNOTATION, RECREATIONS_ANNOTATION } from "../../core/apis/labels.ts";
 import { createPodOffloader, OFFLOADING_BACKOFF, type PodOffloader } from "../../core/virtualkubelet/pods/offloader.ts";
 import { builtinWasm } from "../../reflectors/index.ts";
 import { startTestRig, type TestRig } from "../rig/testing.ts";
@@ -262,6 +262,77 @@ describe("pod offloading through ShadowPods", () => {
       return evs.items.some((e) => e.reason === OFFLOADING_BACKOFF);
     });
     expect(await milan.find(ShadowPodResource, "stray", "plain")).toBeUndefined();
+  });
+});
+
+describe("a claim's copy in the provider made for an earlier claim of that name, or being deleted", () => {
+  test("the pod waits with OffloadingBackOff naming the claim; once a copy made for its claim is there, or none, it goes", async () => {
+    const claim = (name: string) =>
+      rome.create(Resources.persistentVolumeClaims, {
+        metadata: { name, namespace: "demo" },
+        spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      });
+    const copy = (name: string, madeFor: string, finalizers?: string[]) =>
+      milan.create(Resources.persistentVolumeClaims, {
+        metadata: {
+          name,
+          namespace: "demo-rome",
+          annotations: { [ORIGIN_CLAIM_UID_ANNOTATION]: madeFor },
+          ...(finalizers && { finalizers }),
+        },
+        spec: {
+          storageClassName: "standard",
+          accessModes: ["ReadWriteOnce"],
+          resources: { requests: { storage: "1Gi" } },
+        },
+      });
+    const heldBack = (name: string) =>
+      waitFor(`pod ${name} held back with OffloadingBackOff`, async () => {
+        const got = await rome.get<Pod>(Resources.pods, name, "demo");
+        return got.status?.reason === OFFLOADING_BACKOFF ? (got.status.message as string) : undefined;
+      });
+    const copyGone = (name: string) =>
+      waitFor(
+        `the copy ${name} gone`,
+        async () => !(await milan.find(Resources.persistentVolumeClaims, name, "demo-rome")),
+      );
+    const moved = await claim("moved");
+    const held = await claim("held");
+    // "moved": deleted and made again, its earlier copy still there. "held": its own copy, being deleted (a pod there holds it).
+    await copy("moved", "uid-of-an-earlier-claim");
+    await copy("held", held.metadata.uid!, ["liqo.test/in-use"]);
+    await milan.delete(Resources.persistentVolumeClaims, "held", "demo-rome");
+    for (const [name, c] of [
+      ["mover", "moved"],
+      ["holder", "held"],
+    ] as const)
+      await rome.create(
+        Resources.pods,
+        pod(name, "demo", { volumes: [{ name: "d", persistentVolumeClaim: { claimName: c } }] }),
+      );
+    try {
+      expect(await heldBack("mover")).toContain("copy of claim demo/moved in cluster milan-cluster-id");
+      expect(await heldBack("holder")).toContain("copy of claim demo/held in cluster milan-cluster-id");
+      expect(await milan.find(ShadowPodResource, "mover", "demo-rome")).toBeUndefined();
+      expect(await milan.find(ShadowPodResource, "holder", "demo-rome")).toBeUndefined();
+      // The storage reflector's replacement: the earlier copy deleted, one made for this claim.
+      await milan.delete(Resources.persistentVolumeClaims, "moved", "demo-rome");
+      await copyGone("moved");
+      await copy("moved", moved.metadata.uid!);
+      await waitFor("mover's ShadowPod in milan", () => milan.find(ShadowPodResource, "mover", "demo-rome"));
+      await milan.mergePatch(Resources.persistentVolumeClaims, "held", "demo-rome", { metadata: { finalizers: null } });
+      await copyGone("held");
+      await waitFor("holder's ShadowPod in milan", () => milan.find(ShadowPodResource, "holder", "demo-rome"));
+    } finally {
+      for (const name of ["mover", "holder"])
+        await rome.delete(Resources.pods, name, "demo", { gracePeriodSeconds: 0 });
+      for (const name of ["mover", "holder"])
+        await waitFor(`pod ${name} gone`, async () => !(await rome.find(Resources.pods, name, "demo")));
+      for (const name of ["moved", "held"]) {
+        await rome.delete(Resources.persistentVolumeClaims, name, "demo");
+        await milan.delete(Resources.persistentVolumeClaims, name, "demo-rome").catch(() => false);
+      }
+    }
   });
 });
 

@@ -463,4 +463,58 @@ describe("wrong inputs", () => {
       await engine.stop();
     }
   });
+
+  test("a claim deleted and made again under its name while reflection was down: the copy of the earlier one is deleted, never reused, and a new copy follows", async () => {
+    await namespace(local, "again");
+    await namespace(remote, "again-rome");
+    const pair = { localNamespace: "again", remoteNamespace: "again-rome" };
+    const claim = () =>
+      local.create(Resources.persistentVolumeClaims, {
+        metadata: {
+          name: "data",
+          namespace: "again",
+          annotations: { "volume.kubernetes.io/selected-node": VIRTUAL_NODE },
+        },
+        spec: { storageClassName: "liqo", accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      });
+    const copy = () => remote.find(Resources.persistentVolumeClaims, "data", "again-rome");
+    const madeFor = (c: KubeObject | undefined) => c?.metadata.annotations?.["storage.liqo.io/origin-claim-uid"];
+    const first = await claim();
+    let engine = await startEngine(pair, context, ["storage"]);
+    const earlier = await waitFor("the copy of the first claim", async () => {
+      const c = await copy();
+      return madeFor(c) === first.metadata.uid ? c : undefined;
+    });
+    // A pod in the peer still mounts it: the copy stays while being deleted (as pvc-protection holds it).
+    await remote.mergePatch(Resources.persistentVolumeClaims, "data", "again-rome", {
+      metadata: { finalizers: ["liqo.test/in-use"] },
+    });
+    await engine.stop();
+    await local.delete(Resources.persistentVolumeClaims, "data", "again");
+    await waitFor(
+      "the first claim gone",
+      async () => !(await local.find(Resources.persistentVolumeClaims, "data", "again")),
+    );
+    const second = await claim();
+    engine = await startEngine(pair, context, ["storage"]);
+    try {
+      const held = await waitFor("the earlier copy being deleted", async () => {
+        const c = await copy();
+        return c?.metadata.deletionTimestamp ? c : undefined;
+      });
+      // Never adopted: still the earlier copy, naming the earlier claim.
+      expect(held.metadata.uid).toBe(earlier.metadata.uid);
+      expect(madeFor(held)).toBe(first.metadata.uid);
+      await remote.mergePatch(Resources.persistentVolumeClaims, "data", "again-rome", {
+        metadata: { finalizers: null },
+      });
+      const fresh = await waitFor("a new copy for the claim made again", async () => {
+        const c = await copy();
+        return c && c.metadata.uid !== earlier.metadata.uid && !c.metadata.deletionTimestamp ? c : undefined;
+      });
+      expect(madeFor(fresh)).toBe(second.metadata.uid);
+    } finally {
+      await engine.stop();
+    }
+  });
 });

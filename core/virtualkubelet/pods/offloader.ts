@@ -4,7 +4,7 @@
 // honouring its grace period. A pod whose namespace is not offloaded stays Pending with reason
 // OffloadingBackOff. Transforms are the pods WASM reflector's; this file only does the I/O.
 import { ShadowPodQuotaPhase, ShadowPodResource } from "../../apis/index.ts";
-import { RECREATIONS_ANNOTATION } from "../../apis/labels.ts";
+import { ORIGIN_CLAIM_UID_ANNOTATION, RECREATIONS_ANNOTATION } from "../../apis/labels.ts";
 import { hostNamespacesAsked } from "../../kube/host-namespaces.ts";
 import type { KubeClient } from "../../kube/client.ts";
 import { KubeApiError, RetryAfterError } from "../../kube/errors.ts";
@@ -395,9 +395,34 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     );
   }
 
+  /**
+   * Why the pod must not reach the provider yet: a claim it mounts has a copy there that is being
+   * deleted, or that was made for an earlier claim of that name (deleted and made again, as
+   * liqoctl move volume does). Mounted, that volume would go with the old copy, and the data
+   * written to it too; the storage reflector replaces the copy, and the pod waits for the new one.
+   */
+  async function staleClaimCopy({ ns, local, remoteNs }: Offloadable): Promise<string | undefined> {
+    for (const v of local.spec?.volumes ?? []) {
+      const name = v.persistentVolumeClaim?.claimName;
+      if (!name) continue;
+      const copy = await o.remote.find(Resources.persistentVolumeClaims, name, remoteNs);
+      const madeFor = copy?.metadata.annotations?.[ORIGIN_CLAIM_UID_ANNOTATION];
+      if (!copy || (!madeFor && !copy.metadata.deletionTimestamp)) continue;
+      const claim = await o.local.find(Resources.persistentVolumeClaims, name, ns);
+      if (copy.metadata.deletionTimestamp || (claim && madeFor !== claim.metadata.uid))
+        return `the copy of claim ${keyOf(ns, name)} in cluster ${o.remoteClusterId} (${keyOf(remoteNs, name)}) belongs to an earlier claim of that name or is being deleted; the pod waits until the new copy replaces it`;
+    }
+    return undefined;
+  }
+
   /** Creates the pod's ShadowPod, then its token Secret; answers when the token is due again. */
   async function createShadowPod(pod: Offloadable): Promise<number | undefined> {
     const { key, local, ctx } = pod;
+    const stale = await staleClaimCopy(pod);
+    if (stale) {
+      await backOff(local, stale);
+      return Date.now() + 1000;
+    }
     // The origin token is asked for while the plugin answers, and its Secret written right after
     // the ShadowPod (whose UID owns it), so that it is there before the provider's kubelet mounts
     // it: a kubelet that finds it missing retries with a doubling back-off (in a burst of 20, at
