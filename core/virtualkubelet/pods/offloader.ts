@@ -20,7 +20,7 @@ import { isOwnedBy } from "../../reflection/finish.ts";
 import { loadPlugin, type ReflectorPlugin } from "../../reflection/host.ts";
 import { apiServerAddress, remotePodSpec, remoteTokenSecret, tokenRequests, withoutTokenVolume } from "./forge.ts";
 import { issueTokens, type IssuedToken, type TokenWanted } from "./tokens.ts";
-import { metadataOnly, withoutManagedFields } from "../../kube/slim.ts";
+import { createInterner, podSlimmer, slimMetadata } from "../../kube/slim.ts";
 import { holdNotReady, markedUnreachable, unreachablePodStatus } from "../../continuity/pods.ts";
 import { DEFAULT_CONTINUITY_THRESHOLD_MS, pastThreshold } from "../../continuity/threshold.ts";
 
@@ -137,10 +137,6 @@ export function patched(spec: PodSpec, patch: PodPatch | undefined): PodSpec {
 
 type ShadowPodWithQuota = KubeObject & { status?: { quota?: { phase?: string; message?: string } } };
 
-function metadataAndStatus<T extends Pod>(obj: T): T {
-  return { ...metadataOnly(obj), status: obj.status } as T;
-}
-
 /** A pod's key as the caches show it: the local pod and, in its twin namespace, its ShadowPod and remote pod. */
 interface Observed {
   key: string;
@@ -190,6 +186,10 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
   // The caches keep only what handle reads: managedFields (large on pods, several managers) never,
   // of a ShadowPod only its metadata (the pod spec in it is ours, already in the local pod), of a
   // remote pod its metadata and status (the pods reflector's backward transform reads /status).
+  // The parts pods share (labels, tolerations, affinity...) are kept once, for all three caches.
+  const intern = createInterner();
+  const slimLocal = podSlimmer(intern);
+  const slimRemote = slimMetadata(intern);
   // One informer per virtual node (a field selector names one node); a pod is found in whichever has it.
   const nodes = new Map<string, { pods: Informer<Pod>; patch?: PodPatch }>();
   /** Nodes removed from this offloader: what still runs remotely for their pods is deleted. */
@@ -215,14 +215,14 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
     labelSelector: origin,
     logger: log,
     // The status is the provider's quota decision (a few fields), shown on a pod it holds back.
-    transform: (s) => ({ ...metadataOnly(s), status: (s as ShadowPodWithQuota).status }) as KubeObject,
+    transform: (s) => ({ ...slimRemote(s), status: (s as ShadowPodWithQuota).status }) as KubeObject,
   });
   const remotePods: NamespacedInformers<Pod> = createNamespacedInformers({
     client: o.remote,
     resource: Resources.pods,
     labelSelector: `liqo.io/managed-by=shadowpod,${origin}`,
     logger: log,
-    transform: metadataAndStatus,
+    transform: (p) => ({ ...slimRemote(p), status: p.status }),
   });
   const pendingDelay = o.pendingStatusDelayMs ?? PENDING_STATUS_DELAY_MS;
   const continuityThreshold = o.continuityThresholdMs ?? DEFAULT_CONTINUITY_THRESHOLD_MS;
@@ -760,7 +760,7 @@ export async function createPodOffloader(o: PodOffloaderOptions): Promise<PodOff
           resource: Resources.pods,
           fieldSelector: `spec.nodeName=${nodeName}`,
           logger: log,
-          transform: withoutManagedFields,
+          transform: slimLocal,
         });
         pods.on({
           add: onLocalFirst,
