@@ -50,13 +50,11 @@ export function internFields<T extends object>(obj: T, intern: Interner, unique:
   return out as T;
 }
 
-interface SlimmablePod extends KubeObject {
-  spec?: {
-    containers?: object[];
-    initContainers?: object[];
-    volumes?: object[];
-    [k: string]: unknown;
-  };
+interface SlimmableSpec {
+  containers?: object[];
+  initContainers?: object[];
+  volumes?: object[];
+  [k: string]: unknown;
 }
 
 // Parts that differ from pod to pod, so that keeping them would only fill the table: lists whose
@@ -64,24 +62,28 @@ interface SlimmablePod extends KubeObject {
 const PER_ELEMENT = ["containers", "initContainers", "ephemeralContainers", "volumes"];
 const PER_POD_CONTAINER = ["volumeMounts"];
 
+/** A pod spec whose parts replicas share are the interner's: each field (tolerations, affinity...), each container's and volume's fields. */
+function slimPodSpec<S extends SlimmableSpec>(spec: S, intern: Interner): S {
+  const s = internFields(spec, intern, PER_ELEMENT);
+  if (spec.containers) s.containers = spec.containers.map((c) => internFields(c, intern, PER_POD_CONTAINER));
+  if (spec.initContainers)
+    s.initContainers = spec.initContainers.map((c) => internFields(c, intern, PER_POD_CONTAINER));
+  if (spec.volumes) s.volumes = spec.volumes.map((v) => internFields(v, intern));
+  return s;
+}
+
 /**
  * The cache transform of pods that keeps their whole spec (the offloader's local pods): no
  * managedFields, and the parts replicas share kept once: metadata's labels, annotations and owner
- * references, each spec field (tolerations, affinity...), each container's and volume's fields.
+ * references, and those of the spec (slimPodSpec).
  */
-export function podSlimmer(intern: Interner = createInterner()): <T extends SlimmablePod>(pod: T) => T {
-  return <T extends SlimmablePod>(pod: T): T => {
+export function podSlimmer(
+  intern: Interner = createInterner(),
+): <T extends KubeObject & { spec?: SlimmableSpec }>(pod: T) => T {
+  return <T extends KubeObject & { spec?: SlimmableSpec }>(pod: T): T => {
     const p = withoutManagedFields(pod);
     const out = { ...p, metadata: internFields(p.metadata, intern) };
-    const spec = p.spec;
-    if (spec) {
-      const s = internFields(spec, intern, PER_ELEMENT);
-      if (spec.containers) s.containers = spec.containers.map((c) => internFields(c, intern, PER_POD_CONTAINER));
-      if (spec.initContainers)
-        s.initContainers = spec.initContainers.map((c) => internFields(c, intern, PER_POD_CONTAINER));
-      if (spec.volumes) s.volumes = spec.volumes.map((v) => internFields(v, intern));
-      out.spec = s;
-    }
+    if (p.spec) out.spec = slimPodSpec(p.spec, intern);
     return out;
   };
 }
