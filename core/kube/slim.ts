@@ -90,10 +90,8 @@ export function podSlimmer(
 
 /** Metadata only (as metadataOnly), its shared parts kept once; owner references are each object's own. */
 export function slimMetadata(intern: Interner = createInterner()): <T extends KubeObject>(obj: T) => T {
-  return <T extends KubeObject>(obj: T): T =>
-    ({
-      apiVersion: obj.apiVersion,
-      kind: obj.kind,
-      metadata: internFields(withoutManagedFields(obj).metadata, intern, ["ownerReferences"]),
-    }) as T;
+  return <T extends KubeObject>(obj: T): T => {
+    const m = metadataOnly(obj);
+    return { ...m, metadata: internFields(m.metadata, intern, ["ownerReferences"]) };
+  };
 }

@@ -104,7 +104,7 @@ describe("storage: what stays home", () => {
     const again = { ...pvc, metadata: { ...pvc.metadata, uid: "made-again" } } as KubeObject;
     const d = await plugin.forward(again, claim, ctx);
     expect(d).toMatchObject({ decision: "delete", reason: expect.stringContaining("an earlier claim of that name") });
-    expect(remotePvc(again, claim, ctx).decision).toBe("delete");
+    expect(remotePvc(again, claim, ctx)).toEqual(d);
     // Once it is gone, the new claim gets its own copy.
     const fresh = (await plugin.forward(again, null, ctx)) as { object: KubeObject };
     expect(fresh.object.metadata?.annotations?.["storage.liqo.io/origin-claim-uid"]).toBe("made-again");

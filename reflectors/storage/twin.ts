@@ -26,7 +26,10 @@ export const remotePvc: Twin = (local, remote, ctx) => {
   // A copy of an earlier claim of that name goes first (its volume is that claim's); an unmarked one is adopted.
   const madeFor = remote?.metadata?.annotations?.[ORIGIN_CLAIM_UID_ANNOTATION];
   if (remote && madeFor !== undefined && uid !== undefined && madeFor !== uid)
-    return { decision: "delete", reason: "the copy belongs to an earlier claim of that name" };
+    return {
+      decision: "delete",
+      reason: "the copy belongs to an earlier claim of that name; a new one follows once it is gone",
+    };
   // A claim's class is immutable: a copy keeps the class it was made with.
   const kept = (remote?.spec as { storageClassName?: unknown } | undefined)?.storageClassName;
   const storageClass = typeof kept === "string" ? kept : ctx.storageClass;
