@@ -15,6 +15,7 @@ import {
   startNodeAgents,
   stopRealNode,
   type HostRouting,
+  type NodeImages,
   type RealNodeState,
 } from "./nodes.ts";
 
@@ -442,11 +443,6 @@ export async function readyNodes(client: KubeClient): Promise<NodeObj[]> {
   );
 }
 
-export interface NodeImages {
-  /** Imports the rig's images into one real node's containerd. */
-  importInto(socket: string): Promise<void>;
-}
-
 export async function startCluster(
   c: ClusterState,
   bin: string,
@@ -505,9 +501,9 @@ function startContainerRuntimes(
   if (!nodes.length) return undefined;
   if (!images) throw new RigError(`cluster ${c.name}: real nodes need the rig's images`);
   progress(
-    `${c.name}: starting ${nodes.length} real node(s): containerd and ${c.foreign ? "no image import (the foreign profile pulls from the registry)" : "image import"}`,
+    `${c.name}: starting ${nodes.length} real node(s): containerd and ${c.foreign ? "no image import (the foreign profile pulls from the registry)" : "a copy of the images' containerd store"}`,
   );
-  return Promise.all(nodes.map((n) => startContainerRuntime(n, bin, (socket) => images.importInto(socket))));
+  return Promise.all(nodes.map((n) => startContainerRuntime(n, bin, images)));
 }
 
 async function startRealNodes(c: ClusterState, bin: string, client: KubeClient, progress: Progress): Promise<void> {

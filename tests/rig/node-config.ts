@@ -39,11 +39,14 @@ export interface NodePaths {
   registryHosts?: string;
 }
 
+/** Where a node's containerd keeps its content and snapshots (node-store.ts fills it before it starts). */
+export const containerdRoot = (dir: string) => `${dir}/containerd/root`;
+
 /** containerd 1.6 (config version 2): everything of its own under the node's folder. */
 export function containerdConfig(p: NodePaths, sandboxImage: string): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   return `version = 2
-root = "${p.dir}/containerd/root"
+root = "${containerdRoot(p.dir)}"
 state = "${p.dir}/containerd/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
 

@@ -349,16 +349,20 @@ async function waitFor(
   );
 }
 
-/** containerd, then the kubelet and kube-proxy; the node registers itself with the API server. */
+/** How a real node gets the rig's images. */
+export interface NodeImages {
+  /** Fills the node's containerd store before containerd starts (node-store.ts). */
+  seed?(nodeDir: string): Promise<void>;
+  /** Once containerd answers: imports the images, or checks that the seeded store lists them. */
+  load(socket: string): Promise<void>;
+}
+
 /** containerd with the rig's images: needs no API server, so it runs while the control plane starts. */
-export async function startContainerRuntime(
-  node: RealNodeState,
-  bin: string,
-  importImages: (socket: string) => Promise<void>,
-): Promise<void> {
+export async function startContainerRuntime(node: RealNodeState, bin: string, images: NodeImages): Promise<void> {
+  await images.seed?.(node.dir);
   startNodeComponent(node, "containerd", bin);
   await waitFor(node, "containerd", "CRI socket", () => tryRun(["ctr", "--address", node.containerdSocket, "version"]));
-  await importImages(node.containerdSocket);
+  await images.load(node.containerdSocket);
 }
 
 /** The kubelet and kube-proxy, once the API server answers and containerd holds the images. */

@@ -25,10 +25,12 @@ import {
   removeRigNetworkNow,
   rigNetworkIsOurs,
   stopRealNodeNow,
+  type NodeImages,
 } from "./nodes.ts";
 import type { RigNetwork } from "./node-config.ts";
 import { clusterDnsAddress } from "./dns.ts";
-import { ensureRigImages, importImages } from "./images.ts";
+import { ensureRigImages } from "./images.ts";
+import { checkNodeImages, ensureNodeStore, seedNodeStore } from "./node-store.ts";
 import { prepareRegistry, pushRigImages, type RegistryState, startRegistry, stopRegistry } from "./registry.ts";
 
 export interface RigOptions {
@@ -190,7 +192,7 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
       rig.network = claimRigNetwork(dir);
       saveRig(rig);
       progress(
-        `real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images to import into each`,
+        `real nodes: bridge ${rig.network.bridge} (${rig.network.prefix}.0/24), ${images.length} images in each (${options.foreign ? "pulled from the rig's registry" : "copied from one containerd store"})`,
       );
       createRigNetwork(rig.network);
       const started = performance.now();
@@ -254,16 +256,23 @@ export async function rigUp(options: RigOptions): Promise<Rig> {
     // Clusters start side by side; pids are saved as they appear so `rig down` can always stop them.
     const saver = setInterval(() => saveRig(rig), 500);
     try {
-      // The foreign profile imports nothing: its nodes pull every image from the registry.
-      const nodeImages = {
-        importInto: (socket: string) =>
-          options.foreign
-            ? Promise.resolve()
-            : importImages(
-                socket,
-                images.map((i) => i.archive),
-              ),
-      };
+      // Each node's store is a copy of one the images were imported into once (node-store.ts),
+      // built, if this set of images has none yet, while the control planes start. The foreign
+      // profile copies nothing: its nodes pull every image from the registry.
+      const store =
+        realNodes && !options.foreign
+          ? ensureNodeStore(
+              images.map((i) => i.archive),
+              progress,
+            )
+          : undefined;
+      store?.catch(() => {}); // awaited by each node's seed
+      const nodeImages: NodeImages = store
+        ? {
+            seed: async (nodeDir) => seedNodeStore(await store, nodeDir),
+            load: async (s) => checkNodeImages(s, await store),
+          }
+        : { load: async () => {} };
       await Promise.all([
         ...rig.clusters.map((c) => startCluster(c, bin, progress, nodeImages)),
         rig.registry && pushImages(rig.registry, images, progress),
