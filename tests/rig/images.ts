@@ -402,6 +402,15 @@ export async function ensureImages(
   return wanted.map((w) => ({ ref: imageRefs[w.r.name], archive: w.archive }));
 }
 
+/** The image names the containerd at `socket` lists (CRI's namespace k8s.io). */
+export async function listedImages(socket: string): Promise<Set<string>> {
+  const out = await run(
+    [ctrPath(), "--address", socket, "-n", "k8s.io", "images", "ls", "-q"],
+    `listing the images of the containerd at ${socket}`,
+  );
+  return new Set(out.split("\n"));
+}
+
 export function ctrPath(): string {
   const path =
     process.env.LIQO_RIG_CTR ??
@@ -474,14 +483,7 @@ export async function importImages(socket: string, archives: string[]): Promise<
         `importing ${archive} into the containerd at ${socket} failed (ctr exit ${p.exitCode}): ${(err || out).trim().slice(-1500)}`,
       );
     }
-    const listed = new Set(
-      (
-        await run(
-          [ctr, "--address", socket, "-n", "k8s.io", "images", "ls", "-q"],
-          `listing the images of the containerd at ${socket}`,
-        )
-      ).split("\n"),
-    );
+    const listed = await listedImages(socket);
     const absent = refs.filter((r) => !listed.has(r));
     if (absent.length)
       throw new RigError(

@@ -9,7 +9,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { RigError } from "./errors.ts";
-import { archiveRefs, ctrPath, imageCacheDir, importImages, withLock } from "./images.ts";
+import { archiveRefs, imageCacheDir, importImages, listedImages, withLock } from "./images.ts";
 import { containerdConfig, containerdRoot } from "./node-config.ts";
 import { isAlive } from "./process.ts";
 
@@ -132,13 +132,7 @@ export async function seedNodeStore(store: NodeStore, nodeDir: string): Promise<
 
 /** Every image of the store is listed by the containerd at `socket`: a copied store is checked, not trusted. */
 export async function checkNodeImages(socket: string, store: NodeStore): Promise<void> {
-  const p = Bun.spawn([ctrPath(), "--address", socket, "-n", "k8s.io", "images", "ls", "-q"], {
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text()]);
-  if ((await p.exited) !== 0) throw new RigError(`listing the images of the containerd at ${socket}: ${err.trim()}`);
-  const listed = new Set(out.split("\n"));
+  const listed = await listedImages(socket);
   const absent = store.refs.filter((r) => !listed.has(r));
   if (absent.length)
     throw new RigError(
